@@ -1,0 +1,92 @@
+//===- FlowAttrs.td - Flow attributes and enums ------------*- tablegen -*-===//
+//
+// Part of the Flow project.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FLOW_DIALECT_FLOW_IR_FLOWATTRS_TD
+#define FLOW_DIALECT_FLOW_IR_FLOWATTRS_TD
+
+include "flow/Dialect/Flow/IR/FlowBase.td"
+
+//===----------------------------------------------------------------------===//
+// Enums
+//===----------------------------------------------------------------------===//
+
+def Flow_CompareEQ : I32EnumAttrCase<"eq", 0>;
+def Flow_CompareNE : I32EnumAttrCase<"ne", 1>;
+def Flow_CompareLT : I32EnumAttrCase<"lt", 2>;
+def Flow_CompareLE : I32EnumAttrCase<"le", 3>;
+def Flow_CompareGT : I32EnumAttrCase<"gt", 4>;
+def Flow_CompareGE : I32EnumAttrCase<"ge", 5>;
+def Flow_ComparePredicateAttr : I32EnumAttr<"ComparePredicate",
+    "comparison predicate",
+    [Flow_CompareEQ, Flow_CompareNE, Flow_CompareLT, Flow_CompareLE,
+     Flow_CompareGT, Flow_CompareGE]> {
+  let cppNamespace = "::mlir::flow";
+}
+
+def Flow_GeluNone : I32EnumAttrCase<"none", 0>;
+def Flow_GeluTanh : I32EnumAttrCase<"tanh", 1>;
+def Flow_GeluApproximationAttr : I32EnumAttr<"GeluApproximation",
+    "GELU form: exact (erf) or the tanh approximation",
+    [Flow_GeluNone, Flow_GeluTanh]> {
+  let cppNamespace = "::mlir::flow";
+}
+
+def Flow_ReduceSum : I32EnumAttrCase<"sum", 0>;
+def Flow_ReduceMax : I32EnumAttrCase<"max", 1>;
+def Flow_ReductionKindAttr : I32EnumAttr<"ReductionKind",
+    "reduction of a collective",
+    [Flow_ReduceSum, Flow_ReduceMax]> {
+  let cppNamespace = "::mlir::flow";
+}
+
+//===----------------------------------------------------------------------===//
+// SBP
+//===----------------------------------------------------------------------===//
+
+def Flow_SbpAttr : AttrDef<Flow_Dialect, "Sbp"> {
+  let mnemonic = "sbp";
+  let summary = "nd-SBP: split, broadcast or partial, one entry per mesh axis";
+  let description = [{
+    An nd-SBP gives, for each axis of a device mesh, how a tensor is laid out
+    over the devices along that axis:
+
+    - `S(d)`: split along tensor dimension `d` (rank r holds the r-th slice;
+      with N not divisible by the axis size p, the first N mod p ranks hold
+      one more element);
+    - `B`: every device holds the whole tensor;
+    - `P` (or `P(sum)`): every device holds a full-shape tensor and the value
+      is their sum; `P(max)`: the value is their element-wise maximum.
+
+    Entry i applies to mesh axis i; splits over several axes nest in mesh
+    axis order (`[S(0), S(0)]` on a 2x2 mesh cuts dimension 0 in 4 pieces).
+
+    ```mlir
+    #flow.sbp<[S(1)]>          // 1-D mesh, split along dimension 1
+    #flow.sbp<[S(0), B]>       // 2-D mesh
+    #flow.sbp<[P, P(max)]>
+    ```
+
+    The attribute does not name its mesh: the op or function carrying it
+    does (`flow.annotate`'s `@mesh`, a function's `flow.mesh`), and the
+    verifier checks the entry count against that mesh's rank and every split
+    dimension against the tensor's rank.
+  }];
+  let parameters = (ins ArrayRefParameter<"::mlir::flow::SbpDim",
+                                          "one entry per mesh axis">:$dims);
+  let hasCustomAssemblyFormat = 1;
+  let extraClassDeclaration = [{
+    /// Number of mesh axes this SBP describes.
+    size_t getRank() const { return getDims().size(); }
+    /// Checks this SBP against a mesh of shape `meshShape` for a value of
+    /// type `type`; reports the first violation through `emitError`.
+    ::llvm::LogicalResult
+    verifyFor(::llvm::ArrayRef<int64_t> meshShape, ::mlir::Type type,
+              ::llvm::function_ref<::mlir::InFlightDiagnostic()> emitError)
+        const;
+  }];
+}
+
+#endif // FLOW_DIALECT_FLOW_IR_FLOWATTRS_TD

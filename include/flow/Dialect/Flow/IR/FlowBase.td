@@ -1,0 +1,94 @@
+//===- FlowBase.td - Flow dialect definition ---------------*- tablegen -*-===//
+//
+// Part of the Flow project.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FLOW_DIALECT_FLOW_IR_FLOWBASE_TD
+#define FLOW_DIALECT_FLOW_IR_FLOWBASE_TD
+
+include "mlir/IR/OpBase.td"
+include "mlir/IR/AttrTypeBase.td"
+include "mlir/IR/EnumAttr.td"
+
+def Flow_Dialect : Dialect {
+  let name = "flow";
+  let cppNamespace = "::mlir::flow";
+  let summary = "Flow's graph-level dialect: static global tensor programs with SBP";
+  let description = [{
+    The `flow` dialect is what front ends (the PyTorch and ONNX importers)
+    emit and what Flow's graph passes (SBP propagation, partitioning, fusion,
+    autodiff) transform. A program is a set of functions over builtin ranked
+    tensors with static shapes whose element types are `f32`, `f16`, `bf16`,
+    `i64`, `i32` or `i1`.
+
+    Placement is explicit: a `flow.mesh` symbol names a device mesh, and an
+    SBP attribute (`#flow.sbp<[S(0), B]>`) says, per mesh axis, whether a
+    value is split along a tensor dimension (`S(d)`), broadcast (`B`) or a
+    partial sum / max (`P`, `P(max)`) over that axis.
+
+    Function arguments and results may carry an SBP with the discardable
+    attribute `flow.sbp`; the function then names its mesh with `flow.mesh`:
+
+    ```mlir
+    flow.mesh @mesh [2, 4]
+    func.func @f(%x: tensor<8x16xf32> {flow.sbp = #flow.sbp<[S(0), B]>})
+        -> tensor<8x16xf32> attributes {flow.mesh = @mesh} {
+      ...
+    }
+    ```
+  }];
+  let useDefaultAttributePrinterParser = 1;
+  let hasConstantMaterializer = 1;
+  let hasOperationAttrVerify = 1;
+  let hasRegionArgAttrVerify = 1;
+  let hasRegionResultAttrVerify = 1;
+  let extraClassDeclaration = [{
+    /// Registers the dialect's attributes (FlowAttrs.cpp).
+    void registerAttributes();
+
+    /// Name of the discardable attribute carrying a value's SBP on function
+    /// arguments and results.
+    static constexpr ::llvm::StringLiteral getSbpAttrName() {
+      return ::llvm::StringLiteral("flow.sbp");
+    }
+    /// Name of the discardable attribute naming a function's mesh.
+    static constexpr ::llvm::StringLiteral getMeshAttrName() {
+      return ::llvm::StringLiteral("flow.mesh");
+    }
+  }];
+}
+
+class Flow_Op<string mnemonic, list<Trait> traits = []>
+    : Op<Flow_Dialect, mnemonic, traits>;
+
+//===----------------------------------------------------------------------===//
+// Types
+//===----------------------------------------------------------------------===//
+
+def Flow_FloatElement : AnyTypeOf<[F32, F16, BF16]>;
+def Flow_IntElement : AnyTypeOf<[I64, I32]>;
+
+/// Every tensor Flow accepts: ranked, static shape, a supported element type.
+def Flow_Tensor : StaticShapeTensorOf<[F32, F16, BF16, I64, I32, I1]>;
+/// Tensors of numbers (no i1).
+def Flow_NumericTensor : StaticShapeTensorOf<[F32, F16, BF16, I64, I32]>;
+/// Floating-point tensors.
+def Flow_FloatTensor : StaticShapeTensorOf<[F32, F16, BF16]>;
+/// Index tensors (gather indices).
+def Flow_IndexTensor : StaticShapeTensorOf<[I64, I32]>;
+/// Boolean tensors (comparison results, select conditions).
+def Flow_BoolTensor : StaticShapeTensorOf<[I1]>;
+
+//===----------------------------------------------------------------------===//
+// Attributes
+//===----------------------------------------------------------------------===//
+
+/// An i64 attribute read back as a signed value (upstream's I64Attr returns
+/// uint64_t, which would turn a negative axis into a huge one).
+def Flow_I64Attr : SignlessIntegerAttrBase<I64, "64-bit signless integer attribute"> {
+  let returnType = "int64_t";
+  let convertFromStorage = "$_self.getValue().getSExtValue()";
+}
+
+#endif // FLOW_DIALECT_FLOW_IR_FLOWBASE_TD

@@ -1,0 +1,40 @@
+//===- FlowOps.h - Flow operations ------------------------------*- C++ -*-===//
+//
+// Part of the Flow project.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FLOW_DIALECT_FLOW_IR_FLOWOPS_H
+#define FLOW_DIALECT_FLOW_IR_FLOWOPS_H
+
+#include "flow/Dialect/Flow/IR/FlowAttrs.h"
+#include "flow/Dialect/Flow/IR/FlowDialect.h"
+#include "mlir/Bytecode/BytecodeOpInterface.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/OpDefinition.h"
+#include "mlir/IR/OpImplementation.h"
+#include "mlir/IR/SymbolTable.h"
+#include "mlir/Interfaces/InferTypeOpInterface.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#define GET_OP_CLASSES
+#include "flow/Dialect/Flow/IR/FlowOps.h.inc"
+
+namespace mlir {
+namespace flow {
+
+/// Broadcasts shapes with numpy rules (aligned from the right; each pair of
+/// dimensions is equal or contains a 1). Reports a mismatch through
+/// `emitError` when given, and fails.
+FailureOr<SmallVector<int64_t>>
+broadcastShapes(ArrayRef<ArrayRef<int64_t>> shapes,
+                function_ref<InFlightDiagnostic()> emitError = nullptr);
+
+/// Looks up the `flow.mesh` named `name` from `from`; null if none.
+MeshOp lookupMesh(Operation *from, FlatSymbolRefAttr name,
+                  SymbolTableCollection *symbolTable = nullptr);
+
+} // namespace flow
+} // namespace mlir
+
+#endif // FLOW_DIALECT_FLOW_IR_FLOWOPS_H

@@ -1,0 +1,730 @@
+//===- FlowOps.td - Flow dialect operations ----------------*- tablegen -*-===//
+//
+// Part of the Flow project.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FLOW_DIALECT_FLOW_IR_FLOWOPS_TD
+#define FLOW_DIALECT_FLOW_IR_FLOWOPS_TD
+
+include "flow/Dialect/Flow/IR/FlowBase.td"
+include "flow/Dialect/Flow/IR/FlowAttrs.td"
+include "mlir/IR/SymbolInterfaces.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+//===----------------------------------------------------------------------===//
+// Structure
+//===----------------------------------------------------------------------===//
+
+def Flow_MeshOp : Flow_Op<"mesh", [Symbol]> {
+  let summary = "a named device mesh";
+  let description = [{
+    Declares a logical device mesh: `shape` gives the number of devices along
+    each mesh axis, and the devices are numbered row-major. SBP attributes
+    and collectives name a mesh through its symbol.
+
+    ```mlir
+    flow.mesh @tp [4]        // 4 devices in a line
+    flow.mesh @mesh [2, 4]   // 8 devices: 2 data-parallel groups of 4
+    ```
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name, DenseI64ArrayAttr:$shape);
+  let assemblyFormat = "$sym_name $shape attr-dict";
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// Number of mesh axes.
+    int64_t getRank() { return getShape().size(); }
+    /// Number of devices in the mesh.
+    int64_t getNumDevices();
+  }];
+}
+
+def Flow_AnnotateOp : Flow_Op<"annotate", [
+    Pure, SameOperandsAndResultType,
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "pins an SBP on a value";
+  let description = [{
+    Returns its operand unchanged and states that, on the mesh `mesh`, the
+    value is laid out as `sbp`. SBP propagation treats an annotation as a
+    constraint it must honour.
+
+    ```mlir
+    flow.mesh @mesh [2]
+    %x1 = flow.annotate %x as #flow.sbp<[S(0)]> on @mesh : tensor<8x16xf32>
+    ```
+  }];
+  let arguments = (ins Flow_Tensor:$input, FlatSymbolRefAttr:$mesh,
+                       Flow_SbpAttr:$sbp);
+  let results = (outs Flow_Tensor:$result);
+  let assemblyFormat =
+      "$input `as` qualified($sbp) `on` $mesh attr-dict `:` type($result)";
+}
+
+def Flow_ConstantOp : Flow_Op<"constant", [
+    ConstantLike, Pure, AllTypesMatch<["value", "result"]>]> {
+  let summary = "a constant tensor";
+  let description = [{
+    A tensor whose elements are given by an elements attribute (dense,
+    splat or a dense resource for large weights).
+
+    ```mlir
+    %zero = flow.constant dense<0.0> : tensor<4xf32>
+    %w = flow.constant dense<[[1.0, 2.0], [3.0, 4.0]]> : tensor<2x2xf32>
+    ```
+  }];
+  let arguments = (ins ElementsAttr:$value);
+  let results = (outs Flow_Tensor:$result);
+  let assemblyFormat = "attr-dict $value";
+  let hasFolder = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise unary
+//===----------------------------------------------------------------------===//
+
+class Flow_UnaryOp<string mnemonic, Type tensorType, string what,
+                   list<Trait> traits = []>
+    : Flow_Op<mnemonic, traits # [Pure, Elementwise, SameOperandsAndResultType]> {
+  let summary = what;
+  let description = "Computes " # what # [{ element-wise. The result has
+    the operand's type.
+
+    ```mlir
+    %y = flow.}] # mnemonic # [{ %x : tensor<4x8xf32>
+    ```
+  }];
+  let arguments = (ins tensorType:$input);
+  let results = (outs tensorType:$result);
+  let assemblyFormat = "$input attr-dict `:` type($result)";
+}
+
+def Flow_NegOp : Flow_UnaryOp<"neg", Flow_NumericTensor, "negation (-x)">;
+def Flow_AbsOp : Flow_UnaryOp<"abs", Flow_NumericTensor, "absolute value |x|">;
+def Flow_ExpOp : Flow_UnaryOp<"exp", Flow_FloatTensor, "the exponential e^x">;
+def Flow_LogOp : Flow_UnaryOp<"log", Flow_FloatTensor, "the natural logarithm">;
+def Flow_SqrtOp : Flow_UnaryOp<"sqrt", Flow_FloatTensor, "the square root">;
+def Flow_RsqrtOp : Flow_UnaryOp<"rsqrt", Flow_FloatTensor,
+                                "the reciprocal square root 1/sqrt(x)">;
+def Flow_TanhOp : Flow_UnaryOp<"tanh", Flow_FloatTensor, "the hyperbolic tangent">;
+def Flow_SigmoidOp : Flow_UnaryOp<"sigmoid", Flow_FloatTensor,
+                                  "the logistic sigmoid 1/(1+e^-x)">;
+def Flow_ReluOp : Flow_UnaryOp<"relu", Flow_NumericTensor, "max(x, 0)">;
+def Flow_SiluOp : Flow_UnaryOp<"silu", Flow_FloatTensor,
+                               "SiLU (swish) x * sigmoid(x)">;
+
+def Flow_GeluOp : Flow_Op<"gelu", [Pure, Elementwise, SameOperandsAndResultType]> {
+  let summary = "GELU, exact or tanh-approximated";
+  let description = [{
+    The Gaussian error linear unit. `approximate = none` (the default) is the
+    exact form `0.5 x (1 + erf(x / sqrt(2)))`; `approximate = tanh` is
+    `0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))`, as in PyTorch.
+
+    ```mlir
+    %y = flow.gelu %x : tensor<4x8xf32>
+    %z = flow.gelu %x approximate = tanh : tensor<4x8xf32>
+    ```
+  }];
+  let arguments = (ins Flow_FloatTensor:$input,
+      DefaultValuedAttr<Flow_GeluApproximationAttr,
+                        "::mlir::flow::GeluApproximation::none">:$approximate);
+  let results = (outs Flow_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input (`approximate` `=` $approximate^)? attr-dict `:` type($result)
+  }];
+}
+
+def Flow_CastOp : Flow_Op<"cast", [Pure, Elementwise, SameOperandsAndResultShape]> {
+  let summary = "element type conversion";
+  let description = [{
+    Converts each element to the result's element type: float to float
+    rounds to nearest even, float to integer truncates toward zero, integer
+    to float rounds to nearest, to `i1` is `x != 0`, from `i1` gives 0 or 1.
+
+    ```mlir
+    %h = flow.cast %x : tensor<4xf32> to tensor<4xf16>
+    ```
+  }];
+  let arguments = (ins Flow_Tensor:$input);
+  let results = (outs Flow_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `to` type($result)";
+  let hasFolder = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise binary, with numpy broadcasting
+//===----------------------------------------------------------------------===//
+
+class Flow_BinaryOp<string mnemonic, Type tensorType, string what,
+                    list<Trait> traits = []>
+    : Flow_Op<mnemonic, traits # [Pure, InferTypeOpAdaptor,
+                                  SameOperandsElementType]> {
+  let summary = what;
+  let description = "Computes " # what # [{ element-wise with numpy
+    broadcasting: shapes are aligned from the right and each dimension pair
+    must be equal or contain a 1. Both operands have the same element type.
+
+    ```mlir
+    %z = flow.}] # mnemonic # [{ %x, %y : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
+    ```
+  }];
+  let arguments = (ins tensorType:$lhs, tensorType:$rhs);
+  let results = (outs tensorType:$result);
+  let assemblyFormat =
+      "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
+}
+
+def Flow_AddOp : Flow_BinaryOp<"add", Flow_NumericTensor, "the sum lhs + rhs",
+                               [Commutative]> {
+  let hasFolder = 1;
+}
+def Flow_SubOp : Flow_BinaryOp<"sub", Flow_NumericTensor,
+                               "the difference lhs - rhs"> {
+  let hasFolder = 1;
+}
+def Flow_MulOp : Flow_BinaryOp<"mul", Flow_NumericTensor,
+                               "the product lhs * rhs", [Commutative]> {
+  let hasFolder = 1;
+}
+def Flow_DivOp : Flow_BinaryOp<"div", Flow_NumericTensor,
+    "the quotient lhs / rhs (integers: truncated toward zero)"> {
+  let hasFolder = 1;
+}
+def Flow_MaximumOp : Flow_BinaryOp<"maximum", Flow_NumericTensor,
+    "the larger of lhs and rhs (NaN if either is NaN)", [Commutative]>;
+def Flow_MinimumOp : Flow_BinaryOp<"minimum", Flow_NumericTensor,
+    "the smaller of lhs and rhs (NaN if either is NaN)", [Commutative]>;
+def Flow_PowOp : Flow_BinaryOp<"pow", Flow_FloatTensor, "the power lhs ^ rhs">;
+
+def Flow_CompareOp : Flow_Op<"compare", [Pure, InferTypeOpAdaptor,
+                                         SameOperandsElementType]> {
+  let summary = "element-wise comparison";
+  let description = [{
+    Compares element-wise with numpy broadcasting and returns an `i1` tensor.
+    Predicates: `eq`, `ne`, `lt`, `le`, `gt`, `ge`; floats compare ordered
+    (any comparison with NaN is false, except `ne`, which is true).
+
+    ```mlir
+    %m = flow.compare lt, %x, %y : (tensor<4x8xf32>, tensor<1x8xf32>) -> tensor<4x8xi1>
+    ```
+  }];
+  let arguments = (ins Flow_ComparePredicateAttr:$predicate,
+                       Flow_Tensor:$lhs, Flow_Tensor:$rhs);
+  let results = (outs Flow_BoolTensor:$result);
+  let assemblyFormat = [{
+    $predicate `,` $lhs `,` $rhs attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+def Flow_SelectOp : Flow_Op<"select", [Pure, InferTypeOpAdaptor]> {
+  let summary = "element-wise choice between two tensors";
+  let description = [{
+    Returns `on_true` where `condition` holds and `on_false` elsewhere; the
+    three operands broadcast together (numpy rules). `on_true` and
+    `on_false` have the same element type.
+
+    ```mlir
+    %r = flow.select %m, %x, %y
+        : (tensor<4x8xi1>, tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
+    ```
+  }];
+  let arguments = (ins Flow_BoolTensor:$condition, Flow_Tensor:$on_true,
+                       Flow_Tensor:$on_false);
+  let results = (outs Flow_Tensor:$result);
+  let assemblyFormat = [{
+    $condition `,` $on_true `,` $on_false attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Contractions
+//===----------------------------------------------------------------------===//
+
+def Flow_MatmulOp : Flow_Op<"matmul", [Pure, InferTypeOpAdaptor,
+                                       SameOperandsElementType]> {
+  let summary = "batched matrix product";
+  let description = [{
+    Multiplies the last two dimensions of `lhs` (`[..., m, k]`, or
+    `[..., k, m]` with `transpose_lhs`) and `rhs` (`[..., k, n]`, or
+    `[..., n, k]` with `transpose_rhs`). Leading (batch) dimensions broadcast
+    with numpy rules, so a 2-D `rhs` is shared by every batch. Both operands
+    have rank 2 or more and the same element type.
+
+    ```mlir
+    %y = flow.matmul %x, %w : (tensor<8x16xf32>, tensor<16x32xf32>) -> tensor<8x32xf32>
+    %s = flow.matmul %q, %k {transpose_rhs}
+        : (tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>) -> tensor<2x4x8x8xf32>
+    ```
+  }];
+  let arguments = (ins Flow_NumericTensor:$lhs, Flow_NumericTensor:$rhs,
+                       UnitAttr:$transpose_lhs, UnitAttr:$transpose_rhs);
+  let results = (outs Flow_NumericTensor:$result);
+  let assemblyFormat =
+      "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
+}
+
+def Flow_Conv2dOp : Flow_Op<"conv2d", [Pure, InferTypeOpAdaptor,
+                                       SameOperandsElementType]> {
+  let summary = "2-D convolution, NCHW";
+  let description = [{
+    Cross-correlates `input` `[N, C, H, W]` with `weight`
+    `[O, C / groups, KH, KW]` and adds the optional `bias` `[O]`. `strides`
+    and `dilations` are `[h, w]`; `padding` is `[top, left, bottom, right]`
+    (zeros). Output height is
+    `(H + top + bottom - dilation_h * (KH - 1) - 1) / stride_h + 1`, and
+    likewise for the width. `C` and `O` are multiples of `groups`.
+
+    ```mlir
+    %y = flow.conv2d %x, %w, %b strides = [1, 1] padding = [1, 1, 1, 1]
+        dilations = [1, 1] groups = 1
+        : (tensor<1x3x32x32xf32>, tensor<16x3x3x3xf32>, tensor<16xf32>)
+        -> tensor<1x16x32x32xf32>
+    ```
+  }];
+  let arguments = (ins Flow_FloatTensor:$input, Flow_FloatTensor:$weight,
+                       Optional<Flow_FloatTensor>:$bias,
+                       DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$padding,
+                       DenseI64ArrayAttr:$dilations, Flow_I64Attr:$groups);
+  let results = (outs Flow_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $weight (`,` $bias^)? `strides` `=` $strides
+    `padding` `=` $padding `dilations` `=` $dilations `groups` `=` $groups
+    attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions and normalizations
+//===----------------------------------------------------------------------===//
+
+class Flow_ReduceOp<string mnemonic, Type tensorType, string what>
+    : Flow_Op<mnemonic, [Pure, InferTypeOpAdaptor, SameOperandsAndResultElementType]> {
+  let summary = what # " over axes";
+  let description = "Reduces `input` to " # what # [{ over `axes` (distinct,
+    in `[0, rank)`, at least one). With `keepdims` the reduced axes stay as
+    size 1; otherwise they are dropped.
+
+    ```mlir
+    %s = flow.}] # mnemonic # [{ %x [1] : tensor<4x8xf32> -> tensor<4xf32>
+    %k = flow.}] # mnemonic # [{ %x [0, 1] {keepdims} : tensor<4x8xf32> -> tensor<1x1xf32>
+    ```
+  }];
+  let arguments = (ins tensorType:$input, DenseI64ArrayAttr:$axes,
+                       UnitAttr:$keepdims);
+  let results = (outs tensorType:$result);
+  let assemblyFormat =
+      "$input $axes attr-dict `:` type($input) `->` type($result)";
+}
+
+def Flow_ReduceSumOp : Flow_ReduceOp<"reduce_sum", Flow_NumericTensor, "the sum">;
+def Flow_ReduceMeanOp : Flow_ReduceOp<"reduce_mean", Flow_FloatTensor, "the mean">;
+def Flow_ReduceMaxOp : Flow_ReduceOp<"reduce_max", Flow_NumericTensor, "the maximum">;
+
+class Flow_SoftmaxBase<string mnemonic, string what>
+    : Flow_Op<mnemonic, [Pure, SameOperandsAndResultType]> {
+  let summary = what # " along one axis";
+  let description = "Computes " # what # [{ along `axis` (in `[0, rank)`),
+    in the numerically stable form (the maximum is subtracted first).
+
+    ```mlir
+    %p = flow.}] # mnemonic # [{ %x axis = 1 : tensor<4x8xf32>
+    ```
+  }];
+  let arguments = (ins Flow_FloatTensor:$input, Flow_I64Attr:$axis);
+  let results = (outs Flow_FloatTensor:$result);
+  let assemblyFormat = "$input `axis` `=` $axis attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+def Flow_SoftmaxOp : Flow_SoftmaxBase<"softmax", "softmax">;
+def Flow_LogSoftmaxOp : Flow_SoftmaxBase<"log_softmax", "log(softmax)">;
+
+def Flow_LayerNormOp : Flow_Op<"layer_norm", [Pure, AttrSizedOperandSegments,
+    SameOperandsElementType, AllTypesMatch<["input", "result"]>]> {
+  let summary = "layer normalization over the trailing axes";
+  let description = [{
+    Normalizes `input` over the dimensions `[axis, rank)` to zero mean and
+    unit variance (biased variance, `epsilon` added), then multiplies by the
+    optional `weight` and adds the optional `bias`, both shaped like the
+    normalized dimensions.
+
+    ```mlir
+    %y = flow.layer_norm %x weight %g bias %b axis = 2 epsilon = 1.0e-05
+        : (tensor<2x16x64xf32>, tensor<64xf32>, tensor<64xf32>) -> tensor<2x16x64xf32>
+    ```
+  }];
+  let arguments = (ins Flow_FloatTensor:$input,
+                       Optional<Flow_FloatTensor>:$weight,
+                       Optional<Flow_FloatTensor>:$bias,
+                       Flow_I64Attr:$axis, F64Attr:$epsilon);
+  let results = (outs Flow_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input (`weight` $weight^)? (`bias` $bias^)? `axis` `=` $axis
+    `epsilon` `=` $epsilon attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Flow_RmsNormOp : Flow_Op<"rms_norm", [Pure, SameOperandsElementType,
+                                         AllTypesMatch<["input", "result"]>]> {
+  let summary = "RMS normalization over the trailing axes";
+  let description = [{
+    Divides `input` by the root mean square of the dimensions `[axis, rank)`
+    (`sqrt(mean(x^2) + epsilon)`) and multiplies by the optional `weight`,
+    shaped like the normalized dimensions.
+
+    ```mlir
+    %y = flow.rms_norm %x weight %g axis = 2 epsilon = 1.0e-06
+        : (tensor<2x16x64xf32>, tensor<64xf32>) -> tensor<2x16x64xf32>
+    ```
+  }];
+  let arguments = (ins Flow_FloatTensor:$input,
+                       Optional<Flow_FloatTensor>:$weight,
+                       Flow_I64Attr:$axis, F64Attr:$epsilon);
+  let results = (outs Flow_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input (`weight` $weight^)? `axis` `=` $axis `epsilon` `=` $epsilon
+    attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Flow_BatchNormOp : Flow_Op<"batch_norm", [Pure, SameOperandsElementType,
+                                             AllTypesMatch<["input", "result"]>]> {
+  let summary = "batch normalization, inference form";
+  let description = [{
+    Normalizes channel `c` (dimension 1) of `input` `[N, C, ...]` with the
+    stored statistics: `(x - mean[c]) / sqrt(variance[c] + epsilon) *
+    scale[c] + bias[c]`. The four vectors have shape `[C]`.
+
+    ```mlir
+    %y = flow.batch_norm %x, %scale, %bias, %mean, %var epsilon = 1.0e-05
+        : (tensor<1x16x8x8xf32>, tensor<16xf32>, tensor<16xf32>,
+           tensor<16xf32>, tensor<16xf32>) -> tensor<1x16x8x8xf32>
+    ```
+  }];
+  let arguments = (ins Flow_FloatTensor:$input, Flow_FloatTensor:$scale,
+                       Flow_FloatTensor:$bias, Flow_FloatTensor:$mean,
+                       Flow_FloatTensor:$variance, F64Attr:$epsilon);
+  let results = (outs Flow_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $scale `,` $bias `,` $mean `,` $variance `epsilon` `=` $epsilon
+    attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Flow_MaxPool2dOp : Flow_Op<"max_pool2d", [Pure, InferTypeOpAdaptor,
+                                             SameOperandsAndResultElementType]> {
+  let summary = "2-D max pooling, NCHW";
+  let description = [{
+    Takes the maximum over `kernel` windows of `input` `[N, C, H, W]`.
+    `strides` and `dilations` are `[h, w]`, `padding` is
+    `[top, left, bottom, right]` (padded positions never win). The output
+    height is `(H + top + bottom - dilation_h * (KH - 1) - 1) / stride_h + 1`
+    rounded down, or up with `ceil_mode` (a window that would start in the
+    bottom padding is dropped), and likewise for the width.
+
+    ```mlir
+    %y = flow.max_pool2d %x kernel = [3, 3] strides = [2, 2]
+        padding = [1, 1, 1, 1] dilations = [1, 1]
+        : tensor<1x16x32x32xf32> -> tensor<1x16x16x16xf32>
+    ```
+  }];
+  let arguments = (ins Flow_NumericTensor:$input, DenseI64ArrayAttr:$kernel,
+                       DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$padding,
+                       DenseI64ArrayAttr:$dilations, UnitAttr:$ceil_mode);
+  let results = (outs Flow_NumericTensor:$result);
+  let assemblyFormat = [{
+    $input `kernel` `=` $kernel `strides` `=` $strides `padding` `=` $padding
+    `dilations` `=` $dilations attr-dict `:` type($input) `->` type($result)
+  }];
+}
+
+def Flow_AvgPool2dOp : Flow_Op<"avg_pool2d", [Pure, InferTypeOpAdaptor,
+                                             SameOperandsAndResultElementType]> {
+  let summary = "2-D average pooling, NCHW";
+  let description = [{
+    Averages `kernel` windows of `input` `[N, C, H, W]`. `strides` is
+    `[h, w]`, `padding` is `[top, left, bottom, right]` (zeros). With
+    `count_include_pad` the divisor counts padded positions (PyTorch's
+    default); without it only real ones (ONNX's default). Output size as for
+    `flow.max_pool2d` with unit dilation, `ceil_mode` included.
+
+    ```mlir
+    %y = flow.avg_pool2d %x kernel = [2, 2] strides = [2, 2]
+        padding = [0, 0, 0, 0] : tensor<1x16x32x32xf32> -> tensor<1x16x16x16xf32>
+    ```
+  }];
+  let arguments = (ins Flow_FloatTensor:$input, DenseI64ArrayAttr:$kernel,
+                       DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$padding,
+                       UnitAttr:$ceil_mode, UnitAttr:$count_include_pad);
+  let results = (outs Flow_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `kernel` `=` $kernel `strides` `=` $strides `padding` `=` $padding
+    attr-dict `:` type($input) `->` type($result)
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Data movement
+//===----------------------------------------------------------------------===//
+
+def Flow_ReshapeOp : Flow_Op<"reshape", [Pure, SameOperandsAndResultElementType]> {
+  let summary = "a new shape with the same elements";
+  let description = [{
+    Reinterprets `input` (row-major) with the result's shape; both hold the
+    same number of elements.
+
+    ```mlir
+    %y = flow.reshape %x : tensor<2x3x4xf32> -> tensor<6x4xf32>
+    ```
+  }];
+  let arguments = (ins Flow_Tensor:$input);
+  let results = (outs Flow_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def Flow_TransposeOp : Flow_Op<"transpose", [Pure, InferTypeOpAdaptor,
+                                             SameOperandsAndResultElementType]> {
+  let summary = "a permutation of the dimensions";
+  let description = [{
+    Result dimension i is input dimension `permutation[i]`.
+
+    ```mlir
+    %y = flow.transpose %x [0, 2, 1] : tensor<2x3x4xf32> -> tensor<2x4x3xf32>
+    ```
+  }];
+  let arguments = (ins Flow_Tensor:$input, DenseI64ArrayAttr:$permutation);
+  let results = (outs Flow_Tensor:$result);
+  let assemblyFormat =
+      "$input $permutation attr-dict `:` type($input) `->` type($result)";
+  let hasFolder = 1;
+  let hasCanonicalizer = 1;
+}
+
+def Flow_BroadcastToOp : Flow_Op<"broadcast_to", [Pure,
+                                 SameOperandsAndResultElementType]> {
+  let summary = "numpy broadcast to a larger shape";
+  let description = [{
+    Broadcasts `input` to the result's shape with numpy rules: shapes align
+    from the right and each input dimension equals the result's or is 1.
+
+    ```mlir
+    %y = flow.broadcast_to %x : tensor<1x8xf32> -> tensor<4x8xf32>
+    ```
+  }];
+  let arguments = (ins Flow_Tensor:$input);
+  let results = (outs Flow_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def Flow_ConcatOp : Flow_Op<"concat", [Pure, InferTypeOpAdaptor,
+                                       SameOperandsAndResultElementType]> {
+  let summary = "joins tensors along one axis";
+  let description = [{
+    Concatenates one or more tensors of the same rank along `axis`; every
+    other dimension is equal.
+
+    ```mlir
+    %y = flow.concat %a, %b axis = 1
+        : (tensor<2x3xf32>, tensor<2x5xf32>) -> tensor<2x8xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<Flow_Tensor>:$inputs, Flow_I64Attr:$axis);
+  let results = (outs Flow_Tensor:$result);
+  let assemblyFormat = [{
+    $inputs `axis` `=` $axis attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+def Flow_SliceOp : Flow_Op<"slice", [Pure, InferTypeOpAdaptor,
+                                     SameOperandsAndResultElementType]> {
+  let summary = "a strided static slice";
+  let description = [{
+    Takes, in each dimension d, the elements `starts[d]`, `starts[d] +
+    strides[d]`, ... below `limits[d]`, with
+    `0 <= starts[d] <= limits[d] <= dim(d)` and `strides[d] >= 1`.
+
+    ```mlir
+    %y = flow.slice %x starts = [0, 2] limits = [4, 8] strides = [1, 2]
+        : tensor<4x8xf32> -> tensor<4x3xf32>
+    ```
+  }];
+  let arguments = (ins Flow_Tensor:$input, DenseI64ArrayAttr:$starts,
+                       DenseI64ArrayAttr:$limits, DenseI64ArrayAttr:$strides);
+  let results = (outs Flow_Tensor:$result);
+  let assemblyFormat = [{
+    $input `starts` `=` $starts `limits` `=` $limits `strides` `=` $strides
+    attr-dict `:` type($input) `->` type($result)
+  }];
+}
+
+def Flow_GatherOp : Flow_Op<"gather", [Pure, InferTypeOpAdaptor]> {
+  let summary = "takes slices of a tensor at given indices along one axis";
+  let description = [{
+    Indexes `input` along `axis` with every element of `indices` (`i32` or
+    `i64`, in `[0, dim(axis))`); the result shape is
+    `input.shape[:axis] + indices.shape + input.shape[axis + 1:]`. An
+    embedding lookup is a gather along axis 0 of the table.
+
+    ```mlir
+    %e = flow.gather %table[%ids] axis = 0
+        : (tensor<1000x64xf32>, tensor<2x16xi64>) -> tensor<2x16x64xf32>
+    ```
+  }];
+  let arguments = (ins Flow_Tensor:$input, Flow_IndexTensor:$indices,
+                       Flow_I64Attr:$axis);
+  let results = (outs Flow_Tensor:$result);
+  let assemblyFormat = [{
+    $input `[` $indices `]` `axis` `=` $axis attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+def Flow_PadOp : Flow_Op<"pad", [Pure, InferTypeOpAdaptor,
+                                 SameOperandsAndResultElementType]> {
+  let summary = "pads with a constant";
+  let description = [{
+    Adds `low[d]` elements before and `high[d]` after dimension d (both
+    non-negative), filled with `value` converted to the element type.
+
+    ```mlir
+    %y = flow.pad %x low = [0, 1] high = [0, 2] value = 0.0
+        : tensor<4x8xf32> -> tensor<4x11xf32>
+    ```
+  }];
+  let arguments = (ins Flow_Tensor:$input, DenseI64ArrayAttr:$low,
+                       DenseI64ArrayAttr:$high, F64Attr:$value);
+  let results = (outs Flow_Tensor:$result);
+  let assemblyFormat = [{
+    $input `low` `=` $low `high` `=` $high `value` `=` $value
+    attr-dict `:` type($input) `->` type($result)
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Collectives (local SPMD form, after partitioning)
+//===----------------------------------------------------------------------===//
+
+class Flow_CollectiveOp<string mnemonic, list<Trait> traits = []>
+    : Flow_Op<mnemonic, traits # [
+        SameOperandsAndResultElementType,
+        DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  code commonClassDeclaration = [{
+    /// Number of devices in one group: the product of the sizes of
+    /// `mesh_axes` in `mesh` (checked by the verifier).
+    int64_t getGroupSize(::mlir::SymbolTableCollection &symbolTable);
+  }];
+  let extraClassDeclaration = commonClassDeclaration;
+  let hasVerifier = 1;
+}
+
+def Flow_AllReduceOp : Flow_CollectiveOp<"all_reduce", [SameOperandsAndResultType]> {
+  let summary = "reduces over a group of devices, result on every device";
+  let description = [{
+    Devices that share their coordinates on every mesh axis outside
+    `mesh_axes` form a group; each gets the element-wise sum (or max) of the
+    group's operands.
+
+    ```mlir
+    %r = flow.all_reduce sum %x on @mesh axes = [1] : tensor<8x16xf32>
+    ```
+  }];
+  let arguments = (ins Flow_ReductionKindAttr:$kind, Flow_NumericTensor:$input,
+                       FlatSymbolRefAttr:$mesh, DenseI64ArrayAttr:$mesh_axes);
+  let results = (outs Flow_NumericTensor:$result);
+  let assemblyFormat = [{
+    $kind $input `on` $mesh `axes` `=` $mesh_axes attr-dict `:` type($result)
+  }];
+}
+
+def Flow_AllGatherOp : Flow_CollectiveOp<"all_gather"> {
+  let summary = "concatenates the group's tensors along a dimension";
+  let description = [{
+    Every device of the group gets the operands of the group concatenated
+    along `dim` in rank order (group size g: result `dim` = g * operand
+    `dim`).
+
+    ```mlir
+    %r = flow.all_gather %x on @mesh axes = [0] dim = 0
+        : tensor<2x16xf32> -> tensor<8x16xf32>
+    ```
+  }];
+  let arguments = (ins Flow_Tensor:$input, FlatSymbolRefAttr:$mesh,
+                       DenseI64ArrayAttr:$mesh_axes, Flow_I64Attr:$dim);
+  let results = (outs Flow_Tensor:$result);
+  let assemblyFormat = [{
+    $input `on` $mesh `axes` `=` $mesh_axes `dim` `=` $dim attr-dict
+    `:` type($input) `->` type($result)
+  }];
+}
+
+def Flow_ReduceScatterOp : Flow_CollectiveOp<"reduce_scatter"> {
+  let summary = "reduces over the group and scatters the result";
+  let description = [{
+    Reduces the group's operands element-wise (sum or max) and gives device
+    r of the group the r-th of g equal pieces along `dim` (operand `dim` =
+    g * result `dim`).
+
+    ```mlir
+    %r = flow.reduce_scatter sum %x on @mesh axes = [0] dim = 0
+        : tensor<8x16xf32> -> tensor<2x16xf32>
+    ```
+  }];
+  let arguments = (ins Flow_ReductionKindAttr:$kind, Flow_NumericTensor:$input,
+                       FlatSymbolRefAttr:$mesh, DenseI64ArrayAttr:$mesh_axes,
+                       Flow_I64Attr:$dim);
+  let results = (outs Flow_NumericTensor:$result);
+  let assemblyFormat = [{
+    $kind $input `on` $mesh `axes` `=` $mesh_axes `dim` `=` $dim attr-dict
+    `:` type($input) `->` type($result)
+  }];
+}
+
+def Flow_AllToAllOp : Flow_CollectiveOp<"all_to_all"> {
+  let summary = "exchanges pieces among the group: split one dim, join another";
+  let description = [{
+    Each device cuts its operand in g pieces along `split_dim`, sends piece r
+    to device r of the group, and concatenates what it receives along
+    `concat_dim` in rank order: result `split_dim` = operand / g, result
+    `concat_dim` = operand * g (both at once when they are the same dim).
+
+    ```mlir
+    %r = flow.all_to_all %x on @mesh axes = [0] split_dim = 1 concat_dim = 0
+        : tensor<2x16xf32> -> tensor<8x4xf32>
+    ```
+  }];
+  let arguments = (ins Flow_Tensor:$input, FlatSymbolRefAttr:$mesh,
+                       DenseI64ArrayAttr:$mesh_axes, Flow_I64Attr:$split_dim,
+                       Flow_I64Attr:$concat_dim);
+  let results = (outs Flow_Tensor:$result);
+  let assemblyFormat = [{
+    $input `on` $mesh `axes` `=` $mesh_axes `split_dim` `=` $split_dim
+    `concat_dim` `=` $concat_dim attr-dict `:` type($input) `->` type($result)
+  }];
+}
+
+def Flow_BroadcastOp : Flow_CollectiveOp<"broadcast", [SameOperandsAndResultType]> {
+  let summary = "copies one device's tensor to its whole group";
+  let description = [{
+    Every device of the group gets the operand of the group's device `root`
+    (its index within the group, row-major over `mesh_axes`).
+
+    ```mlir
+    %r = flow.broadcast %x on @mesh axes = [0] root = 0 : tensor<8x16xf32>
+    ```
+  }];
+  let arguments = (ins Flow_Tensor:$input, FlatSymbolRefAttr:$mesh,
+                       DenseI64ArrayAttr:$mesh_axes, Flow_I64Attr:$root);
+  let results = (outs Flow_Tensor:$result);
+  let assemblyFormat = [{
+    $input `on` $mesh `axes` `=` $mesh_axes `root` `=` $root attr-dict
+    `:` type($result)
+  }];
+}
+
+#endif // FLOW_DIALECT_FLOW_IR_FLOWOPS_TD

@@ -1,0 +1,26 @@
+//===- Passes.h - Flow graph passes -----------------------------*- C++ -*-===//
+//
+// Part of the Flow project.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FLOW_DIALECT_FLOW_TRANSFORMS_PASSES_H
+#define FLOW_DIALECT_FLOW_TRANSFORMS_PASSES_H
+
+#include "flow/Dialect/Flow/IR/FlowDialect.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Pass/Pass.h"
+
+namespace mlir {
+namespace flow {
+
+#define GEN_PASS_DECL
+#include "flow/Dialect/Flow/Transforms/Passes.h.inc"
+
+#define GEN_PASS_REGISTRATION
+#include "flow/Dialect/Flow/Transforms/Passes.h.inc"
+
+} // namespace flow
+} // namespace mlir
+
+#endif // FLOW_DIALECT_FLOW_TRANSFORMS_PASSES_H

@@ -1,0 +1,115 @@
+//===- FlowDialect.cpp - Flow dialect -------------------------------------===//
+//
+// Part of the Flow project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "flow/Dialect/Flow/IR/FlowDialect.h"
+#include "flow/Dialect/Flow/IR/FlowAttrs.h"
+#include "flow/Dialect/Flow/IR/FlowOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/DialectImplementation.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
+
+using namespace mlir;
+using namespace mlir::flow;
+
+#include "flow/Dialect/Flow/IR/FlowDialect.cpp.inc"
+
+void FlowDialect::initialize() {
+  addOperations<
+#define GET_OP_LIST
+#include "flow/Dialect/Flow/IR/FlowOps.cpp.inc"
+      >();
+  registerAttributes();
+}
+
+Operation *FlowDialect::materializeConstant(OpBuilder &builder,
+                                            Attribute value, Type type,
+                                            Location loc) {
+  auto elements = dyn_cast<ElementsAttr>(value);
+  if (!elements || elements.getType() != type)
+    return nullptr;
+  return ConstantOp::create(builder, loc, elements);
+}
+
+//===----------------------------------------------------------------------===//
+// Discardable attributes: flow.mesh on functions, flow.sbp on their values
+//===----------------------------------------------------------------------===//
+
+/// Resolves the mesh named by `op`'s `flow.mesh` attribute, reporting why it
+/// cannot be resolved.
+static FailureOr<MeshOp> getFunctionMesh(Operation *op, StringRef what) {
+  auto ref = op->getAttrOfType<FlatSymbolRefAttr>(FlowDialect::getMeshAttrName());
+  if (!ref)
+    return op->emitOpError()
+           << what << " has a 'flow.sbp' attribute, so the function needs a '"
+           << FlowDialect::getMeshAttrName() << "' attribute naming its mesh";
+  MeshOp mesh = lookupMesh(op, ref);
+  if (!mesh)
+    return op->emitOpError() << "'" << FlowDialect::getMeshAttrName()
+                             << "' refers to " << ref
+                             << ", which is not a flow.mesh in scope";
+  return mesh;
+}
+
+LogicalResult FlowDialect::verifyOperationAttribute(Operation *op,
+                                                    NamedAttribute attr) {
+  if (attr.getName() == getMeshAttrName()) {
+    auto ref = dyn_cast<FlatSymbolRefAttr>(attr.getValue());
+    if (!ref)
+      return op->emitOpError()
+             << "'" << getMeshAttrName() << "' must be a symbol reference";
+    if (!lookupMesh(op, ref))
+      return op->emitOpError()
+             << "'" << getMeshAttrName() << "' refers to " << ref
+             << ", which is not a flow.mesh in scope";
+    return success();
+  }
+  return op->emitOpError() << "unknown flow attribute '" << attr.getName().getValue()
+                           << "' on an operation";
+}
+
+/// Verifies a `flow.sbp` attribute on value `index` of `types`.
+static LogicalResult verifyValueSbp(Operation *op, NamedAttribute attr,
+                                    StringRef what, unsigned index,
+                                    TypeRange types) {
+  if (attr.getName() != FlowDialect::getSbpAttrName())
+    return op->emitOpError() << "unknown flow attribute '" << attr.getName().getValue()
+                             << "' on " << what << " #" << index;
+  auto sbp = dyn_cast<SbpAttr>(attr.getValue());
+  if (!sbp)
+    return op->emitOpError() << "'" << FlowDialect::getSbpAttrName() << "' on "
+                             << what << " #" << index
+                             << " must be a #flow.sbp attribute";
+  FailureOr<MeshOp> mesh = getFunctionMesh(op, what);
+  if (failed(mesh))
+    return failure();
+  if (index >= types.size())
+    return op->emitOpError() << what << " #" << index << " does not exist";
+  return sbp.verifyFor((*mesh).getShape(), types[index], [&]() {
+    return op->emitOpError() << what << " #" << index << ": ";
+  });
+}
+
+LogicalResult FlowDialect::verifyRegionArgAttribute(Operation *op,
+                                                    unsigned regionIndex,
+                                                    unsigned argIndex,
+                                                    NamedAttribute attr) {
+  if (auto func = dyn_cast<FunctionOpInterface>(op))
+    return verifyValueSbp(op, attr, "argument", argIndex,
+                          func.getArgumentTypes());
+  return op->emitOpError() << "'" << attr.getName().getValue()
+                           << "' is only valid on function arguments";
+}
+
+LogicalResult FlowDialect::verifyRegionResultAttribute(Operation *op,
+                                                       unsigned regionIndex,
+                                                       unsigned resultIndex,
+                                                       NamedAttribute attr) {
+  if (auto func = dyn_cast<FunctionOpInterface>(op))
+    return verifyValueSbp(op, attr, "result", resultIndex,
+                          func.getResultTypes());
+  return op->emitOpError() << "'" << attr.getName().getValue()
+                           << "' is only valid on function results";
+}

@@ -1,0 +1,140 @@
+//===- FlowFolds.cpp - Flow folders and canonicalization patterns ---------===//
+//
+// Part of the Flow project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "flow/Dialect/Flow/IR/FlowOps.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/Matchers.h"
+#include "mlir/IR/PatternMatch.h"
+
+using namespace mlir;
+using namespace mlir::flow;
+
+/// True if `attr` is a splat whose every element is `value` (0 or 1). A
+/// float zero of either sign counts as zero.
+static bool isSplatOf(Attribute attr, int value) {
+  auto dense = dyn_cast_or_null<DenseElementsAttr>(attr);
+  if (!dense || !dense.isSplat())
+    return false;
+  Type elementType = dense.getElementType();
+  if (isa<FloatType>(elementType)) {
+    APFloat v = dense.getSplatValue<APFloat>();
+    return value == 0 ? v.isZero() : v.isExactlyValue(1.0);
+  }
+  if (isa<IntegerType>(elementType)) {
+    APInt v = dense.getSplatValue<APInt>();
+    return value == 0 ? v.isZero() : v.isOne();
+  }
+  return false;
+}
+
+/// Folds `op(x, c)` to `x` when `c` is a splat of `identity` and `x` already
+/// has the result type (the constant does not broadcast `x`).
+static OpFoldResult foldRightIdentity(Operation *op, Attribute rhs,
+                                      int identity) {
+  Value lhs = op->getOperand(0);
+  if (isSplatOf(rhs, identity) && lhs.getType() == op->getResult(0).getType())
+    return lhs;
+  return {};
+}
+
+/// Like foldRightIdentity, for either operand of a commutative op.
+static OpFoldResult foldEitherIdentity(Operation *op, Attribute lhs,
+                                       Attribute rhs, int identity) {
+  if (OpFoldResult r = foldRightIdentity(op, rhs, identity))
+    return r;
+  Value rhsValue = op->getOperand(1);
+  if (isSplatOf(lhs, identity) &&
+      rhsValue.getType() == op->getResult(0).getType())
+    return rhsValue;
+  return {};
+}
+
+OpFoldResult ConstantOp::fold(FoldAdaptor) { return getValue(); }
+
+OpFoldResult CastOp::fold(FoldAdaptor) {
+  if (getInput().getType() == getType())
+    return getInput();
+  return {};
+}
+
+// x + 0 -> x. For floats this also maps -0.0 + 0.0 (which is +0.0) to -0.0;
+// the two compare equal and every Flow op treats them alike except division
+// by them, which no model relies on.
+OpFoldResult AddOp::fold(FoldAdaptor adaptor) {
+  return foldEitherIdentity(*this, adaptor.getLhs(), adaptor.getRhs(), 0);
+}
+
+OpFoldResult SubOp::fold(FoldAdaptor adaptor) {
+  return foldRightIdentity(*this, adaptor.getRhs(), 0);
+}
+
+OpFoldResult MulOp::fold(FoldAdaptor adaptor) {
+  return foldEitherIdentity(*this, adaptor.getLhs(), adaptor.getRhs(), 1);
+}
+
+OpFoldResult DivOp::fold(FoldAdaptor adaptor) {
+  return foldRightIdentity(*this, adaptor.getRhs(), 1);
+}
+
+OpFoldResult ReshapeOp::fold(FoldAdaptor adaptor) {
+  if (getInput().getType() == getType())
+    return getInput();
+  // reshape(reshape(x)) -> reshape(x).
+  if (auto producer = getInput().getDefiningOp<ReshapeOp>()) {
+    getInputMutable().assign(producer.getInput());
+    return getResult();
+  }
+  if (auto dense = dyn_cast_or_null<DenseElementsAttr>(adaptor.getInput()))
+    return dense.reshape(getType());
+  return {};
+}
+
+OpFoldResult TransposeOp::fold(FoldAdaptor adaptor) {
+  ArrayRef<int64_t> perm = getPermutation();
+  bool identity = true;
+  for (auto [i, p] : llvm::enumerate(perm))
+    identity &= (int64_t)i == p;
+  if (identity)
+    return getInput();
+  if (auto dense = dyn_cast_or_null<DenseElementsAttr>(adaptor.getInput()))
+    if (dense.isSplat())
+      return dense.resizeSplat(getType());
+  return {};
+}
+
+OpFoldResult BroadcastToOp::fold(FoldAdaptor adaptor) {
+  if (getInput().getType() == getType())
+    return getInput();
+  if (auto dense = dyn_cast_or_null<DenseElementsAttr>(adaptor.getInput()))
+    if (dense.isSplat())
+      return dense.resizeSplat(getType());
+  return {};
+}
+
+namespace {
+/// transpose(transpose(x, p1), p2) -> transpose(x, p1 o p2).
+struct ComposeTransposes : OpRewritePattern<TransposeOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(TransposeOp op,
+                                PatternRewriter &rewriter) const override {
+    auto producer = op.getInput().getDefiningOp<TransposeOp>();
+    if (!producer)
+      return rewriter.notifyMatchFailure(op, "operand is not a transpose");
+    ArrayRef<int64_t> inner = producer.getPermutation();
+    SmallVector<int64_t> composed;
+    for (int64_t p : op.getPermutation())
+      composed.push_back(inner[p]);
+    rewriter.replaceOpWithNewOp<TransposeOp>(op, op.getType(),
+                                             producer.getInput(), composed);
+    return success();
+  }
+};
+} // namespace
+
+void TransposeOp::getCanonicalizationPatterns(RewritePatternSet &results,
+                                              MLIRContext *context) {
+  results.add<ComposeTransposes>(context);
+}

@@ -1,0 +1,833 @@
+//===- FlowOps.cpp - Flow operations: verifiers and shape rules -----------===//
+//
+// Part of the Flow project.
+//
+// Shape rules live in free functions shared by the verifiers and by result
+// type inference, so that builders, the parser and the verifier agree.
+//
+//===----------------------------------------------------------------------===//
+
+#include "flow/Dialect/Flow/IR/FlowOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/OpImplementation.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallSet.h"
+
+using namespace mlir;
+using namespace mlir::flow;
+
+/// Formats a shape as `2x3x4` (`scalar` for rank 0) for diagnostics.
+static std::string shapeStr(ArrayRef<int64_t> shape) {
+  if (shape.empty())
+    return "scalar";
+  std::string str;
+  llvm::raw_string_ostream os(str);
+  llvm::interleave(shape, os, "x");
+  return str;
+}
+
+//===----------------------------------------------------------------------===//
+// Shared helpers
+//===----------------------------------------------------------------------===//
+
+FailureOr<SmallVector<int64_t>>
+mlir::flow::broadcastShapes(ArrayRef<ArrayRef<int64_t>> shapes,
+                            function_ref<InFlightDiagnostic()> emitError) {
+  size_t rank = 0;
+  for (ArrayRef<int64_t> s : shapes)
+    rank = std::max(rank, s.size());
+  SmallVector<int64_t> result(rank, 1);
+  for (ArrayRef<int64_t> s : shapes) {
+    for (size_t i = 0; i < s.size(); ++i) {
+      int64_t d = s[s.size() - 1 - i];
+      int64_t &r = result[rank - 1 - i];
+      if (d == r || d == 1)
+        continue;
+      if (r == 1) {
+        r = d;
+        continue;
+      }
+      if (emitError) {
+        InFlightDiagnostic diag = emitError();
+        diag << "shapes ";
+        llvm::interleave(
+            shapes, [&](ArrayRef<int64_t> sh) { diag << shapeStr(sh); },
+            [&] { diag << ", "; });
+        diag << " are not broadcast-compatible (dimension " << -(int64_t)i - 1
+             << ": " << r << " vs " << d << ")";
+      }
+      return failure();
+    }
+  }
+  return result;
+}
+
+MeshOp mlir::flow::lookupMesh(Operation *from, FlatSymbolRefAttr name,
+                              SymbolTableCollection *symbolTable) {
+  if (!name)
+    return nullptr;
+  Operation *symbol =
+      symbolTable ? symbolTable->lookupNearestSymbolFrom(from, name)
+                  : SymbolTable::lookupNearestSymbolFrom(from, name);
+  return dyn_cast_or_null<MeshOp>(symbol);
+}
+
+/// Returns a diagnostic builder at `loc` that is a no-op when `loc` is empty
+/// (inference called without a location reports nothing).
+static function_ref<InFlightDiagnostic()> noDiag() { return nullptr; }
+
+namespace {
+/// Emits errors for type inference at an optional location.
+struct Reporter {
+  std::optional<Location> loc;
+  InFlightDiagnostic operator()() const {
+    if (loc)
+      return emitError(*loc);
+    // Inference without a location reports nothing; build a diagnostic that
+    // is never emitted.
+    return InFlightDiagnostic();
+  }
+  /// Reports `args...` and returns failure.
+  template <typename... Args>
+  LogicalResult fail(Args &&...args) const {
+    if (loc) {
+      InFlightDiagnostic diag = emitError(*loc);
+      (diag << ... << std::forward<Args>(args));
+    }
+    return failure();
+  }
+};
+} // namespace
+
+static RankedTensorType tensorTypeOf(Value v) {
+  return v ? dyn_cast<RankedTensorType>(v.getType()) : RankedTensorType();
+}
+
+/// Checks that `values` are distinct and in `[0, bound)`.
+static LogicalResult checkAxes(ArrayRef<int64_t> values, int64_t bound,
+                               StringRef what, const Reporter &report) {
+  llvm::SmallSet<int64_t, 8> seen;
+  for (int64_t v : values) {
+    if (v < 0 || v >= bound)
+      return report.fail(what, " ", v, " is out of range [0, ", bound, ")");
+    if (!seen.insert(v).second)
+      return report.fail(what, " ", v, " appears more than once");
+  }
+  return success();
+}
+
+/// Checks that `values` has `size` entries, each at least `min`.
+static LogicalResult checkSizes(ArrayRef<int64_t> values, size_t size,
+                                int64_t min, StringRef what,
+                                const Reporter &report) {
+  if (values.size() != size)
+    return report.fail(what, " needs ", size, " values, got ", values.size());
+  for (int64_t v : values)
+    if (v < min)
+      return report.fail(what, " must be at least ", min, ", got ", v);
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// MeshOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult MeshOp::verify() {
+  if (getShape().empty())
+    return emitOpError() << "needs at least one mesh axis";
+  for (int64_t size : getShape())
+    if (size < 1)
+      return emitOpError() << "mesh axis sizes must be positive, got "
+                           << size;
+  return success();
+}
+
+int64_t MeshOp::getNumDevices() {
+  int64_t n = 1;
+  for (int64_t size : getShape())
+    n *= size;
+  return n;
+}
+
+//===----------------------------------------------------------------------===//
+// AnnotateOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult
+AnnotateOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  MeshOp mesh = lookupMesh(*this, getMeshAttr(), &symbolTable);
+  if (!mesh)
+    return emitOpError() << "refers to " << getMeshAttr()
+                         << ", which is not a flow.mesh in scope";
+  return getSbp().verifyFor(mesh.getShape(), getType(),
+                            [&]() { return emitOpError(); });
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise binary ops, compare, select
+//===----------------------------------------------------------------------===//
+
+/// Result type of a broadcasting elementwise op whose operands are `values`.
+static LogicalResult inferBroadcast(std::optional<Location> loc,
+                                    ValueRange values, Type elementType,
+                                    SmallVectorImpl<Type> &results) {
+  Reporter report{loc};
+  SmallVector<ArrayRef<int64_t>> shapes;
+  for (Value v : values) {
+    RankedTensorType type = tensorTypeOf(v);
+    if (!type)
+      return report.fail("operands must be ranked tensors");
+    shapes.push_back(type.getShape());
+  }
+  FailureOr<SmallVector<int64_t>> shape =
+      broadcastShapes(shapes, loc ? function_ref<InFlightDiagnostic()>(report)
+                                  : noDiag());
+  if (failed(shape))
+    return failure();
+  results.push_back(RankedTensorType::get(*shape, elementType));
+  return success();
+}
+
+#define FLOW_BINARY_INFER(OP)                                                  \
+  LogicalResult OP::inferReturnTypes(MLIRContext *, std::optional<Location> loc, \
+                                     Adaptor adaptor,                          \
+                                     SmallVectorImpl<Type> &results) {         \
+    RankedTensorType lhs = tensorTypeOf(adaptor.getLhs());                     \
+    if (!lhs)                                                                  \
+      return Reporter{loc}.fail("operands must be ranked tensors");            \
+    return inferBroadcast(loc, {adaptor.getLhs(), adaptor.getRhs()},           \
+                          lhs.getElementType(), results);                      \
+  }
+FLOW_BINARY_INFER(AddOp)
+FLOW_BINARY_INFER(SubOp)
+FLOW_BINARY_INFER(MulOp)
+FLOW_BINARY_INFER(DivOp)
+FLOW_BINARY_INFER(MaximumOp)
+FLOW_BINARY_INFER(MinimumOp)
+FLOW_BINARY_INFER(PowOp)
+#undef FLOW_BINARY_INFER
+
+LogicalResult CompareOp::inferReturnTypes(MLIRContext *context,
+                                          std::optional<Location> loc,
+                                          Adaptor adaptor,
+                                          SmallVectorImpl<Type> &results) {
+  return inferBroadcast(loc, {adaptor.getLhs(), adaptor.getRhs()},
+                        IntegerType::get(context, 1), results);
+}
+
+LogicalResult SelectOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &results) {
+  Reporter report{loc};
+  RankedTensorType onTrue = tensorTypeOf(adaptor.getOnTrue());
+  RankedTensorType onFalse = tensorTypeOf(adaptor.getOnFalse());
+  if (!onTrue || !onFalse)
+    return report.fail("operands must be ranked tensors");
+  if (onTrue.getElementType() != onFalse.getElementType())
+    return report.fail("on_true and on_false have different element types (",
+                       onTrue.getElementType(), " vs ",
+                       onFalse.getElementType(), ")");
+  return inferBroadcast(
+      loc, {adaptor.getCondition(), adaptor.getOnTrue(), adaptor.getOnFalse()},
+      onTrue.getElementType(), results);
+}
+
+//===----------------------------------------------------------------------===//
+// MatmulOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult MatmulOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &results) {
+  Reporter report{loc};
+  RankedTensorType lhs = tensorTypeOf(adaptor.getLhs());
+  RankedTensorType rhs = tensorTypeOf(adaptor.getRhs());
+  if (!lhs || !rhs)
+    return report.fail("operands must be ranked tensors");
+  if (lhs.getRank() < 2 || rhs.getRank() < 2)
+    return report.fail("operands need rank 2 or more, got ranks ",
+                       lhs.getRank(), " and ", rhs.getRank());
+  ArrayRef<int64_t> a = lhs.getShape(), b = rhs.getShape();
+  int64_t ra = a.size(), rb = b.size();
+  int64_t m = adaptor.getTransposeLhs() ? a[ra - 1] : a[ra - 2];
+  int64_t ka = adaptor.getTransposeLhs() ? a[ra - 2] : a[ra - 1];
+  int64_t kb = adaptor.getTransposeRhs() ? b[rb - 1] : b[rb - 2];
+  int64_t n = adaptor.getTransposeRhs() ? b[rb - 2] : b[rb - 1];
+  if (ka != kb)
+    return report.fail("contracting dimensions differ: lhs has ", ka,
+                       ", rhs has ", kb, " (lhs ", shapeStr(a), ", rhs ",
+                       shapeStr(b), ")");
+  FailureOr<SmallVector<int64_t>> batch = broadcastShapes(
+      {a.drop_back(2), b.drop_back(2)},
+      loc ? function_ref<InFlightDiagnostic()>(report) : noDiag());
+  if (failed(batch))
+    return failure();
+  SmallVector<int64_t> shape = *batch;
+  shape.append({m, n});
+  results.push_back(RankedTensorType::get(shape, lhs.getElementType()));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Convolution and pooling
+//===----------------------------------------------------------------------===//
+
+/// Output length of a sliding window: `size` input elements, padded by
+/// `padBegin`/`padEnd`, a window of `kernel` taps `dilation` apart, moving by
+/// `stride`. With `ceilMode` a partial last window counts, unless it would
+/// start in the end padding.
+static FailureOr<int64_t> windowOutputSize(int64_t size, int64_t padBegin,
+                                           int64_t padEnd, int64_t kernel,
+                                           int64_t stride, int64_t dilation,
+                                           bool ceilMode, StringRef dimName,
+                                           const Reporter &report) {
+  int64_t extent = dilation * (kernel - 1) + 1;
+  int64_t span = size + padBegin + padEnd - extent;
+  if (span < 0)
+    return report.fail("the window (", extent, " with dilation) is larger "
+                       "than the padded input ", dimName, " (",
+                       size + padBegin + padEnd, ")");
+  int64_t out = span / stride + 1;
+  if (ceilMode) {
+    out = (span + stride - 1) / stride + 1;
+    if ((out - 1) * stride >= size + padBegin)
+      --out;
+  }
+  return out;
+}
+
+LogicalResult Conv2dOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &results) {
+  Reporter report{loc};
+  RankedTensorType input = tensorTypeOf(adaptor.getInput());
+  RankedTensorType weight = tensorTypeOf(adaptor.getWeight());
+  if (!input || !weight)
+    return report.fail("operands must be ranked tensors");
+  if (input.getRank() != 4 || weight.getRank() != 4)
+    return report.fail("input (NCHW) and weight (OIHW) must have rank 4, got ",
+                       input.getRank(), " and ", weight.getRank());
+  ArrayRef<int64_t> strides = adaptor.getStrides();
+  ArrayRef<int64_t> padding = adaptor.getPadding();
+  ArrayRef<int64_t> dilations = adaptor.getDilations();
+  int64_t groups = adaptor.getGroups();
+  if (failed(checkSizes(strides, 2, 1, "strides", report)) ||
+      failed(checkSizes(dilations, 2, 1, "dilations", report)) ||
+      failed(checkSizes(padding, 4, 0, "padding", report)))
+    return failure();
+  ArrayRef<int64_t> x = input.getShape(), w = weight.getShape();
+  if (groups < 1)
+    return report.fail("groups must be at least 1, got ", groups);
+  if (x[1] % groups != 0 || w[0] % groups != 0)
+    return report.fail("input channels (", x[1], ") and output channels (",
+                       w[0], ") must be multiples of groups (", groups, ")");
+  if (w[1] * groups != x[1])
+    return report.fail("weight has ", w[1], " input channels per group but "
+                       "the input has ", x[1], " channels in ", groups,
+                       " group(s)");
+  if (Value bias = adaptor.getBias()) {
+    RankedTensorType biasType = tensorTypeOf(bias);
+    if (!biasType || biasType.getRank() != 1 || biasType.getDimSize(0) != w[0])
+      return report.fail("bias must have shape ", w[0], " (one per output "
+                         "channel), got ",
+                         shapeStr(biasType ? biasType.getShape()
+                                           : ArrayRef<int64_t>()));
+  }
+  FailureOr<int64_t> h =
+      windowOutputSize(x[2], padding[0], padding[2], w[2], strides[0],
+                       dilations[0], /*ceilMode=*/false, "height", report);
+  if (failed(h))
+    return failure();
+  FailureOr<int64_t> wd =
+      windowOutputSize(x[3], padding[1], padding[3], w[3], strides[1],
+                       dilations[1], /*ceilMode=*/false, "width", report);
+  if (failed(wd))
+    return failure();
+  results.push_back(
+      RankedTensorType::get({x[0], w[0], *h, *wd}, input.getElementType()));
+  return success();
+}
+
+/// Shared by max and average pooling.
+static LogicalResult inferPool2d(std::optional<Location> loc, Value inputValue,
+                                 ArrayRef<int64_t> kernel,
+                                 ArrayRef<int64_t> strides,
+                                 ArrayRef<int64_t> padding,
+                                 ArrayRef<int64_t> dilations, bool ceilMode,
+                                 SmallVectorImpl<Type> &results) {
+  Reporter report{loc};
+  RankedTensorType input = tensorTypeOf(inputValue);
+  if (!input || input.getRank() != 4)
+    return report.fail("input must be a rank-4 (NCHW) tensor");
+  if (failed(checkSizes(kernel, 2, 1, "kernel", report)) ||
+      failed(checkSizes(strides, 2, 1, "strides", report)) ||
+      failed(checkSizes(dilations, 2, 1, "dilations", report)) ||
+      failed(checkSizes(padding, 4, 0, "padding", report)))
+    return failure();
+  for (int i = 0; i < 4; ++i) {
+    int64_t extent = dilations[i % 2] * (kernel[i % 2] - 1) + 1;
+    if (padding[i] >= extent)
+      return report.fail("padding ", padding[i],
+                         " is not smaller than the window (", extent, ")");
+  }
+  ArrayRef<int64_t> x = input.getShape();
+  FailureOr<int64_t> h =
+      windowOutputSize(x[2], padding[0], padding[2], kernel[0], strides[0],
+                       dilations[0], ceilMode, "height", report);
+  if (failed(h))
+    return failure();
+  FailureOr<int64_t> w =
+      windowOutputSize(x[3], padding[1], padding[3], kernel[1], strides[1],
+                       dilations[1], ceilMode, "width", report);
+  if (failed(w))
+    return failure();
+  results.push_back(
+      RankedTensorType::get({x[0], x[1], *h, *w}, input.getElementType()));
+  return success();
+}
+
+LogicalResult MaxPool2dOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &results) {
+  return inferPool2d(loc, adaptor.getInput(), adaptor.getKernel(),
+                     adaptor.getStrides(), adaptor.getPadding(),
+                     adaptor.getDilations(), adaptor.getCeilMode(), results);
+}
+
+LogicalResult AvgPool2dOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &results) {
+  static const int64_t unitDilation[] = {1, 1};
+  return inferPool2d(loc, adaptor.getInput(), adaptor.getKernel(),
+                     adaptor.getStrides(), adaptor.getPadding(), unitDilation,
+                     adaptor.getCeilMode(), results);
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions and normalizations
+//===----------------------------------------------------------------------===//
+
+/// Shape after reducing `axes` of `shape`.
+static LogicalResult inferReduce(std::optional<Location> loc, Value inputValue,
+                                 ArrayRef<int64_t> axes, bool keepdims,
+                                 SmallVectorImpl<Type> &results) {
+  Reporter report{loc};
+  RankedTensorType input = tensorTypeOf(inputValue);
+  if (!input)
+    return report.fail("input must be a ranked tensor");
+  if (axes.empty())
+    return report.fail("needs at least one axis to reduce");
+  if (failed(checkAxes(axes, input.getRank(), "axis", report)))
+    return failure();
+  SmallVector<int64_t> shape;
+  for (auto [i, d] : llvm::enumerate(input.getShape())) {
+    if (!llvm::is_contained(axes, (int64_t)i))
+      shape.push_back(d);
+    else if (keepdims)
+      shape.push_back(1);
+  }
+  results.push_back(RankedTensorType::get(shape, input.getElementType()));
+  return success();
+}
+
+#define FLOW_REDUCE_INFER(OP)                                                  \
+  LogicalResult OP::inferReturnTypes(MLIRContext *, std::optional<Location> loc, \
+                                     Adaptor adaptor,                          \
+                                     SmallVectorImpl<Type> &results) {         \
+    return inferReduce(loc, adaptor.getInput(), adaptor.getAxes(),             \
+                       adaptor.getKeepdims(), results);                        \
+  }
+FLOW_REDUCE_INFER(ReduceSumOp)
+FLOW_REDUCE_INFER(ReduceMeanOp)
+FLOW_REDUCE_INFER(ReduceMaxOp)
+#undef FLOW_REDUCE_INFER
+
+/// Checks a softmax-style axis.
+static LogicalResult verifyAxisIn(Operation *op, int64_t axis, Type type) {
+  int64_t rank = cast<RankedTensorType>(type).getRank();
+  if (axis < 0 || axis >= rank)
+    return op->emitOpError() << "axis " << axis << " is out of range [0, "
+                             << rank << ")";
+  return success();
+}
+
+LogicalResult SoftmaxOp::verify() {
+  return verifyAxisIn(*this, getAxis(), getType());
+}
+LogicalResult LogSoftmaxOp::verify() {
+  return verifyAxisIn(*this, getAxis(), getType());
+}
+
+/// Checks the axis and the affine parameters of layer/RMS normalization.
+static LogicalResult verifyTrailingNorm(Operation *op, Value input,
+                                        int64_t axis, double epsilon,
+                                        ArrayRef<Value> params,
+                                        ArrayRef<StringRef> names) {
+  auto type = cast<RankedTensorType>(input.getType());
+  if (failed(verifyAxisIn(op, axis, type)))
+    return failure();
+  if (!(epsilon >= 0))
+    return op->emitOpError() << "epsilon must be non-negative, got "
+                             << epsilon;
+  ArrayRef<int64_t> normalized = type.getShape().drop_front(axis);
+  for (auto [param, name] : llvm::zip(params, names)) {
+    if (!param)
+      continue;
+    auto paramShape = cast<RankedTensorType>(param.getType()).getShape();
+    if (paramShape != normalized)
+      return op->emitOpError()
+             << name << " must have the normalized shape "
+             << shapeStr(normalized) << ", got " << shapeStr(paramShape);
+  }
+  return success();
+}
+
+LogicalResult LayerNormOp::verify() {
+  return verifyTrailingNorm(*this, getInput(), getAxis(),
+                            getEpsilon().convertToDouble(),
+                            {getWeight(), getBias()}, {"weight", "bias"});
+}
+
+LogicalResult RmsNormOp::verify() {
+  return verifyTrailingNorm(*this, getInput(), getAxis(),
+                            getEpsilon().convertToDouble(), {getWeight()},
+                            {"weight"});
+}
+
+LogicalResult BatchNormOp::verify() {
+  auto type = cast<RankedTensorType>(getInput().getType());
+  if (type.getRank() < 2)
+    return emitOpError() << "input needs rank 2 or more ([N, C, ...]), got "
+                         << type.getRank();
+  if (!(getEpsilon().convertToDouble() >= 0))
+    return emitOpError() << "epsilon must be non-negative";
+  int64_t channels = type.getDimSize(1);
+  Value params[] = {getScale(), getBias(), getMean(), getVariance()};
+  StringRef names[] = {"scale", "bias", "mean", "variance"};
+  for (auto [param, name] : llvm::zip(params, names)) {
+    auto shape = cast<RankedTensorType>(param.getType()).getShape();
+    if (shape.size() != 1 || shape[0] != channels)
+      return emitOpError() << name << " must have shape " << channels
+                           << " (one per channel), got " << shapeStr(shape);
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Data movement
+//===----------------------------------------------------------------------===//
+
+LogicalResult ReshapeOp::verify() {
+  auto in = cast<RankedTensorType>(getInput().getType());
+  auto out = cast<RankedTensorType>(getType());
+  if (in.getNumElements() != out.getNumElements())
+    return emitOpError() << "cannot reshape " << shapeStr(in.getShape())
+                         << " (" << in.getNumElements() << " elements) to "
+                         << shapeStr(out.getShape()) << " ("
+                         << out.getNumElements() << " elements)";
+  return success();
+}
+
+LogicalResult TransposeOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &results) {
+  Reporter report{loc};
+  RankedTensorType input = tensorTypeOf(adaptor.getInput());
+  if (!input)
+    return report.fail("input must be a ranked tensor");
+  ArrayRef<int64_t> perm = adaptor.getPermutation();
+  if ((int64_t)perm.size() != input.getRank())
+    return report.fail("permutation has ", perm.size(),
+                       " entries but the input has rank ", input.getRank());
+  if (failed(checkAxes(perm, input.getRank(), "permutation entry", report)))
+    return failure();
+  SmallVector<int64_t> shape;
+  for (int64_t p : perm)
+    shape.push_back(input.getDimSize(p));
+  results.push_back(RankedTensorType::get(shape, input.getElementType()));
+  return success();
+}
+
+LogicalResult BroadcastToOp::verify() {
+  ArrayRef<int64_t> in = getInput().getType().getShape();
+  ArrayRef<int64_t> out = getType().getShape();
+  if (in.size() > out.size())
+    return emitOpError() << "cannot broadcast rank " << in.size()
+                         << " to the lower rank " << out.size();
+  for (size_t i = 0; i < in.size(); ++i) {
+    int64_t d = in[in.size() - 1 - i], r = out[out.size() - 1 - i];
+    if (d != r && d != 1)
+      return emitOpError() << "cannot broadcast " << shapeStr(in) << " to "
+                           << shapeStr(out) << ": dimension "
+                           << -(int64_t)i - 1 << " is " << d
+                           << ", not 1 or " << r;
+  }
+  return success();
+}
+
+LogicalResult ConcatOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &results) {
+  Reporter report{loc};
+  ValueRange inputs = adaptor.getInputs();
+  if (inputs.empty())
+    return report.fail("needs at least one input");
+  RankedTensorType first = tensorTypeOf(inputs.front());
+  if (!first)
+    return report.fail("inputs must be ranked tensors");
+  int64_t axis = adaptor.getAxis();
+  if (axis < 0 || axis >= first.getRank())
+    return report.fail("axis ", axis, " is out of range [0, ",
+                       first.getRank(), ")");
+  SmallVector<int64_t> shape(first.getShape());
+  for (auto [i, v] : llvm::enumerate(inputs.drop_front())) {
+    RankedTensorType type = tensorTypeOf(v);
+    if (!type || type.getRank() != first.getRank())
+      return report.fail("input #", i + 1, " does not have rank ",
+                         first.getRank());
+    for (int64_t d = 0; d < first.getRank(); ++d) {
+      if (d == axis)
+        continue;
+      if (type.getDimSize(d) != first.getDimSize(d))
+        return report.fail("input #", i + 1, " has shape ",
+                           shapeStr(type.getShape()), " but input #0 has ",
+                           shapeStr(first.getShape()),
+                           "; only the concatenated axis ", axis,
+                           " may differ");
+    }
+    shape[axis] += type.getDimSize(axis);
+  }
+  results.push_back(RankedTensorType::get(shape, first.getElementType()));
+  return success();
+}
+
+LogicalResult SliceOp::inferReturnTypes(MLIRContext *,
+                                        std::optional<Location> loc,
+                                        Adaptor adaptor,
+                                        SmallVectorImpl<Type> &results) {
+  Reporter report{loc};
+  RankedTensorType input = tensorTypeOf(adaptor.getInput());
+  if (!input)
+    return report.fail("input must be a ranked tensor");
+  ArrayRef<int64_t> starts = adaptor.getStarts(), limits = adaptor.getLimits(),
+                    strides = adaptor.getStrides();
+  size_t rank = input.getRank();
+  if (starts.size() != rank || limits.size() != rank || strides.size() != rank)
+    return report.fail("starts, limits and strides need one entry per input "
+                       "dimension (",
+                       rank, "), got ", starts.size(), ", ", limits.size(),
+                       " and ", strides.size());
+  SmallVector<int64_t> shape;
+  for (size_t d = 0; d < rank; ++d) {
+    int64_t size = input.getDimSize(d);
+    if (starts[d] < 0 || starts[d] > limits[d] || limits[d] > size)
+      return report.fail("dimension ", d, ": need 0 <= start (", starts[d],
+                         ") <= limit (", limits[d], ") <= size (", size, ")");
+    if (strides[d] < 1)
+      return report.fail("dimension ", d, ": stride must be at least 1, got ",
+                         strides[d]);
+    shape.push_back((limits[d] - starts[d] + strides[d] - 1) / strides[d]);
+  }
+  results.push_back(RankedTensorType::get(shape, input.getElementType()));
+  return success();
+}
+
+LogicalResult GatherOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &results) {
+  Reporter report{loc};
+  RankedTensorType input = tensorTypeOf(adaptor.getInput());
+  RankedTensorType indices = tensorTypeOf(adaptor.getIndices());
+  if (!input || !indices)
+    return report.fail("operands must be ranked tensors");
+  int64_t axis = adaptor.getAxis();
+  if (axis < 0 || axis >= input.getRank())
+    return report.fail("axis ", axis, " is out of range [0, ",
+                       input.getRank(), ")");
+  SmallVector<int64_t> shape(input.getShape().take_front(axis));
+  llvm::append_range(shape, indices.getShape());
+  llvm::append_range(shape, input.getShape().drop_front(axis + 1));
+  results.push_back(RankedTensorType::get(shape, input.getElementType()));
+  return success();
+}
+
+LogicalResult PadOp::inferReturnTypes(MLIRContext *,
+                                      std::optional<Location> loc,
+                                      Adaptor adaptor,
+                                      SmallVectorImpl<Type> &results) {
+  Reporter report{loc};
+  RankedTensorType input = tensorTypeOf(adaptor.getInput());
+  if (!input)
+    return report.fail("input must be a ranked tensor");
+  size_t rank = input.getRank();
+  if (failed(checkSizes(adaptor.getLow(), rank, 0, "low padding", report)) ||
+      failed(checkSizes(adaptor.getHigh(), rank, 0, "high padding", report)))
+    return failure();
+  SmallVector<int64_t> shape;
+  for (size_t d = 0; d < rank; ++d)
+    shape.push_back(input.getDimSize(d) + adaptor.getLow()[d] +
+                    adaptor.getHigh()[d]);
+  results.push_back(RankedTensorType::get(shape, input.getElementType()));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Collectives
+//===----------------------------------------------------------------------===//
+
+/// Checks what does not need the mesh: axes and tensor dimensions.
+static LogicalResult verifyCollective(Operation *op, ArrayRef<int64_t> axes,
+                                      ArrayRef<std::pair<StringRef, int64_t>>
+                                          dims) {
+  if (axes.empty())
+    return op->emitOpError() << "needs at least one mesh axis";
+  llvm::SmallSet<int64_t, 4> seen;
+  for (int64_t a : axes) {
+    if (a < 0)
+      return op->emitOpError() << "mesh axis " << a << " is negative";
+    if (!seen.insert(a).second)
+      return op->emitOpError() << "mesh axis " << a
+                               << " appears more than once";
+  }
+  int64_t rank = cast<RankedTensorType>(op->getOperand(0).getType()).getRank();
+  for (auto [name, d] : dims)
+    if (d < 0 || d >= rank)
+      return op->emitOpError() << name << " " << d << " is out of range [0, "
+                               << rank << ")";
+  return success();
+}
+
+/// Resolves the mesh of a collective and the size of its device group.
+static FailureOr<int64_t> resolveGroup(Operation *op, FlatSymbolRefAttr name,
+                                       ArrayRef<int64_t> axes,
+                                       SymbolTableCollection &symbolTable) {
+  MeshOp mesh = lookupMesh(op, name, &symbolTable);
+  if (!mesh)
+    return op->emitOpError() << "refers to " << name
+                             << ", which is not a flow.mesh in scope";
+  int64_t group = 1;
+  for (int64_t a : axes) {
+    if (a >= mesh.getRank())
+      return op->emitOpError() << "mesh axis " << a << " is out of range: "
+                               << name << " has rank " << mesh.getRank();
+    group *= mesh.getShape()[a];
+  }
+  return group;
+}
+
+#define FLOW_COLLECTIVE_GROUP_SIZE(OP)                                         \
+  int64_t OP::getGroupSize(SymbolTableCollection &symbolTable) {               \
+    FailureOr<int64_t> g =                                                     \
+        resolveGroup(*this, getMeshAttr(), getMeshAxes(), symbolTable);        \
+    return succeeded(g) ? *g : 0;                                              \
+  }
+FLOW_COLLECTIVE_GROUP_SIZE(AllReduceOp)
+FLOW_COLLECTIVE_GROUP_SIZE(AllGatherOp)
+FLOW_COLLECTIVE_GROUP_SIZE(ReduceScatterOp)
+FLOW_COLLECTIVE_GROUP_SIZE(AllToAllOp)
+FLOW_COLLECTIVE_GROUP_SIZE(BroadcastOp)
+#undef FLOW_COLLECTIVE_GROUP_SIZE
+
+/// Checks that `result` is `input` with dimension `dim` scaled: multiplied by
+/// `mul` and divided by `div` (exactly).
+static LogicalResult verifyScaledDims(Operation *op, RankedTensorType input,
+                                      RankedTensorType result,
+                                      ArrayRef<std::pair<int64_t, int64_t>> mul,
+                                      ArrayRef<std::pair<int64_t, int64_t>> div) {
+  SmallVector<int64_t> expected(input.getShape());
+  for (auto [d, g] : div) {
+    if (expected[d] % g != 0)
+      return op->emitOpError()
+             << "dimension " << d << " of size " << expected[d]
+             << " does not divide evenly over the group of " << g
+             << " devices";
+    expected[d] /= g;
+  }
+  for (auto [d, g] : mul)
+    expected[d] *= g;
+  if (ArrayRef<int64_t>(expected) != result.getShape())
+    return op->emitOpError() << "expected result shape "
+                             << shapeStr(expected) << " for operand shape "
+                             << shapeStr(input.getShape()) << ", got "
+                             << shapeStr(result.getShape());
+  return success();
+}
+
+LogicalResult AllReduceOp::verify() {
+  return verifyCollective(*this, getMeshAxes(), {});
+}
+LogicalResult
+AllReduceOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  return resolveGroup(*this, getMeshAttr(), getMeshAxes(), symbolTable);
+}
+
+LogicalResult AllGatherOp::verify() {
+  return verifyCollective(*this, getMeshAxes(), {{"dim", getDim()}});
+}
+LogicalResult
+AllGatherOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  FailureOr<int64_t> g =
+      resolveGroup(*this, getMeshAttr(), getMeshAxes(), symbolTable);
+  if (failed(g))
+    return failure();
+  return verifyScaledDims(*this, getInput().getType(), getType(),
+                          {{getDim(), *g}}, {});
+}
+
+LogicalResult ReduceScatterOp::verify() {
+  return verifyCollective(*this, getMeshAxes(), {{"dim", getDim()}});
+}
+LogicalResult
+ReduceScatterOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  FailureOr<int64_t> g =
+      resolveGroup(*this, getMeshAttr(), getMeshAxes(), symbolTable);
+  if (failed(g))
+    return failure();
+  return verifyScaledDims(*this, getInput().getType(), getType(), {},
+                          {{getDim(), *g}});
+}
+
+LogicalResult AllToAllOp::verify() {
+  return verifyCollective(
+      *this, getMeshAxes(),
+      {{"split_dim", getSplitDim()}, {"concat_dim", getConcatDim()}});
+}
+LogicalResult
+AllToAllOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  FailureOr<int64_t> g =
+      resolveGroup(*this, getMeshAttr(), getMeshAxes(), symbolTable);
+  if (failed(g))
+    return failure();
+  return verifyScaledDims(*this, getInput().getType(), getType(),
+                          {{getConcatDim(), *g}}, {{getSplitDim(), *g}});
+}
+
+LogicalResult BroadcastOp::verify() {
+  if (getRoot() < 0)
+    return emitOpError() << "root " << getRoot() << " is negative";
+  return verifyCollective(*this, getMeshAxes(), {});
+}
+LogicalResult
+BroadcastOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  FailureOr<int64_t> g =
+      resolveGroup(*this, getMeshAttr(), getMeshAxes(), symbolTable);
+  if (failed(g))
+    return failure();
+  if (getRoot() >= *g)
+    return emitOpError() << "root " << getRoot()
+                         << " is outside the group of " << *g << " devices";
+  return success();
+}
+
+#define GET_OP_CLASSES
+#include "flow/Dialect/Flow/IR/FlowOps.cpp.inc"
