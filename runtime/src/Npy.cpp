@@ -1,1 +1,532 @@
-int x;
+//===- Npy.cpp - Reading and writing numpy .npy files ---------------------===//
+//
+// Part of the Flow project.
+//
+//===----------------------------------------------------------------------===//
+//
+// The parser treats its input as untrusted: every length is checked against
+// the buffer before use, sizes use checked arithmetic, and the header dict is
+// parsed by a small recursive-descent parser rather than by pattern matching.
+//
+//===----------------------------------------------------------------------===//
+
+#include "flow/runtime/Npy.h"
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <string_view>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+using namespace flow::runtime;
+
+namespace {
+
+constexpr char kMagic[] = "\x93NUMPY";
+constexpr size_t kMagicLen = 6;
+constexpr size_t kAlign = 64;
+/// numpy pads the header so the first dimension can grow to this many digits
+/// in place (numpy >= 1.23); matching it keeps serializeNpy byte-exact.
+constexpr size_t kGrowthAxisMaxDigits = 21;
+
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
+              "'=' descrs and the data layout assume a little-endian host");
+
+/// Properties of each DType, indexed by its value.
+struct DTypeInfo {
+  const char *name;
+  size_t size;
+  const char *descr; // Written by serializeNpy.
+};
+constexpr DTypeInfo kDTypeInfo[] = {{"f32", 4, "<f4"},  {"f16", 2, "<f2"},
+                                    {"bf16", 2, "<V2"}, {"i64", 8, "<i8"},
+                                    {"i32", 4, "<i4"},  {"i1", 1, "|b1"}};
+constexpr size_t kNumDTypes = sizeof(kDTypeInfo) / sizeof(kDTypeInfo[0]);
+
+const DTypeInfo &info(DType dtype) {
+  static const DTypeInfo invalid = {"?", 0, "?"};
+  size_t i = static_cast<size_t>(dtype);
+  return i < kNumDTypes ? kDTypeInfo[i] : invalid;
+}
+
+/// Quotes \p s for an error message, escaping non-printable bytes and
+/// truncating long strings.
+std::string quote(std::string_view s) {
+  std::string out = "'";
+  for (size_t i = 0; i < s.size() && i < 40; ++i) {
+    unsigned char c = s[i];
+    if (c >= 0x20 && c < 0x7f && c != '\\') {
+      out += static_cast<char>(c);
+      continue;
+    }
+    char buf[8];
+    snprintf(buf, sizeof(buf), "\\x%02x", c);
+    out += buf;
+  }
+  return out + (s.size() > 40 ? "...'" : "'");
+}
+
+/// Describes a numpy type code such as "f8" for error messages.
+std::string numpyTypeName(std::string_view code) {
+  static const std::pair<char, const char *> kinds[] = {
+      {'f', "float"},          {'i', "int"},         {'u', "uint"},
+      {'c', "complex"},        {'b', "bool"},        {'O', "object"},
+      {'U', "unicode string"}, {'S', "byte string"}, {'V', "void"},
+      {'M', "datetime64"},     {'m', "timedelta64"}};
+  for (auto [kind, name] : kinds) {
+    if (code.empty() || code[0] != kind)
+      continue;
+    // Sized numeric kinds get their width in bits: "f8" is float64.
+    std::string_view digits = code.substr(1);
+    if (!strchr("fiuc", kind) || digits.empty() || digits.size() > 2 ||
+        digits.find_first_not_of("0123456789") != std::string_view::npos)
+      return name;
+    int bytes = digits.size() == 1 ? digits[0] - '0'
+                                   : (digits[0] - '0') * 10 + digits[1] - '0';
+    return name + std::to_string(8 * bytes);
+  }
+  return "";
+}
+
+/// Maps a descr string to a DType.
+Status lookupDescr(const std::string &descr, DType &dtype) {
+  if (!descr.empty() && descr[0] == '>')
+    return Status::error("big-endian data (" + quote(descr) +
+                         ") is not supported; convert with arr.astype(" +
+                         quote("<" + descr.substr(1)) + ")");
+  // '=' (native) is little-endian on every host the runtime supports.
+  std::string normalized = descr;
+  if (!normalized.empty() && normalized[0] == '=')
+    normalized[0] = '<';
+  // numpy itself writes plain void 'V2' as '|V2'.
+  if (normalized == "|V2")
+    normalized = "<V2";
+  for (size_t i = 0; i < kNumDTypes; ++i) {
+    if (normalized == kDTypeInfo[i].descr) {
+      dtype = static_cast<DType>(i);
+      return Status::ok();
+    }
+  }
+  std::string_view code = descr;
+  if (!code.empty() && code[0] != '\0' && strchr("<=|", code[0]))
+    code.remove_prefix(1);
+  std::string typeName = numpyTypeName(code);
+  std::string msg = "dtype " + quote(descr);
+  if (!typeName.empty())
+    msg += " (" + typeName + ")";
+  msg += " is not supported; supported:";
+  const char *sep = " ";
+  for (const DTypeInfo &t : kDTypeInfo) {
+    msg += sep + std::string("'") + t.descr + "' (" + t.name + ")";
+    sep = ", ";
+  }
+  return Status::error(msg);
+}
+
+/// The fields of a .npy header dict.
+struct Header {
+  std::string descr;
+  bool fortranOrder = false;
+  std::vector<int64_t> shape;
+};
+
+/// Parses the Python dict literal of a .npy header, e.g.
+/// `{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }`.
+class HeaderParser {
+public:
+  explicit HeaderParser(std::string_view text) : text(text) {}
+
+  Status parse(Header &header) {
+    skipSpace();
+    if (!consume('{'))
+      return Status::error("header is not a dict: " + quote(text));
+    bool seenDescr = false, seenOrder = false, seenShape = false;
+    while (true) {
+      skipSpace();
+      if (consume('}'))
+        break;
+      std::string key;
+      if (Status s = parseString(key, "dict key"); !s)
+        return s;
+      skipSpace();
+      if (!consume(':'))
+        return errorAt("expected ':' after key " + quote(key));
+      skipSpace();
+      Status s = Status::ok();
+      if (key == "descr" && !seenDescr) {
+        seenDescr = true;
+        if (peek() == '[')
+          return Status::error("structured dtypes are not supported");
+        s = parseString(header.descr, "string for 'descr'");
+      } else if (key == "fortran_order" && !seenOrder) {
+        seenOrder = true;
+        s = parseBool(header.fortranOrder);
+      } else if (key == "shape" && !seenShape) {
+        seenShape = true;
+        s = parseShape(header.shape);
+      } else if (key == "descr" || key == "fortran_order" || key == "shape") {
+        return Status::error("header has duplicate key " + quote(key));
+      } else {
+        return Status::error("header has unexpected key " + quote(key));
+      }
+      if (!s)
+        return s;
+      skipSpace();
+      if (consume(','))
+        continue;
+      if (consume('}'))
+        break;
+      return errorAt("expected ',' or '}' in header dict");
+    }
+    skipSpace();
+    if (pos != text.size())
+      return errorAt("unexpected characters after header dict");
+    for (auto [seen, key] : {std::pair{seenDescr, "descr"},
+                             {seenOrder, "fortran_order"},
+                             {seenShape, "shape"}})
+      if (!seen)
+        return Status::error(std::string("header is missing key '") + key +
+                             "'");
+    return Status::ok();
+  }
+
+private:
+  char peek() const { return pos < text.size() ? text[pos] : '\0'; }
+  bool consume(char c) {
+    if (pos >= text.size() || text[pos] != c)
+      return false;
+    ++pos;
+    return true;
+  }
+  void skipSpace() {
+    while (pos < text.size() && strchr(" \t\n\r\f\v", text[pos]) &&
+           text[pos] != '\0')
+      ++pos;
+  }
+  Status errorAt(const std::string &msg) const {
+    return Status::error(msg + " at header offset " + std::to_string(pos) +
+                         " (near " + quote(text.substr(pos, 16)) + ")");
+  }
+
+  /// Parses a quoted string without escapes.
+  Status parseString(std::string &out, const char *what) {
+    char q = peek();
+    if (q != '\'' && q != '"')
+      return errorAt(std::string("expected a quoted ") + what);
+    size_t end = text.find(q, pos + 1);
+    if (end == std::string_view::npos)
+      return errorAt("unterminated string");
+    std::string_view body = text.substr(pos + 1, end - pos - 1);
+    if (body.find('\\') != std::string_view::npos)
+      return errorAt("escape sequences in strings are not supported");
+    out = std::string(body);
+    pos = end + 1;
+    return Status::ok();
+  }
+
+  Status parseBool(bool &out) {
+    for (auto [word, value] : {std::pair{"True", true}, {"False", false}}) {
+      size_t len = strlen(word);
+      if (text.substr(pos, len) == word && !isIdentChar(pos + len)) {
+        pos += len;
+        out = value;
+        return Status::ok();
+      }
+    }
+    return errorAt("'fortran_order' must be True or False");
+  }
+
+  bool isIdentChar(size_t i) const {
+    if (i >= text.size())
+      return false;
+    char c = text[i];
+    return c == '_' || (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') ||
+           (c >= 'A' && c <= 'Z') || c == '.';
+  }
+
+  /// Parses a tuple of non-negative integers: `()`, `(5,)`, `(2, 3)`.
+  Status parseShape(std::vector<int64_t> &shape) {
+    if (!consume('('))
+      return errorAt("'shape' must be a tuple");
+    skipSpace();
+    bool sawComma = false;
+    if (!consume(')')) {
+      while (true) {
+        int64_t dim;
+        if (Status s = parseDim(dim); !s)
+          return s;
+        shape.push_back(dim);
+        skipSpace();
+        if (consume(',')) {
+          sawComma = true;
+          skipSpace();
+          if (consume(')'))
+            break;
+          continue;
+        }
+        if (consume(')'))
+          break;
+        return errorAt("expected ',' or ')' in shape");
+      }
+    }
+    // In Python `(5)` is an int, not a tuple.
+    if (shape.size() == 1 && !sawComma)
+      return Status::error("'shape' must be a tuple; (N) needs a comma: (N,)");
+    return Status::ok();
+  }
+
+  Status parseDim(int64_t &dim) {
+    size_t start = pos;
+    bool negative = consume('-');
+    if (negative)
+      skipSpace();
+    if (!(peek() >= '0' && peek() <= '9'))
+      return errorAt("non-integer dimension in shape");
+    uint64_t value = 0;
+    bool overflow = false;
+    while (peek() >= '0' && peek() <= '9') {
+      if (!overflow)
+        value = value * 10 + (text[pos] - '0');
+      overflow |= value > static_cast<uint64_t>(INT64_MAX);
+      ++pos;
+    }
+    consume('L'); // Python 2 long suffix, found in old files.
+    if (isIdentChar(pos))
+      return errorAt("non-integer dimension in shape");
+    std::string_view literal = text.substr(start, pos - start);
+    if (negative && value != 0)
+      return Status::error("negative dimension " + std::string(literal) +
+                           " in shape");
+    if (overflow)
+      return Status::error("dimension " + quote(literal) +
+                           " in shape is too large");
+    dim = static_cast<int64_t>(value);
+    return Status::ok();
+  }
+
+  std::string_view text;
+  size_t pos = 0;
+};
+
+std::string shapeRepr(const std::vector<int64_t> &shape) {
+  std::string out = "(";
+  for (size_t i = 0; i < shape.size(); ++i)
+    out += (i ? ", " : "") + std::to_string(shape[i]);
+  return out + (shape.size() == 1 ? ",)" : ")");
+}
+
+/// Computes numElements * itemSize for a shape, failing on negative
+/// dimensions or overflow.
+bool checkedByteSize(const std::vector<int64_t> &shape, size_t itemSize,
+                     int64_t &elements, size_t &bytes) {
+  elements = 1;
+  for (int64_t dim : shape)
+    if (dim < 0 || __builtin_mul_overflow(elements, dim, &elements))
+      return false;
+  return !__builtin_mul_overflow(static_cast<uint64_t>(elements), itemSize,
+                                 &bytes);
+}
+
+uint32_t readLE(const uint8_t *p, size_t n) {
+  uint32_t v = 0;
+  for (size_t i = 0; i < n; ++i)
+    v |= static_cast<uint32_t>(p[i]) << (8 * i);
+  return v;
+}
+
+std::string errnoMessage(const char *verb, const std::string &path) {
+  return std::string("cannot ") + verb + " '" + path + "': " + strerror(errno);
+}
+
+/// Writes all of \p bytes to \p fd, retrying on short writes and EINTR.
+bool writeAll(int fd, const std::vector<uint8_t> &bytes) {
+  size_t done = 0;
+  while (done < bytes.size()) {
+    ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0) {
+      if (n == 0)
+        errno = EIO;
+      return false;
+    }
+    done += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+} // namespace
+
+size_t flow::runtime::dtypeSize(DType dtype) { return info(dtype).size; }
+
+const char *flow::runtime::dtypeName(DType dtype) { return info(dtype).name; }
+
+int64_t HostTensor::numElements() const {
+  int64_t elements;
+  size_t bytes;
+  return checkedByteSize(shape, 1, elements, bytes) ? elements : -1;
+}
+
+StatusOr<HostTensor> flow::runtime::parseNpy(const uint8_t *bytes, size_t size,
+                                             const std::string &name) {
+  auto fail = [&](const std::string &msg) {
+    return Status::error((name.empty() ? "<memory>" : name) + ": " + msg);
+  };
+  if (size < kMagicLen || memcmp(bytes, kMagic, kMagicLen) != 0)
+    return fail("not a .npy file (bad magic; expected \\x93NUMPY)");
+  if (size < kMagicLen + 2)
+    return fail("truncated: file ends inside the .npy preamble");
+  unsigned major = bytes[6], minor = bytes[7];
+  if (major < 1 || major > 3 || minor != 0)
+    return fail("unsupported .npy version " + std::to_string(major) + "." +
+                std::to_string(minor) + " (supported: 1.0, 2.0, 3.0)");
+  size_t lenBytes = major == 1 ? 2 : 4;
+  size_t preamble = kMagicLen + 2 + lenBytes;
+  if (size < preamble)
+    return fail("truncated: file ends inside the .npy preamble");
+  size_t headerLen = readLE(bytes + kMagicLen + 2, lenBytes);
+  if (headerLen > size - preamble)
+    return fail("header length " + std::to_string(headerLen) +
+                " extends past end of file (" + std::to_string(size) +
+                " bytes)");
+
+  Header header;
+  std::string_view text(reinterpret_cast<const char *>(bytes + preamble),
+                        headerLen);
+  if (Status s = HeaderParser(text).parse(header); !s)
+    return fail("invalid header: " + s.message());
+
+  HostTensor tensor;
+  if (Status s = lookupDescr(header.descr, tensor.dtype); !s)
+    return fail(s.message());
+  if (header.fortranOrder)
+    return fail("fortran_order=True is not supported; save a C-contiguous "
+                "array (use numpy.ascontiguousarray)");
+  int64_t elements;
+  size_t expected;
+  if (!checkedByteSize(header.shape, dtypeSize(tensor.dtype), elements,
+                       expected))
+    return fail("shape " + shapeRepr(header.shape) +
+                " has too many elements (size overflows)");
+  size_t found = size - preamble - headerLen;
+  if (found < expected)
+    return fail("truncated: expected " + std::to_string(expected) +
+                " data bytes, found " + std::to_string(found));
+  if (found > expected)
+    return fail("expected " + std::to_string(expected) + " data bytes, found " +
+                std::to_string(found) + " (" +
+                std::to_string(found - expected) + " trailing bytes)");
+
+  const uint8_t *data = bytes + preamble + headerLen;
+  if (tensor.dtype == DType::I1) {
+    for (size_t i = 0; i < expected; ++i)
+      if (data[i] > 1)
+        return fail("invalid bool value " + std::to_string(data[i]) +
+                    " at element " + std::to_string(i) + " (must be 0 or 1)");
+  }
+  tensor.shape = std::move(header.shape);
+  tensor.data.assign(data, data + expected);
+  return tensor;
+}
+
+StatusOr<HostTensor> flow::runtime::readNpy(const std::string &path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return Status::error(errnoMessage("read", path));
+  std::vector<uint8_t> contents;
+  struct stat st;
+  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
+    contents.reserve(static_cast<size_t>(st.st_size));
+  uint8_t buf[1 << 16];
+  while (true) {
+    ssize_t n = ::read(fd, buf, sizeof(buf));
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0) {
+      Status s = Status::error(errnoMessage("read", path));
+      ::close(fd);
+      return s;
+    }
+    if (n == 0)
+      break;
+    contents.insert(contents.end(), buf, buf + n);
+  }
+  ::close(fd);
+  return parseNpy(contents.data(), contents.size(), path);
+}
+
+std::vector<uint8_t> flow::runtime::serializeNpy(const HostTensor &tensor) {
+  std::string header =
+      std::string("{'descr': '") + info(tensor.dtype).descr +
+      "', 'fortran_order': False, 'shape': " + shapeRepr(tensor.shape) + ", }";
+  if (!tensor.shape.empty()) {
+    size_t digits = std::to_string(tensor.shape[0]).size();
+    if (digits < kGrowthAxisMaxDigits)
+      header.append(kGrowthAxisMaxDigits - digits, ' ');
+  }
+  // Like numpy: pad with 1..64 spaces plus '\n' so the data is aligned, and
+  // use version 2.0 only when the header length does not fit in 16 bits.
+  size_t lenBytes = 2;
+  size_t total = header.size() + 1;
+  total += kAlign - (kMagicLen + 2 + lenBytes + total) % kAlign;
+  if (total > 0xffff) {
+    lenBytes = 4;
+    total = header.size() + 1;
+    total += kAlign - (kMagicLen + 2 + lenBytes + total) % kAlign;
+  }
+  header.append(total - header.size() - 1, ' ');
+  header += '\n';
+
+  std::vector<uint8_t> out(kMagic, kMagic + kMagicLen);
+  out.push_back(lenBytes == 2 ? 1 : 2);
+  out.push_back(0);
+  for (size_t i = 0; i < lenBytes; ++i)
+    out.push_back(static_cast<uint8_t>(total >> (8 * i)));
+  out.insert(out.end(), header.begin(), header.end());
+  out.insert(out.end(), tensor.data.begin(), tensor.data.end());
+  return out;
+}
+
+Status flow::runtime::writeNpy(const std::string &path,
+                               const HostTensor &tensor) {
+  int64_t elements;
+  size_t expected;
+  if (!checkedByteSize(tensor.shape, dtypeSize(tensor.dtype), elements,
+                       expected))
+    return Status::error("cannot write '" + path + "': invalid shape " +
+                         shapeRepr(tensor.shape));
+  if (tensor.data.size() != expected)
+    return Status::error("cannot write '" + path + "': tensor has " +
+                         std::to_string(tensor.data.size()) +
+                         " data bytes, expected " + std::to_string(expected));
+  std::vector<uint8_t> bytes = serializeNpy(tensor);
+
+  static std::atomic<unsigned> counter{0};
+  std::string tmp;
+  int fd = -1;
+  for (int attempt = 0; fd < 0 && attempt < 100; ++attempt) {
+    tmp = path + ".tmp." + std::to_string(::getpid()) + "." +
+          std::to_string(counter++);
+    fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd < 0 && errno != EEXIST)
+      break;
+  }
+  if (fd < 0)
+    return Status::error(errnoMessage("write", path));
+  bool written = writeAll(fd, bytes);
+  int savedErrno = errno;
+  if (::close(fd) != 0 && written) {
+    written = false;
+    savedErrno = errno;
+  }
+  if (written && ::rename(tmp.c_str(), path.c_str()) == 0)
+    return Status::ok();
+  if (written)
+    savedErrno = errno;
+  ::unlink(tmp.c_str());
+  errno = savedErrno ? savedErrno : EIO;
+  return Status::error(errnoMessage("write", path));
+}

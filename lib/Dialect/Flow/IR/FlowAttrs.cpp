@@ -10,6 +10,7 @@
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/DialectImplementation.h"
 #include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/CheckedArithmetic.h"
 
 using namespace mlir;
 using namespace mlir::flow;
@@ -55,7 +56,7 @@ static ParseResult parseSbpDim(AsmParser &parser, SbpDim &result) {
     return success();
   }
   if (keyword == "S") {
-    int64_t dim;
+    int64_t dim = 0;
     SMLoc dimLoc;
     if (parser.parseLParen() || parser.getCurrentLocation(&dimLoc) ||
         parser.parseInteger(dim) || parser.parseRParen())
@@ -91,9 +92,9 @@ Attribute SbpAttr::parse(AsmParser &parser, Type) {
   SmallVector<SbpDim> dims;
   SMLoc loc = parser.getCurrentLocation();
   if (parser.parseLess() ||
-      parser.parseCommaSeparatedList(AsmParser::Delimiter::Square, [&]() {
-        return parseSbpDim(parser, dims.emplace_back());
-      }) ||
+      parser.parseCommaSeparatedList(
+          AsmParser::Delimiter::Square,
+          [&]() { return parseSbpDim(parser, dims.emplace_back()); }) ||
       parser.parseGreater())
     return {};
   if (dims.empty()) {
@@ -115,8 +116,7 @@ SbpAttr::verifyFor(ArrayRef<int64_t> meshShape, Type type,
   ArrayRef<SbpDim> dims = getDims();
   if (dims.size() != meshShape.size())
     return emitError() << "SBP " << *this << " has " << dims.size()
-                       << " entries but the mesh has rank "
-                       << meshShape.size();
+                       << " entries but the mesh has rank " << meshShape.size();
   auto tensorType = dyn_cast<RankedTensorType>(type);
   // Number of pieces each tensor dimension is cut into.
   SmallVector<int64_t> pieces(tensorType ? tensorType.getRank() : 0, 1);
@@ -128,9 +128,9 @@ SbpAttr::verifyFor(ArrayRef<int64_t> meshShape, Type type,
                          << type << ", which is not a ranked tensor";
     if (d.dim >= tensorType.getRank())
       return emitError() << "SBP " << *this << " splits dimension " << d.dim
-                         << " of a rank-" << tensorType.getRank()
-                         << " tensor";
-    pieces[d.dim] *= meshShape[axis];
+                         << " of a rank-" << tensorType.getRank() << " tensor";
+    pieces[d.dim] = llvm::checkedMul(pieces[d.dim], meshShape[axis])
+                        .value_or(std::numeric_limits<int64_t>::max());
   }
   for (auto [dim, n] : llvm::enumerate(pieces)) {
     int64_t size = tensorType.getDimSize(dim);

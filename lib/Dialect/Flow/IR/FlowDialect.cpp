@@ -24,9 +24,8 @@ void FlowDialect::initialize() {
   registerAttributes();
 }
 
-Operation *FlowDialect::materializeConstant(OpBuilder &builder,
-                                            Attribute value, Type type,
-                                            Location loc) {
+Operation *FlowDialect::materializeConstant(OpBuilder &builder, Attribute value,
+                                            Type type, Location loc) {
   auto elements = dyn_cast<ElementsAttr>(value);
   if (!elements || elements.getType() != type)
     return nullptr;
@@ -40,16 +39,17 @@ Operation *FlowDialect::materializeConstant(OpBuilder &builder,
 /// Resolves the mesh named by `op`'s `flow.mesh` attribute, reporting why it
 /// cannot be resolved.
 static FailureOr<MeshOp> getFunctionMesh(Operation *op, StringRef what) {
-  auto ref = op->getAttrOfType<FlatSymbolRefAttr>(FlowDialect::getMeshAttrName());
+  auto ref =
+      op->getAttrOfType<FlatSymbolRefAttr>(FlowDialect::getMeshAttrName());
   if (!ref)
     return op->emitOpError()
            << what << " has a 'flow.sbp' attribute, so the function needs a '"
            << FlowDialect::getMeshAttrName() << "' attribute naming its mesh";
   MeshOp mesh = lookupMesh(op, ref);
   if (!mesh)
-    return op->emitOpError() << "'" << FlowDialect::getMeshAttrName()
-                             << "' refers to " << ref
-                             << ", which is not a flow.mesh in scope";
+    return op->emitOpError()
+           << "'" << FlowDialect::getMeshAttrName() << "' refers to " << ref
+           << ", which is not a flow.mesh in scope";
   return mesh;
 }
 
@@ -61,13 +61,12 @@ LogicalResult FlowDialect::verifyOperationAttribute(Operation *op,
       return op->emitOpError()
              << "'" << getMeshAttrName() << "' must be a symbol reference";
     if (!lookupMesh(op, ref))
-      return op->emitOpError()
-             << "'" << getMeshAttrName() << "' refers to " << ref
-             << ", which is not a flow.mesh in scope";
+      return op->emitOpError() << "'" << getMeshAttrName() << "' refers to "
+                               << ref << ", which is not a flow.mesh in scope";
     return success();
   }
-  return op->emitOpError() << "unknown flow attribute '" << attr.getName().getValue()
-                           << "' on an operation";
+  return op->emitOpError() << "unknown flow attribute '"
+                           << attr.getName().getValue() << "' on an operation";
 }
 
 /// Verifies a `flow.sbp` attribute on value `index` of `types`.
@@ -75,13 +74,14 @@ static LogicalResult verifyValueSbp(Operation *op, NamedAttribute attr,
                                     StringRef what, unsigned index,
                                     TypeRange types) {
   if (attr.getName() != FlowDialect::getSbpAttrName())
-    return op->emitOpError() << "unknown flow attribute '" << attr.getName().getValue()
-                             << "' on " << what << " #" << index;
+    return op->emitOpError()
+           << "unknown flow attribute '" << attr.getName().getValue() << "' on "
+           << what << " #" << index;
   auto sbp = dyn_cast<SbpAttr>(attr.getValue());
   if (!sbp)
-    return op->emitOpError() << "'" << FlowDialect::getSbpAttrName() << "' on "
-                             << what << " #" << index
-                             << " must be a #flow.sbp attribute";
+    return op->emitOpError()
+           << "'" << FlowDialect::getSbpAttrName() << "' on " << what << " #"
+           << index << " must be a #flow.sbp attribute";
   FailureOr<MeshOp> mesh = getFunctionMesh(op, what);
   if (failed(mesh))
     return failure();

@@ -14,9 +14,36 @@
 #include "mlir/IR/OpImplementation.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallSet.h"
+#include "llvm/Support/CheckedArithmetic.h"
 
 using namespace mlir;
 using namespace mlir::flow;
+
+/// Limit on any size computed from attributes: keeps shape arithmetic far
+/// from int64 overflow while allowing every real tensor.
+static constexpr int64_t kMaxSize = int64_t(1) << 48;
+/// Limit on the number of devices in a mesh.
+static constexpr int64_t kMaxDevices = int64_t(1) << 20;
+
+/// a * b + c, or nullopt if it overflows or exceeds kMaxSize.
+static std::optional<int64_t> mulAdd(int64_t a, int64_t b, int64_t c) {
+  std::optional<int64_t> r = llvm::checkedMulAdd(a, b, c);
+  if (!r || *r > kMaxSize || *r < -kMaxSize)
+    return std::nullopt;
+  return r;
+}
+
+/// The product of `dims`, or nullopt on overflow.
+static std::optional<int64_t> product(ArrayRef<int64_t> dims) {
+  int64_t n = 1;
+  for (int64_t d : dims) {
+    std::optional<int64_t> r = llvm::checkedMul(n, d);
+    if (!r)
+      return std::nullopt;
+    n = *r;
+  }
+  return n;
+}
 
 /// Formats a shape as `2x3x4` (`scalar` for rank 0) for diagnostics.
 static std::string shapeStr(ArrayRef<int64_t> shape) {
@@ -68,9 +95,9 @@ MeshOp mlir::flow::lookupMesh(Operation *from, FlatSymbolRefAttr name,
                               SymbolTableCollection *symbolTable) {
   if (!name)
     return nullptr;
-  Operation *symbol =
-      symbolTable ? symbolTable->lookupNearestSymbolFrom(from, name)
-                  : SymbolTable::lookupNearestSymbolFrom(from, name);
+  Operation *symbol = symbolTable
+                          ? symbolTable->lookupNearestSymbolFrom(from, name)
+                          : SymbolTable::lookupNearestSymbolFrom(from, name);
   return dyn_cast_or_null<MeshOp>(symbol);
 }
 
@@ -90,8 +117,7 @@ struct Reporter {
     return InFlightDiagnostic();
   }
   /// Reports `args...` and returns failure.
-  template <typename... Args>
-  LogicalResult fail(Args &&...args) const {
+  template <typename... Args> LogicalResult fail(Args &&...args) const {
     if (loc) {
       InFlightDiagnostic diag = emitError(*loc);
       (diag << ... << std::forward<Args>(args));
@@ -139,8 +165,10 @@ LogicalResult MeshOp::verify() {
     return emitOpError() << "needs at least one mesh axis";
   for (int64_t size : getShape())
     if (size < 1)
-      return emitOpError() << "mesh axis sizes must be positive, got "
-                           << size;
+      return emitOpError() << "mesh axis sizes must be positive, got " << size;
+  std::optional<int64_t> devices = product(getShape());
+  if (!devices || *devices > kMaxDevices)
+    return emitOpError() << "mesh has more than " << kMaxDevices << " devices";
   return success();
 }
 
@@ -155,8 +183,7 @@ int64_t MeshOp::getNumDevices() {
 // AnnotateOp
 //===----------------------------------------------------------------------===//
 
-LogicalResult
-AnnotateOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+LogicalResult AnnotateOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
   MeshOp mesh = lookupMesh(*this, getMeshAttr(), &symbolTable);
   if (!mesh)
     return emitOpError() << "refers to " << getMeshAttr()
@@ -181,9 +208,8 @@ static LogicalResult inferBroadcast(std::optional<Location> loc,
       return report.fail("operands must be ranked tensors");
     shapes.push_back(type.getShape());
   }
-  FailureOr<SmallVector<int64_t>> shape =
-      broadcastShapes(shapes, loc ? function_ref<InFlightDiagnostic()>(report)
-                                  : noDiag());
+  FailureOr<SmallVector<int64_t>> shape = broadcastShapes(
+      shapes, loc ? function_ref<InFlightDiagnostic()>(report) : noDiag());
   if (failed(shape))
     return failure();
   results.push_back(RankedTensorType::get(*shape, elementType));
@@ -191,9 +217,9 @@ static LogicalResult inferBroadcast(std::optional<Location> loc,
 }
 
 #define FLOW_BINARY_INFER(OP)                                                  \
-  LogicalResult OP::inferReturnTypes(MLIRContext *, std::optional<Location> loc, \
-                                     Adaptor adaptor,                          \
-                                     SmallVectorImpl<Type> &results) {         \
+  LogicalResult OP::inferReturnTypes(                                          \
+      MLIRContext *, std::optional<Location> loc, Adaptor adaptor,             \
+      SmallVectorImpl<Type> &results) {                                        \
     RankedTensorType lhs = tensorTypeOf(adaptor.getLhs());                     \
     if (!lhs)                                                                  \
       return Reporter{loc}.fail("operands must be ranked tensors");            \
@@ -285,12 +311,20 @@ static FailureOr<int64_t> windowOutputSize(int64_t size, int64_t padBegin,
                                            int64_t stride, int64_t dilation,
                                            bool ceilMode, StringRef dimName,
                                            const Reporter &report) {
-  int64_t extent = dilation * (kernel - 1) + 1;
-  int64_t span = size + padBegin + padEnd - extent;
+  std::optional<int64_t> extentOr = mulAdd(dilation, kernel - 1, 1);
+  std::optional<int64_t> paddedOr = mulAdd(1, size, padBegin);
+  if (paddedOr)
+    paddedOr = mulAdd(1, *paddedOr, padEnd);
+  if (!extentOr || !paddedOr)
+    return report.fail("window or padding along the ", dimName,
+                       " is too large");
+  int64_t extent = *extentOr;
+  int64_t span = *paddedOr - extent;
   if (span < 0)
-    return report.fail("the window (", extent, " with dilation) is larger "
-                       "than the padded input ", dimName, " (",
-                       size + padBegin + padEnd, ")");
+    return report.fail("the window (", extent,
+                       " with dilation) is larger "
+                       "than the padded input ",
+                       dimName, " (", *paddedOr, ")");
   int64_t out = span / stride + 1;
   if (ceilMode) {
     out = (span + stride - 1) / stride + 1;
@@ -327,16 +361,18 @@ LogicalResult Conv2dOp::inferReturnTypes(MLIRContext *,
     return report.fail("input channels (", x[1], ") and output channels (",
                        w[0], ") must be multiples of groups (", groups, ")");
   if (w[1] * groups != x[1])
-    return report.fail("weight has ", w[1], " input channels per group but "
-                       "the input has ", x[1], " channels in ", groups,
-                       " group(s)");
+    return report.fail("weight has ", w[1],
+                       " input channels per group but "
+                       "the input has ",
+                       x[1], " channels in ", groups, " group(s)");
   if (Value bias = adaptor.getBias()) {
     RankedTensorType biasType = tensorTypeOf(bias);
     if (!biasType || biasType.getRank() != 1 || biasType.getDimSize(0) != w[0])
-      return report.fail("bias must have shape ", w[0], " (one per output "
-                         "channel), got ",
-                         shapeStr(biasType ? biasType.getShape()
-                                           : ArrayRef<int64_t>()));
+      return report.fail(
+          "bias must have shape ", w[0],
+          " (one per output "
+          "channel), got ",
+          shapeStr(biasType ? biasType.getShape() : ArrayRef<int64_t>()));
   }
   FailureOr<int64_t> h =
       windowOutputSize(x[2], padding[0], padding[2], w[2], strides[0],
@@ -370,10 +406,13 @@ static LogicalResult inferPool2d(std::optional<Location> loc, Value inputValue,
       failed(checkSizes(padding, 4, 0, "padding", report)))
     return failure();
   for (int i = 0; i < 4; ++i) {
-    int64_t extent = dilations[i % 2] * (kernel[i % 2] - 1) + 1;
-    if (padding[i] >= extent)
+    std::optional<int64_t> extent =
+        mulAdd(dilations[i % 2], kernel[i % 2] - 1, 1);
+    if (!extent)
+      return report.fail("the window is too large");
+    if (padding[i] >= *extent)
       return report.fail("padding ", padding[i],
-                         " is not smaller than the window (", extent, ")");
+                         " is not smaller than the window (", *extent, ")");
   }
   ArrayRef<int64_t> x = input.getShape();
   FailureOr<int64_t> h =
@@ -438,9 +477,9 @@ static LogicalResult inferReduce(std::optional<Location> loc, Value inputValue,
 }
 
 #define FLOW_REDUCE_INFER(OP)                                                  \
-  LogicalResult OP::inferReturnTypes(MLIRContext *, std::optional<Location> loc, \
-                                     Adaptor adaptor,                          \
-                                     SmallVectorImpl<Type> &results) {         \
+  LogicalResult OP::inferReturnTypes(                                          \
+      MLIRContext *, std::optional<Location> loc, Adaptor adaptor,             \
+      SmallVectorImpl<Type> &results) {                                        \
     return inferReduce(loc, adaptor.getInput(), adaptor.getAxes(),             \
                        adaptor.getKeepdims(), results);                        \
   }
@@ -453,8 +492,8 @@ FLOW_REDUCE_INFER(ReduceMaxOp)
 static LogicalResult verifyAxisIn(Operation *op, int64_t axis, Type type) {
   int64_t rank = cast<RankedTensorType>(type).getRank();
   if (axis < 0 || axis >= rank)
-    return op->emitOpError() << "axis " << axis << " is out of range [0, "
-                             << rank << ")";
+    return op->emitOpError()
+           << "axis " << axis << " is out of range [0, " << rank << ")";
   return success();
 }
 
@@ -474,8 +513,7 @@ static LogicalResult verifyTrailingNorm(Operation *op, Value input,
   if (failed(verifyAxisIn(op, axis, type)))
     return failure();
   if (!(epsilon >= 0))
-    return op->emitOpError() << "epsilon must be non-negative, got "
-                             << epsilon;
+    return op->emitOpError() << "epsilon must be non-negative, got " << epsilon;
   ArrayRef<int64_t> normalized = type.getShape().drop_front(axis);
   for (auto [param, name] : llvm::zip(params, names)) {
     if (!param)
@@ -527,11 +565,15 @@ LogicalResult BatchNormOp::verify() {
 LogicalResult ReshapeOp::verify() {
   auto in = cast<RankedTensorType>(getInput().getType());
   auto out = cast<RankedTensorType>(getType());
-  if (in.getNumElements() != out.getNumElements())
-    return emitOpError() << "cannot reshape " << shapeStr(in.getShape())
-                         << " (" << in.getNumElements() << " elements) to "
-                         << shapeStr(out.getShape()) << " ("
-                         << out.getNumElements() << " elements)";
+  std::optional<int64_t> inCount = product(in.getShape());
+  std::optional<int64_t> outCount = product(out.getShape());
+  if (!inCount || !outCount)
+    return emitOpError() << "tensor has too many elements";
+  if (*inCount != *outCount)
+    return emitOpError() << "cannot reshape " << shapeStr(in.getShape()) << " ("
+                         << *inCount << " elements) to "
+                         << shapeStr(out.getShape()) << " (" << *outCount
+                         << " elements)";
   return success();
 }
 
@@ -566,9 +608,8 @@ LogicalResult BroadcastToOp::verify() {
     int64_t d = in[in.size() - 1 - i], r = out[out.size() - 1 - i];
     if (d != r && d != 1)
       return emitOpError() << "cannot broadcast " << shapeStr(in) << " to "
-                           << shapeStr(out) << ": dimension "
-                           << -(int64_t)i - 1 << " is " << d
-                           << ", not 1 or " << r;
+                           << shapeStr(out) << ": dimension " << -(int64_t)i - 1
+                           << " is " << d << ", not 1 or " << r;
   }
   return success();
 }
@@ -586,8 +627,8 @@ LogicalResult ConcatOp::inferReturnTypes(MLIRContext *,
     return report.fail("inputs must be ranked tensors");
   int64_t axis = adaptor.getAxis();
   if (axis < 0 || axis >= first.getRank())
-    return report.fail("axis ", axis, " is out of range [0, ",
-                       first.getRank(), ")");
+    return report.fail("axis ", axis, " is out of range [0, ", first.getRank(),
+                       ")");
   SmallVector<int64_t> shape(first.getShape());
   for (auto [i, v] : llvm::enumerate(inputs.drop_front())) {
     RankedTensorType type = tensorTypeOf(v);
@@ -598,13 +639,15 @@ LogicalResult ConcatOp::inferReturnTypes(MLIRContext *,
       if (d == axis)
         continue;
       if (type.getDimSize(d) != first.getDimSize(d))
-        return report.fail("input #", i + 1, " has shape ",
-                           shapeStr(type.getShape()), " but input #0 has ",
-                           shapeStr(first.getShape()),
-                           "; only the concatenated axis ", axis,
-                           " may differ");
+        return report.fail(
+            "input #", i + 1, " has shape ", shapeStr(type.getShape()),
+            " but input #0 has ", shapeStr(first.getShape()),
+            "; only the concatenated axis ", axis, " may differ");
     }
-    shape[axis] += type.getDimSize(axis);
+    std::optional<int64_t> sum = mulAdd(1, shape[axis], type.getDimSize(axis));
+    if (!sum)
+      return report.fail("concatenated size is too large");
+    shape[axis] = *sum;
   }
   results.push_back(RankedTensorType::get(shape, first.getElementType()));
   return success();
@@ -635,7 +678,8 @@ LogicalResult SliceOp::inferReturnTypes(MLIRContext *,
     if (strides[d] < 1)
       return report.fail("dimension ", d, ": stride must be at least 1, got ",
                          strides[d]);
-    shape.push_back((limits[d] - starts[d] + strides[d] - 1) / strides[d]);
+    int64_t length = limits[d] - starts[d];
+    shape.push_back(length == 0 ? 0 : (length - 1) / strides[d] + 1);
   }
   results.push_back(RankedTensorType::get(shape, input.getElementType()));
   return success();
@@ -652,8 +696,8 @@ LogicalResult GatherOp::inferReturnTypes(MLIRContext *,
     return report.fail("operands must be ranked tensors");
   int64_t axis = adaptor.getAxis();
   if (axis < 0 || axis >= input.getRank())
-    return report.fail("axis ", axis, " is out of range [0, ",
-                       input.getRank(), ")");
+    return report.fail("axis ", axis, " is out of range [0, ", input.getRank(),
+                       ")");
   SmallVector<int64_t> shape(input.getShape().take_front(axis));
   llvm::append_range(shape, indices.getShape());
   llvm::append_range(shape, input.getShape().drop_front(axis + 1));
@@ -674,9 +718,15 @@ LogicalResult PadOp::inferReturnTypes(MLIRContext *,
       failed(checkSizes(adaptor.getHigh(), rank, 0, "high padding", report)))
     return failure();
   SmallVector<int64_t> shape;
-  for (size_t d = 0; d < rank; ++d)
-    shape.push_back(input.getDimSize(d) + adaptor.getLow()[d] +
-                    adaptor.getHigh()[d]);
+  for (size_t d = 0; d < rank; ++d) {
+    std::optional<int64_t> size =
+        mulAdd(1, input.getDimSize(d), adaptor.getLow()[d]);
+    if (size)
+      size = mulAdd(1, *size, adaptor.getHigh()[d]);
+    if (!size)
+      return report.fail("padded size of dimension ", d, " is too large");
+    shape.push_back(*size);
+  }
   results.push_back(RankedTensorType::get(shape, input.getElementType()));
   return success();
 }
@@ -686,9 +736,9 @@ LogicalResult PadOp::inferReturnTypes(MLIRContext *,
 //===----------------------------------------------------------------------===//
 
 /// Checks what does not need the mesh: axes and tensor dimensions.
-static LogicalResult verifyCollective(Operation *op, ArrayRef<int64_t> axes,
-                                      ArrayRef<std::pair<StringRef, int64_t>>
-                                          dims) {
+static LogicalResult
+verifyCollective(Operation *op, ArrayRef<int64_t> axes,
+                 ArrayRef<std::pair<StringRef, int64_t>> dims) {
   if (axes.empty())
     return op->emitOpError() << "needs at least one mesh axis";
   llvm::SmallSet<int64_t, 4> seen;
@@ -696,14 +746,14 @@ static LogicalResult verifyCollective(Operation *op, ArrayRef<int64_t> axes,
     if (a < 0)
       return op->emitOpError() << "mesh axis " << a << " is negative";
     if (!seen.insert(a).second)
-      return op->emitOpError() << "mesh axis " << a
-                               << " appears more than once";
+      return op->emitOpError()
+             << "mesh axis " << a << " appears more than once";
   }
   int64_t rank = cast<RankedTensorType>(op->getOperand(0).getType()).getRank();
   for (auto [name, d] : dims)
     if (d < 0 || d >= rank)
-      return op->emitOpError() << name << " " << d << " is out of range [0, "
-                               << rank << ")";
+      return op->emitOpError()
+             << name << " " << d << " is out of range [0, " << rank << ")";
   return success();
 }
 
@@ -713,13 +763,14 @@ static FailureOr<int64_t> resolveGroup(Operation *op, FlatSymbolRefAttr name,
                                        SymbolTableCollection &symbolTable) {
   MeshOp mesh = lookupMesh(op, name, &symbolTable);
   if (!mesh)
-    return op->emitOpError() << "refers to " << name
-                             << ", which is not a flow.mesh in scope";
+    return op->emitOpError()
+           << "refers to " << name << ", which is not a flow.mesh in scope";
   int64_t group = 1;
   for (int64_t a : axes) {
     if (a >= mesh.getRank())
-      return op->emitOpError() << "mesh axis " << a << " is out of range: "
-                               << name << " has rank " << mesh.getRank();
+      return op->emitOpError()
+             << "mesh axis " << a << " is out of range: " << name
+             << " has rank " << mesh.getRank();
     group *= mesh.getShape()[a];
   }
   return group;
@@ -740,26 +791,30 @@ FLOW_COLLECTIVE_GROUP_SIZE(BroadcastOp)
 
 /// Checks that `result` is `input` with dimension `dim` scaled: multiplied by
 /// `mul` and divided by `div` (exactly).
-static LogicalResult verifyScaledDims(Operation *op, RankedTensorType input,
-                                      RankedTensorType result,
-                                      ArrayRef<std::pair<int64_t, int64_t>> mul,
-                                      ArrayRef<std::pair<int64_t, int64_t>> div) {
+static LogicalResult
+verifyScaledDims(Operation *op, RankedTensorType input, RankedTensorType result,
+                 ArrayRef<std::pair<int64_t, int64_t>> mul,
+                 ArrayRef<std::pair<int64_t, int64_t>> div) {
   SmallVector<int64_t> expected(input.getShape());
   for (auto [d, g] : div) {
     if (expected[d] % g != 0)
       return op->emitOpError()
              << "dimension " << d << " of size " << expected[d]
-             << " does not divide evenly over the group of " << g
-             << " devices";
+             << " does not divide evenly over the group of " << g << " devices";
     expected[d] /= g;
   }
-  for (auto [d, g] : mul)
-    expected[d] *= g;
+  for (auto [d, g] : mul) {
+    std::optional<int64_t> size = mulAdd(expected[d], g, 0);
+    if (!size)
+      return op->emitOpError()
+             << "gathered size of dimension " << d << " is too large";
+    expected[d] = *size;
+  }
   if (ArrayRef<int64_t>(expected) != result.getShape())
-    return op->emitOpError() << "expected result shape "
-                             << shapeStr(expected) << " for operand shape "
-                             << shapeStr(input.getShape()) << ", got "
-                             << shapeStr(result.getShape());
+    return op->emitOpError()
+           << "expected result shape " << shapeStr(expected)
+           << " for operand shape " << shapeStr(input.getShape()) << ", got "
+           << shapeStr(result.getShape());
   return success();
 }
 
@@ -802,8 +857,7 @@ LogicalResult AllToAllOp::verify() {
       *this, getMeshAxes(),
       {{"split_dim", getSplitDim()}, {"concat_dim", getConcatDim()}});
 }
-LogicalResult
-AllToAllOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+LogicalResult AllToAllOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
   FailureOr<int64_t> g =
       resolveGroup(*this, getMeshAttr(), getMeshAxes(), symbolTable);
   if (failed(g))
@@ -824,8 +878,8 @@ BroadcastOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
   if (failed(g))
     return failure();
   if (getRoot() >= *g)
-    return emitOpError() << "root " << getRoot()
-                         << " is outside the group of " << *g << " devices";
+    return emitOpError() << "root " << getRoot() << " is outside the group of "
+                         << *g << " devices";
   return success();
 }
 

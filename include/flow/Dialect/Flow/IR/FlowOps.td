@@ -87,7 +87,7 @@ class Flow_UnaryOp<string mnemonic, Type tensorType, string what,
                    list<Trait> traits = []>
     : Flow_Op<mnemonic, traits # [Pure, Elementwise, SameOperandsAndResultType]> {
   let summary = what;
-  let description = "Computes " # what # [{ element-wise. The result has
+  let description = "\n    Computes " # what # [{ element-wise. The result has
     the operand's type.
 
     ```mlir
@@ -160,7 +160,7 @@ class Flow_BinaryOp<string mnemonic, Type tensorType, string what,
     : Flow_Op<mnemonic, traits # [Pure, InferTypeOpAdaptor,
                                   SameOperandsElementType]> {
   let summary = what;
-  let description = "Computes " # what # [{ element-wise with numpy
+  let description = "\n    Computes " # what # [{ element-wise with numpy
     broadcasting: shapes are aligned from the right and each dimension pair
     must be equal or contain a 1. Both operands have the same element type.
 
@@ -300,7 +300,7 @@ def Flow_Conv2dOp : Flow_Op<"conv2d", [Pure, InferTypeOpAdaptor,
 class Flow_ReduceOp<string mnemonic, Type tensorType, string what>
     : Flow_Op<mnemonic, [Pure, InferTypeOpAdaptor, SameOperandsAndResultElementType]> {
   let summary = what # " over axes";
-  let description = "Reduces `input` to " # what # [{ over `axes` (distinct,
+  let description = "\n    Reduces `input` to " # what # [{ over `axes` (distinct,
     in `[0, rank)`, at least one). With `keepdims` the reduced axes stay as
     size 1; otherwise they are dropped.
 
@@ -323,7 +323,7 @@ def Flow_ReduceMaxOp : Flow_ReduceOp<"reduce_max", Flow_NumericTensor, "the maxi
 class Flow_SoftmaxBase<string mnemonic, string what>
     : Flow_Op<mnemonic, [Pure, SameOperandsAndResultType]> {
   let summary = what # " along one axis";
-  let description = "Computes " # what # [{ along `axis` (in `[0, rank)`),
+  let description = "\n    Computes " # what # [{ along `axis` (in `[0, rank)`),
     in the numerically stable form (the maximum is subtracted first).
 
     ```mlir

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Configures (once) and builds Flow in build/ with ccache. Extra arguments are
+# ninja targets (default: everything the tests need).
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+FLOW_CACHE="${FLOW_CACHE:-$HOME/.cache/flow}"
+BUILD="${FLOW_BUILD_DIR:-$ROOT/build}"
+export CCACHE_DIR="${CCACHE_DIR:-$FLOW_CACHE/ccache}"
+export CCACHE_MAXSIZE="${CCACHE_MAXSIZE:-5G}"
+mkdir -p "$CCACHE_DIR"
+
+if [ ! -f "$BUILD/build.ninja" ]; then
+  cmake -G Ninja -S "$ROOT" -B "$BUILD" \
+    -DCMAKE_BUILD_TYPE=Release \
+    -DCMAKE_C_COMPILER_LAUNCHER=ccache \
+    -DCMAKE_CXX_COMPILER_LAUNCHER=ccache \
+    -DMLIR_DIR=/usr/lib/llvm-22/lib/cmake/mlir \
+    -DLLVM_EXTERNAL_LIT=/usr/lib/llvm-22/bin/lit
+fi
+
+if (($#)); then
+  targets=("$@")
+else
+  targets=(flow-opt flow-runtime-tests FlowDialectDocGen FlowPassesDocGen)
+fi
+ninja -C "$BUILD" -j "${FLOW_JOBS:-$(nproc)}" "${targets[@]}"

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Sets up, builds, and runs every Flow test: lit (flow-opt, docs), the runtime
+# unit tests (GoogleTest through ctest) and pytest. Exits non-zero if any
+# suite fails.
+set -uo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+FLOW_CACHE="${FLOW_CACHE:-$HOME/.cache/flow}"
+BUILD="${FLOW_BUILD_DIR:-$ROOT/build}"
+
+"$ROOT/scripts/setup.sh" || exit 1
+"$ROOT/scripts/build.sh" || exit 1
+
+status=0
+run() {
+  local name="$1"; shift
+  echo "== $name"
+  if "$@"; then
+    echo "== $name: passed"
+  else
+    echo "== $name: FAILED"
+    status=1
+  fi
+}
+
+run "lit" /usr/lib/llvm-22/bin/lit -sv "$BUILD/test"
+run "runtime unit tests" ctest --test-dir "$BUILD" --output-on-failure
+run "pytest" env FLOW_BUILD_DIR="$BUILD" \
+  "$FLOW_CACHE/venv/bin/python" -m pytest -q "$ROOT/test/python"
+
+if ((status)); then echo "Some test suites FAILED"; else echo "All test suites passed"; fi
+exit $status
