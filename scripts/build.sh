@@ -8,6 +8,9 @@ FLOW_CACHE="${FLOW_CACHE:-$HOME/.cache/flow}"
 BUILD="${FLOW_BUILD_DIR:-$ROOT/build}"
 export CCACHE_DIR="${CCACHE_DIR:-$FLOW_CACHE/ccache}"
 export CCACHE_MAXSIZE="${CCACHE_MAXSIZE:-5G}"
+# Relative paths in the cache key, so a fresh clone elsewhere hits the cache.
+export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$ROOT}"
+export CCACHE_NOHASHDIR="${CCACHE_NOHASHDIR:-true}"
 mkdir -p "$CCACHE_DIR"
 
 if [ ! -f "$BUILD/build.ninja" ]; then
