@@ -626,9 +626,8 @@ LogicalResult ConcatOp::inferReturnTypes(MLIRContext *,
   if (!first)
     return report.fail("inputs must be ranked tensors");
   int64_t axis = adaptor.getAxis();
-  if (axis < 0 || axis >= first.getRank())
-    return report.fail("axis ", axis, " is out of range [0, ", first.getRank(),
-                       ")");
+  if (failed(checkAxes(axis, first.getRank(), "axis", report)))
+    return failure();
   SmallVector<int64_t> shape(first.getShape());
   for (auto [i, v] : llvm::enumerate(inputs.drop_front())) {
     RankedTensorType type = tensorTypeOf(v);
@@ -695,9 +694,8 @@ LogicalResult GatherOp::inferReturnTypes(MLIRContext *,
   if (!input || !indices)
     return report.fail("operands must be ranked tensors");
   int64_t axis = adaptor.getAxis();
-  if (axis < 0 || axis >= input.getRank())
-    return report.fail("axis ", axis, " is out of range [0, ", input.getRank(),
-                       ")");
+  if (failed(checkAxes(axis, input.getRank(), "axis", report)))
+    return failure();
   SmallVector<int64_t> shape(input.getShape().take_front(axis));
   llvm::append_range(shape, indices.getShape());
   llvm::append_range(shape, input.getShape().drop_front(axis + 1));
