@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "flow/Conversion/Passes.h"
 #include "flow/Dialect/Flow/IR/FlowDialect.h"
 #include "flow/Dialect/Flow/Transforms/Passes.h"
 #include "mlir/IR/DialectRegistry.h"
@@ -18,6 +19,7 @@
 int main(int argc, char **argv) {
   mlir::registerAllPasses();
   mlir::flow::registerFlowTransformsPasses();
+  mlir::flow::registerFlowConversionPasses();
 
   mlir::DialectRegistry registry;
   mlir::registerAllDialects(registry);

@@ -65,6 +65,20 @@ LogicalResult FlowDialect::verifyOperationAttribute(Operation *op,
                                << ref << ", which is not a flow.mesh in scope";
     return success();
   }
+  if (attr.getName() == getKernelAttrName()) {
+    if (!isa<UnitAttr>(attr.getValue()))
+      return op->emitOpError()
+             << "'" << getKernelAttrName() << "' must be a unit attribute";
+    return success();
+  }
+  if (attr.getName() == getWorkgroupExtentAttrName() ||
+      attr.getName() == getMaxWorkgroupsAttrName()) {
+    auto value = dyn_cast<IntegerAttr>(attr.getValue());
+    if (!value || value.getInt() < 1)
+      return op->emitOpError() << "'" << attr.getName().getValue()
+                               << "' must be a positive integer";
+    return success();
+  }
   return op->emitOpError() << "unknown flow attribute '"
                            << attr.getName().getValue() << "' on an operation";
 }

@@ -52,6 +52,17 @@ def Flow_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral getSbpAttrName() {
       return ::llvm::StringLiteral("flow.sbp");
     }
+    /// Marks a function as a kernel (set by flow-outline-kernels).
+    static constexpr ::llvm::StringLiteral getKernelAttrName() {
+      return ::llvm::StringLiteral("flow.kernel");
+    }
+    /// A kernel's independent rows, and how many workgroups it may use.
+    static constexpr ::llvm::StringLiteral getWorkgroupExtentAttrName() {
+      return ::llvm::StringLiteral("flow.workgroup_extent");
+    }
+    static constexpr ::llvm::StringLiteral getMaxWorkgroupsAttrName() {
+      return ::llvm::StringLiteral("flow.max_workgroups");
+    }
     /// Name of the discardable attribute naming a function's mesh.
     static constexpr ::llvm::StringLiteral getMeshAttrName() {
       return ::llvm::StringLiteral("flow.mesh");

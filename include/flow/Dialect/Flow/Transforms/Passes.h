@@ -8,7 +8,10 @@
 #define FLOW_DIALECT_FLOW_TRANSFORMS_PASSES_H
 
 #include "flow/Dialect/Flow/IR/FlowDialect.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Pass/Pass.h"
 
 namespace mlir {

@@ -36,4 +36,84 @@ def StripAnnotationsPass : Pass<"flow-strip-annotations", "func::FuncOp"> {
   let dependentDialects = ["::mlir::flow::FlowDialect"];
 }
 
+def OutlineKernelsPass : Pass<"flow-outline-kernels", "ModuleOp"> {
+  let summary = "Splits each function into a host schedule and kernels";
+  let description = [{
+    Every public function becomes a host schedule: each compute op moves into
+    a private kernel function (`@<function>_k<N>`, marked `flow.kernel`) and
+    is replaced by a `func.call` to it. What the host runs itself stays:
+    `flow.constant`, `flow.reshape` (a view of its operand's buffer) and, for
+    `f32`, `flow.matmul` (a library GEMM). Splat constants are cloned into
+    the kernels that use them; other constants are passed as buffers.
+
+    Each kernel records in `flow.workgroup_extent` how many independent
+    rows (dimension 0 of its result) it may be split into; 1 means it runs
+    as a single workgroup (a reduction over dimension 0, a scalar result).
+
+    ```mlir
+    func.func @f(%x: tensor<8x16xf32>) -> tensor<8x16xf32> {
+      %0 = flow.relu %x : tensor<8x16xf32>
+      return %0 : tensor<8x16xf32>
+    }
+    // becomes
+    func.func @f(%x: tensor<8x16xf32>) -> tensor<8x16xf32> {
+      %0 = call @f_k0(%x) : (tensor<8x16xf32>) -> tensor<8x16xf32>
+      return %0 : tensor<8x16xf32>
+    }
+    func.func private @f_k0(%arg0: tensor<8x16xf32>) -> tensor<8x16xf32>
+        attributes {flow.kernel, flow.workgroup_extent = 8 : i64} {
+      %0 = flow.relu %arg0 : tensor<8x16xf32>
+      return %0 : tensor<8x16xf32>
+    }
+    ```
+  }];
+  let options = [
+    Option<"libraryMatmul", "library-matmul", "bool", /*default=*/"true",
+           "Leave f32 flow.matmul in the host schedule for a library GEMM">
+  ];
+  let statistics = [
+    Statistic<"numKernels", "kernels", "Number of kernels outlined">
+  ];
+  let dependentDialects = ["::mlir::flow::FlowDialect",
+                           "::mlir::func::FuncDialect"];
+}
+
+def DistributeWorkgroupsPass : Pass<"flow-distribute-workgroups", "ModuleOp"> {
+  let summary = "Splits each kernel's loops over a grid of workgroups";
+  let description = [{
+    Runs on kernels (`flow.kernel` functions) after bufferization and
+    conversion to `scf.parallel` loops. Every kernel gets two trailing
+    `index` arguments, the workgroup id and the workgroup count, so all
+    kernels share one calling convention. When the kernel's
+    `flow.workgroup_extent` is N > 1 and every top-level `scf.parallel`
+    starts with a dimension of N iterations, workgroup `w` of `n` runs rows
+    `[w * N / n, (w + 1) * N / n)` of each; otherwise the kernel runs whole
+    in every call and the runtime launches it once. The result is recorded
+    in `flow.max_workgroups`.
+
+    ```mlir
+    scf.parallel (%i, %j) = (%c0, %c0) to (%c8, %c16) step (%c1, %c1) { ... }
+    // becomes, with %wg and %nwg the new arguments
+    %lo = arith.divui (%wg * 8), %nwg
+    %hi = arith.divui ((%wg + 1) * 8), %nwg
+    scf.parallel (%i, %j) = (%lo, %c0) to (%hi, %c16) step (%c1, %c1) { ... }
+    ```
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::scf::SCFDialect"];
+}
+
+def EmitKernelEntriesPass : Pass<"flow-emit-kernel-entries", "ModuleOp"> {
+  let summary = "Gives each lowered kernel the runtime's C entry point";
+  let description = [{
+    Runs on the LLVM dialect, after kernels were lowered with the bare-pointer
+    memref convention. For kernel `@k` with buffer arguments `p0..pn-1` it
+    adds `void @k_entry(ptr bindings, i64 wg, i64 nwg)`, which loads
+    `bindings[i]` and calls `@k(p0, ..., wg, nwg)`; `@k` becomes internal so
+    LLVM inlines it. The runtime calls every kernel through this one
+    signature.
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
 #endif // FLOW_DIALECT_FLOW_TRANSFORMS_PASSES_TD

@@ -1,0 +1,1213 @@
+//===- FlowToLinalg.cpp - Lower flow ops to linalg on tensors -------------===//
+//
+// Part of the Flow project.
+//
+// Every flow compute op becomes upstream ops on tensors. Elementwise ops and
+// reductions are linalg.generic ops whose indexing maps implement numpy
+// broadcasting; windows (convolution, pooling) are linalg.generic ops over a
+// padded input; data movement uses tensor ops. f16 and bf16 are computed in
+// f32 and rounded once at the end of each op.
+//
+//===----------------------------------------------------------------------===//
+
+#include "flow/Conversion/Passes.h"
+#include "flow/Dialect/Flow/IR/FlowOps.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/AffineMap.h"
+#include "mlir/IR/BuiltinAttributes.h"
+
+#include <cmath>
+
+namespace mlir {
+namespace flow {
+#define GEN_PASS_DEF_CONVERTFLOWTOLINALGPASS
+#include "flow/Conversion/Passes.h.inc"
+} // namespace flow
+} // namespace mlir
+
+using namespace mlir;
+using namespace mlir::flow;
+
+namespace {
+
+using BodyFn = function_ref<Value(OpBuilder &, Location, ValueRange)>;
+using utils::IteratorType;
+
+//===----------------------------------------------------------------------===//
+// Scalar helpers
+//===----------------------------------------------------------------------===//
+
+bool isHalf(Type t) { return t.isF16() || t.isBF16(); }
+
+/// The type arithmetic on `t` is done in: f32 for f16/bf16, else `t`.
+Type computeType(Type t) {
+  return isHalf(t) ? Float32Type::get(t.getContext()) : t;
+}
+
+/// Widens a half-precision scalar to f32.
+Value widen(OpBuilder &b, Location loc, Value v) {
+  if (isHalf(v.getType()))
+    return arith::ExtFOp::create(b, loc, b.getF32Type(), v);
+  return v;
+}
+
+/// Rounds an f32 scalar back to the half type `t` (no-op otherwise).
+Value narrow(OpBuilder &b, Location loc, Value v, Type t) {
+  if (isHalf(t) && v.getType() != t)
+    return arith::TruncFOp::create(b, loc, t, v);
+  return v;
+}
+
+Value floatConst(OpBuilder &b, Location loc, Type t, double v) {
+  return arith::ConstantOp::create(b, loc, b.getFloatAttr(t, v));
+}
+
+Value intConst(OpBuilder &b, Location loc, Type t, int64_t v) {
+  return arith::ConstantOp::create(b, loc, b.getIntegerAttr(t, v));
+}
+
+/// A scalar constant of numeric type `t` (float or integer).
+Value numConst(OpBuilder &b, Location loc, Type t, double v) {
+  if (isa<FloatType>(t))
+    return floatConst(b, loc, t, v);
+  return intConst(b, loc, t, (int64_t)v);
+}
+
+/// The identity of max: -inf for floats, the smallest integer otherwise.
+TypedAttr lowestAttr(OpBuilder &b, Type t) {
+  if (auto ft = dyn_cast<FloatType>(t))
+    return b.getFloatAttr(
+        t, APFloat::getInf(ft.getFloatSemantics(), /*Negative=*/true));
+  unsigned width = t.getIntOrFloatBitWidth();
+  return b.getIntegerAttr(t, APInt::getSignedMinValue(width));
+}
+
+/// Element-wise converts `v` from its type to `to`.
+Value convertScalar(OpBuilder &b, Location loc, Value v, Type to) {
+  Type from = v.getType();
+  if (from == to)
+    return v;
+  if (to.isInteger(1)) {
+    if (isa<FloatType>(from))
+      return arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNE, v,
+                                   floatConst(b, loc, from, 0.0));
+    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, v,
+                                 intConst(b, loc, from, 0));
+  }
+  bool fromBool = from.isInteger(1);
+  if (isa<FloatType>(from) && isa<FloatType>(to)) {
+    if (from.getIntOrFloatBitWidth() < to.getIntOrFloatBitWidth())
+      return arith::ExtFOp::create(b, loc, to, v);
+    if (from.getIntOrFloatBitWidth() > to.getIntOrFloatBitWidth())
+      return arith::TruncFOp::create(b, loc, to, v);
+    // f16 <-> bf16: through f32.
+    return arith::TruncFOp::create(
+        b, loc, to, arith::ExtFOp::create(b, loc, b.getF32Type(), v));
+  }
+  if (isa<FloatType>(to))
+    return fromBool ? (Value)arith::UIToFPOp::create(b, loc, to, v)
+                    : (Value)arith::SIToFPOp::create(b, loc, to, v);
+  if (isa<FloatType>(from))
+    return arith::FPToSIOp::create(b, loc, to, v);
+  if (from.getIntOrFloatBitWidth() < to.getIntOrFloatBitWidth())
+    return fromBool ? (Value)arith::ExtUIOp::create(b, loc, to, v)
+                    : (Value)arith::ExtSIOp::create(b, loc, to, v);
+  return arith::TruncIOp::create(b, loc, to, v);
+}
+
+//===----------------------------------------------------------------------===//
+// Tensor helpers
+//===----------------------------------------------------------------------===//
+
+RankedTensorType tensorType(Value v) {
+  return cast<RankedTensorType>(v.getType());
+}
+
+/// The map reading a tensor of `shape` inside a loop nest over
+/// `iterShape`: shapes align from the right and size-1 dimensions broadcast.
+AffineMap broadcastMap(MLIRContext *ctx, ArrayRef<int64_t> shape,
+                       ArrayRef<int64_t> iterShape) {
+  int64_t rank = iterShape.size(), offset = rank - (int64_t)shape.size();
+  SmallVector<AffineExpr> exprs;
+  for (auto [i, d] : llvm::enumerate(shape)) {
+    int64_t dim = offset + (int64_t)i;
+    if (d == 1 && iterShape[dim] != 1)
+      exprs.push_back(getAffineConstantExpr(0, ctx));
+    else
+      exprs.push_back(getAffineDimExpr(dim, ctx));
+  }
+  return AffineMap::get(rank, 0, exprs, ctx);
+}
+
+Value emptyTensor(OpBuilder &b, Location loc, ArrayRef<int64_t> shape,
+                  Type elementType) {
+  return tensor::EmptyOp::create(b, loc, shape, elementType);
+}
+
+Value filledTensor(OpBuilder &b, Location loc, ArrayRef<int64_t> shape,
+                   TypedAttr value) {
+  Value init = emptyTensor(b, loc, shape, value.getType());
+  Value scalar = arith::ConstantOp::create(b, loc, value);
+  return linalg::FillOp::create(b, loc, scalar, init).getResult(0);
+}
+
+/// A parallel linalg.generic over `shape` reading `inputs` with numpy
+/// broadcasting and computing each element with `body`.
+Value buildElementwise(OpBuilder &b, Location loc, ValueRange inputs,
+                       ArrayRef<int64_t> shape, Type elementType, BodyFn body) {
+  MLIRContext *ctx = b.getContext();
+  SmallVector<AffineMap> maps;
+  for (Value in : inputs)
+    maps.push_back(broadcastMap(ctx, tensorType(in).getShape(), shape));
+  maps.push_back(AffineMap::getMultiDimIdentityMap(shape.size(), ctx));
+  SmallVector<IteratorType> iters(shape.size(), IteratorType::parallel);
+  Value init = emptyTensor(b, loc, shape, elementType);
+  auto generic = linalg::GenericOp::create(
+      b, loc, TypeRange{init.getType()}, inputs, ValueRange{init}, maps, iters,
+      [&](OpBuilder &nb, Location nl, ValueRange args) {
+        linalg::YieldOp::create(nb, nl, body(nb, nl, args.drop_back()));
+      });
+  return generic.getResult(0);
+}
+
+/// Shape of `shape` reduced over `axes` (kept as 1 with `keepdims`).
+SmallVector<int64_t> reducedShape(ArrayRef<int64_t> shape,
+                                  ArrayRef<int64_t> axes, bool keepdims) {
+  SmallVector<int64_t> out;
+  for (auto [i, d] : llvm::enumerate(shape)) {
+    if (!llvm::is_contained(axes, (int64_t)i))
+      out.push_back(d);
+    else if (keepdims)
+      out.push_back(1);
+  }
+  return out;
+}
+
+/// Reduces over `axes` of the loop nest spanned by `inputs[0]`'s shape.
+/// Extra inputs have the keepdims-reduced shape and are read at the output
+/// position. `combine(acc, args...)` returns the new accumulator; the
+/// accumulator starts at `init` (whose type is the accumulator type).
+Value buildReduce(
+    OpBuilder &b, Location loc, ValueRange inputs, ArrayRef<int64_t> axes,
+    bool keepdims, TypedAttr init,
+    function_ref<Value(OpBuilder &, Location, Value acc, ValueRange args)>
+        combine) {
+  MLIRContext *ctx = b.getContext();
+  ArrayRef<int64_t> shape = tensorType(inputs[0]).getShape();
+  int64_t rank = shape.size();
+  SmallVector<AffineExpr> outExprs, keptExprs;
+  SmallVector<IteratorType> iters;
+  for (int64_t i = 0; i < rank; ++i) {
+    bool reduced = llvm::is_contained(axes, i);
+    iters.push_back(reduced ? IteratorType::reduction : IteratorType::parallel);
+    keptExprs.push_back(reduced ? getAffineConstantExpr(0, ctx)
+                                : getAffineDimExpr(i, ctx));
+    if (!reduced || keepdims)
+      outExprs.push_back(keptExprs.back());
+  }
+  SmallVector<AffineMap> maps = {AffineMap::getMultiDimIdentityMap(rank, ctx)};
+  for (size_t i = 1; i < inputs.size(); ++i)
+    maps.push_back(AffineMap::get(rank, 0, keptExprs, ctx));
+  maps.push_back(AffineMap::get(rank, 0, outExprs, ctx));
+  Value out = filledTensor(b, loc, reducedShape(shape, axes, keepdims), init);
+  auto generic = linalg::GenericOp::create(
+      b, loc, TypeRange{out.getType()}, inputs, ValueRange{out}, maps, iters,
+      [&](OpBuilder &nb, Location nl, ValueRange args) {
+        linalg::YieldOp::create(nb, nl,
+                                combine(nb, nl, args.back(), args.drop_back()));
+      });
+  return generic.getResult(0);
+}
+
+/// Sum over `axes`, accumulated in the compute type of the element type.
+Value reduceSum(OpBuilder &b, Location loc, Value input, ArrayRef<int64_t> axes,
+                bool keepdims) {
+  Type acc = computeType(tensorType(input).getElementType());
+  TypedAttr zero = isa<FloatType>(acc) ? (TypedAttr)b.getFloatAttr(acc, 0.0)
+                                       : (TypedAttr)b.getIntegerAttr(acc, 0);
+  return buildReduce(b, loc, input, axes, keepdims, zero,
+                     [&](OpBuilder &nb, Location nl, Value a, ValueRange x) {
+                       Value v = widen(nb, nl, x[0]);
+                       if (isa<FloatType>(acc))
+                         return (Value)arith::AddFOp::create(nb, nl, a, v);
+                       return (Value)arith::AddIOp::create(nb, nl, a, v);
+                     });
+}
+
+/// Maximum over `axes` in the element type (NaN propagates).
+Value reduceMax(OpBuilder &b, Location loc, Value input, ArrayRef<int64_t> axes,
+                bool keepdims) {
+  Type elt = tensorType(input).getElementType();
+  return buildReduce(b, loc, input, axes, keepdims, lowestAttr(b, elt),
+                     [&](OpBuilder &nb, Location nl, Value a, ValueRange x) {
+                       if (isa<FloatType>(elt))
+                         return (Value)arith::MaximumFOp::create(nb, nl, a,
+                                                                 x[0]);
+                       return (Value)arith::MaxSIOp::create(nb, nl, a, x[0]);
+                     });
+}
+
+/// Element-wise cast of a whole tensor.
+Value castTensor(OpBuilder &b, Location loc, Value input, Type to) {
+  if (tensorType(input).getElementType() == to)
+    return input;
+  return buildElementwise(b, loc, input, tensorType(input).getShape(), to,
+                          [&](OpBuilder &nb, Location nl, ValueRange a) {
+                            return convertScalar(nb, nl, a[0], to);
+                          });
+}
+
+/// Pads a 4-D NCHW tensor's spatial dims with `value`.
+Value padSpatial(OpBuilder &b, Location loc, Value input, int64_t top,
+                 int64_t left, int64_t bottom, int64_t right, TypedAttr value) {
+  if (top == 0 && left == 0 && bottom == 0 && right == 0)
+    return input;
+  RankedTensorType type = tensorType(input);
+  SmallVector<int64_t> shape(type.getShape());
+  shape[2] += top + bottom;
+  shape[3] += left + right;
+  SmallVector<OpFoldResult> low = {b.getIndexAttr(0), b.getIndexAttr(0),
+                                   b.getIndexAttr(top), b.getIndexAttr(left)};
+  SmallVector<OpFoldResult> high = {b.getIndexAttr(0), b.getIndexAttr(0),
+                                    b.getIndexAttr(bottom),
+                                    b.getIndexAttr(right)};
+  Value pad = arith::ConstantOp::create(b, loc, value);
+  return tensor::PadOp::create(
+      b, loc, RankedTensorType::get(shape, type.getElementType()), input, low,
+      high, pad);
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise ops
+//===----------------------------------------------------------------------===//
+
+/// Per-op scalar computation. `args` are the generic's block arguments (in
+/// the operands' element types); the result is in the op's element type.
+Value scalarOf(NegOp op, OpBuilder &b, Location loc, ValueRange args) {
+  Type t = args[0].getType();
+  if (isa<FloatType>(t))
+    return arith::NegFOp::create(b, loc, args[0]);
+  return arith::SubIOp::create(b, loc, intConst(b, loc, t, 0), args[0]);
+}
+Value scalarOf(AbsOp op, OpBuilder &b, Location loc, ValueRange args) {
+  if (isa<FloatType>(args[0].getType()))
+    return math::AbsFOp::create(b, loc, args[0]);
+  return math::AbsIOp::create(b, loc, args[0]);
+}
+
+/// Unary float math computed in f32 for half types.
+template <typename MathOp>
+Value floatUnary(OpBuilder &b, Location loc, Value x) {
+  Type t = x.getType();
+  return narrow(b, loc, MathOp::create(b, loc, widen(b, loc, x)), t);
+}
+Value scalarOf(ExpOp, OpBuilder &b, Location loc, ValueRange a) {
+  return floatUnary<math::ExpOp>(b, loc, a[0]);
+}
+Value scalarOf(LogOp, OpBuilder &b, Location loc, ValueRange a) {
+  return floatUnary<math::LogOp>(b, loc, a[0]);
+}
+Value scalarOf(SqrtOp, OpBuilder &b, Location loc, ValueRange a) {
+  return floatUnary<math::SqrtOp>(b, loc, a[0]);
+}
+Value scalarOf(RsqrtOp, OpBuilder &b, Location loc, ValueRange a) {
+  return floatUnary<math::RsqrtOp>(b, loc, a[0]);
+}
+Value scalarOf(TanhOp, OpBuilder &b, Location loc, ValueRange a) {
+  return floatUnary<math::TanhOp>(b, loc, a[0]);
+}
+
+/// 1 / (1 + exp(-x)) in the compute type.
+Value sigmoid(OpBuilder &b, Location loc, Value x) {
+  Type t = x.getType();
+  Value e = math::ExpOp::create(b, loc, arith::NegFOp::create(b, loc, x));
+  Value one = floatConst(b, loc, t, 1.0);
+  return arith::DivFOp::create(b, loc, one,
+                               arith::AddFOp::create(b, loc, one, e));
+}
+Value scalarOf(SigmoidOp, OpBuilder &b, Location loc, ValueRange a) {
+  Type t = a[0].getType();
+  return narrow(b, loc, sigmoid(b, loc, widen(b, loc, a[0])), t);
+}
+Value scalarOf(SiluOp, OpBuilder &b, Location loc, ValueRange a) {
+  Type t = a[0].getType();
+  Value x = widen(b, loc, a[0]);
+  return narrow(b, loc, arith::MulFOp::create(b, loc, x, sigmoid(b, loc, x)),
+                t);
+}
+Value scalarOf(ReluOp, OpBuilder &b, Location loc, ValueRange a) {
+  Type t = a[0].getType();
+  if (isa<FloatType>(t))
+    return arith::MaximumFOp::create(b, loc, a[0], floatConst(b, loc, t, 0));
+  return arith::MaxSIOp::create(b, loc, a[0], intConst(b, loc, t, 0));
+}
+Value scalarOf(GeluOp op, OpBuilder &b, Location loc, ValueRange a) {
+  Type t = a[0].getType();
+  Value x = widen(b, loc, a[0]);
+  Type f = x.getType();
+  Value half = floatConst(b, loc, f, 0.5), one = floatConst(b, loc, f, 1.0);
+  Value inner;
+  if (op.getApproximate() == GeluApproximation::tanh) {
+    // tanh(sqrt(2/pi) * (x + 0.044715 x^3))
+    Value x3 =
+        arith::MulFOp::create(b, loc, x, arith::MulFOp::create(b, loc, x, x));
+    Value poly = arith::AddFOp::create(
+        b, loc, x,
+        arith::MulFOp::create(b, loc, floatConst(b, loc, f, 0.044715), x3));
+    inner = math::TanhOp::create(
+        b, loc,
+        arith::MulFOp::create(
+            b, loc, floatConst(b, loc, f, std::sqrt(2.0 / M_PI)), poly));
+  } else {
+    // erf(x / sqrt(2))
+    inner = math::ErfOp::create(
+        b, loc,
+        arith::MulFOp::create(b, loc, x, floatConst(b, loc, f, M_SQRT1_2)));
+  }
+  Value y =
+      arith::MulFOp::create(b, loc, arith::MulFOp::create(b, loc, half, x),
+                            arith::AddFOp::create(b, loc, one, inner));
+  return narrow(b, loc, y, t);
+}
+
+/// Binary arithmetic, in f32 for half types.
+template <typename FloatOp, typename IntOp>
+Value binary(OpBuilder &b, Location loc, ValueRange a) {
+  Type t = a[0].getType();
+  if (isa<FloatType>(t))
+    return narrow(
+        b, loc,
+        FloatOp::create(b, loc, widen(b, loc, a[0]), widen(b, loc, a[1])), t);
+  return IntOp::create(b, loc, a[0], a[1]);
+}
+Value scalarOf(AddOp, OpBuilder &b, Location loc, ValueRange a) {
+  return binary<arith::AddFOp, arith::AddIOp>(b, loc, a);
+}
+Value scalarOf(SubOp, OpBuilder &b, Location loc, ValueRange a) {
+  return binary<arith::SubFOp, arith::SubIOp>(b, loc, a);
+}
+Value scalarOf(MulOp, OpBuilder &b, Location loc, ValueRange a) {
+  return binary<arith::MulFOp, arith::MulIOp>(b, loc, a);
+}
+Value scalarOf(DivOp, OpBuilder &b, Location loc, ValueRange a) {
+  return binary<arith::DivFOp, arith::DivSIOp>(b, loc, a);
+}
+Value scalarOf(MaximumOp, OpBuilder &b, Location loc, ValueRange a) {
+  return binary<arith::MaximumFOp, arith::MaxSIOp>(b, loc, a);
+}
+Value scalarOf(MinimumOp, OpBuilder &b, Location loc, ValueRange a) {
+  return binary<arith::MinimumFOp, arith::MinSIOp>(b, loc, a);
+}
+Value scalarOf(PowOp, OpBuilder &b, Location loc, ValueRange a) {
+  return binary<math::PowFOp, arith::MulIOp>(b, loc, a);
+}
+Value scalarOf(CompareOp op, OpBuilder &b, Location loc, ValueRange a) {
+  Type t = a[0].getType();
+  if (isa<FloatType>(t)) {
+    arith::CmpFPredicate p;
+    switch (op.getPredicate()) {
+    case ComparePredicate::eq:
+      p = arith::CmpFPredicate::OEQ;
+      break;
+    case ComparePredicate::ne:
+      p = arith::CmpFPredicate::UNE;
+      break;
+    case ComparePredicate::lt:
+      p = arith::CmpFPredicate::OLT;
+      break;
+    case ComparePredicate::le:
+      p = arith::CmpFPredicate::OLE;
+      break;
+    case ComparePredicate::gt:
+      p = arith::CmpFPredicate::OGT;
+      break;
+    case ComparePredicate::ge:
+      p = arith::CmpFPredicate::OGE;
+      break;
+    }
+    return arith::CmpFOp::create(b, loc, p, widen(b, loc, a[0]),
+                                 widen(b, loc, a[1]));
+  }
+  arith::CmpIPredicate p;
+  switch (op.getPredicate()) {
+  case ComparePredicate::eq:
+    p = arith::CmpIPredicate::eq;
+    break;
+  case ComparePredicate::ne:
+    p = arith::CmpIPredicate::ne;
+    break;
+  case ComparePredicate::lt:
+    p = arith::CmpIPredicate::slt;
+    break;
+  case ComparePredicate::le:
+    p = arith::CmpIPredicate::sle;
+    break;
+  case ComparePredicate::gt:
+    p = arith::CmpIPredicate::sgt;
+    break;
+  case ComparePredicate::ge:
+    p = arith::CmpIPredicate::sge;
+    break;
+  }
+  return arith::CmpIOp::create(b, loc, p, a[0], a[1]);
+}
+Value scalarOf(SelectOp, OpBuilder &b, Location loc, ValueRange a) {
+  return arith::SelectOp::create(b, loc, a[0], a[1], a[2]);
+}
+Value scalarOf(CastOp op, OpBuilder &b, Location loc, ValueRange a) {
+  return convertScalar(b, loc, a[0],
+                       tensorType(op.getResult()).getElementType());
+}
+
+/// Any op computed element by element from its (broadcast) operands.
+template <typename OpTy>
+struct ElementwiseLowering : OpConversionPattern<OpTy> {
+  using OpConversionPattern<OpTy>::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(OpTy op, typename OpTy::Adaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    RankedTensorType type = tensorType(op.getResult());
+    Value r =
+        buildElementwise(rewriter, op.getLoc(), adaptor.getOperands(),
+                         type.getShape(), type.getElementType(),
+                         [&](OpBuilder &b, Location loc, ValueRange args) {
+                           return scalarOf(op, b, loc, args);
+                         });
+    rewriter.replaceOp(op, r);
+    return success();
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// Contractions
+//===----------------------------------------------------------------------===//
+
+struct MatmulLowering : OpConversionPattern<MatmulOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(MatmulOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = getContext();
+    RankedTensorType type = tensorType(op.getResult());
+    int64_t rank = type.getRank(), batch = rank - 2;
+    // Loops: batch dims, m, n, then k.
+    AffineExpr m = getAffineDimExpr(batch, ctx),
+               n = getAffineDimExpr(batch + 1, ctx),
+               k = getAffineDimExpr(batch + 2, ctx);
+    auto operandMap = [&](Value v, AffineExpr row, AffineExpr col,
+                          bool transposed) {
+      ArrayRef<int64_t> shape = tensorType(v).getShape();
+      int64_t vb = shape.size() - 2;
+      SmallVector<AffineExpr> exprs;
+      for (int64_t i = 0; i < vb; ++i) {
+        int64_t dim = batch - vb + i;
+        exprs.push_back(shape[i] == 1 && type.getDimSize(dim) != 1
+                            ? getAffineConstantExpr(0, ctx)
+                            : getAffineDimExpr(dim, ctx));
+      }
+      exprs.push_back(transposed ? col : row);
+      exprs.push_back(transposed ? row : col);
+      return AffineMap::get(rank + 1, 0, exprs, ctx);
+    };
+    SmallVector<AffineExpr> outExprs;
+    for (int64_t i = 0; i < rank; ++i)
+      outExprs.push_back(getAffineDimExpr(i, ctx));
+    SmallVector<AffineMap> maps = {
+        operandMap(adaptor.getLhs(), m, k, op.getTransposeLhs()),
+        operandMap(adaptor.getRhs(), k, n, op.getTransposeRhs()),
+        AffineMap::get(rank + 1, 0, outExprs, ctx)};
+    SmallVector<IteratorType> iters(rank, IteratorType::parallel);
+    iters.push_back(IteratorType::reduction);
+    Type elt = type.getElementType(), acc = computeType(elt);
+    TypedAttr zero = isa<FloatType>(acc)
+                         ? (TypedAttr)rewriter.getFloatAttr(acc, 0.0)
+                         : (TypedAttr)rewriter.getIntegerAttr(acc, 0);
+    Value init = filledTensor(rewriter, loc, type.getShape(), zero);
+    auto generic = linalg::GenericOp::create(
+        rewriter, loc, TypeRange{init.getType()},
+        ValueRange{adaptor.getLhs(), adaptor.getRhs()}, ValueRange{init}, maps,
+        iters, [&](OpBuilder &b, Location l, ValueRange args) {
+          Value x = widen(b, l, args[0]), y = widen(b, l, args[1]);
+          Value r;
+          if (isa<FloatType>(acc))
+            r = arith::AddFOp::create(b, l, args[2],
+                                      arith::MulFOp::create(b, l, x, y));
+          else
+            r = arith::AddIOp::create(b, l, args[2],
+                                      arith::MulIOp::create(b, l, x, y));
+          linalg::YieldOp::create(b, l, r);
+        });
+    rewriter.replaceOp(op,
+                       castTensor(rewriter, loc, generic.getResult(0), elt));
+    return success();
+  }
+};
+
+struct Conv2dLowering : OpConversionPattern<Conv2dOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(Conv2dOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = getContext();
+    RankedTensorType type = tensorType(op.getResult());
+    Type elt = type.getElementType(), acc = computeType(elt);
+    ArrayRef<int64_t> pad = op.getPadding(), strides = op.getStrides(),
+                      dil = op.getDilations();
+    Value input = padSpatial(rewriter, loc, adaptor.getInput(), pad[0], pad[1],
+                             pad[2], pad[3], rewriter.getFloatAttr(elt, 0.0));
+    ArrayRef<int64_t> w = tensorType(adaptor.getWeight()).getShape();
+    int64_t groups = op.getGroups(), outPerGroup = w[0] / groups,
+            inPerGroup = w[1];
+    // Loops: n, o, oh, ow (parallel); c, kh, kw (reduction).
+    auto d = [&](unsigned i) { return getAffineDimExpr(i, ctx); };
+    AffineMap inMap = AffineMap::get(
+        7, 0,
+        {d(0), d(1).floorDiv(outPerGroup) * inPerGroup + d(4),
+         d(2) * strides[0] + d(5) * dil[0], d(3) * strides[1] + d(6) * dil[1]},
+        ctx);
+    AffineMap wMap = AffineMap::get(7, 0, {d(1), d(4), d(5), d(6)}, ctx);
+    AffineMap outMap = AffineMap::get(7, 0, {d(0), d(1), d(2), d(3)}, ctx);
+    SmallVector<IteratorType> iters(4, IteratorType::parallel);
+    iters.append(3, IteratorType::reduction);
+    Value init;
+    if (Value bias = adaptor.getBias())
+      init = buildElementwise(rewriter, loc, bias, type.getShape(), acc,
+                              [&](OpBuilder &b, Location l, ValueRange a) {
+                                return widen(b, l, a[0]);
+                              });
+    else
+      init = filledTensor(rewriter, loc, type.getShape(),
+                          rewriter.getFloatAttr(acc, 0.0));
+    // The bias [O] broadcasts along dim 1 of [N, O, OH, OW]: fix its map.
+    if (adaptor.getBias()) {
+      auto generic = init.getDefiningOp<linalg::GenericOp>();
+      SmallVector<AffineMap> maps = generic.getIndexingMapsArray();
+      maps[0] = AffineMap::get(4, 0, {d(1)}, ctx);
+      generic.setIndexingMapsAttr(rewriter.getAffineMapArrayAttr(maps));
+    }
+    auto generic = linalg::GenericOp::create(
+        rewriter, loc, TypeRange{init.getType()},
+        ValueRange{input, adaptor.getWeight()}, ValueRange{init},
+        {inMap, wMap, outMap}, iters,
+        [&](OpBuilder &b, Location l, ValueRange args) {
+          Value prod = arith::MulFOp::create(b, l, widen(b, l, args[0]),
+                                             widen(b, l, args[1]));
+          Value sum = arith::AddFOp::create(b, l, args[2], prod);
+          linalg::YieldOp::create(b, l, sum);
+        });
+    rewriter.replaceOp(op,
+                       castTensor(rewriter, loc, generic.getResult(0), elt));
+    return success();
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// Reductions and normalizations
+//===----------------------------------------------------------------------===//
+
+struct ReduceSumLowering : OpConversionPattern<ReduceSumOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(ReduceSumOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Value sum = reduceSum(rewriter, op.getLoc(), adaptor.getInput(),
+                          op.getAxes(), op.getKeepdims());
+    rewriter.replaceOp(op, castTensor(rewriter, op.getLoc(), sum,
+                                      tensorType(op).getElementType()));
+    return success();
+  }
+};
+
+struct ReduceMeanLowering : OpConversionPattern<ReduceMeanOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(ReduceMeanOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value sum = reduceSum(rewriter, loc, adaptor.getInput(), op.getAxes(),
+                          op.getKeepdims());
+    int64_t count = 1;
+    for (int64_t a : op.getAxes())
+      count *= tensorType(adaptor.getInput()).getDimSize(a);
+    RankedTensorType type = tensorType(op);
+    Value mean = buildElementwise(
+        rewriter, loc, sum, type.getShape(), type.getElementType(),
+        [&](OpBuilder &b, Location l, ValueRange a) {
+          Value n = floatConst(b, l, a[0].getType(), (double)count);
+          return narrow(b, l, arith::DivFOp::create(b, l, a[0], n),
+                        type.getElementType());
+        });
+    rewriter.replaceOp(op, mean);
+    return success();
+  }
+};
+
+struct ReduceMaxLowering : OpConversionPattern<ReduceMaxOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(ReduceMaxOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    rewriter.replaceOp(op, reduceMax(rewriter, op.getLoc(), adaptor.getInput(),
+                                     op.getAxes(), op.getKeepdims()));
+    return success();
+  }
+};
+
+/// softmax and log_softmax: m = max(x); s = sum(exp(x - m)); then
+/// exp(x - m) / s, or x - m - log(s).
+template <typename OpTy, bool isLog>
+struct SoftmaxLowering : OpConversionPattern<OpTy> {
+  using OpConversionPattern<OpTy>::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(OpTy op, typename OpTy::Adaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value x = adaptor.getInput();
+    RankedTensorType type = tensorType(x);
+    Type elt = type.getElementType(), f = computeType(elt);
+    int64_t axis = op.getAxis();
+    Value max = reduceMax(rewriter, loc, x, axis, /*keepdims=*/true);
+    Value sum =
+        buildReduce(rewriter, loc, ValueRange{x, max}, axis, /*keepdims=*/true,
+                    rewriter.getFloatAttr(f, 0.0),
+                    [&](OpBuilder &b, Location l, Value a, ValueRange args) {
+                      Value shifted = arith::SubFOp::create(
+                          b, l, widen(b, l, args[0]), widen(b, l, args[1]));
+                      return (Value)arith::AddFOp::create(
+                          b, l, a, math::ExpOp::create(b, l, shifted));
+                    });
+    Value r = buildElementwise(
+        rewriter, loc, ValueRange{x, max, sum}, type.getShape(), elt,
+        [&](OpBuilder &b, Location l, ValueRange a) {
+          Value shifted =
+              arith::SubFOp::create(b, l, widen(b, l, a[0]), widen(b, l, a[1]));
+          Value y;
+          if (isLog)
+            y = arith::SubFOp::create(b, l, shifted,
+                                      math::LogOp::create(b, l, a[2]));
+          else
+            y = arith::DivFOp::create(b, l, math::ExpOp::create(b, l, shifted),
+                                      a[2]);
+          return narrow(b, l, y, elt);
+        });
+    rewriter.replaceOp(op, r);
+    return success();
+  }
+};
+
+SmallVector<int64_t> trailingAxes(int64_t axis, int64_t rank) {
+  SmallVector<int64_t> axes;
+  for (int64_t i = axis; i < rank; ++i)
+    axes.push_back(i);
+  return axes;
+}
+
+int64_t countOver(RankedTensorType type, ArrayRef<int64_t> axes) {
+  int64_t n = 1;
+  for (int64_t a : axes)
+    n *= type.getDimSize(a);
+  return n;
+}
+
+/// Builds `(x - mean) * rsqrt(var + eps) * weight + bias` (layer norm) or
+/// `x * rsqrt(meansq + eps) * weight` (RMS norm, `centered` false).
+Value normalize(OpBuilder &rewriter, Location loc, Value x, Value weight,
+                Value bias, int64_t axis, double epsilon, bool centered) {
+  RankedTensorType type = tensorType(x);
+  Type elt = type.getElementType(), f = computeType(elt);
+  SmallVector<int64_t> axes = trailingAxes(axis, type.getRank());
+  double n = (double)countOver(type, axes);
+  Value mean;
+  if (centered)
+    mean = reduceSum(rewriter, loc, x, axes, /*keepdims=*/true);
+  // Sum of squares of x (or of x - mean).
+  SmallVector<Value> sqInputs = {x};
+  if (centered)
+    sqInputs.push_back(mean);
+  Value sq = buildReduce(
+      rewriter, loc, sqInputs, axes, /*keepdims=*/true,
+      rewriter.getFloatAttr(f, 0.0),
+      [&](OpBuilder &b, Location l, Value a, ValueRange args) {
+        Value v = widen(b, l, args[0]);
+        if (centered)
+          v = arith::SubFOp::create(
+              b, l, v,
+              arith::DivFOp::create(b, l, args[1], floatConst(b, l, f, n)));
+        return (Value)arith::AddFOp::create(b, l, a,
+                                            arith::MulFOp::create(b, l, v, v));
+      });
+  SmallVector<Value> inputs = {x, sq};
+  if (centered)
+    inputs.push_back(mean);
+  int64_t weightIndex = weight ? inputs.size() : -1;
+  if (weight)
+    inputs.push_back(weight);
+  int64_t biasIndex = bias ? inputs.size() : -1;
+  if (bias)
+    inputs.push_back(bias);
+  return buildElementwise(
+      rewriter, loc, inputs, type.getShape(), elt,
+      [&](OpBuilder &b, Location l, ValueRange a) {
+        Value count = floatConst(b, l, f, n);
+        Value v = widen(b, l, a[0]);
+        if (centered)
+          v = arith::SubFOp::create(b, l, v,
+                                    arith::DivFOp::create(b, l, a[2], count));
+        Value var = arith::DivFOp::create(b, l, a[1], count);
+        Value scale = math::RsqrtOp::create(
+            b, l,
+            arith::AddFOp::create(b, l, var, floatConst(b, l, f, epsilon)));
+        Value y = arith::MulFOp::create(b, l, v, scale);
+        if (weightIndex >= 0)
+          y = arith::MulFOp::create(b, l, y, widen(b, l, a[weightIndex]));
+        if (biasIndex >= 0)
+          y = arith::AddFOp::create(b, l, y, widen(b, l, a[biasIndex]));
+        return narrow(b, l, y, elt);
+      });
+}
+
+struct LayerNormLowering : OpConversionPattern<LayerNormOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(LayerNormOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    rewriter.replaceOp(
+        op, normalize(rewriter, op.getLoc(), adaptor.getInput(),
+                      adaptor.getWeight(), adaptor.getBias(), op.getAxis(),
+                      op.getEpsilon().convertToDouble(), /*centered=*/true));
+    return success();
+  }
+};
+
+struct RmsNormLowering : OpConversionPattern<RmsNormOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(RmsNormOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    rewriter.replaceOp(op, normalize(rewriter, op.getLoc(), adaptor.getInput(),
+                                     adaptor.getWeight(), Value(), op.getAxis(),
+                                     op.getEpsilon().convertToDouble(),
+                                     /*centered=*/false));
+    return success();
+  }
+};
+
+struct BatchNormLowering : OpConversionPattern<BatchNormOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(BatchNormOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = getContext();
+    RankedTensorType type = tensorType(op);
+    int64_t rank = type.getRank();
+    Type elt = type.getElementType(), f = computeType(elt);
+    double eps = op.getEpsilon().convertToDouble();
+    SmallVector<Value> inputs = {adaptor.getInput(), adaptor.getScale(),
+                                 adaptor.getBias(), adaptor.getMean(),
+                                 adaptor.getVariance()};
+    AffineMap channel = AffineMap::get(rank, 0, getAffineDimExpr(1, ctx));
+    AffineMap identity = AffineMap::getMultiDimIdentityMap(rank, ctx);
+    SmallVector<AffineMap> maps = {identity, channel, channel,
+                                   channel,  channel, identity};
+    SmallVector<IteratorType> iters(rank, IteratorType::parallel);
+    Value init = emptyTensor(rewriter, loc, type.getShape(), elt);
+    auto generic = linalg::GenericOp::create(
+        rewriter, loc, TypeRange{type}, inputs, ValueRange{init}, maps, iters,
+        [&](OpBuilder &b, Location l, ValueRange a) {
+          Value x = widen(b, l, a[0]), scale = widen(b, l, a[1]),
+                bias = widen(b, l, a[2]), mean = widen(b, l, a[3]),
+                var = widen(b, l, a[4]);
+          Value inv = math::RsqrtOp::create(
+              b, l, arith::AddFOp::create(b, l, var, floatConst(b, l, f, eps)));
+          Value y =
+              arith::MulFOp::create(b, l, arith::SubFOp::create(b, l, x, mean),
+                                    arith::MulFOp::create(b, l, scale, inv));
+          y = arith::AddFOp::create(b, l, y, bias);
+          linalg::YieldOp::create(b, l, narrow(b, l, y, elt));
+        });
+    rewriter.replaceOp(op, generic.getResult(0));
+    return success();
+  }
+};
+
+/// Pooling: a generic over (n, c, oh, ow, kh, kw) on the padded input.
+template <typename OpTy, bool isMax>
+struct PoolLowering : OpConversionPattern<OpTy> {
+  using OpConversionPattern<OpTy>::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(OpTy op, typename OpTy::Adaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = rewriter.getContext();
+    RankedTensorType type = tensorType(op.getResult());
+    RankedTensorType inType = tensorType(adaptor.getInput());
+    Type elt = type.getElementType(), f = computeType(elt);
+    ArrayRef<int64_t> k = op.getKernel(), s = op.getStrides(),
+                      p = op.getPadding();
+    SmallVector<int64_t> dil = {1, 1};
+    if constexpr (isMax)
+      dil.assign(op.getDilations().begin(), op.getDilations().end());
+    // With ceil_mode the last window may run past the end padding: pad
+    // further so every window reads in bounds. Those extra positions never
+    // count (-inf for max; excluded from the average's divisor).
+    int64_t extra[2];
+    for (int i = 0; i < 2; ++i) {
+      int64_t need =
+          (type.getDimSize(2 + i) - 1) * s[i] + dil[i] * (k[i] - 1) + 1;
+      extra[i] = std::max<int64_t>(
+          0, need - (inType.getDimSize(2 + i) + p[i] + p[i + 2]));
+    }
+    TypedAttr padValue =
+        isMax ? lowestAttr(rewriter, elt)
+              : (isa<FloatType>(elt)
+                     ? (TypedAttr)rewriter.getFloatAttr(elt, 0)
+                     : (TypedAttr)rewriter.getIntegerAttr(elt, 0));
+    Value input = padSpatial(rewriter, loc, adaptor.getInput(), p[0], p[1],
+                             p[2] + extra[0], p[3] + extra[1], padValue);
+    auto d = [&](unsigned i) { return getAffineDimExpr(i, ctx); };
+    AffineMap inMap = AffineMap::get(
+        6, 0,
+        {d(0), d(1), d(2) * s[0] + d(4) * dil[0], d(3) * s[1] + d(5) * dil[1]},
+        ctx);
+    // The window shape only feeds the iteration domain.
+    Value window = emptyTensor(rewriter, loc, {k[0], k[1]}, f);
+    AffineMap winMap = AffineMap::get(6, 0, {d(4), d(5)}, ctx);
+    AffineMap outMap = AffineMap::get(6, 0, {d(0), d(1), d(2), d(3)}, ctx);
+    SmallVector<IteratorType> iters(4, IteratorType::parallel);
+    iters.append(2, IteratorType::reduction);
+    Type acc = isMax ? elt : f;
+    TypedAttr init = isMax ? lowestAttr(rewriter, elt)
+                           : (TypedAttr)rewriter.getFloatAttr(f, 0.0);
+    Value out = filledTensor(rewriter, loc, type.getShape(), init);
+    auto generic = linalg::GenericOp::create(
+        rewriter, loc, TypeRange{out.getType()}, ValueRange{input, window},
+        ValueRange{out}, {inMap, winMap, outMap}, iters,
+        [&](OpBuilder &b, Location l, ValueRange a) {
+          Value r;
+          if (isMax)
+            r = isa<FloatType>(acc)
+                    ? (Value)arith::MaximumFOp::create(b, l, a[2], a[0])
+                    : (Value)arith::MaxSIOp::create(b, l, a[2], a[0]);
+          else
+            r = arith::AddFOp::create(b, l, a[2], widen(b, l, a[0]));
+          linalg::YieldOp::create(b, l, r);
+        });
+    Value result = generic.getResult(0);
+    if constexpr (!isMax) {
+      // Divide by the window size: PyTorch's rule, with
+      // hstart = oh * s - pad_top, hend = min(hstart + k, H + pad_bottom),
+      // and (without count_include_pad) both clamped to [0, H].
+      bool includePad = op.getCountIncludePad();
+      int64_t bounds[2] = {inType.getDimSize(2), inType.getDimSize(3)};
+      result = buildElementwise(
+          rewriter, loc, result, type.getShape(), elt,
+          [&](OpBuilder &b, Location l, ValueRange a) {
+            Type idx = b.getIndexType();
+            Value count = intConst(b, l, b.getI64Type(), 1);
+            for (int i = 0; i < 2; ++i) {
+              Value o = arith::IndexCastOp::create(
+                  b, l, b.getI64Type(),
+                  linalg::IndexOp::create(b, l, 2 + i).getResult());
+              (void)idx;
+              auto c = [&](int64_t v) {
+                return intConst(b, l, b.getI64Type(), v);
+              };
+              Value start = arith::SubIOp::create(
+                  b, l, arith::MulIOp::create(b, l, o, c(s[i])), c(p[i]));
+              Value end = arith::MinSIOp::create(
+                  b, l, arith::AddIOp::create(b, l, start, c(k[i])),
+                  c(bounds[i] + p[i + 2]));
+              if (!includePad) {
+                start = arith::MaxSIOp::create(b, l, start, c(0));
+                end = arith::MinSIOp::create(b, l, end, c(bounds[i]));
+              }
+              count = arith::MulIOp::create(
+                  b, l, count, arith::SubIOp::create(b, l, end, start));
+            }
+            Value n = arith::SIToFPOp::create(b, l, f, count);
+            return narrow(b, l, arith::DivFOp::create(b, l, a[0], n), elt);
+          });
+    }
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// Data movement
+//===----------------------------------------------------------------------===//
+
+struct ConstantLowering : OpConversionPattern<ConstantOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(ConstantOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    rewriter.replaceOpWithNewOp<arith::ConstantOp>(
+        op, cast<TypedAttr>(op.getValue()));
+    return success();
+  }
+};
+
+struct AnnotateLowering : OpConversionPattern<AnnotateOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(AnnotateOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    rewriter.replaceOp(op, adaptor.getInput());
+    return success();
+  }
+};
+
+/// Row-major reshape: collapse to 1-D, then expand to the result shape.
+struct ReshapeLowering : OpConversionPattern<ReshapeOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(ReshapeOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value v = adaptor.getInput();
+    RankedTensorType in = tensorType(v), out = tensorType(op);
+    auto all = [](int64_t rank) {
+      ReassociationIndices r;
+      for (int64_t i = 0; i < rank; ++i)
+        r.push_back(i);
+      return SmallVector<ReassociationIndices>{r};
+    };
+    if (in.getRank() == 0) {
+      v = tensor::ExpandShapeOp::create(rewriter, loc, out, v,
+                                        SmallVector<ReassociationIndices>{});
+    } else if (out.getRank() == 0) {
+      v = tensor::CollapseShapeOp::create(rewriter, loc, out, v,
+                                          SmallVector<ReassociationIndices>{});
+    } else {
+      if (in.getRank() > 1)
+        v = tensor::CollapseShapeOp::create(rewriter, loc, v,
+                                            all(in.getRank()));
+      if (out.getRank() > 1)
+        v = tensor::ExpandShapeOp::create(rewriter, loc, out, v,
+                                          all(out.getRank()));
+    }
+    rewriter.replaceOp(op, v);
+    return success();
+  }
+};
+
+struct TransposeLowering : OpConversionPattern<TransposeOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(TransposeOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    RankedTensorType type = tensorType(op);
+    Value init = emptyTensor(rewriter, op.getLoc(), type.getShape(),
+                             type.getElementType());
+    rewriter.replaceOp(op, linalg::TransposeOp::create(rewriter, op.getLoc(),
+                                                       adaptor.getInput(), init,
+                                                       op.getPermutation())
+                               .getResult());
+    return success();
+  }
+};
+
+struct BroadcastToLowering : OpConversionPattern<BroadcastToOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(BroadcastToOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    RankedTensorType type = tensorType(op);
+    rewriter.replaceOp(op, buildElementwise(rewriter, op.getLoc(),
+                                            adaptor.getInput(), type.getShape(),
+                                            type.getElementType(),
+                                            [](OpBuilder &, Location,
+                                               ValueRange a) { return a[0]; }));
+    return success();
+  }
+};
+
+struct ConcatLowering : OpConversionPattern<ConcatOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(ConcatOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    RankedTensorType type = tensorType(op);
+    Value result =
+        emptyTensor(rewriter, loc, type.getShape(), type.getElementType());
+    int64_t offset = 0, axis = op.getAxis();
+    for (Value in : adaptor.getInputs()) {
+      ArrayRef<int64_t> shape = tensorType(in).getShape();
+      SmallVector<OpFoldResult> offsets(shape.size(), rewriter.getIndexAttr(0));
+      offsets[axis] = rewriter.getIndexAttr(offset);
+      SmallVector<OpFoldResult> sizes, strides;
+      for (int64_t d : shape) {
+        sizes.push_back(rewriter.getIndexAttr(d));
+        strides.push_back(rewriter.getIndexAttr(1));
+      }
+      result = tensor::InsertSliceOp::create(rewriter, loc, in, result, offsets,
+                                             sizes, strides);
+      offset += shape[axis];
+    }
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+struct SliceLowering : OpConversionPattern<SliceOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(SliceOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    RankedTensorType type = tensorType(op);
+    SmallVector<OpFoldResult> offsets, sizes, strides;
+    for (auto [start, size, stride] :
+         llvm::zip(op.getStarts(), type.getShape(), op.getStrides())) {
+      offsets.push_back(rewriter.getIndexAttr(start));
+      sizes.push_back(rewriter.getIndexAttr(size));
+      strides.push_back(rewriter.getIndexAttr(stride));
+    }
+    rewriter.replaceOpWithNewOp<tensor::ExtractSliceOp>(
+        op, type, adaptor.getInput(), offsets, sizes, strides);
+    return success();
+  }
+};
+
+/// result[i.., j.., k..] = input[i.., clamp(indices[j..]), k..]. Indices
+/// outside [0, dim) are clamped into range so no access leaves the tensor.
+struct GatherLowering : OpConversionPattern<GatherOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(GatherOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = getContext();
+    RankedTensorType type = tensorType(op);
+    Value input = adaptor.getInput();
+    RankedTensorType inType = tensorType(input);
+    int64_t axis = op.getAxis(),
+            idxRank = tensorType(adaptor.getIndices()).getRank(),
+            rank = type.getRank();
+    SmallVector<AffineExpr> idxExprs;
+    for (int64_t i = 0; i < idxRank; ++i)
+      idxExprs.push_back(getAffineDimExpr(axis + i, ctx));
+    SmallVector<AffineMap> maps = {
+        AffineMap::get(rank, 0, idxExprs, ctx),
+        AffineMap::getMultiDimIdentityMap(rank, ctx)};
+    SmallVector<IteratorType> iters(rank, IteratorType::parallel);
+    Value init =
+        emptyTensor(rewriter, loc, type.getShape(), type.getElementType());
+    int64_t dimSize = inType.getDimSize(axis);
+    auto generic = linalg::GenericOp::create(
+        rewriter, loc, TypeRange{type}, ValueRange{adaptor.getIndices()},
+        ValueRange{init}, maps, iters,
+        [&](OpBuilder &b, Location l, ValueRange a) {
+          Value idx = arith::IndexCastOp::create(b, l, b.getIndexType(), a[0]);
+          Value zero = arith::ConstantIndexOp::create(b, l, 0);
+          Value last = arith::ConstantIndexOp::create(
+              b, l, std::max<int64_t>(0, dimSize - 1));
+          idx = arith::MinSIOp::create(
+              b, l, arith::MaxSIOp::create(b, l, idx, zero), last);
+          SmallVector<Value> coords;
+          for (int64_t j = 0; j < inType.getRank(); ++j) {
+            if (j < axis)
+              coords.push_back(linalg::IndexOp::create(b, l, j));
+            else if (j == axis)
+              coords.push_back(idx);
+            else
+              coords.push_back(linalg::IndexOp::create(b, l, j - 1 + idxRank));
+          }
+          linalg::YieldOp::create(
+              b, l, tensor::ExtractOp::create(b, l, input, coords).getResult());
+        });
+    rewriter.replaceOp(op, generic.getResult(0));
+    return success();
+  }
+};
+
+struct PadLowering : OpConversionPattern<PadOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(PadOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    RankedTensorType type = tensorType(op);
+    Type elt = type.getElementType();
+    double value = op.getValue().convertToDouble();
+    Value pad = elt.isInteger(1) ? intConst(rewriter, loc, elt, value != 0)
+                                 : numConst(rewriter, loc, elt, value);
+    SmallVector<OpFoldResult> low, high;
+    for (auto [l, h] : llvm::zip(op.getLow(), op.getHigh())) {
+      low.push_back(rewriter.getIndexAttr(l));
+      high.push_back(rewriter.getIndexAttr(h));
+    }
+    rewriter.replaceOpWithNewOp<tensor::PadOp>(op, type, adaptor.getInput(),
+                                               low, high, pad);
+    return success();
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// The pass
+//===----------------------------------------------------------------------===//
+
+struct ConvertFlowToLinalgPass
+    : flow::impl::ConvertFlowToLinalgPassBase<ConvertFlowToLinalgPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    // Ops with no single-device lowering: report every one, by name.
+    bool unsupported = false;
+    module.walk([&](Operation *op) {
+      if (isa<AllReduceOp, AllGatherOp, ReduceScatterOp, AllToAllOp,
+              BroadcastOp>(op)) {
+        op->emitError() << "'" << op->getName()
+                        << "' has no single-device lowering: collectives "
+                           "need a compile for a device mesh";
+        unsupported = true;
+      }
+    });
+    if (unsupported)
+      return signalPassFailure();
+
+    ConversionTarget target(getContext());
+    target.addLegalDialect<linalg::LinalgDialect, tensor::TensorDialect,
+                           arith::ArithDialect, math::MathDialect,
+                           func::FuncDialect>();
+    target.addIllegalDialect<FlowDialect>();
+    target.addLegalOp<MeshOp>();
+    RewritePatternSet patterns(&getContext());
+    populateFlowToLinalgPatterns(patterns);
+    if (failed(applyPartialConversion(module, target, std::move(patterns))))
+      return signalPassFailure();
+
+    // Meshes nothing refers to any more are dropped.
+    for (MeshOp mesh : llvm::make_early_inc_range(module.getOps<MeshOp>()))
+      if (SymbolTable::symbolKnownUseEmpty(mesh, module))
+        mesh.erase();
+  }
+};
+
+} // namespace
+
+void mlir::flow::populateFlowToLinalgPatterns(RewritePatternSet &patterns) {
+  MLIRContext *ctx = patterns.getContext();
+  patterns
+      .add<ElementwiseLowering<NegOp>, ElementwiseLowering<AbsOp>,
+           ElementwiseLowering<ExpOp>, ElementwiseLowering<LogOp>,
+           ElementwiseLowering<SqrtOp>, ElementwiseLowering<RsqrtOp>,
+           ElementwiseLowering<TanhOp>, ElementwiseLowering<SigmoidOp>,
+           ElementwiseLowering<ReluOp>, ElementwiseLowering<GeluOp>,
+           ElementwiseLowering<SiluOp>, ElementwiseLowering<CastOp>,
+           ElementwiseLowering<AddOp>, ElementwiseLowering<SubOp>,
+           ElementwiseLowering<MulOp>, ElementwiseLowering<DivOp>,
+           ElementwiseLowering<MaximumOp>, ElementwiseLowering<MinimumOp>,
+           ElementwiseLowering<PowOp>, ElementwiseLowering<CompareOp>,
+           ElementwiseLowering<SelectOp>, MatmulLowering, Conv2dLowering,
+           ReduceSumLowering, ReduceMeanLowering, ReduceMaxLowering,
+           SoftmaxLowering<SoftmaxOp, false>,
+           SoftmaxLowering<LogSoftmaxOp, true>, LayerNormLowering,
+           RmsNormLowering, BatchNormLowering, PoolLowering<MaxPool2dOp, true>,
+           PoolLowering<AvgPool2dOp, false>, ConstantLowering, AnnotateLowering,
+           ReshapeLowering, TransposeLowering, BroadcastToLowering,
+           ConcatLowering, SliceLowering, GatherLowering, PadLowering>(ctx);
+}

@@ -1,0 +1,123 @@
+//===- OutlineKernels.cpp - Split functions into host schedule and kernels ===//
+//
+// Part of the Flow project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "flow/Dialect/Flow/IR/FlowOps.h"
+#include "flow/Dialect/Flow/Transforms/Passes.h"
+#include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+namespace mlir {
+namespace flow {
+#define GEN_PASS_DEF_OUTLINEKERNELSPASS
+#include "flow/Dialect/Flow/Transforms/Passes.h.inc"
+} // namespace flow
+} // namespace mlir
+
+using namespace mlir;
+using namespace mlir::flow;
+
+/// How many rows (dimension 0 of the result) of `op` can be computed
+/// independently of each other; 1 when they cannot.
+static int64_t workgroupExtent(Operation *op) {
+  auto type = dyn_cast<RankedTensorType>(op->getResult(0).getType());
+  if (!type || type.getRank() == 0 || type.getDimSize(0) < 2)
+    return 1;
+  bool separable =
+      llvm::TypeSwitch<Operation *, bool>(op)
+          .Case<ReduceSumOp, ReduceMeanOp, ReduceMaxOp>(
+              [](auto r) { return !llvm::is_contained(r.getAxes(), 0); })
+          .Case<SoftmaxOp, LogSoftmaxOp, LayerNormOp, RmsNormOp>(
+              [](auto r) { return r.getAxis() != 0; })
+          .Default(true);
+  return separable ? type.getDimSize(0) : 1;
+}
+
+/// A splat constant: cheaper to rebuild inside a kernel than to pass.
+static bool isSplatConstant(Value v) {
+  auto constant = v.getDefiningOp<ConstantOp>();
+  auto dense = constant ? dyn_cast<DenseElementsAttr>(constant.getValue())
+                        : DenseElementsAttr();
+  return dense && dense.isSplat();
+}
+
+namespace {
+struct OutlineKernelsPass
+    : flow::impl::OutlineKernelsPassBase<OutlineKernelsPass> {
+  using OutlineKernelsPassBase::OutlineKernelsPassBase;
+
+  /// Ops the host schedule runs itself.
+  bool staysOnHost(Operation *op) const {
+    if (isa<ConstantOp, ReshapeOp, AnnotateOp>(op))
+      return true;
+    if (auto matmul = dyn_cast<MatmulOp>(op))
+      return libraryMatmul &&
+             cast<RankedTensorType>(matmul.getType()).getElementType().isF32();
+    return false;
+  }
+
+  /// Moves `op` into a new kernel placed after `insertAfter`; returns it.
+  func::FuncOp outline(func::FuncOp host, Operation *insertAfter, Operation *op,
+                       SymbolTable &symbols, unsigned index) {
+    OpBuilder builder(host.getContext());
+    SmallVector<Value> args;
+    for (Value operand : op->getOperands())
+      if (!isSplatConstant(operand) && !llvm::is_contained(args, operand))
+        args.push_back(operand);
+
+    builder.setInsertionPointAfter(insertAfter);
+    auto kernel = func::FuncOp::create(
+        builder, op->getLoc(), (host.getSymName() + "_k" + Twine(index)).str(),
+        builder.getFunctionType(ValueRange(args).getTypes(),
+                                op->getResultTypes()));
+    kernel.setPrivate();
+    kernel->setAttr("flow.kernel", builder.getUnitAttr());
+    kernel->setAttr("flow.workgroup_extent",
+                    builder.getI64IntegerAttr(workgroupExtent(op)));
+    symbols.insert(kernel);
+
+    Block *body = kernel.addEntryBlock();
+    builder.setInsertionPointToStart(body);
+    IRMapping mapping;
+    for (auto [value, arg] : llvm::zip(args, body->getArguments()))
+      mapping.map(value, arg);
+    for (Value operand : op->getOperands())
+      if (!mapping.contains(operand))
+        builder.clone(*operand.getDefiningOp(), mapping);
+    Operation *clone = builder.clone(*op, mapping);
+    func::ReturnOp::create(builder, op->getLoc(), clone->getResults());
+
+    builder.setInsertionPoint(op);
+    auto call = func::CallOp::create(builder, op->getLoc(), kernel, args);
+    op->replaceAllUsesWith(call.getResults());
+    op->erase();
+    ++numKernels;
+    return kernel;
+  }
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SymbolTable symbols(module);
+    for (func::FuncOp func : llvm::to_vector(module.getOps<func::FuncOp>())) {
+      if (func.isExternal() || func.isPrivate() || func->hasAttr("flow.kernel"))
+        continue;
+      unsigned index = 0;
+      SmallVector<Operation *> ops;
+      func.walk([&](Operation *op) {
+        if (isa<FlowDialect>(op->getDialect()) && !staysOnHost(op))
+          ops.push_back(op);
+      });
+      Operation *last = func;
+      for (Operation *op : ops)
+        last = outline(func, last, op, symbols, index++);
+      // Splat constants only kernels used are dead now.
+      for (Block &block : func.getBody())
+        for (Operation &op : llvm::make_early_inc_range(llvm::reverse(block)))
+          if (isa<ConstantOp>(op) && op.use_empty())
+            op.erase();
+    }
+  }
+};
+} // namespace
