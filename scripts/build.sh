@@ -25,7 +25,7 @@ fi
 if (($#)); then
   targets=("$@")
 else
-  targets=(flow-opt flow-runtime-tests FlowDialectDocGen FlowPassesDocGen
+  targets=(flow-opt flow-compile flow-run flow-runtime-tests FlowDialectDocGen FlowPassesDocGen
            FlowConversionPassesDocGen)
 fi
 ninja -C "$BUILD" -j "${FLOW_JOBS:-$(nproc)}" "${targets[@]}"

@@ -34,11 +34,12 @@ struct EmitKernelEntriesPass
       LLVM::LLVMFunctionType type = kernel.getFunctionType();
       unsigned numParams = type.getNumParams();
       // Buffers (bare pointers), then the workgroup id and count.
-      if (numParams < 2 || type.getParamType(numParams - 1) != i64 ||
+      if (!isa<LLVM::LLVMVoidType>(type.getReturnType()) || numParams < 2 ||
+          type.getParamType(numParams - 1) != i64 ||
           type.getParamType(numParams - 2) != i64 ||
           !llvm::all_of(type.getParams().drop_back(2),
                         [&](Type t) { return t == ptr; })) {
-        kernel.emitError("kernel does not have the (ptr..., i64, i64) "
+        kernel.emitError("kernel does not have the void(ptr..., i64, i64) "
                          "signature the runtime calls");
         return signalPassFailure();
       }

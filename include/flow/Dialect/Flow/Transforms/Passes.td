@@ -78,6 +78,17 @@ def OutlineKernelsPass : Pass<"flow-outline-kernels", "ModuleOp"> {
                            "::mlir::func::FuncDialect"];
 }
 
+def CopiesToLinalgPass : Pass<"flow-copies-to-linalg", "ModuleOp"> {
+  let summary = "Turns memref.copy into linalg.copy";
+  let description = [{
+    `memref.copy` between non-contiguous views would lower to a call into
+    MLIR's C runner library, which a Flow kernel library cannot depend on.
+    As `linalg.copy` it becomes loops like every other linalg op (and is
+    split over workgroups with them).
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect"];
+}
+
 def DistributeWorkgroupsPass : Pass<"flow-distribute-workgroups", "ModuleOp"> {
   let summary = "Splits each kernel's loops over a grid of workgroups";
   let description = [{

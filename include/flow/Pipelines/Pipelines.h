@@ -1,0 +1,82 @@
+//===- Pipelines.h - Flow's compile phases ----------------------*- C++ -*-===//
+//
+// Part of the Flow project.
+//
+// The phase pipeline `flow-compile` (and the Python extension) runs:
+//
+//   input -> flow -> linalg -> bufferized -> llvm -> fbin
+//
+//   flow        canonicalized, single-device, split into a host schedule
+//               (public functions) and kernels (flow.kernel functions)
+//   linalg      kernels lowered to linalg/tensor/arith/math on tensors
+//   bufferized  kernels on memrefs, as workgroup-distributed scf loops
+//   llvm        kernels in the LLVM dialect with their entry points
+//   fbin        the executable
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FLOW_PIPELINES_PIPELINES_H
+#define FLOW_PIPELINES_PIPELINES_H
+
+#include "flow/Target/CPU.h"
+#include "flow/Target/Executable.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OwningOpRef.h"
+#include "mlir/Support/LLVM.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace mlir {
+class DialectRegistry;
+class TimingScope;
+namespace flow {
+
+enum class Phase { Input, Flow, Linalg, Bufferized, LLVM, Fbin };
+
+/// "input", "flow", ... -> Phase; nullopt for an unknown name.
+std::optional<Phase> parsePhase(StringRef name);
+StringRef phaseName(Phase phase);
+
+struct CompileOptions {
+  std::string target = "cpu";
+  CpuTargetOptions cpu;
+  /// Stop after this phase (Fbin: produce the executable).
+  Phase compileTo = Phase::Fbin;
+  /// f32 matmuls as library GEMMs (else generated kernels).
+  bool libraryMatmul = true;
+};
+
+/// Phase timings and figures about the result (`--report`).
+struct CompileReport {
+  std::vector<std::pair<std::string, double>> phaseSeconds;
+  int64_t numKernels = 0;
+  ExecutableStats executable;
+  int64_t kernelLibraryBytes = 0;
+  int64_t executableBytes = 0;
+  /// Writes the report as JSON.
+  void writeJson(raw_ostream &os) const;
+};
+
+struct CompileResult {
+  /// The executable (when compiling to Fbin).
+  std::vector<uint8_t> executable;
+  /// The IR where compilation stopped (when compiling to an earlier phase):
+  /// the host schedule at Flow, the kernels afterwards.
+  OwningOpRef<ModuleOp> module;
+  CompileReport report;
+};
+
+/// Registers every dialect, interface and translation the pipeline uses.
+void registerCompilerDialects(DialectRegistry &registry);
+
+/// Compiles `module` (which it modifies). Diagnostics go to the context's
+/// handler; `timing`, if given, receives per-pass timing.
+FailureOr<CompileResult> compile(ModuleOp module, const CompileOptions &options,
+                                 TimingScope *timing = nullptr);
+
+} // namespace flow
+} // namespace mlir
+
+#endif // FLOW_PIPELINES_PIPELINES_H

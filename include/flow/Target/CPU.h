@@ -1,0 +1,38 @@
+//===- CPU.h - CPU code generation ------------------------------*- C++ -*-===//
+//
+// Part of the Flow project.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FLOW_TARGET_CPU_H
+#define FLOW_TARGET_CPU_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Support/LLVM.h"
+
+#include <string>
+#include <vector>
+
+namespace mlir {
+namespace flow {
+
+struct CpuTargetOptions {
+  /// LLVM CPU name; "host" means the machine compiling.
+  std::string cpu = "host";
+  /// LLVM optimization level for the kernels.
+  unsigned optLevel = 3;
+};
+
+/// Translates `module` (LLVM dialect, kernels with entry points) to LLVM IR,
+/// optimizes it, emits an object for x86-64 and links it into an ELF shared
+/// object with lld. Errors are reported on `module`.
+FailureOr<std::vector<uint8_t>>
+buildCpuKernelLibrary(ModuleOp module, const CpuTargetOptions &options);
+
+/// Registers the dialect translations buildCpuKernelLibrary needs.
+void registerCpuTargetTranslations(DialectRegistry &registry);
+
+} // namespace flow
+} // namespace mlir
+
+#endif // FLOW_TARGET_CPU_H

@@ -1,0 +1,54 @@
+//===- Executable.h - Writing .fbin executables -----------------*- C++ -*-===//
+//
+// Part of the Flow project.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FLOW_TARGET_EXECUTABLE_H
+#define FLOW_TARGET_EXECUTABLE_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Support/LLVM.h"
+#include "llvm/ADT/StringMap.h"
+
+#include <string>
+#include <vector>
+
+namespace mlir {
+namespace flow {
+
+/// What the host schedule needs to know about one compiled kernel.
+struct KernelInfo {
+  /// The entry point's symbol in the kernel library.
+  std::string symbol;
+  /// Buffers the kernel reads and writes, in call order.
+  unsigned numBindings = 0;
+  /// Workgroups it can be split into (1: it runs whole).
+  int64_t maxWorkgroups = 1;
+};
+
+/// Figures about the executable, for the compile report.
+struct ExecutableStats {
+  /// Largest arena of any function, in bytes.
+  int64_t arenaBytes = 0;
+  /// Sum over functions of the sizes of every transient buffer: what the
+  /// arena would need without reuse.
+  int64_t transientBytes = 0;
+  int64_t numDispatches = 0;
+  int64_t numGemms = 0;
+  int64_t numCopies = 0;
+  int64_t constantBytes = 0;
+};
+
+/// Serializes the host schedule in `host` (public functions of flow.constant,
+/// flow.reshape, f32 flow.matmul and calls to kernels) into a .fbin:
+/// commands, a planned arena per function, constants and the kernel
+/// library. Errors are reported on the offending op.
+FailureOr<std::vector<uint8_t>>
+writeExecutable(ModuleOp host, const llvm::StringMap<KernelInfo> &kernels,
+                ArrayRef<uint8_t> kernelLibrary, ExecutableStats &stats);
+
+} // namespace flow
+} // namespace mlir
+
+#endif // FLOW_TARGET_EXECUTABLE_H

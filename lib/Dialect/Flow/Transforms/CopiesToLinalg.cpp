@@ -1,0 +1,31 @@
+//===- CopiesToLinalg.cpp - memref.copy as linalg.copy --------------------===//
+//
+// Part of the Flow project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "flow/Dialect/Flow/Transforms/Passes.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+
+namespace mlir {
+namespace flow {
+#define GEN_PASS_DEF_COPIESTOLINALGPASS
+#include "flow/Dialect/Flow/Transforms/Passes.h.inc"
+} // namespace flow
+} // namespace mlir
+
+using namespace mlir;
+
+namespace {
+struct CopiesToLinalgPass
+    : flow::impl::CopiesToLinalgPassBase<CopiesToLinalgPass> {
+  void runOnOperation() override {
+    getOperation().walk([](memref::CopyOp copy) {
+      OpBuilder b(copy);
+      linalg::CopyOp::create(b, copy.getLoc(), copy.getSource(),
+                             copy.getTarget());
+      copy.erase();
+    });
+  }
+};
+} // namespace

@@ -1,0 +1,239 @@
+//===- Pipelines.cpp - Flow's compile phases ------------------------------===//
+//
+// Part of the Flow project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "flow/Pipelines/Pipelines.h"
+#include "flow/Conversion/Passes.h"
+#include "flow/Dialect/Flow/IR/FlowDialect.h"
+#include "flow/Dialect/Flow/IR/FlowOps.h"
+#include "flow/Dialect/Flow/Transforms/Passes.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Arith/Transforms/BufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Bufferization/Transforms/FuncBufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
+#include "mlir/Dialect/Func/Extensions/InlinerExtension.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Linalg/Transforms/BufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/SCF/Transforms/BufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Tensor/Transforms/BufferizableOpInterfaceImpl.h"
+#include "mlir/InitAllExtensions.h"
+#include "mlir/InitAllPasses.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Support/Timing.h"
+#include "llvm/Support/JSON.h"
+
+#include <chrono>
+
+using namespace mlir;
+using namespace mlir::flow;
+
+static const char *const kPhaseNames[] = {"input",      "flow", "linalg",
+                                          "bufferized", "llvm", "fbin"};
+
+std::optional<Phase> mlir::flow::parsePhase(StringRef name) {
+  for (auto [i, n] : llvm::enumerate(kPhaseNames))
+    if (name == n)
+      return static_cast<Phase>(i);
+  return std::nullopt;
+}
+
+StringRef mlir::flow::phaseName(Phase phase) {
+  return kPhaseNames[static_cast<int>(phase)];
+}
+
+void mlir::flow::registerCompilerDialects(DialectRegistry &registry) {
+  registry
+      .insert<FlowDialect, func::FuncDialect, arith::ArithDialect,
+              math::MathDialect, linalg::LinalgDialect, tensor::TensorDialect,
+              bufferization::BufferizationDialect, memref::MemRefDialect,
+              scf::SCFDialect, cf::ControlFlowDialect, LLVM::LLVMDialect>();
+  registerAllExtensions(registry);
+  arith::registerBufferizableOpInterfaceExternalModels(registry);
+  linalg::registerBufferizableOpInterfaceExternalModels(registry);
+  tensor::registerBufferizableOpInterfaceExternalModels(registry);
+  scf::registerBufferizableOpInterfaceExternalModels(registry);
+  bufferization::func_ext::registerBufferizableOpInterfaceExternalModels(
+      registry);
+  registerCpuTargetTranslations(registry);
+}
+
+namespace {
+/// The pass pipelines of each phase on the module, as flow-opt would spell
+/// them inside `builtin.module(...)`.
+const char *const kFlowPipeline =
+    "canonicalize,func.func(flow-strip-annotations),"
+    "flow-outline-kernels{library-matmul=%s},symbol-dce";
+const char *const kLinalgPipeline = "flow-convert-to-linalg,canonicalize,cse";
+const char *const kBufferizedPipeline =
+    "one-shot-bufferize{bufferize-function-boundaries "
+    "function-boundary-type-conversion=identity-layout-map},"
+    "buffer-results-to-out-params{hoist-static-allocs},canonicalize,"
+    "buffer-deallocation-pipeline,flow-copies-to-linalg,"
+    "convert-linalg-to-parallel-loops,"
+    "flow-distribute-workgroups,canonicalize,cse";
+const char *const kLLVMPipeline =
+    "convert-scf-to-cf,expand-strided-metadata,lower-affine,"
+    "convert-math-to-llvm,convert-math-to-libm,finalize-memref-to-llvm,"
+    "convert-arith-to-llvm,convert-func-to-llvm{use-bare-ptr-memref-call-conv},"
+    "convert-cf-to-llvm,reconcile-unrealized-casts,flow-emit-kernel-entries";
+
+/// Times a phase into the report.
+struct PhaseTimer {
+  CompileReport &report;
+  std::string name;
+  std::chrono::steady_clock::time_point start =
+      std::chrono::steady_clock::now();
+  ~PhaseTimer() {
+    report.phaseSeconds.push_back(
+        {name,
+         std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+             .count()});
+  }
+};
+} // namespace
+
+static LogicalResult runPipeline(ModuleOp module, StringRef pipeline,
+                                 TimingScope *timing) {
+  PassManager pm(module->getContext(), ModuleOp::getOperationName());
+  if (failed(applyPassManagerCLOptions(pm)))
+    return failure();
+  std::optional<TimingScope> scope;
+  if (timing) {
+    scope.emplace(timing->nest(pipeline.str()));
+    pm.enableTiming(*scope);
+  }
+  std::string errors;
+  llvm::raw_string_ostream errorStream(errors);
+  if (failed(parsePassPipeline(pipeline, pm, errorStream)))
+    return module.emitError("internal error: bad pipeline: ") << errors;
+  return pm.run(module);
+}
+
+static LogicalResult buildExecutable(ModuleOp host, ModuleOp kernels,
+                                     const CompileOptions &options,
+                                     CompileResult &result);
+
+FailureOr<CompileResult> mlir::flow::compile(ModuleOp module,
+                                             const CompileOptions &options,
+                                             TimingScope *timing) {
+  CompileResult result;
+  CompileReport &report = result.report;
+  if (options.target != "cpu")
+    return module.emitError("target '")
+           << options.target << "' is not supported yet (supported: cpu)";
+  auto stop = [&](ModuleOp m) -> FailureOr<CompileResult> {
+    result.module = OwningOpRef<ModuleOp>(m);
+    return std::move(result);
+  };
+  if (options.compileTo == Phase::Input)
+    return stop(module.clone());
+
+  // flow: the host schedule and its kernels, still in the flow dialect.
+  {
+    PhaseTimer t{report, "flow"};
+    char buffer[512];
+    snprintf(buffer, sizeof(buffer), kFlowPipeline,
+             options.libraryMatmul ? "1" : "0");
+    if (failed(runPipeline(module, buffer, timing)))
+      return failure();
+  }
+  if (options.compileTo == Phase::Flow)
+    return stop(module.clone());
+
+  // Split: the kernels go to a module of their own.
+  OwningOpRef<ModuleOp> kernels = ModuleOp::create(module.getLoc());
+  for (func::FuncOp func : llvm::to_vector(module.getOps<func::FuncOp>()))
+    if (func->hasAttr(FlowDialect::getKernelAttrName()))
+      func->moveBefore(kernels->getBody(), kernels->getBody()->end());
+  for (MeshOp mesh : llvm::to_vector(module.getOps<MeshOp>()))
+    mesh.erase();
+  report.numKernels = llvm::range_size(kernels->getOps<func::FuncOp>());
+
+  struct Step {
+    Phase phase;
+    const char *pipeline;
+  } steps[] = {{Phase::Linalg, kLinalgPipeline},
+               {Phase::Bufferized, kBufferizedPipeline},
+               {Phase::LLVM, kLLVMPipeline}};
+  for (const Step &step : steps) {
+    PhaseTimer t{report, phaseName(step.phase).str()};
+    if (failed(runPipeline(*kernels, step.pipeline, timing)))
+      return failure();
+    if (options.compileTo == step.phase)
+      return stop(kernels.release());
+  }
+
+  // fbin: the kernel library and the executable.
+  if (failed(buildExecutable(module, *kernels, options, result)))
+    return failure();
+  return std::move(result);
+}
+
+/// The fbin phase: the kernel library, then the executable.
+static LogicalResult buildExecutable(ModuleOp host, ModuleOp kernels,
+                                     const CompileOptions &options,
+                                     CompileResult &result) {
+  CompileReport &report = result.report;
+  PhaseTimer t{report, "fbin"};
+  llvm::StringMap<KernelInfo> infos;
+  for (LLVM::LLVMFuncOp func : kernels.getOps<LLVM::LLVMFuncOp>()) {
+    if (!func->hasAttr(FlowDialect::getKernelAttrName()))
+      continue;
+    KernelInfo info;
+    info.symbol = (func.getSymName() + "_entry").str();
+    info.numBindings = func.getFunctionType().getNumParams() - 2;
+    if (auto n = func->getAttrOfType<IntegerAttr>(
+            FlowDialect::getMaxWorkgroupsAttrName()))
+      info.maxWorkgroups = n.getInt();
+    infos[func.getSymName()] = info;
+  }
+  std::vector<uint8_t> library;
+  if (!infos.empty()) {
+    FailureOr<std::vector<uint8_t>> built =
+        buildCpuKernelLibrary(kernels, options.cpu);
+    if (failed(built))
+      return failure();
+    library = std::move(*built);
+  }
+  report.kernelLibraryBytes = library.size();
+  FailureOr<std::vector<uint8_t>> executable =
+      writeExecutable(host, infos, library, report.executable);
+  if (failed(executable))
+    return failure();
+  report.executableBytes = executable->size();
+  result.executable = std::move(*executable);
+  return success();
+}
+
+void CompileReport::writeJson(raw_ostream &os) const {
+  llvm::json::Object phases;
+  double total = 0;
+  for (const auto &[name, seconds] : phaseSeconds) {
+    phases[name] = seconds;
+    total += seconds;
+  }
+  llvm::json::Object root{
+      {"phase_seconds", std::move(phases)},
+      {"total_seconds", total},
+      {"kernels", numKernels},
+      {"dispatches", executable.numDispatches},
+      {"gemms", executable.numGemms},
+      {"copies", executable.numCopies},
+      {"arena_bytes", executable.arenaBytes},
+      {"transient_bytes", executable.transientBytes},
+      {"constant_bytes", executable.constantBytes},
+      {"kernel_library_bytes", kernelLibraryBytes},
+      {"executable_bytes", executableBytes},
+  };
+  os << llvm::formatv("{0:2}", llvm::json::Value(std::move(root))) << "\n";
+}

@@ -1,0 +1,133 @@
+//===- CPU.cpp - LLVM dialect to an ELF shared object ---------------------===//
+//
+// Part of the Flow project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "flow/Target/CPU.h"
+#include "mlir/ExecutionEngine/OptUtils.h"
+#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Export.h"
+#include "llvm/IR/LegacyPassManager.h"
+#include "llvm/IR/Module.h"
+#include "llvm/MC/TargetRegistry.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Program.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Target/TargetMachine.h"
+#include "llvm/Target/TargetOptions.h"
+#include "llvm/TargetParser/Host.h"
+#include "llvm/TargetParser/Triple.h"
+
+using namespace mlir;
+using namespace mlir::flow;
+
+void mlir::flow::registerCpuTargetTranslations(DialectRegistry &registry) {
+  registerBuiltinDialectTranslation(registry);
+  registerLLVMDialectTranslation(registry);
+}
+
+namespace {
+/// A temporary file removed on destruction.
+struct TempFile {
+  SmallString<128> path;
+  ~TempFile() {
+    if (!path.empty())
+      llvm::sys::fs::remove(path);
+  }
+};
+} // namespace
+
+/// The CPU features of `cpu` ("host": this machine's).
+static std::string featuresFor(StringRef cpu) {
+  if (cpu != "host")
+    return "";
+  SmallVector<std::string> features;
+  for (const auto &[name, enabled] : llvm::sys::getHostCPUFeatures())
+    features.push_back((enabled ? "+" : "-") + name.str());
+  return llvm::join(features, ",");
+}
+
+FailureOr<std::vector<uint8_t>>
+mlir::flow::buildCpuKernelLibrary(ModuleOp module,
+                                  const CpuTargetOptions &options) {
+  llvm::InitializeNativeTarget();
+  llvm::InitializeNativeTargetAsmPrinter();
+
+  llvm::LLVMContext context;
+  std::unique_ptr<llvm::Module> llvmModule =
+      translateModuleToLLVMIR(module, context, "flow_kernels");
+  if (!llvmModule)
+    return module.emitError("cannot translate the kernels to LLVM IR");
+
+  llvm::Triple triple(llvm::sys::getDefaultTargetTriple());
+  std::string error;
+  const llvm::Target *target =
+      llvm::TargetRegistry::lookupTarget(triple, error);
+  if (!target)
+    return module.emitError("no LLVM target for ")
+           << triple.str() << ": " << error;
+  std::string cpu =
+      options.cpu == "host" ? llvm::sys::getHostCPUName().str() : options.cpu;
+  llvm::TargetOptions targetOptions;
+  std::unique_ptr<llvm::TargetMachine> machine(target->createTargetMachine(
+      triple, cpu, featuresFor(options.cpu), targetOptions, llvm::Reloc::PIC_,
+      std::nullopt, llvm::CodeGenOptLevel::Aggressive));
+  if (!machine)
+    return module.emitError("cannot create an LLVM target machine for cpu '")
+           << cpu << "'";
+  llvmModule->setDataLayout(machine->createDataLayout());
+  llvmModule->setTargetTriple(triple);
+
+  auto optimize = makeOptimizingTransformer(options.optLevel, /*sizeLevel=*/0,
+                                            machine.get());
+  if (llvm::Error err = optimize(llvmModule.get())) {
+    std::string message = llvm::toString(std::move(err));
+    return module.emitError("LLVM optimization failed: ") << message;
+  }
+
+  // Object code, in memory.
+  SmallVector<char, 0> object;
+  {
+    llvm::raw_svector_ostream os(object);
+    llvm::legacy::PassManager pm;
+    if (machine->addPassesToEmitFile(pm, os, nullptr,
+                                     llvm::CodeGenFileType::ObjectFile))
+      return module.emitError("the LLVM target cannot emit object files");
+    pm.run(*llvmModule);
+  }
+
+  // Link it into a shared object with lld.
+  auto linker = llvm::sys::findProgramByName("ld.lld-22");
+  if (!linker)
+    linker = llvm::sys::findProgramByName("ld.lld");
+  if (!linker)
+    return module.emitError(
+        "cannot find the linker ld.lld (install lld-22; scripts/setup.sh "
+        "does)");
+  TempFile obj, so;
+  int fd;
+  if (llvm::sys::fs::createTemporaryFile("flow-kernels", "o", fd, obj.path))
+    return module.emitError("cannot create a temporary file");
+  {
+    llvm::raw_fd_ostream os(fd, /*shouldClose=*/true);
+    os.write(object.data(), object.size());
+  }
+  if (llvm::sys::fs::createTemporaryFile("flow-kernels", "so", so.path))
+    return module.emitError("cannot create a temporary file");
+  std::string message;
+  SmallVector<StringRef> args = {*linker, "-shared", "--no-undefined-version",
+                                 "-o",    so.path,   obj.path};
+  int rc = llvm::sys::ExecuteAndWait(*linker, args, std::nullopt, {}, 0, 0,
+                                     &message);
+  if (rc != 0)
+    return module.emitError("linking the kernel library failed (")
+           << *linker << " exited with " << rc << ") " << message;
+  auto buffer = llvm::MemoryBuffer::getFile(so.path);
+  if (!buffer)
+    return module.emitError("cannot read the linked kernel library");
+  StringRef bytes = (*buffer)->getBuffer();
+  return std::vector<uint8_t>(bytes.begin(), bytes.end());
+}

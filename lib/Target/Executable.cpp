@@ -1,0 +1,384 @@
+//===- Executable.cpp - Host schedule to a .fbin executable ---------------===//
+//
+// Part of the Flow project.
+//
+// Each public function becomes a command list. Every SSA value gets a
+// buffer: inputs and outputs are the caller's, constants live in the
+// executable, reshapes are views of their operand, and everything else is a
+// slice of one arena whose offsets are planned here from live ranges.
+//
+//===----------------------------------------------------------------------===//
+
+#include "flow/Target/Executable.h"
+#include "flow/Dialect/Flow/IR/FlowOps.h"
+#include "flow/runtime/executable_generated.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/DialectResourceBlobManager.h"
+#include "llvm/ADT/DenseMap.h"
+
+using namespace mlir;
+using namespace mlir::flow;
+namespace fb = ::flow::fbs;
+
+/// The executable format version this writer produces.
+static constexpr uint32_t kFormatVersion = 1;
+/// Alignment of every arena slice.
+static constexpr int64_t kAlignment = 64;
+
+static int64_t alignUp(int64_t n) {
+  return (n + kAlignment - 1) / kAlignment * kAlignment;
+}
+
+static FailureOr<fb::DType> dtypeOf(Type t) {
+  if (t.isF32())
+    return fb::DType::F32;
+  if (t.isF16())
+    return fb::DType::F16;
+  if (t.isBF16())
+    return fb::DType::BF16;
+  if (t.isInteger(64))
+    return fb::DType::I64;
+  if (t.isInteger(32))
+    return fb::DType::I32;
+  if (t.isInteger(1))
+    return fb::DType::I1;
+  return failure();
+}
+
+/// Bytes of a tensor (i1 takes one byte per element).
+static int64_t byteSize(RankedTensorType type) {
+  Type t = type.getElementType();
+  int64_t width = t.isInteger(1) ? 1 : t.getIntOrFloatBitWidth() / 8;
+  return type.getNumElements() * width;
+}
+
+/// Row-major little-endian bytes of a constant, one byte per i1.
+static FailureOr<std::vector<uint8_t>> constantBytes(ConstantOp op) {
+  auto type = cast<RankedTensorType>(op.getType());
+  std::vector<uint8_t> bytes;
+  bytes.reserve(byteSize(type));
+  if (auto dense = dyn_cast<DenseElementsAttr>(op.getValue())) {
+    if (type.getElementType().isInteger(1)) {
+      for (bool b : dense.getValues<bool>())
+        bytes.push_back(b ? 1 : 0);
+      return bytes;
+    }
+    ArrayRef<char> raw = dense.getRawData();
+    int64_t count = dense.isSplat() ? type.getNumElements() : 1;
+    for (int64_t i = 0; i < count; ++i)
+      bytes.insert(bytes.end(), raw.begin(), raw.end());
+    return bytes;
+  }
+  if (auto resource = dyn_cast<DenseResourceElementsAttr>(op.getValue())) {
+    AsmResourceBlob *blob = resource.getRawHandle().getBlob();
+    if (!blob)
+      return op.emitError("constant refers to a resource with no data");
+    ArrayRef<char> raw = blob->getData();
+    if ((int64_t)raw.size() != byteSize(type))
+      return op.emitError("constant resource holds ")
+             << raw.size() << " bytes, expected " << byteSize(type);
+    bytes.assign(raw.begin(), raw.end());
+    return bytes;
+  }
+  return op.emitError("unsupported constant attribute kind");
+}
+
+namespace {
+/// Writes one function: assigns buffers, plans the arena, emits commands.
+class FunctionWriter {
+public:
+  FunctionWriter(flatbuffers::FlatBufferBuilder &fbb,
+                 const llvm::StringMap<KernelInfo> &kernels,
+                 const llvm::StringMap<unsigned> &kernelIndex,
+                 std::vector<std::vector<uint8_t>> &constants,
+                 ExecutableStats &stats)
+      : fbb(fbb), kernels(kernels), kernelIndex(kernelIndex),
+        constants(constants), stats(stats) {}
+
+  FailureOr<flatbuffers::Offset<fb::Function>> write(func::FuncOp func);
+
+private:
+  /// A value's buffer; arena offsets are filled in after planning.
+  struct Slot {
+    fb::Space space;
+    uint32_t index = 0;
+    int64_t offset = 0;
+    int64_t size = 0;
+    /// For arena values: position of the definition and the last use.
+    int64_t begin = 0, end = 0;
+  };
+
+  fb::BufferRef ref(Value v) {
+    Value root = rootOf(v);
+    Slot &s = slots[root];
+    return fb::BufferRef(s.space, s.index, s.offset,
+                         byteSize(cast<RankedTensorType>(v.getType())));
+  }
+  /// The value whose buffer `v` is a view of.
+  Value rootOf(Value v) const {
+    while (true) {
+      Operation *def = v.getDefiningOp();
+      if (def && isa<ReshapeOp, AnnotateOp>(def))
+        v = def->getOperand(0);
+      else
+        return v;
+    }
+  }
+  void planArena(int64_t &arenaSize);
+
+  flatbuffers::FlatBufferBuilder &fbb;
+  const llvm::StringMap<KernelInfo> &kernels;
+  const llvm::StringMap<unsigned> &kernelIndex;
+  std::vector<std::vector<uint8_t>> &constants;
+  ExecutableStats &stats;
+  llvm::MapVector<Value, Slot> slots;
+};
+} // namespace
+
+void FunctionWriter::planArena(int64_t &arenaSize) {
+  // Best fit by offset: place each buffer, in order of definition, at the
+  // lowest offset that overlaps no buffer live at the same time.
+  struct Placed {
+    int64_t offset, size, begin, end;
+  };
+  std::vector<Placed> placed;
+  arenaSize = 0;
+  for (auto &[value, slot] : slots) {
+    if (slot.space != fb::Space::Arena)
+      continue;
+    int64_t size = alignUp(std::max<int64_t>(slot.size, 1));
+    std::vector<std::pair<int64_t, int64_t>> busy;
+    for (const Placed &p : placed)
+      if (p.begin <= slot.end && slot.begin <= p.end)
+        busy.push_back({p.offset, p.offset + p.size});
+    llvm::sort(busy);
+    int64_t offset = 0;
+    for (auto [lo, hi] : busy) {
+      if (offset + size <= lo)
+        break;
+      offset = std::max(offset, hi);
+    }
+    slot.offset = offset;
+    placed.push_back({offset, size, slot.begin, slot.end});
+    arenaSize = std::max(arenaSize, offset + size);
+    stats.transientBytes += slot.size;
+  }
+}
+
+FailureOr<flatbuffers::Offset<fb::Function>>
+FunctionWriter::write(func::FuncOp func) {
+  Block &body = func.getBody().front();
+  auto signature = [&](TypeRange types)
+      -> FailureOr<std::vector<flatbuffers::Offset<fb::TensorType>>> {
+    std::vector<flatbuffers::Offset<fb::TensorType>> out;
+    for (Type t : types) {
+      auto tensor = dyn_cast<RankedTensorType>(t);
+      FailureOr<fb::DType> dtype = failure();
+      if (tensor)
+        dtype = dtypeOf(tensor.getElementType());
+      if (failed(dtype)) {
+        func.emitError("function signature type ")
+            << t << " is not a supported tensor type";
+        return failure();
+      }
+      std::vector<int64_t> shape = tensor.getShape().vec();
+      out.push_back(fb::CreateTensorTypeDirect(fbb, *dtype, &shape));
+    }
+    return out;
+  };
+  auto inputs = signature(func.getArgumentTypes());
+  auto outputs = signature(func.getResultTypes());
+  if (failed(inputs) || failed(outputs))
+    return failure();
+
+  for (auto [i, arg] : llvm::enumerate(body.getArguments()))
+    slots[arg] = {fb::Space::Input, (uint32_t)i, 0,
+                  byteSize(cast<RankedTensorType>(arg.getType()))};
+
+  // Returned values computed by a command are written straight into the
+  // output buffer; the rest are copied there at the end.
+  auto ret = cast<func::ReturnOp>(body.getTerminator());
+  SmallVector<int64_t> outputOf(ret.getNumOperands(), -1);
+  llvm::DenseMap<Value, unsigned> directOutput;
+  for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
+    Value root = rootOf(v);
+    Operation *def = root.getDefiningOp();
+    if (def && isa<func::CallOp, MatmulOp>(def) && !directOutput.count(root) &&
+        byteSize(cast<RankedTensorType>(root.getType())) ==
+            byteSize(cast<RankedTensorType>(v.getType()))) {
+      directOutput[root] = i;
+      outputOf[i] = i;
+    }
+  }
+
+  // Assign buffers and live ranges in program order.
+  int64_t position = 0;
+  for (Operation &op : body) {
+    ++position;
+    for (Value operand : op.getOperands()) {
+      auto it = slots.find(rootOf(operand));
+      if (it != slots.end())
+        it->second.end = position;
+    }
+    if (isa<ReshapeOp, AnnotateOp, func::ReturnOp>(op))
+      continue;
+    if (auto constant = dyn_cast<ConstantOp>(op)) {
+      FailureOr<std::vector<uint8_t>> bytes = constantBytes(constant);
+      if (failed(bytes))
+        return failure();
+      stats.constantBytes += bytes->size();
+      slots[constant.getResult()] = {fb::Space::Constant,
+                                     (uint32_t)constants.size(), 0,
+                                     (int64_t)bytes->size()};
+      constants.push_back(std::move(*bytes));
+      continue;
+    }
+    if (!isa<func::CallOp, MatmulOp>(op))
+      return op.emitError("the CPU executable cannot run '")
+             << op.getName() << "' on the host";
+    for (Value result : op.getResults()) {
+      int64_t size = byteSize(cast<RankedTensorType>(result.getType()));
+      auto direct = directOutput.find(result);
+      if (direct != directOutput.end())
+        slots[result] = {fb::Space::Output, direct->second, 0, size};
+      else
+        slots[result] = {fb::Space::Arena, 0, 0, size, position, position};
+    }
+  }
+  int64_t arenaSize = 0;
+  planArena(arenaSize);
+  stats.arenaBytes = std::max(stats.arenaBytes, arenaSize);
+
+  // Commands.
+  std::vector<flatbuffers::Offset<void>> commands;
+  std::vector<fb::Command> commandTypes;
+  for (Operation &op : body) {
+    if (auto call = dyn_cast<func::CallOp>(op)) {
+      auto info = kernels.find(call.getCallee());
+      if (info == kernels.end())
+        return call.emitError("call to '")
+               << call.getCallee() << "', which is not a compiled kernel";
+      std::vector<fb::BufferRef> bindings;
+      uint64_t work = 0;
+      for (Value v :
+           llvm::concat<Value>(call.getOperands(), call.getResults())) {
+        bindings.push_back(ref(v));
+        work += cast<RankedTensorType>(v.getType()).getNumElements();
+      }
+      if (bindings.size() != info->second.numBindings)
+        return call.emitError("kernel '")
+               << call.getCallee() << "' takes " << info->second.numBindings
+               << " buffers but is called with " << bindings.size();
+      commands.push_back(
+          fb::CreateDispatchDirect(fbb, kernelIndex.lookup(call.getCallee()),
+                                   info->second.maxWorkgroups, &bindings, work)
+              .Union());
+      commandTypes.push_back(fb::Command::Dispatch);
+      ++stats.numDispatches;
+    } else if (auto matmul = dyn_cast<MatmulOp>(op)) {
+      auto a = cast<RankedTensorType>(matmul.getLhs().getType());
+      auto b = cast<RankedTensorType>(matmul.getRhs().getType());
+      auto c = cast<RankedTensorType>(matmul.getType());
+      int64_t rank = c.getRank(), batch = rank - 2;
+      std::vector<int64_t> batchShape(c.getShape().begin(),
+                                      c.getShape().end() - 2);
+      auto strides = [&](RankedTensorType t) {
+        std::vector<int64_t> out(batch, 0);
+        int64_t offset = batch - (t.getRank() - 2);
+        int64_t stride =
+            t.getDimSize(t.getRank() - 1) * t.getDimSize(t.getRank() - 2);
+        for (int64_t d = t.getRank() - 3; d >= 0; --d) {
+          if (!(t.getDimSize(d) == 1 && c.getDimSize(offset + d) != 1))
+            out[offset + d] = stride;
+          stride *= t.getDimSize(d);
+        }
+        return out;
+      };
+      std::vector<int64_t> aStrides = strides(a), bStrides = strides(b);
+      int64_t m = c.getDimSize(rank - 2), n = c.getDimSize(rank - 1);
+      int64_t k = matmul.getTransposeLhs() ? a.getDimSize(a.getRank() - 2)
+                                           : a.getDimSize(a.getRank() - 1);
+      fb::BufferRef ra = ref(matmul.getLhs()), rb = ref(matmul.getRhs()),
+                    rc = ref(matmul.getResult());
+      commands.push_back(
+          fb::CreateGemmDirect(fbb, m, n, k, matmul.getTransposeLhs(),
+                               matmul.getTransposeRhs(), &batchShape, &aStrides,
+                               &bStrides, &ra, &rb, &rc)
+              .Union());
+      commandTypes.push_back(fb::Command::Gemm);
+      ++stats.numGemms;
+    }
+  }
+  for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
+    if (outputOf[i] >= 0)
+      continue;
+    fb::BufferRef src = ref(v);
+    fb::BufferRef dst(fb::Space::Output, (uint32_t)i, 0, src.size());
+    commands.push_back(fb::CreateCopy(fbb, &src, &dst).Union());
+    commandTypes.push_back(fb::Command::Copy);
+    ++stats.numCopies;
+  }
+  return fb::CreateFunctionDirect(fbb, func.getSymName().str().c_str(),
+                                  &*inputs, &*outputs, &commandTypes, &commands,
+                                  arenaSize);
+}
+
+/// FNV-1a, 64 bit.
+static uint64_t fnv1a(uint64_t hash, ArrayRef<uint8_t> bytes) {
+  for (uint8_t b : bytes) {
+    hash ^= b;
+    hash *= 1099511628211ull;
+  }
+  return hash;
+}
+
+FailureOr<std::vector<uint8_t>> mlir::flow::writeExecutable(
+    ModuleOp host, const llvm::StringMap<KernelInfo> &kernels,
+    ArrayRef<uint8_t> kernelLibrary, ExecutableStats &stats) {
+  flatbuffers::FlatBufferBuilder fbb(1 << 16);
+  // Kernels, in a fixed order.
+  std::vector<std::string> names;
+  for (const auto &entry : kernels)
+    names.push_back(entry.getKey().str());
+  llvm::sort(names);
+  llvm::StringMap<unsigned> kernelIndex;
+  std::vector<flatbuffers::Offset<fb::Kernel>> kernelTables;
+  for (auto [i, name] : llvm::enumerate(names)) {
+    kernelIndex[name] = i;
+    const KernelInfo &info = kernels.find(name)->second;
+    kernelTables.push_back(
+        fb::CreateKernelDirect(fbb, info.symbol.c_str(), info.numBindings));
+  }
+
+  std::vector<std::vector<uint8_t>> constants;
+  std::vector<flatbuffers::Offset<fb::Function>> functions;
+  for (func::FuncOp func : host.getOps<func::FuncOp>()) {
+    if (func.isPrivate() || func.isExternal())
+      continue;
+    FunctionWriter writer(fbb, kernels, kernelIndex, constants, stats);
+    auto fn = writer.write(func);
+    if (failed(fn))
+      return failure();
+    functions.push_back(*fn);
+  }
+  if (functions.empty())
+    return host.emitError("the module has no public function to compile");
+
+  uint64_t checksum = fnv1a(14695981039346656037ull, kernelLibrary);
+  std::vector<flatbuffers::Offset<fb::Constant>> constantTables;
+  for (const std::vector<uint8_t> &data : constants) {
+    checksum = fnv1a(checksum, data);
+    fbb.ForceVectorAlignment(data.size(), 1, 64);
+    constantTables.push_back(fb::CreateConstant(fbb, fbb.CreateVector(data)));
+  }
+  fbb.ForceVectorAlignment(kernelLibrary.size(), 1, 64);
+  auto library = fbb.CreateVector(kernelLibrary.data(), kernelLibrary.size());
+  auto root = fb::CreateExecutable(fbb, kFormatVersion, fb::Target::CPU,
+                                   fbb.CreateVector(functions),
+                                   fbb.CreateVector(kernelTables), library,
+                                   fbb.CreateVector(constantTables), checksum);
+  fb::FinishExecutableBuffer(fbb, root);
+  return std::vector<uint8_t>(fbb.GetBufferPointer(),
+                              fbb.GetBufferPointer() + fbb.GetSize());
+}

@@ -1,0 +1,104 @@
+//===- Executable.h - A loaded and verified .fbin executable ----*- C++ -*-===//
+//
+// Part of the Flow project.
+//
+//===----------------------------------------------------------------------===//
+//
+// An Executable is a .fbin file (schema: runtime/schema/executable.fbs) that
+// has been checked completely and made ready to run: its kernel library is
+// loaded, its kernel entry points are resolved and its constants sit in
+// 64-byte aligned memory. Loading refuses a file with one error message
+// naming what is wrong; a loaded Executable is immutable, so several Sessions
+// may share it.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FLOW_RUNTIME_EXECUTABLE_H
+#define FLOW_RUNTIME_EXECUTABLE_H
+
+#include "flow/runtime/Npy.h"
+#include "flow/runtime/Status.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace flow {
+namespace runtime {
+
+/// The format version this runtime reads.
+constexpr uint32_t kExecutableVersion = 1;
+
+/// The largest tensor, arena or constant the runtime accepts (64 GiB): a
+/// larger size is taken for a corrupt file rather than attempted.
+constexpr uint64_t kMaxBufferBytes = uint64_t(64) << 30;
+
+/// The element type and static shape of a function input or output.
+struct TensorSpec {
+  DType dtype = DType::F32;
+  std::vector<int64_t> shape;
+
+  /// Product of the dimensions (1 for a scalar).
+  int64_t numElements() const;
+  /// numElements() * dtypeSize(dtype); loading guarantees it fits.
+  size_t byteSize() const;
+  /// The spec as text, e.g. "f32[8,784]" ("f32[]" for a scalar).
+  std::string str() const;
+};
+
+/// The signature of one function of an executable.
+struct FunctionSignature {
+  std::string name;
+  std::vector<TensorSpec> inputs;
+  std::vector<TensorSpec> outputs;
+  /// Bytes of transient memory one call needs.
+  uint64_t arenaSize = 0;
+};
+
+/// A verified executable, ready to run with a Session.
+class Executable {
+public:
+  /// Reads and loads the .fbin file at \p path; errors start with the path.
+  static StatusOr<std::unique_ptr<Executable>>
+  loadFile(const std::string &path);
+
+  /// Loads an executable from the bytes of a .fbin file (copied into 64-byte
+  /// aligned memory that the executable keeps).
+  static StatusOr<std::unique_ptr<Executable>>
+  loadBytes(std::vector<uint8_t> bytes);
+  static StatusOr<std::unique_ptr<Executable>> loadBytes(const void *data,
+                                                         size_t size);
+
+  ~Executable();
+  Executable(const Executable &) = delete;
+  Executable &operator=(const Executable &) = delete;
+
+  /// The functions, in file order.
+  const std::vector<FunctionSignature> &functions() const;
+
+  /// The names of the functions, in file order.
+  std::vector<std::string> functionNames() const;
+
+  /// The index of the function called \p name, or an error listing the
+  /// functions there are.
+  StatusOr<size_t> findFunction(const std::string &name) const;
+
+  /// The number of kernels and constants (for tools and tests).
+  size_t numKernels() const;
+  size_t numConstants() const;
+
+  /// The verified program (src/ExecutableImpl.h).
+  struct Impl;
+
+private:
+  friend class Session;
+  explicit Executable(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl;
+};
+
+} // namespace runtime
+} // namespace flow
+
+#endif // FLOW_RUNTIME_EXECUTABLE_H

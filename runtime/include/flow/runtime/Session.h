@@ -1,0 +1,96 @@
+//===- Session.h - Running an executable's functions ------------*- C++ -*-===//
+//
+// Part of the Flow project.
+//
+//===----------------------------------------------------------------------===//
+//
+// A Session runs the functions of an Executable on the CPU: it owns the
+// thread pool that runs workgroups and each function's arena (allocated at
+// the first call, reused by the next). The commands of a function run in
+// order: a Dispatch calls a kernel entry point once per workgroup, a Gemm
+// calls cblas_sgemm per batch index, a Copy copies bytes.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FLOW_RUNTIME_SESSION_H
+#define FLOW_RUNTIME_SESSION_H
+
+#include "flow/runtime/Executable.h"
+#include "flow/runtime/Npy.h"
+#include "flow/runtime/Status.h"
+
+#include <cstddef>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace flow {
+namespace runtime {
+
+class ThreadPool;
+
+/// How a Session runs.
+struct RuntimeOptions {
+  /// Threads for workgroups and BLAS; 0 means one per hardware thread.
+  int threads = 0;
+};
+
+/// Read-only bytes the caller owns (an input).
+struct ConstBuffer {
+  const void *data = nullptr;
+  size_t size = 0;
+};
+
+/// Writable bytes the caller owns (an output).
+struct MutableBuffer {
+  void *data = nullptr;
+  size_t size = 0;
+};
+
+/// Runs an executable's functions. run() calls on one Session are serialized
+/// (they share the arenas); use one Session per thread to run concurrently.
+class Session {
+public:
+  /// Creates a session over \p executable (shared with its other users).
+  static StatusOr<std::unique_ptr<Session>>
+  create(std::shared_ptr<const Executable> executable,
+         RuntimeOptions options = {});
+
+  ~Session();
+  Session(const Session &) = delete;
+  Session &operator=(const Session &) = delete;
+
+  const Executable &executable() const { return *exe; }
+
+  /// The number of threads workgroups and BLAS run on.
+  int threads() const;
+
+  /// Runs \p function on \p inputs, which must match its signature in count,
+  /// dtype and shape, and returns its outputs.
+  StatusOr<std::vector<HostTensor>> run(const std::string &function,
+                                        const std::vector<HostTensor> &inputs);
+
+  /// Runs function number \p function on caller-owned memory, without
+  /// copies: \p inputs and \p outputs hold one buffer per signature entry, of
+  /// exactly its byte size, row-major and aligned to the element size at
+  /// least. The caller checks dtypes and shapes (see Executable::functions());
+  /// this checks counts and sizes. Outputs must not overlap inputs.
+  Status run(size_t function, const std::vector<ConstBuffer> &inputs,
+             const std::vector<MutableBuffer> &outputs);
+
+private:
+  struct Arena;
+  Session(std::shared_ptr<const Executable> executable, int threads);
+
+  std::shared_ptr<const Executable> exe;
+  std::unique_ptr<ThreadPool> pool;
+  /// One arena per function, allocated at its first call.
+  std::vector<std::unique_ptr<Arena>> arenas;
+  std::mutex runMutex;
+};
+
+} // namespace runtime
+} // namespace flow
+
+#endif // FLOW_RUNTIME_SESSION_H

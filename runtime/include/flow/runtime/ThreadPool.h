@@ -1,0 +1,78 @@
+//===- ThreadPool.h - A fixed pool of worker threads ------------*- C++ -*-===//
+//
+// Part of the Flow project.
+//
+//===----------------------------------------------------------------------===//
+//
+// The CPU runtime runs a dispatch's workgroups on a ThreadPool. The pool has
+// one job at a time: parallelFor hands out indices from a shared counter to
+// the workers and to the calling thread, and returns when every index is done.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FLOW_RUNTIME_THREADPOOL_H
+#define FLOW_RUNTIME_THREADPOOL_H
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace flow {
+namespace runtime {
+
+/// A fixed set of threads that run parallel loops. The destructor stops and
+/// joins the workers.
+class ThreadPool {
+public:
+  /// Creates a pool that runs loops on \p threads threads in all: the caller
+  /// of parallelFor plus threads - 1 workers. 0 (or less) means
+  /// hardwareThreads(). If the system refuses to start a worker, the pool runs
+  /// with the threads it got.
+  explicit ThreadPool(int threads = 0);
+  ~ThreadPool();
+
+  ThreadPool(const ThreadPool &) = delete;
+  ThreadPool &operator=(const ThreadPool &) = delete;
+
+  /// The number of threads that run a loop, the caller included (>= 1).
+  int size() const { return static_cast<int>(workers.size()) + 1; }
+
+  /// Calls \p fn(i) exactly once for every i in [0, n), spread over the
+  /// pool's threads, and returns when all calls have returned. \p fn must not
+  /// throw. Calls from several threads are serialized; a call from inside
+  /// \p fn (a nested loop on the same pool) runs serially on that thread.
+  void parallelFor(int64_t n, const std::function<void(int64_t)> &fn);
+
+  /// The number of hardware threads this process may use (at least 1).
+  static int hardwareThreads();
+
+private:
+  void workerLoop();
+  /// Runs indices of the current job until none are left.
+  void work();
+
+  std::vector<std::thread> workers;
+  /// Serializes parallelFor calls.
+  std::mutex callMutex;
+  /// Guards the job fields below and the condition variables.
+  std::mutex mutex;
+  std::condition_variable wakeWorkers;
+  std::condition_variable jobDone;
+  const std::function<void(int64_t)> *job = nullptr;
+  int64_t jobSize = 0;
+  std::atomic<int64_t> nextIndex{0};
+  /// Bumped for every job; a worker runs each generation once.
+  uint64_t generation = 0;
+  /// Workers that have not yet finished the current generation.
+  size_t busyWorkers = 0;
+  bool stopping = false;
+};
+
+} // namespace runtime
+} // namespace flow
+
+#endif // FLOW_RUNTIME_THREADPOOL_H

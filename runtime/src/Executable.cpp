@@ -1,0 +1,765 @@
+//===- Executable.cpp - Loading and verifying .fbin executables -----------===//
+//
+// Part of the Flow project.
+//
+//===----------------------------------------------------------------------===//
+//
+// The file is untrusted. Loading runs, in order: the FlatBuffers verifier
+// (every offset and length inside the file), the semantic checks (versions,
+// enums, shapes, every buffer reference inside its buffer, gemm extents), the
+// checksum over the kernel library and constants, and only then dlopen and
+// symbol lookup. Nothing is run, and no memory is handed out, before all of
+// them pass. Each check fails with one message naming the function, command
+// and field at fault.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ExecutableImpl.h"
+
+#include "flow/runtime/Checksum.h"
+#include "flow/runtime/executable_generated.h"
+
+#include <cerrno>
+#include <climits>
+#include <cstring>
+#include <set>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+using namespace flow::runtime;
+namespace fbs = flow::fbs;
+
+static_assert(static_cast<int>(fbs::DType::F32) == int(DType::F32) &&
+                  static_cast<int>(fbs::DType::F16) == int(DType::F16) &&
+                  static_cast<int>(fbs::DType::BF16) == int(DType::BF16) &&
+                  static_cast<int>(fbs::DType::I64) == int(DType::I64) &&
+                  static_cast<int>(fbs::DType::I32) == int(DType::I32) &&
+                  static_cast<int>(fbs::DType::I1) == int(DType::I1),
+              "runtime and schema DType values differ");
+static_assert(
+    static_cast<int>(fbs::Space::Input) == int(detail::Space::Input) &&
+        static_cast<int>(fbs::Space::Output) == int(detail::Space::Output) &&
+        static_cast<int>(fbs::Space::Arena) == int(detail::Space::Arena) &&
+        static_cast<int>(fbs::Space::Constant) == int(detail::Space::Constant),
+    "runtime and schema Space values differ");
+
+//===----------------------------------------------------------------------===//
+// TensorSpec
+//===----------------------------------------------------------------------===//
+
+int64_t TensorSpec::numElements() const {
+  int64_t n = 1;
+  for (int64_t dim : shape)
+    n *= dim;
+  return n;
+}
+
+size_t TensorSpec::byteSize() const {
+  return static_cast<size_t>(numElements()) * dtypeSize(dtype);
+}
+
+std::string TensorSpec::str() const {
+  std::string out = std::string(dtypeName(dtype)) + "[";
+  for (size_t i = 0; i < shape.size(); ++i)
+    out += (i ? "," : "") + std::to_string(shape[i]);
+  return out + "]";
+}
+
+//===----------------------------------------------------------------------===//
+// Verification
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// Checked a * b and a + b on sizes.
+bool mulOk(uint64_t a, uint64_t b, uint64_t &out) {
+  return !__builtin_mul_overflow(a, b, &out);
+}
+bool addOk(uint64_t a, uint64_t b, uint64_t &out) {
+  return !__builtin_add_overflow(a, b, &out);
+}
+
+std::string hex(uint64_t v) {
+  char buf[24];
+  snprintf(buf, sizeof(buf), "0x%016llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+/// FlatBuffers 2 verifies the alignment of a vector's length but not of its
+/// elements; 8-byte elements (longs, BufferRefs) must be aligned to be read.
+/// (The builder does not align empty vectors, which are never read.) The
+/// file is 64-byte aligned in memory, so addresses tell.
+template <typename T> bool isAligned(const flatbuffers::Vector<T> *vector) {
+  return !vector || vector->size() == 0 ||
+         reinterpret_cast<uintptr_t>(vector->Data()) % 8 == 0;
+}
+
+Status misaligned(const std::string &what) {
+  return Status::error(what + " is misaligned (the file is corrupt)");
+}
+
+/// \p name with bytes outside printable ASCII escaped, for messages.
+std::string printable(const std::string &name) {
+  std::string out;
+  for (unsigned char c : name) {
+    if (c >= 0x20 && c < 0x7f) {
+      out += static_cast<char>(c);
+      continue;
+    }
+    char buf[8];
+    snprintf(buf, sizeof(buf), "\\x%02x", c);
+    out += buf;
+  }
+  return out;
+}
+
+/// The byte sizes of the buffers one function can reference.
+struct BufferSizes {
+  std::vector<uint64_t> inputs, outputs;
+  uint64_t arena = 0;
+  const std::vector<detail::Constant> *constants = nullptr;
+};
+
+/// Runs the semantic checks on a file the FlatBuffers verifier accepted, and
+/// fills an Executable::Impl from it.
+class Checker {
+public:
+  Checker(const fbs::Executable &file, Executable::Impl &impl)
+      : file(file), impl(impl) {}
+
+  Status verify();
+
+private:
+  Status verifyHeader();
+  Status verifyKernels();
+  Status verifyConstants();
+  Status verifyFunction(size_t index);
+  Status verifyTensor(const fbs::TensorType *type, const std::string &what,
+                      TensorSpec &spec, uint64_t &bytes);
+  Status verifyCommand(const std::string &ctx, fbs::Command type,
+                       const void *value, detail::Command &out);
+  Status verifyDispatch(const std::string &ctx, const fbs::Dispatch &cmd,
+                        detail::DispatchCommand &out);
+  Status verifyGemm(const std::string &ctx, const fbs::Gemm &cmd,
+                    detail::GemmCommand &out);
+  Status verifyCopy(const std::string &ctx, const fbs::Copy &cmd,
+                    detail::CopyCommand &out);
+  /// Checks that \p ref lies inside its buffer; \p writable refs must not be
+  /// in the input or constant space.
+  Status verifyRef(const std::string &ctx, const std::string &what,
+                   const fbs::BufferRef *ref, bool writable,
+                   detail::BufferRef &out);
+  Status verifyChecksum();
+  Status loadKernels();
+
+  const fbs::Executable &file;
+  Executable::Impl &impl;
+  /// The buffers of the function being verified.
+  BufferSizes sizes;
+};
+
+Status Checker::verify() {
+  if (Status s = verifyHeader(); !s)
+    return s;
+  if (Status s = verifyKernels(); !s)
+    return s;
+  if (Status s = verifyConstants(); !s)
+    return s;
+  const auto *functions = file.functions();
+  if (!functions || functions->size() == 0)
+    return Status::error("executable has no functions");
+  std::set<std::string> names;
+  for (size_t i = 0; i < functions->size(); ++i) {
+    if (Status s = verifyFunction(i); !s)
+      return s;
+    if (!names.insert(impl.signatures.back().name).second)
+      return Status::error("two functions are named '" +
+                           printable(impl.signatures.back().name) + "'");
+  }
+  if (Status s = verifyChecksum(); !s)
+    return s;
+  return loadKernels();
+}
+
+Status Checker::verifyHeader() {
+  if (file.version() != kExecutableVersion)
+    return Status::error("unsupported format version " +
+                         std::to_string(file.version()) +
+                         " (this runtime reads version " +
+                         std::to_string(kExecutableVersion) + ")");
+  fbs::Target target = file.target();
+  if (target == fbs::Target::CUDA)
+    return Status::error(
+        "executable is for target CUDA; this runtime runs CPU executables");
+  if (target != fbs::Target::CPU)
+    return Status::error("invalid target " +
+                         std::to_string(static_cast<int>(target)));
+  return Status::ok();
+}
+
+Status Checker::verifyKernels() {
+  const auto *kernels = file.kernels();
+  size_t count = kernels ? kernels->size() : 0;
+  for (size_t i = 0; i < count; ++i) {
+    const fbs::Kernel *kernel = kernels->Get(i);
+    const flatbuffers::String *symbol = kernel->symbol();
+    std::string ctx = "kernel " + std::to_string(i);
+    if (!symbol || symbol->size() == 0)
+      return Status::error(ctx + " has no symbol");
+    if (std::memchr(symbol->data(), 0, symbol->size()))
+      return Status::error(ctx + ": symbol contains a NUL byte");
+  }
+  const auto *library = file.kernel_library();
+  if (count > 0 && (!library || library->size() == 0))
+    return Status::error("executable has " + std::to_string(count) +
+                         " kernels but no kernel library");
+  return Status::ok();
+}
+
+Status Checker::verifyConstants() {
+  const auto *constants = file.constants();
+  size_t count = constants ? constants->size() : 0;
+  for (size_t i = 0; i < count; ++i) {
+    const auto *data = constants->Get(i)->data();
+    detail::Constant constant;
+    if (data && data->size() > 0) {
+      constant.data = data->data();
+      constant.size = data->size();
+    }
+    impl.constants.push_back(constant);
+  }
+  return Status::ok();
+}
+
+Status Checker::verifyTensor(const fbs::TensorType *type,
+                             const std::string &what, TensorSpec &spec,
+                             uint64_t &bytes) {
+  auto dtype = static_cast<uint8_t>(type->dtype());
+  if (dtype > static_cast<uint8_t>(fbs::DType::MAX))
+    return Status::error(what + ": invalid dtype " + std::to_string(dtype));
+  spec.dtype = static_cast<DType>(dtype);
+  uint64_t elements = 1;
+  bool overflow = false;
+  if (!isAligned(type->shape()))
+    return misaligned(what + ": shape");
+  if (const auto *shape = type->shape()) {
+    for (int64_t dim : *shape) {
+      if (dim < 0)
+        return Status::error(what + ": negative dimension " +
+                             std::to_string(dim) + " in shape");
+      spec.shape.push_back(dim);
+      overflow |= !mulOk(elements, static_cast<uint64_t>(dim), elements);
+    }
+  }
+  overflow |= !mulOk(elements, dtypeSize(spec.dtype), bytes);
+  if (overflow || bytes > kMaxBufferBytes)
+    return Status::error(what + ": " + spec.str() +
+                         " is too large (the limit is 64 GiB)");
+  return Status::ok();
+}
+
+Status Checker::verifyFunction(size_t index) {
+  const fbs::Function *function = file.functions()->Get(index);
+  const flatbuffers::String *name = function->name();
+  if (!name || name->size() == 0)
+    return Status::error("function " + std::to_string(index) + " has no name");
+  FunctionSignature sig;
+  sig.name = name->str();
+  std::string ctx = "function '" + printable(sig.name) + "'";
+  if (sig.name.find('\0') != std::string::npos)
+    return Status::error("function " + std::to_string(index) +
+                         ": name contains a NUL byte");
+
+  sizes = BufferSizes();
+  sizes.constants = &impl.constants;
+  auto verifyTensors = [&](const auto *types, const char *kind,
+                           std::vector<TensorSpec> &specs,
+                           std::vector<uint64_t> &bytes) {
+    size_t count = types ? types->size() : 0;
+    for (size_t i = 0; i < count; ++i) {
+      specs.emplace_back();
+      bytes.emplace_back();
+      if (Status s = verifyTensor(types->Get(i),
+                                  ctx + " " + kind + " " + std::to_string(i),
+                                  specs.back(), bytes.back());
+          !s)
+        return s;
+    }
+    return Status::ok();
+  };
+  if (Status s =
+          verifyTensors(function->inputs(), "input", sig.inputs, sizes.inputs);
+      !s)
+    return s;
+  if (Status s = verifyTensors(function->outputs(), "output", sig.outputs,
+                               sizes.outputs);
+      !s)
+    return s;
+
+  sig.arenaSize = sizes.arena = function->arena_size();
+  if (sizes.arena > kMaxBufferBytes)
+    return Status::error(ctx + ": arena size " + std::to_string(sizes.arena) +
+                         " bytes is too large (the limit is 64 GiB)");
+
+  detail::Function decoded;
+  const auto *types = function->commands_type();
+  const auto *values = function->commands();
+  size_t count = values ? values->size() : 0;
+  if ((types ? types->size() : 0) != count)
+    return Status::error(ctx + ": command types and commands differ in count");
+  for (size_t i = 0; i < count; ++i) {
+    decoded.commands.emplace_back();
+    std::string cmdCtx = ctx + " command " + std::to_string(i);
+    if (Status s = verifyCommand(cmdCtx, types->GetEnum<fbs::Command>(i),
+                                 values->Get(i), decoded.commands.back());
+        !s)
+      return s;
+  }
+  impl.signatures.push_back(std::move(sig));
+  impl.functions.push_back(std::move(decoded));
+  return Status::ok();
+}
+
+Status Checker::verifyCommand(const std::string &ctx, fbs::Command type,
+                              const void *value, detail::Command &out) {
+  if (type == fbs::Command::NONE || !value)
+    return Status::error(ctx + " is empty (no command)");
+  switch (type) {
+  case fbs::Command::Dispatch:
+    out = detail::DispatchCommand();
+    return verifyDispatch(ctx + " (dispatch)",
+                          *static_cast<const fbs::Dispatch *>(value),
+                          std::get<detail::DispatchCommand>(out));
+  case fbs::Command::Gemm:
+    out = detail::GemmCommand();
+    return verifyGemm(ctx + " (gemm)", *static_cast<const fbs::Gemm *>(value),
+                      std::get<detail::GemmCommand>(out));
+  case fbs::Command::Copy:
+    out = detail::CopyCommand();
+    return verifyCopy(ctx + " (copy)", *static_cast<const fbs::Copy *>(value),
+                      std::get<detail::CopyCommand>(out));
+  default:
+    return Status::error(ctx + " has unknown command type " +
+                         std::to_string(static_cast<int>(type)));
+  }
+}
+
+Status Checker::verifyRef(const std::string &ctx, const std::string &what,
+                          const fbs::BufferRef *ref, bool writable,
+                          detail::BufferRef &out) {
+  if (!ref)
+    return Status::error(ctx + ": " + what + " is missing");
+  auto space = static_cast<uint8_t>(ref->space());
+  if (space > static_cast<uint8_t>(fbs::Space::MAX))
+    return Status::error(ctx + ": " + what + " has invalid space " +
+                         std::to_string(space));
+  out.space = static_cast<detail::Space>(space);
+  out.index = ref->index();
+  out.offset = ref->offset();
+  out.size = ref->size();
+  std::string index = std::to_string(out.index);
+
+  auto indexed = [&](const char *kind, size_t count) -> Status {
+    if (out.index < count)
+      return Status::ok();
+    return Status::error(ctx + ": " + what + " refers to " + kind + " " +
+                         index + ", but there are " + std::to_string(count));
+  };
+  uint64_t limit = 0;
+  std::string buffer;
+  switch (out.space) {
+  case detail::Space::Input:
+    if (Status s = indexed("input", sizes.inputs.size()); !s)
+      return s;
+    limit = sizes.inputs[out.index];
+    buffer = "input " + index;
+    break;
+  case detail::Space::Output:
+    if (Status s = indexed("output", sizes.outputs.size()); !s)
+      return s;
+    limit = sizes.outputs[out.index];
+    buffer = "output " + index;
+    break;
+  case detail::Space::Arena:
+    if (out.index != 0)
+      return Status::error(ctx + ": " + what + " refers to arena " + index +
+                           "; the arena index must be 0");
+    limit = sizes.arena;
+    buffer = "the arena";
+    break;
+  case detail::Space::Constant:
+    if (Status s = indexed("constant", sizes.constants->size()); !s)
+      return s;
+    limit = (*sizes.constants)[out.index].size;
+    buffer = "constant " + index;
+    break;
+  }
+  uint64_t end;
+  if (!addOk(out.offset, out.size, end) || end > limit)
+    return Status::error(ctx + ": " + what + " (" + std::to_string(out.size) +
+                         " bytes at offset " + std::to_string(out.offset) +
+                         ") does not fit in " + buffer + " (" +
+                         std::to_string(limit) + " bytes)");
+  if (writable && (out.space == detail::Space::Input ||
+                   out.space == detail::Space::Constant))
+    return Status::error(ctx + ": " + what + " writes to " + buffer +
+                         ", which is read-only");
+  return Status::ok();
+}
+
+Status Checker::verifyDispatch(const std::string &ctx, const fbs::Dispatch &cmd,
+                               detail::DispatchCommand &out) {
+  out.kernel = cmd.kernel();
+  out.maxWorkgroups = cmd.max_workgroups();
+  out.work = cmd.work();
+  size_t numKernels = file.kernels() ? file.kernels()->size() : 0;
+  if (out.kernel >= numKernels)
+    return Status::error(ctx + ": kernel " + std::to_string(out.kernel) +
+                         " does not exist (the executable has " +
+                         std::to_string(numKernels) + " kernels)");
+  if (out.maxWorkgroups == 0)
+    return Status::error(ctx + ": max_workgroups must be at least 1");
+  const auto *bindings = cmd.bindings();
+  if (!isAligned(bindings))
+    return misaligned(ctx + ": bindings");
+  size_t count = bindings ? bindings->size() : 0;
+  uint32_t expected = file.kernels()->Get(out.kernel)->num_bindings();
+  if (count != expected)
+    return Status::error(ctx + ": kernel " + std::to_string(out.kernel) +
+                         " takes " + std::to_string(expected) +
+                         " bindings but the dispatch has " +
+                         std::to_string(count));
+  out.bindings.resize(count);
+  for (size_t i = 0; i < count; ++i)
+    if (Status s =
+            verifyRef(ctx, "binding " + std::to_string(i), bindings->Get(i),
+                      /*writable=*/false, out.bindings[i]);
+        !s)
+      return s;
+  return Status::ok();
+}
+
+Status Checker::verifyGemm(const std::string &ctx, const fbs::Gemm &cmd,
+                           detail::GemmCommand &out) {
+  for (auto [name, value] :
+       {std::pair{"m", cmd.m()}, {"n", cmd.n()}, {"k", cmd.k()}}) {
+    if (value < 0 || value > INT_MAX)
+      return Status::error(ctx + ": " + name + " = " + std::to_string(value) +
+                           " is out of range [0, " + std::to_string(INT_MAX) +
+                           "]");
+  }
+  out.m = static_cast<int>(cmd.m());
+  out.n = static_cast<int>(cmd.n());
+  out.k = static_cast<int>(cmd.k());
+  out.transposeA = cmd.transpose_a();
+  out.transposeB = cmd.transpose_b();
+
+  if (!isAligned(cmd.batch_shape()) || !isAligned(cmd.a_batch_strides()) ||
+      !isAligned(cmd.b_batch_strides()))
+    return misaligned(ctx + ": a batch vector");
+  auto toVector = [](const flatbuffers::Vector<int64_t> *v) {
+    return v ? std::vector<int64_t>(v->begin(), v->end())
+             : std::vector<int64_t>();
+  };
+  out.batchShape = toVector(cmd.batch_shape());
+  out.aBatchStrides = toVector(cmd.a_batch_strides());
+  out.bBatchStrides = toVector(cmd.b_batch_strides());
+  size_t rank = out.batchShape.size();
+  if (out.aBatchStrides.size() != rank || out.bBatchStrides.size() != rank)
+    return Status::error(ctx + ": batch_shape has " + std::to_string(rank) +
+                         " dimensions but a_batch_strides has " +
+                         std::to_string(out.aBatchStrides.size()) +
+                         " and b_batch_strides has " +
+                         std::to_string(out.bBatchStrides.size()));
+  uint64_t batchCount = 1;
+  for (size_t d = 0; d < rank; ++d) {
+    if (out.batchShape[d] < 0)
+      return Status::error(ctx + ": negative batch dimension " +
+                           std::to_string(out.batchShape[d]));
+    if (out.aBatchStrides[d] < 0 || out.bBatchStrides[d] < 0)
+      return Status::error(ctx + ": negative batch stride in dimension " +
+                           std::to_string(d));
+    if (!mulOk(batchCount, out.batchShape[d], batchCount) ||
+        batchCount > static_cast<uint64_t>(INT64_MAX))
+      return Status::error(ctx + ": batch size overflows");
+  }
+  out.batchCount = static_cast<int64_t>(batchCount);
+
+  if (Status s = verifyRef(ctx, "operand A", cmd.a(), false, out.a); !s)
+    return s;
+  if (Status s = verifyRef(ctx, "operand B", cmd.b(), false, out.b); !s)
+    return s;
+  if (Status s = verifyRef(ctx, "result C", cmd.c(), true, out.c); !s)
+    return s;
+
+  // Bytes an operand touches: the last matrix starts at the largest batch
+  // offset (strides are >= 0), and each matrix is rows x cols floats.
+  auto needed = [&](const std::vector<int64_t> &strides, uint64_t rows,
+                    uint64_t cols, uint64_t &bytes) {
+    uint64_t matrix;
+    if (!mulOk(rows, cols, matrix))
+      return false;
+    bytes = 0;
+    if (batchCount == 0 || matrix == 0)
+      return true;
+    uint64_t last = 0;
+    for (size_t d = 0; d < rank; ++d) {
+      uint64_t step;
+      if (!mulOk(out.batchShape[d] - 1, strides[d], step) ||
+          !addOk(last, step, last))
+        return false;
+    }
+    return addOk(last, matrix, last) && mulOk(last, sizeof(float), bytes);
+  };
+  struct Operand {
+    const char *name;
+    const detail::BufferRef &ref;
+    const std::vector<int64_t> &strides;
+    uint64_t rows, cols;
+  };
+  for (const Operand &op : {Operand{"A", out.a, out.aBatchStrides,
+                                    uint64_t(out.m), uint64_t(out.k)},
+                            Operand{"B", out.b, out.bBatchStrides,
+                                    uint64_t(out.k), uint64_t(out.n)}}) {
+    uint64_t bytes;
+    if (!needed(op.strides, op.rows, op.cols, bytes))
+      return Status::error(ctx + ": operand " + op.name + " extent overflows");
+    if (bytes > op.ref.size)
+      return Status::error(
+          ctx + ": operand " + op.name + " needs " + std::to_string(bytes) +
+          " bytes but its buffer ref has " + std::to_string(op.ref.size));
+  }
+  uint64_t cBytes;
+  if (!mulOk(batchCount, uint64_t(out.m) * uint64_t(out.n), cBytes) ||
+      !mulOk(cBytes, sizeof(float), cBytes))
+    return Status::error(ctx + ": result C size overflows");
+  if (cBytes != out.c.size)
+    return Status::error(ctx + ": result C needs " + std::to_string(cBytes) +
+                         " bytes but its buffer ref has " +
+                         std::to_string(out.c.size));
+  for (auto [name, ref] :
+       {std::pair{"A", &out.a}, {"B", &out.b}, {"C", &out.c}}) {
+    if (ref->offset % sizeof(float) != 0)
+      return Status::error(ctx + ": operand " + name + " offset " +
+                           std::to_string(ref->offset) +
+                           " is not a multiple of 4");
+  }
+  return Status::ok();
+}
+
+Status Checker::verifyCopy(const std::string &ctx, const fbs::Copy &cmd,
+                           detail::CopyCommand &out) {
+  if (Status s = verifyRef(ctx, "source", cmd.src(), false, out.src); !s)
+    return s;
+  if (Status s = verifyRef(ctx, "destination", cmd.dst(), true, out.dst); !s)
+    return s;
+  if (out.src.size != out.dst.size)
+    return Status::error(ctx + ": source has " + std::to_string(out.src.size) +
+                         " bytes but destination has " +
+                         std::to_string(out.dst.size));
+  return Status::ok();
+}
+
+Status Checker::verifyChecksum() {
+  uint64_t hash = kFnv1a64Basis;
+  if (const auto *library = file.kernel_library())
+    hash = fnv1a64(library->data(), library->size(), hash);
+  for (const detail::Constant &constant : impl.constants)
+    hash = fnv1a64(constant.data, constant.size, hash);
+  if (hash != file.checksum())
+    return Status::error("checksum mismatch (file says " +
+                         hex(file.checksum()) +
+                         ", kernel library and constants hash to " + hex(hash) +
+                         "): the file is corrupt");
+  return Status::ok();
+}
+
+Status Checker::loadKernels() {
+  // Constants the file did not align get an aligned copy.
+  for (detail::Constant &constant : impl.constants) {
+    if (reinterpret_cast<uintptr_t>(constant.data) %
+            AlignedBuffer::kAlignment ==
+        0)
+      continue;
+    AlignedBuffer copy;
+    if (!copy.allocate(constant.size))
+      return Status::error("out of memory copying a constant of " +
+                           std::to_string(constant.size) + " bytes");
+    std::memcpy(copy.data(), constant.data, constant.size);
+    constant.data = copy.data();
+    impl.constantCopies.push_back(std::move(copy));
+  }
+
+  const auto *kernels = file.kernels();
+  if (!kernels || kernels->size() == 0)
+    return Status::ok();
+  const auto *library = file.kernel_library();
+  StatusOr<KernelLibrary> loaded =
+      KernelLibrary::load(library->data(), library->size());
+  if (!loaded)
+    return loaded.status();
+  impl.library = std::move(*loaded);
+  for (size_t i = 0; i < kernels->size(); ++i) {
+    std::string symbol = kernels->Get(i)->symbol()->str();
+    void *address = impl.library.symbol(symbol);
+    if (!address)
+      return Status::error("kernel " + std::to_string(i) + ": symbol '" +
+                           printable(symbol) +
+                           "' is not defined by the kernel library");
+    impl.kernels.push_back(reinterpret_cast<detail::KernelFn>(address));
+  }
+  return Status::ok();
+}
+
+/// Reads the file at \p path into aligned memory.
+Status readFile(const std::string &path, AlignedBuffer &out) {
+  auto fail = [&](const char *verb) {
+    return Status::error(std::string("cannot ") + verb + " '" + path +
+                         "': " + strerror(errno));
+  };
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return fail("open");
+  struct FdCloser {
+    int fd;
+    ~FdCloser() { ::close(fd); }
+  } closer{fd};
+  struct stat st;
+  if (::fstat(fd, &st) != 0)
+    return fail("stat");
+  if (S_ISDIR(st.st_mode))
+    return Status::error("cannot read '" + path + "': it is a directory");
+  // Regular files are read into a buffer of their size; anything else (a
+  // pipe) grows it as needed.
+  size_t capacity = S_ISREG(st.st_mode) ? static_cast<size_t>(st.st_size) : 0;
+  AlignedBuffer buffer;
+  if (!buffer.allocate(capacity > 0 ? capacity : 4096))
+    return Status::error("cannot read '" + path + "': out of memory");
+  size_t size = 0;
+  while (true) {
+    if (size == buffer.size()) {
+      // Full: check for more before growing, so a regular file is read with
+      // no copy.
+      uint8_t probe;
+      ssize_t n = ::read(fd, &probe, 1);
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n < 0)
+        return fail("read");
+      if (n == 0)
+        break;
+      AlignedBuffer bigger;
+      if (!bigger.allocate(buffer.size() * 2))
+        return Status::error("cannot read '" + path + "': out of memory");
+      std::memcpy(bigger.data(), buffer.data(), size);
+      bigger.data()[size++] = probe;
+      buffer = std::move(bigger);
+      continue;
+    }
+    ssize_t n = ::read(fd, buffer.data() + size, buffer.size() - size);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0)
+      return fail("read");
+    if (n == 0)
+      break;
+    size += static_cast<size_t>(n);
+  }
+  // The verifier must see the real length.
+  buffer.truncate(size);
+  out = std::move(buffer);
+  return Status::ok();
+}
+
+/// Verifies the file held in \p file and builds the executable.
+StatusOr<std::unique_ptr<Executable::Impl>> load(AlignedBuffer file) {
+  auto impl = std::make_unique<Executable::Impl>();
+  impl->file = std::move(file);
+  const uint8_t *data = impl->file.data();
+  size_t size = impl->file.size();
+  if (size < 8)
+    return Status::error("not a Flow executable: " + std::to_string(size) +
+                         " bytes is too short");
+  if (!flatbuffers::BufferHasIdentifier(data, fbs::ExecutableIdentifier()))
+    return Status::error("not a Flow executable (no 'FLOW' file identifier)");
+  if (size >= FLATBUFFERS_MAX_BUFFER_SIZE)
+    return Status::error("executable of " + std::to_string(size) +
+                         " bytes is larger than FlatBuffers allows");
+  flatbuffers::Verifier verifier(data, size, /*max_depth=*/64,
+                                 /*max_tables=*/10000000);
+  if (!fbs::VerifyExecutableBuffer(verifier))
+    return Status::error("malformed executable: FlatBuffers verification "
+                         "failed (the file is corrupt or truncated)");
+  Checker checker(*fbs::GetExecutable(data), *impl);
+  if (Status s = checker.verify(); !s)
+    return s;
+  return impl;
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Executable
+//===----------------------------------------------------------------------===//
+
+Executable::Executable(std::unique_ptr<Impl> impl) : impl(std::move(impl)) {}
+
+Executable::~Executable() = default;
+
+StatusOr<std::unique_ptr<Executable>>
+Executable::loadFile(const std::string &path) {
+  AlignedBuffer file;
+  if (Status s = readFile(path, file); !s)
+    return s;
+  StatusOr<std::unique_ptr<Impl>> impl = load(std::move(file));
+  if (!impl)
+    return Status::error(path + ": " + impl.status().message());
+  return std::unique_ptr<Executable>(new Executable(std::move(*impl)));
+}
+
+StatusOr<std::unique_ptr<Executable>> Executable::loadBytes(const void *data,
+                                                            size_t size) {
+  AlignedBuffer file;
+  if (!file.allocate(size))
+    return Status::error("out of memory copying a " + std::to_string(size) +
+                         "-byte executable");
+  if (size)
+    std::memcpy(file.data(), data, size);
+  StatusOr<std::unique_ptr<Impl>> impl = load(std::move(file));
+  if (!impl)
+    return impl.status();
+  return std::unique_ptr<Executable>(new Executable(std::move(*impl)));
+}
+
+StatusOr<std::unique_ptr<Executable>>
+Executable::loadBytes(std::vector<uint8_t> bytes) {
+  return loadBytes(bytes.data(), bytes.size());
+}
+
+const std::vector<FunctionSignature> &Executable::functions() const {
+  return impl->signatures;
+}
+
+std::vector<std::string> Executable::functionNames() const {
+  std::vector<std::string> names;
+  for (const FunctionSignature &sig : impl->signatures)
+    names.push_back(sig.name);
+  return names;
+}
+
+StatusOr<size_t> Executable::findFunction(const std::string &name) const {
+  std::string available;
+  for (size_t i = 0; i < impl->signatures.size(); ++i) {
+    if (impl->signatures[i].name == name)
+      return i;
+    available += (i ? ", " : "") + impl->signatures[i].name;
+  }
+  return Status::error("no function named '" + name +
+                       "' (the executable has: " + available + ")");
+}
+
+size_t Executable::numKernels() const { return impl->kernels.size(); }
+
+size_t Executable::numConstants() const { return impl->constants.size(); }

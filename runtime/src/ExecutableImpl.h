@@ -1,0 +1,89 @@
+//===- ExecutableImpl.h - The verified, decoded program ---------*- C++ -*-===//
+//
+// Part of the Flow project.
+//
+//===----------------------------------------------------------------------===//
+//
+// Loading decodes the FlatBuffers tables into these plain structs once every
+// check has passed, so running never reads the file again. Every BufferRef
+// here is known to lie inside its buffer.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FLOW_RUNTIME_SRC_EXECUTABLEIMPL_H
+#define FLOW_RUNTIME_SRC_EXECUTABLEIMPL_H
+
+#include "AlignedBuffer.h"
+#include "KernelLibrary.h"
+#include "flow/runtime/Executable.h"
+
+#include <variant>
+
+namespace flow {
+namespace runtime {
+namespace detail {
+
+/// A kernel entry point.
+using KernelFn = void (*)(void **bindings, int64_t workgroup,
+                          int64_t workgroups);
+
+/// Where a buffer lives, for one call (values as in the schema).
+enum class Space : uint8_t { Input, Output, Arena, Constant };
+
+/// `size` bytes at byte `offset` of buffer `index` of `space`.
+struct BufferRef {
+  Space space = Space::Arena;
+  uint32_t index = 0;
+  uint64_t offset = 0;
+  uint64_t size = 0;
+};
+
+struct DispatchCommand {
+  uint32_t kernel = 0;
+  uint32_t maxWorkgroups = 1;
+  uint64_t work = 0;
+  std::vector<BufferRef> bindings;
+};
+
+/// Sizes fit in int (cblas) and batch strides are in elements, >= 0.
+struct GemmCommand {
+  int m = 0, n = 0, k = 0;
+  bool transposeA = false, transposeB = false;
+  std::vector<int64_t> batchShape, aBatchStrides, bBatchStrides;
+  int64_t batchCount = 1;
+  BufferRef a, b, c;
+};
+
+struct CopyCommand {
+  BufferRef src, dst;
+};
+
+using Command = std::variant<DispatchCommand, GemmCommand, CopyCommand>;
+
+struct Function {
+  std::vector<Command> commands;
+};
+
+struct Constant {
+  const uint8_t *data = nullptr;
+  size_t size = 0;
+};
+
+} // namespace detail
+
+struct Executable::Impl {
+  /// The file, 64-byte aligned; constants usually point into it.
+  AlignedBuffer file;
+  /// Copies of constants that were not 64-byte aligned in the file.
+  std::vector<AlignedBuffer> constantCopies;
+  std::vector<detail::Constant> constants;
+  KernelLibrary library;
+  std::vector<detail::KernelFn> kernels;
+  std::vector<FunctionSignature> signatures;
+  std::vector<detail::Function> functions;
+};
+
+} // namespace runtime
+} // namespace flow
+
+#endif // FLOW_RUNTIME_SRC_EXECUTABLEIMPL_H

@@ -1,0 +1,285 @@
+//===- Session.cpp - Running an executable's functions --------------------===//
+//
+// Part of the Flow project.
+//
+//===----------------------------------------------------------------------===//
+//
+// Everything a command touches was checked at load time: each BufferRef lies
+// inside its buffer and each gemm operand's extent inside its BufferRef. A
+// call only checks the caller's buffers against the signature.
+//
+//===----------------------------------------------------------------------===//
+
+#include "flow/runtime/Session.h"
+
+#include "ExecutableImpl.h"
+#include "flow/runtime/ThreadPool.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <memory>
+#include <new>
+
+#include <cblas.h>
+
+using namespace flow::runtime;
+using detail::BufferRef;
+
+namespace {
+
+/// Dispatches estimated to touch fewer elements run as one workgroup.
+constexpr uint64_t kParallelWork = 32768;
+
+/// Sets the BLAS thread count (process-wide) when it changes.
+void setBlasThreads(int threads) {
+#ifdef FLOW_HAVE_OPENBLAS
+  static std::atomic<int> current{0};
+  if (current.exchange(threads) != threads)
+    openblas_set_num_threads(threads);
+#else
+  (void)threads;
+#endif
+}
+
+/// The buffers of one call.
+struct Frame {
+  const std::vector<ConstBuffer> &inputs;
+  const std::vector<MutableBuffer> &outputs;
+  uint8_t *arena;
+  const std::vector<detail::Constant> &constants;
+
+  /// The address of \p ref's first byte (null for an empty buffer).
+  uint8_t *pointer(const BufferRef &ref) const {
+    uint8_t *base = nullptr;
+    switch (ref.space) {
+    case detail::Space::Input:
+      // Kernels take non-const pointers; the verifier keeps gemm and copy
+      // results out of inputs.
+      base = static_cast<uint8_t *>(const_cast<void *>(inputs[ref.index].data));
+      break;
+    case detail::Space::Output:
+      base = static_cast<uint8_t *>(outputs[ref.index].data);
+      break;
+    case detail::Space::Arena:
+      base = arena;
+      break;
+    case detail::Space::Constant:
+      base = const_cast<uint8_t *>(constants[ref.index].data);
+      break;
+    }
+    return base ? base + ref.offset : nullptr;
+  }
+};
+
+void runGemm(const detail::GemmCommand &cmd, const Frame &frame) {
+  if (cmd.m == 0 || cmd.n == 0 || cmd.batchCount == 0)
+    return;
+  const auto *a = reinterpret_cast<const float *>(frame.pointer(cmd.a));
+  const auto *b = reinterpret_cast<const float *>(frame.pointer(cmd.b));
+  auto *c = reinterpret_cast<float *>(frame.pointer(cmd.c));
+  int lda = std::max(1, cmd.transposeA ? cmd.m : cmd.k);
+  int ldb = std::max(1, cmd.transposeB ? cmd.k : cmd.n);
+  int64_t matrixC = int64_t(cmd.m) * cmd.n;
+  for (int64_t batch = 0; batch < cmd.batchCount; ++batch) {
+    // Operand offsets of this batch index (row-major over batchShape, whose
+    // dimensions are >= 1 here).
+    int64_t aOffset = 0, bOffset = 0, rest = batch;
+    for (size_t d = cmd.batchShape.size(); d-- > 0;) {
+      int64_t i = rest % cmd.batchShape[d];
+      rest /= cmd.batchShape[d];
+      aOffset += i * cmd.aBatchStrides[d];
+      bOffset += i * cmd.bBatchStrides[d];
+    }
+    float *cBatch = c + batch * matrixC;
+    if (cmd.k == 0) {
+      std::memset(cBatch, 0, matrixC * sizeof(float));
+    } else {
+      cblas_sgemm(CblasRowMajor, cmd.transposeA ? CblasTrans : CblasNoTrans,
+                  cmd.transposeB ? CblasTrans : CblasNoTrans, cmd.m, cmd.n,
+                  cmd.k, 1.0f, a + aOffset, lda, b + bOffset, ldb, 0.0f, cBatch,
+                  cmd.n);
+    }
+  }
+}
+
+/// Runs a kernel's workgroups: one if the dispatch is small, else as many
+/// as the kernel allows and the pool has threads.
+Status runDispatch(const detail::DispatchCommand &cmd, detail::KernelFn fn,
+                   const Frame &frame, ThreadPool &pool) {
+  // Kernels read at most a handful of bindings; keep them on the stack.
+  constexpr size_t kInline = 32;
+  void *inlineArgs[kInline];
+  std::unique_ptr<void *[]> heapArgs;
+  void **args = inlineArgs;
+  size_t count = cmd.bindings.size();
+  if (count > kInline) {
+    heapArgs.reset(new (std::nothrow) void *[count]);
+    if (!heapArgs)
+      return Status::error("out of memory for dispatch bindings");
+    args = heapArgs.get();
+  }
+  for (size_t i = 0; i < count; ++i)
+    args[i] = frame.pointer(cmd.bindings[i]);
+
+  int64_t workgroups = cmd.work < kParallelWork
+                           ? 1
+                           : std::min<int64_t>(cmd.maxWorkgroups, pool.size());
+  if (workgroups == 1) {
+    fn(args, 0, 1);
+    return Status::ok();
+  }
+  struct Call {
+    detail::KernelFn fn;
+    void **args;
+    int64_t workgroups;
+  } call{fn, args, workgroups};
+  // Capturing one pointer keeps the std::function off the heap.
+  pool.parallelFor(workgroups, [c = &call](int64_t workgroup) {
+    c->fn(c->args, workgroup, c->workgroups);
+  });
+  return Status::ok();
+}
+
+/// Checks caller buffer \p i of \p specs (inputs or outputs).
+Status checkBuffer(const char *kind, const std::vector<TensorSpec> &specs,
+                   size_t i, const void *data, size_t size) {
+  size_t expected = specs[i].byteSize();
+  if (size != expected)
+    return Status::error(std::string(kind) + " " + std::to_string(i) + ": " +
+                         specs[i].str() + " needs " + std::to_string(expected) +
+                         " bytes, got " + std::to_string(size));
+  if (size > 0 && !data)
+    return Status::error(std::string(kind) + " " + std::to_string(i) +
+                         ": data pointer is null");
+  return Status::ok();
+}
+
+} // namespace
+
+struct Session::Arena {
+  AlignedBuffer memory;
+  bool allocated = false;
+};
+
+Session::Session(std::shared_ptr<const Executable> executable, int threads)
+    : exe(std::move(executable)), pool(std::make_unique<ThreadPool>(threads)) {
+  for (size_t i = 0; i < exe->functions().size(); ++i)
+    arenas.push_back(std::make_unique<Arena>());
+}
+
+Session::~Session() = default;
+
+StatusOr<std::unique_ptr<Session>>
+Session::create(std::shared_ptr<const Executable> executable,
+                RuntimeOptions options) {
+  if (!executable)
+    return Status::error("cannot create a session without an executable");
+  if (options.threads < 0)
+    return Status::error("thread count must be >= 0 (0 means one per "
+                         "hardware thread), got " +
+                         std::to_string(options.threads));
+  return std::unique_ptr<Session>(
+      new Session(std::move(executable), options.threads));
+}
+
+int Session::threads() const { return pool->size(); }
+
+StatusOr<std::vector<HostTensor>>
+Session::run(const std::string &function,
+             const std::vector<HostTensor> &inputs) {
+  StatusOr<size_t> index = exe->findFunction(function);
+  if (!index)
+    return index.status();
+  const FunctionSignature &sig = exe->functions()[*index];
+  if (inputs.size() != sig.inputs.size())
+    return Status::error("function '" + sig.name + "' takes " +
+                         std::to_string(sig.inputs.size()) + " inputs, got " +
+                         std::to_string(inputs.size()));
+  std::vector<ConstBuffer> in;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const HostTensor &tensor = inputs[i];
+    const TensorSpec &spec = sig.inputs[i];
+    TensorSpec given{tensor.dtype, tensor.shape};
+    if (tensor.dtype != spec.dtype || tensor.shape != spec.shape)
+      return Status::error("input " + std::to_string(i) + ": expected " +
+                           spec.str() + ", got " + given.str());
+    if (tensor.data.size() != spec.byteSize())
+      return Status::error("input " + std::to_string(i) + ": " + spec.str() +
+                           " needs " + std::to_string(spec.byteSize()) +
+                           " data bytes, the tensor has " +
+                           std::to_string(tensor.data.size()));
+    in.push_back({tensor.data.data(), tensor.data.size()});
+  }
+  std::vector<HostTensor> outputs(sig.outputs.size());
+  std::vector<MutableBuffer> out;
+  try {
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      outputs[i].dtype = sig.outputs[i].dtype;
+      outputs[i].shape = sig.outputs[i].shape;
+      outputs[i].data.resize(sig.outputs[i].byteSize());
+      out.push_back({outputs[i].data.data(), outputs[i].data.size()});
+    }
+  } catch (const std::bad_alloc &) {
+    return Status::error("out of memory allocating the outputs of '" +
+                         sig.name + "'");
+  }
+  if (Status s = run(*index, in, out); !s)
+    return s;
+  return outputs;
+}
+
+Status Session::run(size_t function, const std::vector<ConstBuffer> &inputs,
+                    const std::vector<MutableBuffer> &outputs) {
+  const Executable::Impl &impl = *exe->impl;
+  if (function >= impl.functions.size())
+    return Status::error("no function number " + std::to_string(function) +
+                         " (the executable has " +
+                         std::to_string(impl.functions.size()) + ")");
+  const FunctionSignature &sig = impl.signatures[function];
+  if (inputs.size() != sig.inputs.size() ||
+      outputs.size() != sig.outputs.size())
+    return Status::error("function '" + sig.name + "' takes " +
+                         std::to_string(sig.inputs.size()) + " inputs and " +
+                         std::to_string(sig.outputs.size()) + " outputs, got " +
+                         std::to_string(inputs.size()) + " and " +
+                         std::to_string(outputs.size()));
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (Status s =
+            checkBuffer("input", sig.inputs, i, inputs[i].data, inputs[i].size);
+        !s)
+      return s;
+  for (size_t i = 0; i < outputs.size(); ++i)
+    if (Status s = checkBuffer("output", sig.outputs, i, outputs[i].data,
+                               outputs[i].size);
+        !s)
+      return s;
+
+  std::lock_guard<std::mutex> lock(runMutex);
+  Arena &arena = *arenas[function];
+  if (!arena.allocated) {
+    if (!arena.memory.allocate(sig.arenaSize))
+      return Status::error("out of memory allocating the " +
+                           std::to_string(sig.arenaSize) + "-byte arena of '" +
+                           sig.name + "'");
+    arena.allocated = true;
+  }
+  Frame frame{inputs, outputs, arena.memory.data(), impl.constants};
+  for (const detail::Command &command : impl.functions[function].commands) {
+    if (const auto *dispatch = std::get_if<detail::DispatchCommand>(&command)) {
+      if (Status s = runDispatch(*dispatch, impl.kernels[dispatch->kernel],
+                                 frame, *pool);
+          !s)
+        return s;
+    } else if (const auto *gemm = std::get_if<detail::GemmCommand>(&command)) {
+      setBlasThreads(pool->size());
+      runGemm(*gemm, frame);
+    } else {
+      const auto &copy = std::get<detail::CopyCommand>(command);
+      if (copy.src.size > 0)
+        std::memmove(frame.pointer(copy.dst), frame.pointer(copy.src),
+                     copy.src.size);
+    }
+  }
+  return Status::ok();
+}

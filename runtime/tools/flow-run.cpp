@@ -1,0 +1,280 @@
+//===- flow-run.cpp - Runs a function of a .fbin executable ---------------===//
+//
+// Part of the Flow project.
+//
+//===----------------------------------------------------------------------===//
+//
+//   flow-run OUT.fbin --input=a.npy --input=b.npy [--output-dir=DIR]
+//            [--function=NAME] [--iterations=N] [--warmup=M] [--threads=T]
+//            [--print]
+//
+// Exit status: 0 on success, 1 when loading or running fails (an unreadable
+// or invalid file, a wrong input), 2 for a bad command line.
+//
+//===----------------------------------------------------------------------===//
+
+#include "flow/runtime/Executable.h"
+#include "flow/runtime/Npy.h"
+#include "flow/runtime/Session.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <sys/stat.h>
+
+using namespace flow::runtime;
+
+namespace {
+
+constexpr const char *kUsage =
+    "usage: flow-run FILE.fbin [--input=X.npy]... [--output-dir=DIR]\n"
+    "                [--function=NAME] [--iterations=N] [--warmup=M]\n"
+    "                [--threads=T] [--print]\n"
+    "\n"
+    "Runs a function of a Flow executable on .npy inputs (one --input per\n"
+    "function input, in order).\n"
+    "\n"
+    "  --output-dir=DIR  write result i to DIR/result_i.npy (DIR is created)\n"
+    "  --function=NAME   the function to run (default: the only one)\n"
+    "  --iterations=N    time N calls; print min/median/max ms per call\n"
+    "  --warmup=M        untimed calls before timing (default 1)\n"
+    "  --threads=T       worker threads (default: one per hardware thread)\n"
+    "  --print           print each result's dtype, shape and first values\n"
+    "                    (the default when there is no --output-dir)\n"
+    "\n"
+    "Exit status: 0 ok, 1 load or run error, 2 bad command line.\n";
+
+struct Options {
+  std::string executable;
+  std::vector<std::string> inputs;
+  std::string outputDir;
+  std::string function;
+  int64_t iterations = 0;
+  int64_t warmup = 1;
+  int threads = 0;
+  bool print = false;
+};
+
+int fail(const std::string &message) {
+  fprintf(stderr, "flow-run: error: %s\n", message.c_str());
+  return 1;
+}
+
+int usageError(const std::string &message) {
+  fprintf(stderr, "flow-run: error: %s\n(run 'flow-run --help' for usage)\n",
+          message.c_str());
+  return 2;
+}
+
+/// Parses a non-negative integer flag value.
+bool parseCount(const std::string &text, int64_t max, int64_t &out) {
+  if (text.empty() || text.size() > 18 ||
+      text.find_first_not_of("0123456789") != std::string::npos)
+    return false;
+  out = std::stoll(text);
+  return out <= max;
+}
+
+/// Parses argv into \p options; returns an exit status, or -1 to go on.
+int parseArgs(int argc, char **argv, Options &options) {
+  bool sawWarmup = false;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "--help" || arg == "-h") {
+      fputs(kUsage, stdout);
+      return 0;
+    }
+    if (arg == "--print") {
+      options.print = true;
+      continue;
+    }
+    if (arg.rfind("--", 0) != 0 || arg == "--") {
+      if (arg.rfind("-", 0) == 0 && arg != "-")
+        return usageError("unknown option '" + arg + "'");
+      if (!options.executable.empty())
+        return usageError("more than one executable given ('" +
+                          options.executable + "' and '" + arg + "')");
+      options.executable = arg;
+      continue;
+    }
+    size_t eq = arg.find('=');
+    std::string name = arg.substr(0, eq);
+    static const char *const kValued[] = {"--input",    "--output-dir",
+                                          "--function", "--iterations",
+                                          "--warmup",   "--threads"};
+    if (std::find_if(std::begin(kValued), std::end(kValued),
+                     [&](auto *f) { return name == f; }) == std::end(kValued))
+      return usageError("unknown option '" + name + "'");
+    if (eq == std::string::npos)
+      return usageError("option '" + name + "' needs a value (" + name +
+                        "=...)");
+    std::string value = arg.substr(eq + 1);
+    int64_t count;
+    if (name == "--input") {
+      options.inputs.push_back(value);
+    } else if (name == "--output-dir") {
+      options.outputDir = value;
+    } else if (name == "--function") {
+      options.function = value;
+    } else if (name == "--iterations" || name == "--warmup") {
+      if (!parseCount(value, 1000000000, count))
+        return usageError(name + " needs a non-negative integer, got '" +
+                          value + "'");
+      (name == "--iterations" ? options.iterations : options.warmup) = count;
+      sawWarmup |= name == "--warmup";
+    } else {
+      if (!parseCount(value, 4096, count))
+        return usageError("--threads needs an integer in [0, 4096], got '" +
+                          value + "'");
+      options.threads = static_cast<int>(count);
+    }
+  }
+  if (options.executable.empty())
+    return usageError("no executable given");
+  if (sawWarmup && options.iterations == 0)
+    return usageError("--warmup needs --iterations");
+  if (options.outputDir.empty())
+    options.print = true;
+  return -1;
+}
+
+/// Prints a result's dtype, shape and first few values.
+void printTensor(size_t index, const HostTensor &t) {
+  printf("result %zu: %s[", index, dtypeName(t.dtype));
+  for (size_t i = 0; i < t.shape.size(); ++i)
+    printf("%s%" PRId64, i ? "," : "", t.shape[i]);
+  printf("]");
+  int64_t n = t.numElements();
+  constexpr int64_t kShown = 8;
+  const uint8_t *p = t.data.data();
+  printf(" =");
+  for (int64_t i = 0; i < std::min(n, kShown); ++i) {
+    switch (t.dtype) {
+    case DType::F32: {
+      float v;
+      std::memcpy(&v, p + 4 * i, 4);
+      printf(" %g", v);
+      break;
+    }
+    case DType::F16:
+    case DType::BF16: {
+      uint16_t v;
+      std::memcpy(&v, p + 2 * i, 2);
+      printf(" 0x%04x", v);
+      break;
+    }
+    case DType::I64: {
+      int64_t v;
+      std::memcpy(&v, p + 8 * i, 8);
+      printf(" %" PRId64, v);
+      break;
+    }
+    case DType::I32: {
+      int32_t v;
+      std::memcpy(&v, p + 4 * i, 4);
+      printf(" %" PRId32, v);
+      break;
+    }
+    case DType::I1:
+      printf(" %s", p[i] ? "true" : "false");
+      break;
+    }
+  }
+  printf("%s\n", n > kShown ? " ..." : "");
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  Options options;
+  if (int status = parseArgs(argc, argv, options); status >= 0)
+    return status;
+
+  StatusOr<std::unique_ptr<Executable>> loaded =
+      Executable::loadFile(options.executable);
+  if (!loaded)
+    return fail(loaded.status().message());
+  std::shared_ptr<const Executable> exe = std::move(*loaded);
+
+  std::string function = options.function;
+  if (function.empty()) {
+    std::vector<std::string> names = exe->functionNames();
+    if (names.size() != 1) {
+      std::string list;
+      for (const std::string &name : names)
+        list += (list.empty() ? "" : ", ") + name;
+      return fail("the executable has " + std::to_string(names.size()) +
+                  " functions (" + list + "); choose one with --function");
+    }
+    function = names[0];
+  }
+  StatusOr<size_t> index = exe->findFunction(function);
+  if (!index)
+    return fail(index.status().message());
+  size_t expected = exe->functions()[*index].inputs.size();
+  if (options.inputs.size() != expected)
+    return fail("function '" + function + "' takes " +
+                std::to_string(expected) + " inputs, got " +
+                std::to_string(options.inputs.size()) + " --input flags");
+
+  std::vector<HostTensor> inputs;
+  for (const std::string &path : options.inputs) {
+    StatusOr<HostTensor> tensor = readNpy(path);
+    if (!tensor)
+      return fail(tensor.status().message());
+    inputs.push_back(std::move(*tensor));
+  }
+
+  StatusOr<std::unique_ptr<Session>> session =
+      Session::create(exe, RuntimeOptions{options.threads});
+  if (!session)
+    return fail(session.status().message());
+
+  using Clock = std::chrono::steady_clock;
+  std::vector<double> times;
+  StatusOr<std::vector<HostTensor>> results = std::vector<HostTensor>();
+  int64_t calls =
+      options.iterations > 0 ? options.warmup + options.iterations : 1;
+  for (int64_t call = 0; call < calls; ++call) {
+    Clock::time_point start = Clock::now();
+    results = (*session)->run(function, inputs);
+    std::chrono::duration<double, std::milli> elapsed = Clock::now() - start;
+    if (!results)
+      return fail(results.status().message());
+    if (options.iterations > 0 && call >= options.warmup)
+      times.push_back(elapsed.count());
+  }
+  if (!times.empty()) {
+    std::sort(times.begin(), times.end());
+    size_t n = times.size();
+    double median =
+        n % 2 ? times[n / 2] : (times[n / 2 - 1] + times[n / 2]) / 2;
+    int threads = (*session)->threads();
+    printf("%s: %zu iterations, %d thread%s: min %.4g ms, median %.4g ms, "
+           "max %.4g ms\n",
+           function.c_str(), n, threads, threads == 1 ? "" : "s", times.front(),
+           median, times.back());
+  }
+
+  if (!options.outputDir.empty()) {
+    if (::mkdir(options.outputDir.c_str(), 0777) != 0 && errno != EEXIST)
+      return fail("cannot create '" + options.outputDir +
+                  "': " + strerror(errno));
+    for (size_t i = 0; i < results->size(); ++i) {
+      std::string path =
+          options.outputDir + "/result_" + std::to_string(i) + ".npy";
+      if (Status s = writeNpy(path, (*results)[i]); !s)
+        return fail(s.message());
+    }
+  }
+  if (options.print)
+    for (size_t i = 0; i < results->size(); ++i)
+      printTensor(i, (*results)[i]);
+  return 0;
+}

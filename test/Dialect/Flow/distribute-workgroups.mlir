@@ -1,0 +1,73 @@
+// RUN: flow-opt %s -split-input-file --flow-distribute-workgroups | FileCheck %s
+
+// Rows [wg * 8 / nwg, (wg + 1) * 8 / nwg) of every top-level loop.
+// CHECK-LABEL: func.func @rows
+// CHECK-SAME: (%[[IN:.*]]: memref<8x16xf32>, %[[OUT:.*]]: memref<8x16xf32>, %[[WG:.*]]: index, %[[NWG:.*]]: index)
+// CHECK-SAME: flow.max_workgroups = 8 : i64
+// CHECK-DAG: %[[C8:.*]] = arith.constant 8 : index
+// CHECK-DAG: %[[C1:.*]] = arith.constant 1 : index
+// CHECK: %[[M:.*]] = arith.muli %[[WG]], %[[C8]]
+// CHECK: %[[LO:.*]] = arith.divui %[[M]], %[[NWG]]
+// CHECK: %[[N:.*]] = arith.addi %[[WG]], %[[C1]]
+// CHECK: %[[M2:.*]] = arith.muli %[[N]], %[[C8]]
+// CHECK: %[[HI:.*]] = arith.divui %[[M2]], %[[NWG]]
+// CHECK: scf.parallel (%{{.*}}, %{{.*}}) = (%[[LO]], %{{.*}}) to (%[[HI]], %{{.*}})
+func.func @rows(%in: memref<8x16xf32>, %out: memref<8x16xf32>) attributes {flow.kernel, flow.workgroup_extent = 8 : i64} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  %c16 = arith.constant 16 : index
+  scf.parallel (%i, %j) = (%c0, %c0) to (%c8, %c16) step (%c1, %c1) {
+    %v = memref.load %in[%i, %j] : memref<8x16xf32>
+    memref.store %v, %out[%i, %j] : memref<8x16xf32>
+    scf.reduce
+  }
+  return
+}
+
+// -----
+
+// A top-level write to an argument outside the loops keeps the kernel whole.
+// CHECK-LABEL: func.func @copy_outside
+// CHECK-SAME: %{{.*}}: index, %{{.*}}: index)
+// CHECK-SAME: flow.max_workgroups = 1 : i64
+// CHECK-NOT: arith.divui
+func.func @copy_outside(%in: memref<8xf32>, %out: memref<8xf32>) attributes {flow.kernel, flow.workgroup_extent = 8 : i64} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  memref.copy %in, %out : memref<8xf32> to memref<8xf32>
+  scf.parallel (%i) = (%c0) to (%c8) step (%c1) {
+    %v = memref.load %in[%i] : memref<8xf32>
+    memref.store %v, %out[%i] : memref<8xf32>
+    scf.reduce
+  }
+  return
+}
+
+// -----
+
+// A loop whose first dimension is not the kernel's rows keeps it whole.
+// CHECK-LABEL: func.func @other_extent
+// CHECK-SAME: flow.max_workgroups = 1 : i64
+// CHECK-NOT: arith.divui
+func.func @other_extent(%in: memref<8x8xf32>, %out: memref<4xf32>) attributes {flow.kernel, flow.workgroup_extent = 8 : i64} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  scf.parallel (%i) = (%c0) to (%c4) step (%c1) {
+    %v = memref.load %in[%i, %i] : memref<8x8xf32>
+    memref.store %v, %out[%i] : memref<4xf32>
+    scf.reduce
+  }
+  return
+}
+
+// -----
+
+// Functions that are not kernels are left alone.
+// CHECK-LABEL: func.func @host
+// CHECK-SAME: (%{{.*}}: memref<4xf32>) {
+func.func @host(%in: memref<4xf32>) {
+  return
+}

@@ -1,0 +1,73 @@
+"""Helpers for end-to-end tests: compile with flow-compile, run with
+flow-run, read the results back as numpy arrays."""
+
+import pathlib
+import subprocess
+
+import numpy as np
+
+from conftest import build_dir
+
+try:
+    import ml_dtypes
+    BF16 = np.dtype(ml_dtypes.bfloat16)
+except ImportError:  # pragma: no cover - ml_dtypes is in requirements.txt
+    BF16 = None
+
+MLIR_TYPES = {
+    np.dtype(np.float32): "f32",
+    np.dtype(np.float16): "f16",
+    np.dtype(np.int64): "i64",
+    np.dtype(np.int32): "i32",
+    np.dtype(np.bool_): "i1",
+}
+if BF16 is not None:
+    MLIR_TYPES[BF16] = "bf16"
+
+
+def tensor_type(shape, dtype) -> str:
+    dims = "x".join(str(d) for d in shape)
+    elt = MLIR_TYPES[np.dtype(dtype)]
+    return f"tensor<{dims}x{elt}>" if dims else f"tensor<{elt}>"
+
+
+def tool(name: str) -> pathlib.Path:
+    return build_dir() / "bin" / name
+
+
+def compile_mlir(text: str, workdir: pathlib.Path, *args) -> pathlib.Path:
+    src = workdir / "model.mlir"
+    out = workdir / "model.fbin"
+    src.write_text(text)
+    proc = subprocess.run([str(tool("flow-compile")), str(src), "-o", str(out),
+                           *args], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, f"flow-compile failed:\n{proc.stderr}"
+    return out
+
+
+def run_fbin(fbin: pathlib.Path, inputs, workdir: pathlib.Path, *args):
+    cmd = [str(tool("flow-run")), str(fbin)]
+    for i, array in enumerate(inputs):
+        path = workdir / f"input_{i}.npy"
+        np.save(path, array)
+        cmd.append(f"--input={path}")
+    outdir = workdir / "out"
+    cmd.append(f"--output-dir={outdir}")
+    proc = subprocess.run([*cmd, *args], capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, f"flow-run failed:\n{proc.stderr}"
+    results = []
+    i = 0
+    while (outdir / f"result_{i}.npy").exists():
+        results.append(np.load(outdir / f"result_{i}.npy"))
+        i += 1
+    return results
+
+
+def compile_and_run(text: str, inputs, workdir: pathlib.Path, *args):
+    return run_fbin(compile_mlir(text, workdir), inputs, workdir, *args)
+
+
+def as_bf16(result):
+    """flow-run writes bf16 as raw 2-byte words ('<V2'); view as bfloat16."""
+    return result.view(BF16) if result.dtype.kind == "V" else result

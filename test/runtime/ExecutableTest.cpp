@@ -1,0 +1,424 @@
+//===- ExecutableTest.cpp - Tests for loading and verifying executables ---===//
+//
+// Part of the Flow project.
+//
+//===----------------------------------------------------------------------===//
+//
+// Each test breaks one thing in the sample program and checks that loading
+// fails with a message naming it.
+//
+//===----------------------------------------------------------------------===//
+
+#include "FbinBuilder.h"
+
+#include "flow/runtime/Executable.h"
+
+#include <gtest/gtest.h>
+
+#include <climits>
+#include <cstdio>
+#include <unistd.h>
+
+using namespace flow::runtime;
+using namespace flow::test;
+
+namespace {
+
+/// The error loading \p bytes gives, or "" if it loads.
+std::string loadError(const std::vector<uint8_t> &bytes) {
+  StatusOr<std::unique_ptr<Executable>> exe = Executable::loadBytes(bytes);
+  return exe ? "" : exe.status().message();
+}
+std::string loadError(const ExecutableSpec &spec) {
+  return loadError(build(spec));
+}
+
+#define EXPECT_LOAD_ERROR(spec, text)                                          \
+  do {                                                                         \
+    std::string message = loadError(spec);                                     \
+    EXPECT_NE(message.find(text), std::string::npos)                           \
+        << "expected an error containing \"" << (text) << "\", got \""         \
+        << message << "\"";                                                    \
+  } while (0)
+
+FunctionSpec &forward(ExecutableSpec &spec) { return spec.functions[0]; }
+
+template <typename T> T &command(ExecutableSpec &spec, size_t i) {
+  return std::get<T>(forward(spec).commands[i]);
+}
+
+TEST(ExecutableTest, LoadsSample) {
+  StatusOr<std::unique_ptr<Executable>> exe =
+      Executable::loadBytes(build(sampleSpec()));
+  ASSERT_TRUE(exe) << exe.status().message();
+  const Executable &e = **exe;
+  ASSERT_EQ(e.functions().size(), 1u);
+  const FunctionSignature &sig = e.functions()[0];
+  EXPECT_EQ(sig.name, "forward");
+  ASSERT_EQ(sig.inputs.size(), 2u);
+  ASSERT_EQ(sig.outputs.size(), 2u);
+  EXPECT_EQ(sig.inputs[1].str(), "f32[4,4]");
+  EXPECT_EQ(sig.outputs[0].byteSize(), 64u);
+  EXPECT_EQ(sig.arenaSize, 128u);
+  EXPECT_EQ(e.functionNames(), std::vector<std::string>{"forward"});
+  EXPECT_EQ(e.numKernels(), 4u);
+  EXPECT_EQ(e.numConstants(), 1u);
+  StatusOr<size_t> index = e.findFunction("forward");
+  ASSERT_TRUE(index);
+  EXPECT_EQ(*index, 0u);
+  StatusOr<size_t> missing = e.findFunction("backward");
+  ASSERT_FALSE(missing);
+  EXPECT_EQ(missing.status().message(),
+            "no function named 'backward' (the executable has: forward)");
+}
+
+TEST(ExecutableTest, TensorSpecText) {
+  EXPECT_EQ((TensorSpec{DType::I64, {}}).str(), "i64[]");
+  EXPECT_EQ((TensorSpec{DType::BF16, {8, 0, 3}}).str(), "bf16[8,0,3]");
+  EXPECT_EQ((TensorSpec{DType::BF16, {8, 0, 3}}).byteSize(), 0u);
+  EXPECT_EQ((TensorSpec{DType::I1, {}}).numElements(), 1);
+}
+
+TEST(ExecutableTest, LoadsFromAFile) {
+  char dir[] = "/tmp/flow-exe-test-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  std::string path = std::string(dir) + "/sample.fbin";
+  std::vector<uint8_t> bytes = build(sampleSpec());
+  FILE *f = fopen(path.c_str(), "wb");
+  ASSERT_NE(f, nullptr);
+  fwrite(bytes.data(), 1, bytes.size(), f);
+  fclose(f);
+  StatusOr<std::unique_ptr<Executable>> exe = Executable::loadFile(path);
+  EXPECT_TRUE(exe) << exe.status().message();
+
+  // Errors name the file.
+  bytes[bytes.size() / 2] ^= 0xff;
+  f = fopen(path.c_str(), "wb");
+  fwrite(bytes.data(), 1, bytes.size() / 2, f);
+  fclose(f);
+  exe = Executable::loadFile(path);
+  ASSERT_FALSE(exe);
+  EXPECT_EQ(exe.status().message().rfind(path + ": ", 0), 0u)
+      << exe.status().message();
+
+  exe = Executable::loadFile(dir);
+  ASSERT_FALSE(exe);
+  EXPECT_NE(exe.status().message().find("is a directory"), std::string::npos);
+  unlink(path.c_str());
+  rmdir(dir);
+  exe = Executable::loadFile(path);
+  ASSERT_FALSE(exe);
+  EXPECT_NE(exe.status().message().find("cannot open '" + path + "'"),
+            std::string::npos)
+      << exe.status().message();
+}
+
+TEST(ExecutableTest, RejectsNonExecutables) {
+  EXPECT_LOAD_ERROR(std::vector<uint8_t>(), "0 bytes is too short");
+  EXPECT_LOAD_ERROR(std::vector<uint8_t>(7, 0), "7 bytes is too short");
+  EXPECT_LOAD_ERROR(std::vector<uint8_t>(64, 0), "no 'FLOW' file identifier");
+  std::vector<uint8_t> garbage(64, 0xff);
+  std::memcpy(garbage.data() + 4, "FLOW", 4);
+  EXPECT_LOAD_ERROR(garbage, "FlatBuffers verification failed");
+  std::vector<uint8_t> truncated = build(sampleSpec());
+  truncated.resize(truncated.size() - 100);
+  EXPECT_LOAD_ERROR(truncated, "FlatBuffers verification failed");
+}
+
+TEST(ExecutableTest, RejectsVersionAndTarget) {
+  ExecutableSpec spec = sampleSpec();
+  spec.version = 2;
+  EXPECT_LOAD_ERROR(spec, "unsupported format version 2 (this runtime reads "
+                          "version 1)");
+  spec.version = 0;
+  EXPECT_LOAD_ERROR(spec, "unsupported format version 0");
+  spec = sampleSpec();
+  spec.target = fbs::Target::CUDA;
+  EXPECT_LOAD_ERROR(spec, "target CUDA; this runtime runs CPU executables");
+  spec.target = static_cast<fbs::Target>(9);
+  EXPECT_LOAD_ERROR(spec, "invalid target 9");
+}
+
+TEST(ExecutableTest, RejectsBadFunctions) {
+  ExecutableSpec spec = sampleSpec();
+  spec.functions.clear();
+  EXPECT_LOAD_ERROR(spec, "executable has no functions");
+  spec = sampleSpec();
+  forward(spec).name.reset();
+  EXPECT_LOAD_ERROR(spec, "function 0 has no name");
+  spec = sampleSpec();
+  spec.functions.push_back(spec.functions[0]);
+  EXPECT_LOAD_ERROR(spec, "two functions are named 'forward'");
+  spec = sampleSpec();
+  forward(spec).commands[2] = RawCommandSpec{0};
+  EXPECT_LOAD_ERROR(spec, "function 'forward' command 2 is empty");
+  forward(spec).commands[2] = RawCommandSpec{9};
+  EXPECT_LOAD_ERROR(spec,
+                    "function 'forward' command 2 has unknown command type 9");
+}
+
+TEST(ExecutableTest, RejectsBadTensorTypes) {
+  ExecutableSpec spec = sampleSpec();
+  forward(spec).inputs[0].dtype = static_cast<DType>(6);
+  EXPECT_LOAD_ERROR(spec, "function 'forward' input 0: invalid dtype 6");
+  spec = sampleSpec();
+  forward(spec).outputs[1].shape = {4, -1};
+  EXPECT_LOAD_ERROR(spec, "function 'forward' output 1: negative dimension -1");
+  spec = sampleSpec();
+  forward(spec).inputs[1].shape = {int64_t(1) << 40, int64_t(1) << 40};
+  EXPECT_LOAD_ERROR(spec, "function 'forward' input 1: f32[1099511627776,"
+                          "1099511627776] is too large");
+  forward(spec).inputs[1].shape = {INT64_MAX};
+  forward(spec).inputs[1].dtype = DType::I1;
+  EXPECT_LOAD_ERROR(spec, "is too large (the limit is 64 GiB)");
+  forward(spec).inputs[1].shape = {(int64_t(1) << 35) + 1};
+  forward(spec).inputs[1].dtype = DType::F16;
+  EXPECT_LOAD_ERROR(spec, "is too large (the limit is 64 GiB)");
+  forward(spec).inputs[1].shape = {int64_t(1) << 35};
+  EXPECT_EQ(loadError(spec), "") << "64 GiB exactly is allowed";
+}
+
+TEST(ExecutableTest, RejectsAbsurdArena) {
+  ExecutableSpec spec = sampleSpec();
+  forward(spec).arenaSize = (uint64_t(64) << 30) + 1;
+  EXPECT_LOAD_ERROR(spec, "function 'forward': arena size 68719476737 bytes "
+                          "is too large");
+  forward(spec).arenaSize = UINT64_MAX;
+  EXPECT_LOAD_ERROR(spec, "is too large");
+}
+
+TEST(ExecutableTest, RejectsBadBufferRefs) {
+  const std::string ctx = "function 'forward' command 0 (dispatch): ";
+  auto withBinding = [](size_t i, RefSpec ref) {
+    ExecutableSpec spec = sampleSpec();
+    command<DispatchSpec>(spec, 0).bindings[i] = ref;
+    return spec;
+  };
+  EXPECT_LOAD_ERROR(withBinding(2, {static_cast<Space>(4), 0, 0, 64}),
+                    ctx + "binding 2 has invalid space 4");
+  EXPECT_LOAD_ERROR(withBinding(0, inputRef(2, 64)),
+                    ctx + "binding 0 refers to input 2, but there are 2");
+  EXPECT_LOAD_ERROR(withBinding(0, outputRef(7, 64)),
+                    ctx + "binding 0 refers to output 7, but there are 2");
+  EXPECT_LOAD_ERROR(withBinding(0, constantRef(1, 64)),
+                    ctx + "binding 0 refers to constant 1, but there are 1");
+  EXPECT_LOAD_ERROR(withBinding(2, {Space::Arena, 1, 0, 64}),
+                    ctx + "binding 2 refers to arena 1; the arena index must "
+                          "be 0");
+  EXPECT_LOAD_ERROR(withBinding(0, inputRef(0, 65)),
+                    ctx + "binding 0 (65 bytes at offset 0) does not fit in "
+                          "input 0 (64 bytes)");
+  EXPECT_LOAD_ERROR(withBinding(1, inputRef(1, 4, 61)),
+                    "does not fit in input 1 (64 bytes)");
+  EXPECT_LOAD_ERROR(withBinding(2, outputRef(1, 64, 1)),
+                    "does not fit in output 1 (64 bytes)");
+  EXPECT_LOAD_ERROR(withBinding(2, arenaRef(100, 64)),
+                    ctx + "binding 2 (64 bytes at offset 100) does not fit in "
+                          "the arena (128 bytes)");
+  EXPECT_LOAD_ERROR(withBinding(0, constantRef(0, 8, 60)),
+                    "does not fit in constant 0 (64 bytes)");
+  // offset + size wraps around.
+  EXPECT_LOAD_ERROR(withBinding(2, arenaRef(UINT64_MAX, 2)),
+                    "binding 2 (2 bytes at offset 18446744073709551615) does "
+                    "not fit in the arena");
+  EXPECT_LOAD_ERROR(withBinding(2, arenaRef(2, UINT64_MAX)), "does not fit");
+  // Empty refs at the end of a buffer are fine.
+  EXPECT_EQ(loadError(withBinding(2, arenaRef(128, 0))), "");
+}
+
+TEST(ExecutableTest, RejectsBadDispatches) {
+  const std::string ctx = "function 'forward' command 2 (dispatch): ";
+  ExecutableSpec spec = sampleSpec();
+  command<DispatchSpec>(spec, 2).kernel = 4;
+  EXPECT_LOAD_ERROR(spec, ctx + "kernel 4 does not exist (the executable has "
+                                "4 kernels)");
+  spec = sampleSpec();
+  command<DispatchSpec>(spec, 2).kernel = kAdd;
+  EXPECT_LOAD_ERROR(spec, ctx + "kernel 0 takes 3 bindings but the dispatch "
+                                "has 2");
+  spec = sampleSpec();
+  command<DispatchSpec>(spec, 2).bindings.clear();
+  EXPECT_LOAD_ERROR(spec, ctx + "kernel 1 takes 2 bindings but the dispatch "
+                                "has 0");
+  spec = sampleSpec();
+  command<DispatchSpec>(spec, 2).maxWorkgroups = 0;
+  EXPECT_LOAD_ERROR(spec, ctx + "max_workgroups must be at least 1");
+}
+
+TEST(ExecutableTest, RejectsBadGemms) {
+  const std::string ctx = "function 'forward' command 1 (gemm): ";
+  auto withGemm = [](auto edit) {
+    ExecutableSpec spec = sampleSpec();
+    edit(command<GemmSpec>(spec, 1));
+    return spec;
+  };
+  EXPECT_LOAD_ERROR(withGemm([](GemmSpec &g) { g.m = -1; }),
+                    ctx + "m = -1 is out of range [0, 2147483647]");
+  EXPECT_LOAD_ERROR(withGemm([](GemmSpec &g) { g.k = int64_t(INT_MAX) + 1; }),
+                    ctx + "k = 2147483648 is out of range");
+  EXPECT_LOAD_ERROR(withGemm([](GemmSpec &g) {
+                      g.batchShape = {2};
+                      g.aBatchStrides = {0};
+                    }),
+                    ctx + "batch_shape has 1 dimensions but a_batch_strides "
+                          "has 1 and b_batch_strides has 0");
+  EXPECT_LOAD_ERROR(withGemm([](GemmSpec &g) {
+                      g.batchShape = {-2};
+                      g.aBatchStrides = g.bBatchStrides = {0};
+                    }),
+                    ctx + "negative batch dimension -2");
+  EXPECT_LOAD_ERROR(withGemm([](GemmSpec &g) {
+                      g.batchShape = {2};
+                      g.aBatchStrides = {-16};
+                      g.bBatchStrides = {0};
+                    }),
+                    ctx + "negative batch stride in dimension 0");
+  EXPECT_LOAD_ERROR(withGemm([](GemmSpec &g) {
+                      g.batchShape = {INT64_MAX, 4};
+                      g.aBatchStrides = g.bBatchStrides = {0, 0};
+                    }),
+                    ctx + "batch size overflows");
+  EXPECT_LOAD_ERROR(withGemm([](GemmSpec &g) { g.a.reset(); }),
+                    ctx + "operand A is missing");
+  EXPECT_LOAD_ERROR(withGemm([](GemmSpec &g) { g.a = arenaRef(0, 32); }),
+                    ctx + "operand A needs 64 bytes but its buffer ref has 32");
+  EXPECT_LOAD_ERROR(withGemm([](GemmSpec &g) {
+                      g.m = 2;
+                      g.transposeA = true;
+                      g.c = outputRef(0, 32);
+                      g.a = arenaRef(0, 28);
+                    }),
+                    ctx + "operand A needs 32 bytes but its buffer ref has 28");
+  // B = constant 0 holds one 4x4 matrix; a stride of 16 reads a second one.
+  EXPECT_LOAD_ERROR(withGemm([](GemmSpec &g) {
+                      g.batchShape = {2};
+                      g.aBatchStrides = {0};
+                      g.bBatchStrides = {16};
+                      g.c = arenaRef(0, 128);
+                    }),
+                    ctx +
+                        "operand B needs 128 bytes but its buffer ref has 64");
+  // A broadcast batch (stride 0) only needs one matrix.
+  EXPECT_LOAD_ERROR(withGemm([](GemmSpec &g) {
+                      g.batchShape = {2};
+                      g.aBatchStrides = {0};
+                      g.bBatchStrides = {0};
+                    }),
+                    ctx + "result C needs 128 bytes but its buffer ref has 64");
+  EXPECT_LOAD_ERROR(withGemm([](GemmSpec &g) {
+                      g.batchShape = {3, 1 << 30};
+                      g.aBatchStrides = {1 << 30, 1};
+                      g.bBatchStrides = {0, 0};
+                    }),
+                    ctx + "operand A needs 12884901948 bytes but its buffer "
+                          "ref has 64");
+  EXPECT_LOAD_ERROR(withGemm([](GemmSpec &g) {
+                      g.batchShape = {2, 2};
+                      g.aBatchStrides = {INT64_MAX, 1};
+                      g.bBatchStrides = {0, 0};
+                    }),
+                    ctx + "operand A extent overflows");
+  EXPECT_LOAD_ERROR(withGemm([](GemmSpec &g) { g.c = outputRef(0, 60); }),
+                    ctx + "result C needs 64 bytes but its buffer ref has 60");
+  EXPECT_LOAD_ERROR(withGemm([](GemmSpec &g) { g.c = inputRef(0, 64); }),
+                    ctx + "result C writes to input 0, which is read-only");
+  EXPECT_LOAD_ERROR(withGemm([](GemmSpec &g) { g.a = arenaRef(2, 64); }),
+                    ctx + "operand A offset 2 is not a multiple of 4");
+  // Empty products need no operand bytes.
+  EXPECT_EQ(loadError(withGemm([](GemmSpec &g) {
+              g.k = 0;
+              g.a = g.b = arenaRef(0, 0);
+            })),
+            "");
+  EXPECT_EQ(loadError(withGemm([](GemmSpec &g) {
+              g.batchShape = {0};
+              g.aBatchStrides = g.bBatchStrides = {1000};
+              g.a = g.b = arenaRef(0, 0);
+              g.c = outputRef(0, 0);
+            })),
+            "");
+}
+
+TEST(ExecutableTest, RejectsBadCopies) {
+  const std::string ctx = "function 'forward' command 3 (copy): ";
+  ExecutableSpec spec = sampleSpec();
+  command<CopySpec>(spec, 3).dst = outputRef(1, 32);
+  EXPECT_LOAD_ERROR(spec, ctx + "source has 64 bytes but destination has 32");
+  command<CopySpec>(spec, 3).dst = constantRef(0, 64);
+  EXPECT_LOAD_ERROR(spec, ctx + "destination writes to constant 0, which is "
+                                "read-only");
+  command<CopySpec>(spec, 3).src.reset();
+  EXPECT_LOAD_ERROR(spec, ctx + "source is missing");
+}
+
+TEST(ExecutableTest, RejectsBadKernels) {
+  ExecutableSpec spec = sampleSpec();
+  spec.kernels[1].symbol = "no_such_entry";
+  EXPECT_LOAD_ERROR(spec, "kernel 1: symbol 'no_such_entry' is not defined by "
+                          "the kernel library");
+  // A symbol of a library the kernel library depends on is no kernel.
+  spec.kernels[1].symbol = "malloc";
+  EXPECT_LOAD_ERROR(spec, "kernel 1: symbol 'malloc' is not defined");
+  spec.kernels[1].symbol = "";
+  EXPECT_LOAD_ERROR(spec, "kernel 1 has no symbol");
+  spec.kernels[1].symbol = std::string("scale2_f32_entry\0x", 18);
+  EXPECT_LOAD_ERROR(spec, "kernel 1: symbol contains a NUL byte");
+  spec = sampleSpec();
+  spec.library.reset();
+  EXPECT_LOAD_ERROR(spec, "executable has 4 kernels but no kernel library");
+  spec.library = std::vector<uint8_t>();
+  EXPECT_LOAD_ERROR(spec, "executable has 4 kernels but no kernel library");
+  spec.library = std::vector<uint8_t>(1000, 0x42);
+  EXPECT_LOAD_ERROR(spec, "cannot load the kernel library: ");
+}
+
+TEST(ExecutableTest, RejectsBadChecksums) {
+  ExecutableSpec spec = sampleSpec();
+  spec.checksum = 1;
+  EXPECT_LOAD_ERROR(spec, "checksum mismatch (file says 0x0000000000000001");
+  // A flipped bit in the library or a constant, with the original checksum.
+  spec = sampleSpec();
+  spec.checksum = checksumOf(spec);
+  (*spec.library)[spec.library->size() / 2] ^= 4;
+  EXPECT_LOAD_ERROR(spec, "checksum mismatch");
+  spec = sampleSpec();
+  spec.checksum = checksumOf(spec);
+  spec.constants[0][3] ^= 1;
+  EXPECT_LOAD_ERROR(spec, "checksum mismatch");
+}
+
+TEST(ExecutableTest, ChecksumIsFnv1a64) {
+  // Reference values of FNV-1a 64.
+  EXPECT_EQ(fnv1a64("", 0), 0xcbf29ce484222325ull);
+  EXPECT_EQ(fnv1a64("a", 1), 0xaf63dc4c8601ec8cull);
+  EXPECT_EQ(fnv1a64("foobar", 6), 0x85944171f73967e8ull);
+  // Chaining hashes one stream.
+  EXPECT_EQ(fnv1a64("bar", 3, fnv1a64("foo", 3)), fnv1a64("foobar", 6));
+}
+
+TEST(ExecutableTest, LoadsWithoutKernels) {
+  ExecutableSpec spec;
+  FunctionSpec f;
+  f.name = "copy";
+  f.inputs = {{DType::I32, {3}}};
+  f.outputs = {{DType::I32, {3}}};
+  f.commands = {CopySpec{inputRef(0, 12), outputRef(0, 12)}};
+  spec.functions = {f};
+  EXPECT_EQ(loadError(spec), "");
+}
+
+TEST(ExecutableTest, SeveralExecutablesAtOnce) {
+  std::vector<std::unique_ptr<Executable>> loaded;
+  for (int i = 0; i < 8; ++i) {
+    StatusOr<std::unique_ptr<Executable>> exe =
+        Executable::loadBytes(build(sampleSpec()));
+    ASSERT_TRUE(exe) << exe.status().message();
+    loaded.push_back(std::move(*exe));
+  }
+  loaded.clear();
+  // Reloading after unloading finds a fresh library each time.
+  for (int i = 0; i < 8; ++i)
+    EXPECT_EQ(loadError(sampleSpec()), "");
+}
+
+} // namespace

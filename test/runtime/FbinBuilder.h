@@ -1,0 +1,280 @@
+//===- FbinBuilder.h - Building .fbin files in tests ------------*- C++ -*-===//
+//
+// Part of the Flow project.
+//
+//===----------------------------------------------------------------------===//
+//
+// A plain description of an executable (ExecutableSpec) that tests edit
+// freely, valid or not, and build() turns into .fbin bytes with the
+// FlatBuffers builder. sampleSpec() is a small valid program over the test
+// kernel library (kernels.c) that uses every command kind.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FLOW_TEST_RUNTIME_FBINBUILDER_H
+#define FLOW_TEST_RUNTIME_FBINBUILDER_H
+
+#include "flow/runtime/Checksum.h"
+#include "flow/runtime/Npy.h"
+#include "flow/runtime/executable_generated.h"
+
+#include <cstdint>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace flow {
+namespace test {
+
+namespace fbs = ::flow::fbs;
+using fbs::Space;
+using runtime::DType;
+
+struct TypeSpec {
+  DType dtype = DType::F32;
+  std::vector<int64_t> shape;
+};
+
+struct RefSpec {
+  Space space = Space::Arena;
+  uint32_t index = 0;
+  uint64_t offset = 0;
+  uint64_t size = 0;
+};
+
+inline RefSpec inputRef(uint32_t i, uint64_t size, uint64_t offset = 0) {
+  return {Space::Input, i, offset, size};
+}
+inline RefSpec outputRef(uint32_t i, uint64_t size, uint64_t offset = 0) {
+  return {Space::Output, i, offset, size};
+}
+inline RefSpec arenaRef(uint64_t offset, uint64_t size) {
+  return {Space::Arena, 0, offset, size};
+}
+inline RefSpec constantRef(uint32_t i, uint64_t size, uint64_t offset = 0) {
+  return {Space::Constant, i, offset, size};
+}
+
+struct DispatchSpec {
+  uint32_t kernel = 0;
+  uint32_t maxWorkgroups = 1;
+  uint64_t work = 0;
+  std::vector<RefSpec> bindings;
+};
+
+struct GemmSpec {
+  int64_t m = 0, n = 0, k = 0;
+  bool transposeA = false, transposeB = false;
+  std::vector<int64_t> batchShape, aBatchStrides, bBatchStrides;
+  std::optional<RefSpec> a, b, c;
+};
+
+struct CopySpec {
+  std::optional<RefSpec> src, dst;
+};
+
+/// A command with any union type byte (its value is an empty Copy table).
+struct RawCommandSpec {
+  uint8_t type = 0;
+};
+
+using CommandSpec =
+    std::variant<DispatchSpec, GemmSpec, CopySpec, RawCommandSpec>;
+
+struct FunctionSpec {
+  std::optional<std::string> name;
+  std::vector<TypeSpec> inputs, outputs;
+  std::vector<CommandSpec> commands;
+  uint64_t arenaSize = 0;
+};
+
+struct KernelSpec {
+  std::string symbol;
+  uint32_t numBindings = 0;
+};
+
+struct ExecutableSpec {
+  uint32_t version = 1;
+  fbs::Target target = fbs::Target::CPU;
+  std::vector<FunctionSpec> functions;
+  std::vector<KernelSpec> kernels;
+  std::optional<std::vector<uint8_t>> library;
+  std::vector<std::vector<uint8_t>> constants;
+  /// Computed from the library and constants when unset.
+  std::optional<uint64_t> checksum;
+  /// Align the library and constants to 64 bytes, as the schema asks.
+  bool align = true;
+};
+
+/// The checksum the runtime expects for \p spec.
+inline uint64_t checksumOf(const ExecutableSpec &spec) {
+  uint64_t hash = runtime::kFnv1a64Basis;
+  if (spec.library)
+    hash = runtime::fnv1a64(spec.library->data(), spec.library->size(), hash);
+  for (const std::vector<uint8_t> &constant : spec.constants)
+    hash = runtime::fnv1a64(constant.data(), constant.size(), hash);
+  return hash;
+}
+
+/// Serializes \p spec.
+inline std::vector<uint8_t> build(const ExecutableSpec &spec) {
+  flatbuffers::FlatBufferBuilder fbb;
+  auto ref = [](const std::optional<RefSpec> &r,
+                fbs::BufferRef &storage) -> const fbs::BufferRef * {
+    if (!r)
+      return nullptr;
+    storage = fbs::BufferRef(r->space, r->index, r->offset, r->size);
+    return &storage;
+  };
+  auto bytes = [&](const std::vector<uint8_t> &data) {
+    if (spec.align)
+      fbb.ForceVectorAlignment(data.size(), 1, 64);
+    return fbb.CreateVector(data);
+  };
+
+  std::vector<flatbuffers::Offset<fbs::Function>> functions;
+  for (const FunctionSpec &function : spec.functions) {
+    auto types = [&](const std::vector<TypeSpec> &specs) {
+      std::vector<flatbuffers::Offset<fbs::TensorType>> out;
+      for (const TypeSpec &t : specs)
+        out.push_back(fbs::CreateTensorTypeDirect(
+            fbb, static_cast<fbs::DType>(t.dtype), &t.shape));
+      return out;
+    };
+    std::vector<flatbuffers::Offset<fbs::TensorType>> inputs =
+        types(function.inputs);
+    std::vector<flatbuffers::Offset<fbs::TensorType>> outputs =
+        types(function.outputs);
+    std::vector<fbs::Command> commandTypes;
+    std::vector<flatbuffers::Offset<void>> commands;
+    for (const CommandSpec &command : function.commands) {
+      if (const auto *d = std::get_if<DispatchSpec>(&command)) {
+        std::vector<fbs::BufferRef> bindings;
+        for (const RefSpec &r : d->bindings)
+          bindings.emplace_back(r.space, r.index, r.offset, r.size);
+        commandTypes.push_back(fbs::Command::Dispatch);
+        commands.push_back(fbs::CreateDispatchDirect(fbb, d->kernel,
+                                                     d->maxWorkgroups,
+                                                     &bindings, d->work)
+                               .Union());
+      } else if (const auto *g = std::get_if<GemmSpec>(&command)) {
+        fbs::BufferRef a, b, c;
+        commandTypes.push_back(fbs::Command::Gemm);
+        commands.push_back(
+            fbs::CreateGemmDirect(fbb, g->m, g->n, g->k, g->transposeA,
+                                  g->transposeB, &g->batchShape,
+                                  &g->aBatchStrides, &g->bBatchStrides,
+                                  ref(g->a, a), ref(g->b, b), ref(g->c, c))
+                .Union());
+      } else if (const auto *c = std::get_if<CopySpec>(&command)) {
+        fbs::BufferRef src, dst;
+        commandTypes.push_back(fbs::Command::Copy);
+        commands.push_back(
+            fbs::CreateCopy(fbb, ref(c->src, src), ref(c->dst, dst)).Union());
+      } else {
+        const auto &raw = std::get<RawCommandSpec>(command);
+        commandTypes.push_back(static_cast<fbs::Command>(raw.type));
+        commands.push_back(fbs::CreateCopy(fbb).Union());
+      }
+    }
+    functions.push_back(fbs::CreateFunctionDirect(
+        fbb, function.name ? function.name->c_str() : nullptr, &inputs,
+        &outputs, &commandTypes, &commands, function.arenaSize));
+  }
+  std::vector<flatbuffers::Offset<fbs::Kernel>> kernels;
+  for (const KernelSpec &kernel : spec.kernels)
+    kernels.push_back(fbs::CreateKernel(fbb, fbb.CreateString(kernel.symbol),
+                                        kernel.numBindings));
+  auto functionsVector = fbb.CreateVector(functions);
+  auto kernelsVector = fbb.CreateVector(kernels);
+  flatbuffers::Offset<flatbuffers::Vector<uint8_t>> library;
+  if (spec.library)
+    library = bytes(*spec.library);
+  std::vector<flatbuffers::Offset<fbs::Constant>> constants;
+  for (const std::vector<uint8_t> &data : spec.constants)
+    constants.push_back(fbs::CreateConstant(fbb, bytes(data)));
+  auto constantsVector = fbb.CreateVector(constants);
+  auto root = fbs::CreateExecutable(
+      fbb, spec.version, spec.target, functionsVector, kernelsVector, library,
+      constantsVector, spec.checksum ? *spec.checksum : checksumOf(spec));
+  fbs::FinishExecutableBuffer(fbb, root);
+  return std::vector<uint8_t>(fbb.GetBufferPointer(),
+                              fbb.GetBufferPointer() + fbb.GetSize());
+}
+
+inline std::vector<uint8_t> readBytes(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::vector<uint8_t>(std::istreambuf_iterator<char>(in), {});
+}
+
+/// The test kernel library (kernels.c), built beside the tests.
+inline const std::vector<uint8_t> &testKernels() {
+  static const std::vector<uint8_t> bytes = readBytes(FLOW_TEST_KERNELS);
+  return bytes;
+}
+
+/// Kernel indices of the kernels every spec from kernelSpecs() has.
+enum TestKernel : uint32_t { kAdd, kScale2, kAddressOf, kWorkgroups };
+
+inline std::vector<KernelSpec> testKernelSpecs() {
+  return {{"add_f32_entry", 3},
+          {"scale2_f32_entry", 2},
+          {"address_of_entry", 2},
+          {"workgroups_entry", 1}};
+}
+
+/// Bytes of \p values.
+inline std::vector<uint8_t> floatBytes(const std::vector<float> &values) {
+  std::vector<uint8_t> out(values.size() * sizeof(float));
+  std::memcpy(out.data(), values.data(), out.size());
+  return out;
+}
+
+/// The 4x4 matrix constant of sampleSpec(): w[i][j] = i - j / 2.
+inline std::vector<float> sampleWeights() {
+  std::vector<float> w(16);
+  for (int i = 0; i < 4; ++i)
+    for (int j = 0; j < 4; ++j)
+      w[i * 4 + j] = static_cast<float>(i) - static_cast<float>(j) / 2;
+  return w;
+}
+
+/// A valid program using every command kind: function "forward" takes
+/// x, y : f32[4,4] and returns (x + y) @ w and 2 * ((x + y) @ w):
+///   0 dispatch add(x, y) -> arena[0, 64)
+///   1 gemm arena[0, 64) x constant 0 -> output 0
+///   2 dispatch scale2(output 0) -> arena[64, 128)
+///   3 copy arena[64, 128) -> output 1
+inline ExecutableSpec sampleSpec() {
+  ExecutableSpec spec;
+  spec.kernels = testKernelSpecs();
+  spec.library = testKernels();
+  spec.constants = {floatBytes(sampleWeights())};
+  FunctionSpec f;
+  f.name = "forward";
+  f.inputs = {{DType::F32, {4, 4}}, {DType::F32, {4, 4}}};
+  f.outputs = {{DType::F32, {4, 4}}, {DType::F32, {4, 4}}};
+  f.arenaSize = 128;
+  f.commands.push_back(DispatchSpec{
+      kAdd, 4, 16, {inputRef(0, 64), inputRef(1, 64), arenaRef(0, 64)}});
+  GemmSpec gemm;
+  gemm.m = gemm.n = gemm.k = 4;
+  gemm.a = arenaRef(0, 64);
+  gemm.b = constantRef(0, 64);
+  gemm.c = outputRef(0, 64);
+  f.commands.push_back(gemm);
+  f.commands.push_back(
+      DispatchSpec{kScale2, 4, 16, {outputRef(0, 64), arenaRef(64, 64)}});
+  f.commands.push_back(CopySpec{arenaRef(64, 64), outputRef(1, 64)});
+  spec.functions.push_back(f);
+  return spec;
+}
+
+} // namespace test
+} // namespace flow
+
+#endif // FLOW_TEST_RUNTIME_FBINBUILDER_H

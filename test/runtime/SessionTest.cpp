@@ -1,0 +1,513 @@
+//===- SessionTest.cpp - Tests for running executables --------------------===//
+//
+// Part of the Flow project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "FbinBuilder.h"
+
+#include "flow/runtime/Session.h"
+#include "flow/runtime/ThreadPool.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <thread>
+
+using namespace flow::runtime;
+using namespace flow::test;
+
+namespace {
+
+std::shared_ptr<const Executable> load(const ExecutableSpec &spec) {
+  StatusOr<std::unique_ptr<Executable>> exe =
+      Executable::loadBytes(build(spec));
+  EXPECT_TRUE(exe) << exe.status().message();
+  return exe ? std::shared_ptr<const Executable>(std::move(*exe)) : nullptr;
+}
+
+std::unique_ptr<Session> makeSession(std::shared_ptr<const Executable> exe,
+                                     int threads = 0) {
+  StatusOr<std::unique_ptr<Session>> session =
+      Session::create(std::move(exe), RuntimeOptions{threads});
+  EXPECT_TRUE(session) << session.status().message();
+  return session ? std::move(*session) : nullptr;
+}
+
+HostTensor f32Tensor(std::vector<int64_t> shape,
+                     const std::vector<float> &values) {
+  HostTensor t;
+  t.dtype = DType::F32;
+  t.shape = std::move(shape);
+  t.data = floatBytes(values);
+  return t;
+}
+
+std::vector<float> floats(const HostTensor &t) {
+  std::vector<float> out(t.data.size() / sizeof(float));
+  std::memcpy(out.data(), t.data.data(), t.data.size());
+  return out;
+}
+
+template <typename T> T scalarAt(const HostTensor &t, size_t i) {
+  T v;
+  std::memcpy(&v, t.data.data() + i * sizeof(T), sizeof(T));
+  return v;
+}
+
+/// Row-major m x k times k x n.
+std::vector<float> matmul(const std::vector<float> &a,
+                          const std::vector<float> &b, int m, int n, int k) {
+  std::vector<float> c(m * n, 0.0f);
+  for (int i = 0; i < m; ++i)
+    for (int j = 0; j < n; ++j)
+      for (int p = 0; p < k; ++p)
+        c[i * n + j] += a[i * k + p] * b[p * n + j];
+  return c;
+}
+
+void expectNear(const std::vector<float> &got, const std::vector<float> &want) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i)
+    EXPECT_NEAR(got[i], want[i], 1e-4f * (1 + std::fabs(want[i])))
+        << "at element " << i;
+}
+
+bool allNear(const std::vector<float> &got, const std::vector<float> &want) {
+  if (got.size() != want.size())
+    return false;
+  for (size_t i = 0; i < got.size(); ++i)
+    if (!(std::fabs(got[i] - want[i]) <= 1e-4f * (1 + std::fabs(want[i]))))
+      return false;
+  return true;
+}
+
+/// The sample's inputs and its expected outputs.
+struct SampleCase {
+  std::vector<float> x, y, out0, out1;
+  explicit SampleCase(float seed) : x(16), y(16) {
+    for (int i = 0; i < 16; ++i) {
+      x[i] = seed + i;
+      y[i] = 1.0f - 0.25f * i;
+    }
+    std::vector<float> sum(16);
+    for (int i = 0; i < 16; ++i)
+      sum[i] = x[i] + y[i];
+    out0 = matmul(sum, sampleWeights(), 4, 4, 4);
+    for (float v : out0)
+      out1.push_back(2 * v);
+  }
+  std::vector<HostTensor> inputs() const {
+    return {f32Tensor({4, 4}, x), f32Tensor({4, 4}, y)};
+  }
+};
+
+TEST(SessionTest, RunsSample) {
+  std::shared_ptr<const Executable> exe = load(sampleSpec());
+  ASSERT_TRUE(exe);
+  for (int threads : {1, 4}) {
+    std::unique_ptr<Session> session = makeSession(exe, threads);
+    ASSERT_TRUE(session);
+    EXPECT_EQ(session->threads(), threads);
+    // Repeated calls reuse the arena and give fresh results.
+    for (float seed : {0.0f, 3.5f, -2.0f}) {
+      SampleCase c(seed);
+      StatusOr<std::vector<HostTensor>> out =
+          session->run("forward", c.inputs());
+      ASSERT_TRUE(out) << out.status().message();
+      ASSERT_EQ(out->size(), 2u);
+      EXPECT_EQ((*out)[0].dtype, DType::F32);
+      EXPECT_EQ((*out)[0].shape, (std::vector<int64_t>{4, 4}));
+      expectNear(floats((*out)[0]), c.out0);
+      expectNear(floats((*out)[1]), c.out1);
+    }
+  }
+}
+
+TEST(SessionTest, RunsWithCallerBuffers) {
+  std::shared_ptr<const Executable> exe = load(sampleSpec());
+  std::unique_ptr<Session> session = makeSession(exe, 2);
+  SampleCase c(1.0f);
+  std::vector<float> out0(16, NAN), out1(16, NAN);
+  Status s = session->run(0, {{c.x.data(), 64}, {c.y.data(), 64}},
+                          {{out0.data(), 64}, {out1.data(), 64}});
+  ASSERT_TRUE(s) << s.message();
+  expectNear(out0, c.out0);
+  expectNear(out1, c.out1);
+
+  auto error = [&](std::vector<ConstBuffer> in,
+                   std::vector<MutableBuffer> out) {
+    Status status = session->run(0, in, out);
+    return status ? "" : status.message();
+  };
+  EXPECT_EQ(error({{c.x.data(), 64}}, {}),
+            "function 'forward' takes 2 inputs and 2 outputs, got 1 and 0");
+  EXPECT_EQ(error({{c.x.data(), 64}, {c.y.data(), 60}},
+                  {{out0.data(), 64}, {out1.data(), 64}}),
+            "input 1: f32[4,4] needs 64 bytes, got 60");
+  EXPECT_EQ(error({{c.x.data(), 64}, {c.y.data(), 64}},
+                  {{out0.data(), 64}, {nullptr, 64}}),
+            "output 1: data pointer is null");
+  EXPECT_EQ(session->run(5, {}, {}).message(),
+            "no function number 5 (the executable has 1)");
+}
+
+TEST(SessionTest, ChecksInputs) {
+  std::shared_ptr<const Executable> exe = load(sampleSpec());
+  std::unique_ptr<Session> session = makeSession(exe, 1);
+  auto error = [&](const std::vector<HostTensor> &inputs,
+                   const std::string &function = "forward") {
+    StatusOr<std::vector<HostTensor>> out = session->run(function, inputs);
+    return out ? "" : out.status().message();
+  };
+  SampleCase c(0.0f);
+  std::vector<HostTensor> inputs = c.inputs();
+  EXPECT_EQ(error(inputs), "");
+  EXPECT_EQ(error({inputs[0]}), "function 'forward' takes 2 inputs, got 1");
+  EXPECT_EQ(error(inputs, "backward"),
+            "no function named 'backward' (the executable has: forward)");
+  std::vector<HostTensor> bad = inputs;
+  bad[1].dtype = DType::I32;
+  EXPECT_EQ(error(bad), "input 1: expected f32[4,4], got i32[4,4]");
+  bad = inputs;
+  bad[1].shape = {4, 3};
+  bad[1].data.resize(48);
+  EXPECT_EQ(error(bad), "input 1: expected f32[4,4], got f32[4,3]");
+  bad = inputs;
+  bad[0].shape = {16};
+  EXPECT_EQ(error(bad), "input 0: expected f32[4,4], got f32[16]");
+  bad = inputs;
+  bad[0].data.resize(60);
+  EXPECT_EQ(error(bad),
+            "input 0: f32[4,4] needs 64 data bytes, the tensor has 60");
+}
+
+TEST(SessionTest, RejectsBadOptions) {
+  std::shared_ptr<const Executable> exe = load(sampleSpec());
+  StatusOr<std::unique_ptr<Session>> session =
+      Session::create(exe, RuntimeOptions{-1});
+  ASSERT_FALSE(session);
+  EXPECT_NE(session.status().message().find("thread count must be >= 0"),
+            std::string::npos);
+  session = Session::create(nullptr);
+  ASSERT_FALSE(session);
+  std::unique_ptr<Session> defaults = makeSession(exe, 0);
+  EXPECT_EQ(defaults->threads(), ThreadPool::hardwareThreads());
+}
+
+/// One function per buffer space: returns the address that a kernel sees for
+/// byte \p offset of it, as an i64.
+ExecutableSpec addressSpec(bool align) {
+  ExecutableSpec spec;
+  spec.kernels = testKernelSpecs();
+  spec.library = testKernels();
+  spec.align = align;
+  spec.constants = {std::vector<uint8_t>(8, 1), std::vector<uint8_t>(24, 2)};
+  for (auto [name, ref, arena] :
+       {std::tuple{"arena", arenaRef(0, 8), uint64_t(256)},
+        std::tuple{"arena2", arenaRef(64, 8), uint64_t(1024)},
+        std::tuple{"constant0", constantRef(0, 8), uint64_t(0)},
+        std::tuple{"constant1", constantRef(1, 8), uint64_t(0)}}) {
+    FunctionSpec f;
+    f.name = name;
+    f.outputs = {{DType::I64, {}}};
+    f.arenaSize = arena;
+    f.commands = {DispatchSpec{kAddressOf, 1, 0, {ref, outputRef(0, 8)}}};
+    spec.functions.push_back(f);
+  }
+  return spec;
+}
+
+int64_t addressOf(Session &session, const std::string &function) {
+  StatusOr<std::vector<HostTensor>> out = session.run(function, {});
+  EXPECT_TRUE(out) << out.status().message();
+  return out ? scalarAt<int64_t>((*out)[0], 0) : 0;
+}
+
+TEST(SessionTest, ArenaIsAlignedAndReused) {
+  std::shared_ptr<const Executable> exe = load(addressSpec(true));
+  std::unique_ptr<Session> session = makeSession(exe, 2);
+  int64_t first = addressOf(*session, "arena");
+  EXPECT_NE(first, 0);
+  EXPECT_EQ(first % 64, 0);
+  EXPECT_EQ(addressOf(*session, "arena"), first);
+  int64_t other = addressOf(*session, "arena2");
+  EXPECT_EQ((other - 64) % 64, 0);
+  EXPECT_NE(other - 64, first) << "each function has its own arena";
+  EXPECT_EQ(addressOf(*session, "arena2"), other);
+  EXPECT_EQ(addressOf(*session, "arena"), first);
+  // Another session has its own arenas.
+  std::unique_ptr<Session> second = makeSession(exe, 1);
+  EXPECT_NE(addressOf(*second, "arena"), first);
+}
+
+TEST(SessionTest, ConstantsAreAligned) {
+  for (bool align : {true, false}) {
+    std::shared_ptr<const Executable> exe = load(addressSpec(align));
+    ASSERT_TRUE(exe);
+    std::unique_ptr<Session> session = makeSession(exe, 1);
+    EXPECT_EQ(addressOf(*session, "constant0") % 64, 0) << align;
+    EXPECT_EQ(addressOf(*session, "constant1") % 64, 0) << align;
+  }
+}
+
+/// A function that runs workgroups_entry with the given work and limit.
+ExecutableSpec workgroupsSpec(uint64_t work, uint32_t maxWorkgroups) {
+  ExecutableSpec spec;
+  spec.kernels = testKernelSpecs();
+  spec.library = testKernels();
+  FunctionSpec f;
+  f.name = "f";
+  f.outputs = {{DType::I64, {64}}};
+  f.commands = {
+      DispatchSpec{kWorkgroups, maxWorkgroups, work, {outputRef(0, 512)}}};
+  spec.functions = {f};
+  return spec;
+}
+
+TEST(SessionTest, ChoosesWorkgroupCount) {
+  struct Case {
+    uint64_t work;
+    uint32_t maxWorkgroups;
+    int threads;
+    int64_t expected;
+  } cases[] = {{0, 8, 4, 1},          {100, 8, 4, 1},       {32767, 64, 4, 1},
+               {32768, 8, 4, 4},      {1 << 20, 2, 4, 2},   {1 << 20, 16, 3, 3},
+               {1 << 20, 64, 64, 64}, {UINT64_MAX, 1, 8, 1}};
+  for (const Case &c : cases) {
+    std::unique_ptr<Session> session =
+        makeSession(load(workgroupsSpec(c.work, c.maxWorkgroups)), c.threads);
+    StatusOr<std::vector<HostTensor>> out = session->run("f", {});
+    ASSERT_TRUE(out) << out.status().message();
+    for (int64_t wg = 0; wg < 64; ++wg)
+      EXPECT_EQ(scalarAt<int64_t>((*out)[0], wg),
+                wg < c.expected ? c.expected : 0)
+          << "work " << c.work << ", max " << c.maxWorkgroups << ", threads "
+          << c.threads << ", workgroup " << wg;
+  }
+}
+
+TEST(SessionTest, ParallelDispatchIsCorrect) {
+  ExecutableSpec spec = sampleSpec();
+  for (CommandSpec &command : spec.functions[0].commands)
+    if (auto *d = std::get_if<DispatchSpec>(&command)) {
+      d->work = 1 << 20;
+      d->maxWorkgroups = 16;
+    }
+  std::shared_ptr<const Executable> exe = load(spec);
+  for (int threads : {1, 2, 5, 16, 32}) {
+    std::unique_ptr<Session> session = makeSession(exe, threads);
+    for (int i = 0; i < 20; ++i) {
+      SampleCase c(static_cast<float>(i));
+      StatusOr<std::vector<HostTensor>> out =
+          session->run("forward", c.inputs());
+      ASSERT_TRUE(out) << out.status().message();
+      expectNear(floats((*out)[0]), c.out0);
+      expectNear(floats((*out)[1]), c.out1);
+    }
+  }
+}
+
+TEST(SessionTest, SessionsShareAnExecutable) {
+  std::shared_ptr<const Executable> exe = load(sampleSpec());
+  std::vector<std::thread> threads;
+  std::vector<int> failures(4, 0);
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      std::unique_ptr<Session> session = makeSession(exe, 2);
+      for (int i = 0; i < 50; ++i) {
+        SampleCase c(static_cast<float>(t * 100 + i));
+        StatusOr<std::vector<HostTensor>> out =
+            session->run("forward", c.inputs());
+        if (!out || !allNear(floats((*out)[1]), c.out1))
+          ++failures[t];
+      }
+    });
+  for (std::thread &t : threads)
+    t.join();
+  EXPECT_EQ(failures, std::vector<int>(4, 0));
+}
+
+//===----------------------------------------------------------------------===//
+// Gemm
+//===----------------------------------------------------------------------===//
+
+struct GemmCase {
+  int m, n, k;
+  bool transposeA, transposeB;
+  std::vector<int64_t> batchShape, aStrides, bStrides;
+  /// Elements before A's and B's first element in their inputs.
+  int64_t aPad = 0, bPad = 0;
+};
+
+/// Elements an operand needs: the last batch offset plus one matrix.
+int64_t extent(const std::vector<int64_t> &shape,
+               const std::vector<int64_t> &strides, int64_t matrix) {
+  int64_t last = 0, count = 1;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    last += (shape[d] - 1) * strides[d];
+    count *= shape[d];
+  }
+  return count == 0 || matrix == 0 ? 0 : last + matrix;
+}
+
+/// Runs one gemm through the runtime and compares it to a naive loop.
+void checkGemm(const GemmCase &g, int threads) {
+  SCOPED_TRACE(testing::Message()
+               << "m=" << g.m << " n=" << g.n << " k=" << g.k << " tA="
+               << g.transposeA << " tB=" << g.transposeB << " batch rank "
+               << g.batchShape.size() << " threads " << threads);
+  int64_t batch = 1;
+  for (int64_t d : g.batchShape)
+    batch *= d;
+  int64_t aElems = g.aPad + extent(g.batchShape, g.aStrides, g.m * g.k);
+  int64_t bElems = g.bPad + extent(g.batchShape, g.bStrides, g.k * g.n);
+  std::vector<int64_t> cShape = g.batchShape;
+  cShape.push_back(g.m);
+  cShape.push_back(g.n);
+
+  ExecutableSpec spec;
+  FunctionSpec f;
+  f.name = "gemm";
+  f.inputs = {{DType::F32, {aElems}}, {DType::F32, {bElems}}};
+  f.outputs = {{DType::F32, cShape}};
+  GemmSpec cmd;
+  cmd.m = g.m;
+  cmd.n = g.n;
+  cmd.k = g.k;
+  cmd.transposeA = g.transposeA;
+  cmd.transposeB = g.transposeB;
+  cmd.batchShape = g.batchShape;
+  cmd.aBatchStrides = g.aStrides;
+  cmd.bBatchStrides = g.bStrides;
+  cmd.a = inputRef(0, 4 * (aElems - g.aPad), 4 * g.aPad);
+  cmd.b = inputRef(1, 4 * (bElems - g.bPad), 4 * g.bPad);
+  cmd.c = outputRef(0, 4 * batch * g.m * g.n);
+  f.commands = {cmd};
+  spec.functions = {f};
+  std::shared_ptr<const Executable> exe = load(spec);
+  ASSERT_TRUE(exe);
+  std::unique_ptr<Session> session = makeSession(exe, threads);
+
+  std::vector<float> a(aElems), b(bElems);
+  for (int64_t i = 0; i < aElems; ++i)
+    a[i] = static_cast<float>((i * 7) % 13) - 6;
+  for (int64_t i = 0; i < bElems; ++i)
+    b[i] = static_cast<float>((i * 5) % 11) * 0.5f - 2;
+  // Prefill the output with NaN: every element must be written.
+  std::vector<float> c(batch * g.m * g.n, NAN);
+  Status s =
+      session->run(0, {{a.data(), a.size() * 4}, {b.data(), b.size() * 4}},
+                   {{c.data(), c.size() * 4}});
+  ASSERT_TRUE(s) << s.message();
+
+  std::vector<float> want(c.size(), 0.0f);
+  for (int64_t bi = 0; bi < batch; ++bi) {
+    int64_t rest = bi, aOff = g.aPad, bOff = g.bPad;
+    for (size_t d = g.batchShape.size(); d-- > 0;) {
+      aOff += (rest % g.batchShape[d]) * g.aStrides[d];
+      bOff += (rest % g.batchShape[d]) * g.bStrides[d];
+      rest /= g.batchShape[d];
+    }
+    for (int i = 0; i < g.m; ++i)
+      for (int j = 0; j < g.n; ++j) {
+        float sum = 0;
+        for (int p = 0; p < g.k; ++p) {
+          float av =
+              g.transposeA ? a[aOff + p * g.m + i] : a[aOff + i * g.k + p];
+          float bv =
+              g.transposeB ? b[bOff + j * g.k + p] : b[bOff + p * g.n + j];
+          sum += av * bv;
+        }
+        want[(bi * g.m + i) * g.n + j] = sum;
+      }
+  }
+  expectNear(c, want);
+}
+
+TEST(SessionTest, Gemm) {
+  std::vector<GemmCase> cases = {
+      {3, 5, 4, false, false, {}, {}, {}},
+      {3, 5, 4, true, false, {}, {}, {}},
+      {3, 5, 4, false, true, {}, {}, {}},
+      {3, 5, 4, true, true, {}, {}, {}},
+      {1, 1, 1, false, false, {}, {}, {}},
+      {17, 33, 65, false, true, {}, {}, {}, 3, 5},
+      // Batched: A per batch, B broadcast over the batch.
+      {4, 6, 5, false, false, {3}, {20}, {0}},
+      // Batch [2, 3]: A broadcast over dim 1, B over dim 0, transposed.
+      {4, 6, 5, true, true, {2, 3}, {20, 0}, {0, 30}, 1, 2},
+      // Both broadcast entirely.
+      {2, 3, 4, false, false, {2, 2}, {0, 0}, {0, 0}},
+      // Overlapping batches (stride smaller than a matrix).
+      {2, 2, 2, false, false, {3}, {1}, {2}},
+      // Empty shapes.
+      {0, 4, 3, false, false, {}, {}, {}},
+      {4, 0, 3, false, false, {}, {}, {}},
+      {4, 3, 0, false, false, {}, {}, {}},
+      {4, 3, 0, true, true, {2}, {0}, {0}},
+      {4, 3, 2, false, false, {0}, {8}, {6}},
+  };
+  for (const GemmCase &g : cases)
+    for (int threads : {1, 3})
+      checkGemm(g, threads);
+}
+
+TEST(SessionTest, CopiesWithoutKernels) {
+  ExecutableSpec spec;
+  std::vector<uint8_t> constant = {1, 2, 3, 4, 5, 6, 7, 8};
+  spec.constants = {constant};
+  FunctionSpec f;
+  f.name = "copy";
+  f.inputs = {{DType::I32, {3}}};
+  f.outputs = {{DType::I32, {3}}, {DType::I1, {8}}, {DType::I32, {0}}};
+  f.arenaSize = 12;
+  f.commands = {CopySpec{inputRef(0, 12), arenaRef(0, 12)},
+                CopySpec{arenaRef(4, 8), outputRef(0, 8)},
+                CopySpec{arenaRef(0, 4), outputRef(0, 4, 8)},
+                CopySpec{constantRef(0, 8), outputRef(1, 8)},
+                CopySpec{inputRef(0, 0), outputRef(2, 0)}};
+  spec.functions = {f};
+  std::unique_ptr<Session> session = makeSession(load(spec), 1);
+  HostTensor in;
+  in.dtype = DType::I32;
+  in.shape = {3};
+  in.data.resize(12);
+  for (int32_t i = 0; i < 3; ++i)
+    std::memcpy(in.data.data() + 4 * i, &i, 4);
+  StatusOr<std::vector<HostTensor>> out = session->run("copy", {in});
+  ASSERT_TRUE(out) << out.status().message();
+  EXPECT_EQ(scalarAt<int32_t>((*out)[0], 0), 1);
+  EXPECT_EQ(scalarAt<int32_t>((*out)[0], 1), 2);
+  EXPECT_EQ(scalarAt<int32_t>((*out)[0], 2), 0);
+  EXPECT_EQ((*out)[1].data, constant);
+  EXPECT_EQ((*out)[2].shape, std::vector<int64_t>{0});
+  EXPECT_TRUE((*out)[2].data.empty());
+}
+
+TEST(SessionTest, RunsSeveralFunctions) {
+  ExecutableSpec spec = sampleSpec();
+  FunctionSpec scale;
+  scale.name = "scale";
+  scale.inputs = {{DType::F32, {16}}};
+  scale.outputs = {{DType::F32, {16}}};
+  scale.commands = {
+      DispatchSpec{kScale2, 1, 16, {inputRef(0, 64), outputRef(0, 64)}}};
+  spec.functions.push_back(scale);
+  std::shared_ptr<const Executable> exe = load(spec);
+  std::unique_ptr<Session> session = makeSession(exe, 2);
+  std::vector<float> x(16);
+  for (int i = 0; i < 16; ++i)
+    x[i] = static_cast<float>(i);
+  StatusOr<std::vector<HostTensor>> out =
+      session->run("scale", {f32Tensor({16}, x)});
+  ASSERT_TRUE(out) << out.status().message();
+  for (int i = 0; i < 16; ++i)
+    EXPECT_EQ(floats((*out)[0])[i], 2.0f * i);
+  SampleCase c(2.0f);
+  out = session->run("forward", c.inputs());
+  ASSERT_TRUE(out) << out.status().message();
+  expectNear(floats((*out)[1]), c.out1);
+}
+
+} // namespace
