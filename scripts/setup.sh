@@ -14,7 +14,8 @@ VENV="$FLOW_CACHE/venv"
 # System packages. LLVM/MLIR 22 come from Debian's bookworm repositories.
 APT_PACKAGES=(
   llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools
-  cmake ninja-build ccache g++ libgtest-dev
+  lld-22 cmake ninja-build ccache g++ libgtest-dev
+  flatbuffers-compiler libflatbuffers-dev libopenblas-dev
   python3 python3-venv
 )
 
