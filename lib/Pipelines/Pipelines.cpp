@@ -120,8 +120,37 @@ static LogicalResult runPipeline(ModuleOp module, StringRef pipeline,
 }
 
 static LogicalResult buildExecutable(ModuleOp host, ModuleOp kernels,
+                                     const llvm::StringMap<KernelInfo> &infos,
                                      const CompileOptions &options,
                                      CompileResult &result);
+
+/// The runtime ABI of each bufferized kernel: buffer arguments (operands,
+/// then results) with static shapes, then the workgroup id and count.
+static llvm::StringMap<KernelInfo>
+kernelInfos(ModuleOp kernels, const llvm::StringMap<unsigned> &numResults) {
+  llvm::StringMap<KernelInfo> infos;
+  for (func::FuncOp func : kernels.getOps<func::FuncOp>()) {
+    if (!func->hasAttr(FlowDialect::getKernelAttrName()))
+      continue;
+    KernelInfo info;
+    info.symbol = (func.getSymName() + "_entry").str();
+    for (Type t : func.getArgumentTypes()) {
+      auto memref = dyn_cast<MemRefType>(t);
+      if (!memref)
+        continue;
+      Type elt = memref.getElementType();
+      int64_t width = elt.isInteger(1) ? 1 : elt.getIntOrFloatBitWidth() / 8;
+      info.bindingSizes.push_back(memref.getNumElements() * width);
+    }
+    info.numBindings = info.bindingSizes.size();
+    info.numOutputs = numResults.lookup(func.getSymName());
+    if (auto n = func->getAttrOfType<IntegerAttr>(
+            FlowDialect::getMaxWorkgroupsAttrName()))
+      info.maxWorkgroups = n.getInt();
+    infos[func.getSymName()] = info;
+  }
+  return infos;
+}
 
 FailureOr<CompileResult> mlir::flow::compile(ModuleOp module,
                                              const CompileOptions &options,
@@ -165,38 +194,34 @@ FailureOr<CompileResult> mlir::flow::compile(ModuleOp module,
   } steps[] = {{Phase::Linalg, kLinalgPipeline},
                {Phase::Bufferized, kBufferizedPipeline},
                {Phase::LLVM, kLLVMPipeline}};
+  // Results become trailing out-parameters when bufferized.
+  llvm::StringMap<unsigned> numResults;
+  for (func::FuncOp func : kernels->getOps<func::FuncOp>())
+    numResults[func.getSymName()] = func.getNumResults();
+  llvm::StringMap<KernelInfo> infos;
   for (const Step &step : steps) {
     PhaseTimer t{report, phaseName(step.phase).str()};
     if (failed(runPipeline(*kernels, step.pipeline, timing)))
       return failure();
     if (options.compileTo == step.phase)
       return stop(kernels.release());
+    if (step.phase == Phase::Bufferized)
+      infos = kernelInfos(*kernels, numResults);
   }
 
   // fbin: the kernel library and the executable.
-  if (failed(buildExecutable(module, *kernels, options, result)))
+  if (failed(buildExecutable(module, *kernels, infos, options, result)))
     return failure();
   return std::move(result);
 }
 
 /// The fbin phase: the kernel library, then the executable.
 static LogicalResult buildExecutable(ModuleOp host, ModuleOp kernels,
+                                     const llvm::StringMap<KernelInfo> &infos,
                                      const CompileOptions &options,
                                      CompileResult &result) {
   CompileReport &report = result.report;
   PhaseTimer t{report, "fbin"};
-  llvm::StringMap<KernelInfo> infos;
-  for (LLVM::LLVMFuncOp func : kernels.getOps<LLVM::LLVMFuncOp>()) {
-    if (!func->hasAttr(FlowDialect::getKernelAttrName()))
-      continue;
-    KernelInfo info;
-    info.symbol = (func.getSymName() + "_entry").str();
-    info.numBindings = func.getFunctionType().getNumParams() - 2;
-    if (auto n = func->getAttrOfType<IntegerAttr>(
-            FlowDialect::getMaxWorkgroupsAttrName()))
-      info.maxWorkgroups = n.getInt();
-    infos[func.getSymName()] = info;
-  }
   std::vector<uint8_t> library;
   if (!infos.empty()) {
     FailureOr<std::vector<uint8_t>> built =

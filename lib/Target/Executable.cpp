@@ -11,6 +11,7 @@
 
 #include "flow/Target/Executable.h"
 #include "flow/Dialect/Flow/IR/FlowOps.h"
+#include "flow/runtime/Checksum.h"
 #include "flow/runtime/executable_generated.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -270,6 +271,12 @@ FunctionWriter::write(func::FuncOp func) {
         return call.emitError("kernel '")
                << call.getCallee() << "' takes " << info->second.numBindings
                << " buffers but is called with " << bindings.size();
+      for (auto [i, b] : llvm::enumerate(bindings))
+        if (b.size() != info->second.bindingSizes[i])
+          return call.emitError("kernel '")
+                 << call.getCallee() << "' binding " << i << " holds "
+                 << info->second.bindingSizes[i] << " bytes, not "
+                 << b.size();
       commands.push_back(
           fb::CreateDispatchDirect(fbb, kernelIndex.lookup(call.getCallee()),
                                    info->second.maxWorkgroups, &bindings, work)
@@ -324,15 +331,6 @@ FunctionWriter::write(func::FuncOp func) {
                                   arenaSize);
 }
 
-/// FNV-1a, 64 bit.
-static uint64_t fnv1a(uint64_t hash, ArrayRef<uint8_t> bytes) {
-  for (uint8_t b : bytes) {
-    hash ^= b;
-    hash *= 1099511628211ull;
-  }
-  return hash;
-}
-
 FailureOr<std::vector<uint8_t>> mlir::flow::writeExecutable(
     ModuleOp host, const llvm::StringMap<KernelInfo> &kernels,
     ArrayRef<uint8_t> kernelLibrary, ExecutableStats &stats) {
@@ -347,8 +345,9 @@ FailureOr<std::vector<uint8_t>> mlir::flow::writeExecutable(
   for (auto [i, name] : llvm::enumerate(names)) {
     kernelIndex[name] = i;
     const KernelInfo &info = kernels.find(name)->second;
-    kernelTables.push_back(
-        fb::CreateKernelDirect(fbb, info.symbol.c_str(), info.numBindings));
+    kernelTables.push_back(fb::CreateKernelDirect(
+        fbb, info.symbol.c_str(), info.numBindings, &info.bindingSizes,
+        info.numOutputs));
   }
 
   std::vector<std::vector<uint8_t>> constants;
@@ -365,10 +364,11 @@ FailureOr<std::vector<uint8_t>> mlir::flow::writeExecutable(
   if (functions.empty())
     return host.emitError("the module has no public function to compile");
 
-  uint64_t checksum = fnv1a(14695981039346656037ull, kernelLibrary);
+  uint64_t checksum = ::flow::runtime::fnv1a64(kernelLibrary.data(),
+                                               kernelLibrary.size());
   std::vector<flatbuffers::Offset<fb::Constant>> constantTables;
   for (const std::vector<uint8_t> &data : constants) {
-    checksum = fnv1a(checksum, data);
+    checksum = ::flow::runtime::fnv1a64(data.data(), data.size(), checksum);
     fbb.ForceVectorAlignment(data.size(), 1, 64);
     constantTables.push_back(fb::CreateConstant(fbb, fbb.CreateVector(data)));
   }

@@ -431,13 +431,32 @@ Status Checker::verifyDispatch(const std::string &ctx, const fbs::Dispatch &cmd,
                          " takes " + std::to_string(expected) +
                          " bindings but the dispatch has " +
                          std::to_string(count));
+  const fbs::Kernel *kernel = file.kernels()->Get(out.kernel);
+  const auto *sizes = kernel->binding_sizes();
+  if (!isAligned(sizes))
+    return misaligned(ctx + ": binding sizes");
+  if (!sizes || sizes->size() != count)
+    return Status::error(ctx + ": kernel " + std::to_string(out.kernel) +
+                         " does not give the size of each of its " +
+                         std::to_string(count) + " bindings");
+  if (kernel->num_outputs() > count)
+    return Status::error(ctx + ": kernel " + std::to_string(out.kernel) +
+                         " writes " + std::to_string(kernel->num_outputs()) +
+                         " bindings but has " + std::to_string(count));
+  size_t firstOutput = count - kernel->num_outputs();
   out.bindings.resize(count);
-  for (size_t i = 0; i < count; ++i)
-    if (Status s =
-            verifyRef(ctx, "binding " + std::to_string(i), bindings->Get(i),
-                      /*writable=*/false, out.bindings[i]);
+  for (size_t i = 0; i < count; ++i) {
+    if (Status s = verifyRef(ctx, "binding " + std::to_string(i),
+                             bindings->Get(i), /*writable=*/i >= firstOutput,
+                             out.bindings[i]);
         !s)
       return s;
+    if (out.bindings[i].size != sizes->Get(i))
+      return Status::error(ctx + ": binding " + std::to_string(i) + " has " +
+                           std::to_string(out.bindings[i].size) +
+                           " bytes but kernel " + std::to_string(out.kernel) +
+                           " uses " + std::to_string(sizes->Get(i)));
+  }
   return Status::ok();
 }
 

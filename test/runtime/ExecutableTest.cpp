@@ -222,8 +222,25 @@ TEST(ExecutableTest, RejectsBadBufferRefs) {
                     "binding 2 (2 bytes at offset 18446744073709551615) does "
                     "not fit in the arena");
   EXPECT_LOAD_ERROR(withBinding(2, arenaRef(2, UINT64_MAX)), "does not fit");
-  // Empty refs at the end of a buffer are fine.
-  EXPECT_EQ(loadError(withBinding(2, arenaRef(128, 0))), "");
+  // A binding must be exactly as large as the kernel's view of it: a kernel
+  // reads and writes its whole static shape.
+  EXPECT_LOAD_ERROR(withBinding(2, arenaRef(64, 32)),
+                    ctx + "binding 2 has 32 bytes but kernel 0 uses 64");
+  // The kernel writes its last binding: it cannot be an input or constant.
+  EXPECT_LOAD_ERROR(withBinding(2, inputRef(0, 64)),
+                    ctx + "binding 2 writes to input 0, which is read-only");
+  EXPECT_LOAD_ERROR(withBinding(2, constantRef(0, 64)),
+                    ctx + "binding 2 writes to constant 0, which is read-only");
+}
+
+TEST(ExecutableTest, RejectsKernelsWithoutBindingSizes) {
+  ExecutableSpec spec = sampleSpec();
+  spec.kernels[kAdd].bindingSizes = {64, 64};
+  EXPECT_LOAD_ERROR(spec, "kernel 0 does not give the size of each of its 3 "
+                          "bindings");
+  spec = sampleSpec();
+  spec.kernels[kAdd].numOutputs = 4;
+  EXPECT_LOAD_ERROR(spec, "kernel 0 writes 4 bindings but has 3");
 }
 
 TEST(ExecutableTest, RejectsBadDispatches) {

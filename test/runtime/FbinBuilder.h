@@ -95,6 +95,8 @@ struct FunctionSpec {
 struct KernelSpec {
   std::string symbol;
   uint32_t numBindings = 0;
+  std::vector<uint64_t> bindingSizes;
+  uint32_t numOutputs = 1;
 };
 
 struct ExecutableSpec {
@@ -187,8 +189,9 @@ inline std::vector<uint8_t> build(const ExecutableSpec &spec) {
   }
   std::vector<flatbuffers::Offset<fbs::Kernel>> kernels;
   for (const KernelSpec &kernel : spec.kernels)
-    kernels.push_back(fbs::CreateKernel(fbb, fbb.CreateString(kernel.symbol),
-                                        kernel.numBindings));
+    kernels.push_back(fbs::CreateKernel(
+        fbb, fbb.CreateString(kernel.symbol), kernel.numBindings,
+        fbb.CreateVector(kernel.bindingSizes), kernel.numOutputs));
   auto functionsVector = fbb.CreateVector(functions);
   auto kernelsVector = fbb.CreateVector(kernels);
   flatbuffers::Offset<flatbuffers::Vector<uint8_t>> library;
@@ -221,10 +224,10 @@ inline const std::vector<uint8_t> &testKernels() {
 enum TestKernel : uint32_t { kAdd, kScale2, kAddressOf, kWorkgroups };
 
 inline std::vector<KernelSpec> testKernelSpecs() {
-  return {{"add_f32_entry", 3},
-          {"scale2_f32_entry", 2},
-          {"address_of_entry", 2},
-          {"workgroups_entry", 1}};
+  return {{"add_f32_entry", 3, {64, 64, 64}},
+          {"scale2_f32_entry", 2, {64, 64}},
+          {"address_of_entry", 2, {8, 8}},
+          {"workgroups_entry", 1, {512}}};
 }
 
 /// Bytes of \p values.

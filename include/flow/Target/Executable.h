@@ -25,6 +25,10 @@ struct KernelInfo {
   unsigned numBindings = 0;
   /// Workgroups it can be split into (1: it runs whole).
   int64_t maxWorkgroups = 1;
+  /// Bytes of each binding (its static shape), and how many trailing
+  /// bindings it writes.
+  std::vector<uint64_t> bindingSizes;
+  unsigned numOutputs = 0;
 };
 
 /// Figures about the executable, for the compile report.
