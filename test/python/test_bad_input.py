@@ -1,0 +1,143 @@
+"""Bad input to flow-compile and flow-run: one clear message naming what is
+wrong, exit code 1, never a crash."""
+
+import random
+import subprocess
+
+import numpy as np
+import pytest
+
+from flowtest import compile_mlir, tool
+
+CRASH = ("Stack dump", "Assertion", "PLEASE submit", "Segmentation fault",
+         "terminate called", "AddressSanitizer")
+
+ADD = """func.func @main(%a: tensor<4x8xf32>, %b: tensor<8xf32>) -> tensor<4x8xf32> {
+  %0 = flow.add %a, %b : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}
+"""
+
+
+def run(cmd, **kw):
+    proc = subprocess.run([str(c) for c in cmd], capture_output=True,
+                          timeout=120, **kw)
+    err = proc.stderr.decode("utf-8", "replace")
+    assert proc.returncode >= 0, f"killed by signal {-proc.returncode}:\n{err}"
+    assert not any(m in err for m in CRASH), err
+    return proc.returncode, err
+
+
+@pytest.fixture(scope="module")
+def add_fbin(tmp_path_factory):
+    return compile_mlir(ADD, tmp_path_factory.mktemp("add"))
+
+
+def save(tmp_path, name, array):
+    path = tmp_path / name
+    np.save(path, array)
+    return f"--input={path}"
+
+
+def test_compile_unsupported_op(tmp_path):
+    src = tmp_path / "m.mlir"
+    src.write_text("""flow.mesh @m [2]
+func.func @main(%a: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = flow.all_reduce sum %a on @m axes = [0] : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}""")
+    rc, err = run([tool("flow-compile"), src, "-o", tmp_path / "m.fbin"])
+    assert rc == 1
+    assert "'flow.all_reduce' has no single-device lowering" in err
+    assert not (tmp_path / "m.fbin").exists()
+
+
+def test_compile_malformed(tmp_path):
+    src = tmp_path / "m.mlir"
+    src.write_text("func.func @main(%a: tensor<4xf32>) -> tensor<4xf32> {\n"
+                   "  %0 = flow.nope %a : tensor<4xf32>\n")
+    rc, err = run([tool("flow-compile"), src, "-o", tmp_path / "m.fbin"])
+    assert rc == 1 and "m.mlir:2:" in err
+
+
+def test_compile_missing_file_and_bad_phase(tmp_path):
+    rc, err = run([tool("flow-compile"), tmp_path / "none.mlir"])
+    assert rc == 1 and "none.mlir" in err
+    src = tmp_path / "m.mlir"
+    src.write_text(ADD)
+    rc, err = run([tool("flow-compile"), src, "--compile-to=asm"])
+    assert rc == 1 and "unknown phase 'asm'" in err
+    rc, err = run([tool("flow-compile"), src, "--target=tpu", "-o",
+                   tmp_path / "m.fbin"])
+    assert rc == 1 and "target 'tpu' is not supported" in err
+
+
+def test_run_wrong_inputs(tmp_path, add_fbin):
+    a = save(tmp_path, "a.npy", np.zeros((4, 8), np.float32))
+    b = save(tmp_path, "b.npy", np.zeros((8,), np.float32))
+    rc, _ = run([tool("flow-run"), add_fbin, a, b])
+    assert rc == 0
+    rc, err = run([tool("flow-run"), add_fbin, a])
+    assert rc == 1 and "input" in err and "2" in err
+    bad_shape = save(tmp_path, "c.npy", np.zeros((7,), np.float32))
+    rc, err = run([tool("flow-run"), add_fbin, a, bad_shape])
+    assert rc == 1 and "input 1: expected f32[8], got f32[7]" in err
+    bad_dtype = save(tmp_path, "d.npy", np.zeros((8,), np.float64))
+    rc, err = run([tool("flow-run"), add_fbin, a, bad_dtype])
+    assert rc == 1 and "'<f8'" in err
+    bad_int = save(tmp_path, "e.npy", np.zeros((8,), np.int32))
+    rc, err = run([tool("flow-run"), add_fbin, a, bad_int])
+    assert rc == 1 and "input 1: expected f32[8], got i32[8]" in err
+    rc, err = run([tool("flow-run"), add_fbin, a, f"--input={tmp_path}/nope.npy"])
+    assert rc == 1 and "nope.npy" in err
+    rc, err = run([tool("flow-run"), add_fbin, a, b, "--function=other"])
+    assert rc == 1 and "other" in err
+
+
+def test_run_missing_and_wrong_files(tmp_path):
+    rc, err = run([tool("flow-run"), tmp_path / "none.fbin"])
+    assert rc == 1 and "none.fbin" in err
+    text = tmp_path / "text.fbin"
+    text.write_text("not an executable")
+    rc, err = run([tool("flow-run"), text])
+    assert rc == 1 and "text.fbin" in err
+
+
+def test_run_wrong_version(tmp_path, add_fbin):
+    data = bytearray(add_fbin.read_bytes())
+    # The root table's first field is `version` (a uint32 == 1): find it via
+    # the vtable and bump it.
+    root = int.from_bytes(data[0:4], "little")
+    vtable = root - int.from_bytes(data[root:root + 4], "little", signed=True)
+    field = int.from_bytes(data[vtable + 4:vtable + 6], "little")
+    assert int.from_bytes(data[root + field:root + field + 4], "little") == 1
+    data[root + field:root + field + 4] = (2).to_bytes(4, "little")
+    path = tmp_path / "v2.fbin"
+    path.write_bytes(bytes(data))
+    rc, err = run([tool("flow-run"), path])
+    assert rc == 1 and "version 2" in err
+
+
+def test_corrupted_and_truncated_executables(tmp_path, add_fbin):
+    """Thousands of random corruptions and truncations of a compiled .fbin:
+    flow-run loads (and, if the load passes, runs) without ever crashing."""
+    original = add_fbin.read_bytes()
+    a = save(tmp_path, "a.npy", np.ones((4, 8), np.float32))
+    b = save(tmp_path, "b.npy", np.ones((8,), np.float32))
+    rng = random.Random(1129)
+    variants = [original[:n] for n in range(0, len(original), max(1, len(original) // 150))]
+    for _ in range(450):
+        data = bytearray(original)
+        for _ in range(rng.choice([1, 1, 2, 4, 16])):
+            data[rng.randrange(len(data))] = rng.randrange(256)
+        variants.append(bytes(data))
+    failures = 0
+    for i, data in enumerate(variants):
+        path = tmp_path / "bad.fbin"
+        path.write_bytes(data)
+        rc, err = run([tool("flow-run"), path, a, b])
+        if rc != 0:
+            failures += 1
+            assert rc == 1 and err.startswith("flow-run: error:"), err
+    # Nearly every corruption is caught (a flipped padding byte may not be).
+    assert failures >= len(variants) * 0.9
