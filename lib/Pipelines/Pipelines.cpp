@@ -82,7 +82,8 @@ const char *const kBufferizedPipeline =
     "convert-linalg-to-parallel-loops,"
     "flow-distribute-workgroups,canonicalize,cse";
 const char *const kLLVMPipeline =
-    "convert-scf-to-cf,expand-strided-metadata,lower-affine,"
+    "flow-approximate-math,convert-scf-to-cf,expand-strided-metadata,"
+    "lower-affine,"
     "convert-math-to-llvm,convert-math-to-libm,finalize-memref-to-llvm,"
     "convert-arith-to-llvm,convert-func-to-llvm{use-bare-ptr-memref-call-conv},"
     "convert-cf-to-llvm,reconcile-unrealized-casts,flow-emit-kernel-entries";

@@ -78,6 +78,19 @@ def OutlineKernelsPass : Pass<"flow-outline-kernels", "ModuleOp"> {
                            "::mlir::func::FuncDialect"];
 }
 
+def ApproximateMathPass : Pass<"flow-approximate-math", "ModuleOp"> {
+  let summary = "Replaces libm calls with vectorizable polynomials";
+  let description = [{
+    Rewrites f32 `math.exp`, `math.log`, `math.tanh`, `math.erf` and their
+    relatives into MLIR's polynomial approximations (a few ulp from the
+    correctly rounded result), so that kernel loops containing them
+    vectorize instead of calling libm once per element.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::math::MathDialect",
+                           "::mlir::vector::VectorDialect"];
+}
+
 def CopiesToLinalgPass : Pass<"flow-copies-to-linalg", "ModuleOp"> {
   let summary = "Turns memref.copy into linalg.copy";
   let description = [{
