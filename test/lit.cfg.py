@@ -12,9 +12,10 @@ config.suffixes = [".mlir", ".test"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.flow_obj_root, "test")
 
-# pytest and GoogleTest suites live beside the lit tests but run on their own.
+# pytest and GoogleTest suites live beside the lit tests but run on their own;
+# test/models holds model sources the pytest suite compiles.
 config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "python",
-                   "runtime", "Inputs"]
+                   "runtime", "Inputs", "models"]
 
 config.substitutions.append(("%PATH%", config.environment["PATH"]))
 config.substitutions.append(("%flow_src_root", config.flow_src_root))

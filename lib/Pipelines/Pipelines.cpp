@@ -71,7 +71,7 @@ namespace {
 /// The pass pipelines of each phase on the module, as flow-opt would spell
 /// them inside `builtin.module(...)`.
 const char *const kFlowPipeline =
-    "canonicalize,func.func(flow-strip-annotations),"
+    "canonicalize,func.func(flow-strip-annotations%s),"
     "flow-outline-kernels{library-matmul=%s},symbol-dce";
 const char *const kLinalgPipeline = "flow-convert-to-linalg,canonicalize,cse";
 const char *const kBufferizedPipeline =
@@ -173,6 +173,7 @@ FailureOr<CompileResult> mlir::flow::compile(ModuleOp module,
     PhaseTimer t{report, "flow"};
     char buffer[512];
     snprintf(buffer, sizeof(buffer), kFlowPipeline,
+             options.libraryMatmul ? ",flow-conv-to-gemm" : "",
              options.libraryMatmul ? "1" : "0");
     if (failed(runPipeline(module, buffer, timing)))
       return failure();

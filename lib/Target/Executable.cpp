@@ -275,8 +275,7 @@ FunctionWriter::write(func::FuncOp func) {
         if (b.size() != info->second.bindingSizes[i])
           return call.emitError("kernel '")
                  << call.getCallee() << "' binding " << i << " holds "
-                 << info->second.bindingSizes[i] << " bytes, not "
-                 << b.size();
+                 << info->second.bindingSizes[i] << " bytes, not " << b.size();
       commands.push_back(
           fb::CreateDispatchDirect(fbb, kernelIndex.lookup(call.getCallee()),
                                    info->second.maxWorkgroups, &bindings, work)
@@ -345,9 +344,9 @@ FailureOr<std::vector<uint8_t>> mlir::flow::writeExecutable(
   for (auto [i, name] : llvm::enumerate(names)) {
     kernelIndex[name] = i;
     const KernelInfo &info = kernels.find(name)->second;
-    kernelTables.push_back(fb::CreateKernelDirect(
-        fbb, info.symbol.c_str(), info.numBindings, &info.bindingSizes,
-        info.numOutputs));
+    kernelTables.push_back(
+        fb::CreateKernelDirect(fbb, info.symbol.c_str(), info.numBindings,
+                               &info.bindingSizes, info.numOutputs));
   }
 
   std::vector<std::vector<uint8_t>> constants;
@@ -364,8 +363,8 @@ FailureOr<std::vector<uint8_t>> mlir::flow::writeExecutable(
   if (functions.empty())
     return host.emitError("the module has no public function to compile");
 
-  uint64_t checksum = ::flow::runtime::fnv1a64(kernelLibrary.data(),
-                                               kernelLibrary.size());
+  uint64_t checksum =
+      ::flow::runtime::fnv1a64(kernelLibrary.data(), kernelLibrary.size());
   std::vector<flatbuffers::Offset<fb::Constant>> constantTables;
   for (const std::vector<uint8_t> &data : constants) {
     checksum = ::flow::runtime::fnv1a64(data.data(), data.size(), checksum);

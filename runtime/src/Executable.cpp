@@ -446,9 +446,9 @@ Status Checker::verifyDispatch(const std::string &ctx, const fbs::Dispatch &cmd,
   size_t firstOutput = count - kernel->num_outputs();
   out.bindings.resize(count);
   for (size_t i = 0; i < count; ++i) {
-    if (Status s = verifyRef(ctx, "binding " + std::to_string(i),
-                             bindings->Get(i), /*writable=*/i >= firstOutput,
-                             out.bindings[i]);
+    if (Status s =
+            verifyRef(ctx, "binding " + std::to_string(i), bindings->Get(i),
+                      /*writable=*/i >= firstOutput, out.bindings[i]);
         !s)
       return s;
     if (out.bindings[i].size != sizes->Get(i))

@@ -299,12 +299,14 @@ def conv_ref(x, w, b, stride, pad, dil, groups):
 
 @pytest.mark.parametrize("stride,pad,dil,groups,bias", [
     ((1, 1), (1, 1, 1, 1), (1, 1), 1, True),
+    ((1, 1), (0, 0, 0, 0), (1, 1), 2, True),   # 1x1 window: no im2col
     ((2, 2), (0, 1, 2, 0), (1, 1), 2, False),
     ((1, 2), (2, 2, 2, 2), (2, 1), 4, True),
 ])
 def test_conv2d(tmp_path, stride, pad, dil, groups, bias):
     x = rand((2, 4, 9, 10))
-    w = rand((8, 4 // groups, 3, 3))
+    k = 1 if pad == (0, 0, 0, 0) and stride == (1, 1) else 3
+    w = rand((8, 4 // groups, k, k))
     b = rand((8,)) if bias else None
     want = conv_ref(x, w, b, stride, pad, dil, groups)
     inputs = [x, w] + ([b] if bias else [])
@@ -314,7 +316,14 @@ def test_conv2d(tmp_path, stride, pad, dil, groups, bias):
     body = (f"%r = flow.conv2d {operands} strides = [{stride[0]}, {stride[1]}] "
             f"padding = [{', '.join(map(str, pad))}] dilations = [{dil[0]}, {dil[1]}] "
             f"groups = {groups} : ({types}) -> {tr}\nreturn %r : {tr}")
+    # As im2col + library GEMM (the default for f32) ...
     check(tmp_path, body, inputs, want)
+    # ... and as one generated convolution kernel.
+    from flowtest import compile_mlir, run_fbin
+    text = function(body, inputs, [tr])
+    fbin = compile_mlir(text, tmp_path, "--library-matmul=false")
+    got = run_fbin(fbin, inputs, tmp_path)[0]
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.parametrize("op,axes,keepdims", [

@@ -603,6 +603,43 @@ struct Conv2dLowering : OpConversionPattern<Conv2dOp> {
   }
 };
 
+/// im2col: a copy over (n, c, i, j, y, x) reading the padded input at
+/// (n, c, y * sh + i * dh, x * sw + j * dw).
+struct Im2ColLowering : OpConversionPattern<Im2ColOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(Im2ColOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = getContext();
+    RankedTensorType type = tensorType(op);
+    Type elt = type.getElementType();
+    ArrayRef<int64_t> p = op.getPadding(), s = op.getStrides(),
+                      dil = op.getDilations();
+    TypedAttr zero = isa<FloatType>(elt)
+                         ? (TypedAttr)rewriter.getFloatAttr(elt, 0.0)
+                         : (TypedAttr)rewriter.getIntegerAttr(elt, 0);
+    Value input = padSpatial(rewriter, loc, adaptor.getInput(), p[0], p[1],
+                             p[2], p[3], zero);
+    auto d = [&](unsigned i) { return getAffineDimExpr(i, ctx); };
+    AffineMap inMap = AffineMap::get(
+        6, 0,
+        {d(0), d(1), d(4) * s[0] + d(2) * dil[0], d(5) * s[1] + d(3) * dil[1]},
+        ctx);
+    SmallVector<AffineMap> maps = {inMap,
+                                   AffineMap::getMultiDimIdentityMap(6, ctx)};
+    SmallVector<IteratorType> iters(6, IteratorType::parallel);
+    Value init = emptyTensor(rewriter, loc, type.getShape(), elt);
+    auto generic = linalg::GenericOp::create(
+        rewriter, loc, TypeRange{type}, ValueRange{input}, ValueRange{init},
+        maps, iters, [](OpBuilder &b, Location l, ValueRange a) {
+          linalg::YieldOp::create(b, l, a[0]);
+        });
+    rewriter.replaceOp(op, generic.getResult(0));
+    return success();
+  }
+};
+
 //===----------------------------------------------------------------------===//
 // Reductions and normalizations
 //===----------------------------------------------------------------------===//
@@ -1203,8 +1240,8 @@ void mlir::flow::populateFlowToLinalgPatterns(RewritePatternSet &patterns) {
            ElementwiseLowering<MaximumOp>, ElementwiseLowering<MinimumOp>,
            ElementwiseLowering<PowOp>, ElementwiseLowering<CompareOp>,
            ElementwiseLowering<SelectOp>, MatmulLowering, Conv2dLowering,
-           ReduceSumLowering, ReduceMeanLowering, ReduceMaxLowering,
-           SoftmaxLowering<SoftmaxOp, false>,
+           Im2ColLowering, ReduceSumLowering, ReduceMeanLowering,
+           ReduceMaxLowering, SoftmaxLowering<SoftmaxOp, false>,
            SoftmaxLowering<LogSoftmaxOp, true>, LayerNormLowering,
            RmsNormLowering, BatchNormLowering, PoolLowering<MaxPool2dOp, true>,
            PoolLowering<AvgPool2dOp, false>, ConstantLowering, AnnotateLowering,

@@ -408,6 +408,25 @@ func.func @f(%x: tensor<1x4x8x8xf32>, %w: tensor<8x4x3x3xf32>) -> tensor<1x8x8x8
   return %0 : tensor<1x8x8x8xf32>
 }
 
+// -----
+
+func.func @f(%x: tensor<4x8x8xf32>) -> tensor<1x4x3x3x6x6xf32> {
+  // expected-error @+2 {{input must be a rank-4 (NCHW) tensor}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = "flow.im2col"(%x) {kernel = array<i64: 3, 3>, strides = array<i64: 1, 1>, padding = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>} : (tensor<4x8x8xf32>) -> tensor<1x4x3x3x6x6xf32>
+  return %0 : tensor<1x4x3x3x6x6xf32>
+}
+
+// -----
+
+func.func @f(%x: tensor<1x4x8x8xf32>) -> tensor<1x4x3x3x8x8xf32> {
+  // expected-error @+2 {{inferred type(s) 'tensor<1x4x3x3x6x6xf32>' are incompatible with return type(s) of operation 'tensor<1x4x3x3x8x8xf32>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = flow.im2col %x kernel = [3, 3] strides = [1, 1] padding = [0, 0, 0, 0] dilations = [1, 1]
+      : tensor<1x4x8x8xf32> -> tensor<1x4x3x3x8x8xf32>
+  return %0 : tensor<1x4x3x3x8x8xf32>
+}
+
 //===----------------------------------------------------------------------===//
 // Reductions and normalizations
 //===----------------------------------------------------------------------===//

@@ -117,6 +117,9 @@ func.func @contractions(%x: tensor<8x16xf32>, %w: tensor<16x32xf32>,
   // CHECK-SAME: -> tensor<1x8x16x16xf32>
   %4 = flow.conv2d %img, %f, %bias strides = [2, 2] padding = [1, 1, 1, 1] dilations = [1, 1] groups = 2
       : (tensor<1x4x32x32xf32>, tensor<8x2x3x3xf32>, tensor<8xf32>) -> tensor<1x8x16x16xf32>
+  // CHECK: flow.im2col %{{.*}} kernel = [3, 3] strides = [2, 2] padding = [1, 1, 1, 1] dilations = [1, 1] : tensor<1x4x32x32xf32> -> tensor<1x4x3x3x16x16xf32>
+  %cols = flow.im2col %img kernel = [3, 3] strides = [2, 2] padding = [1, 1, 1, 1] dilations = [1, 1]
+      : tensor<1x4x32x32xf32> -> tensor<1x4x3x3x16x16xf32>
   // CHECK: flow.conv2d %{{.*}}, %{{.*}} strides = [1, 1] padding = [0, 0, 0, 0] dilations = [2, 2] groups = 2
   // CHECK-SAME: -> tensor<1x8x28x28xf32>
   %5 = flow.conv2d %img, %f strides = [1, 1] padding = [0, 0, 0, 0] dilations = [2, 2] groups = 2

@@ -389,6 +389,39 @@ LogicalResult Conv2dOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 
+LogicalResult Im2ColOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &results) {
+  Reporter report{loc};
+  RankedTensorType input = tensorTypeOf(adaptor.getInput());
+  if (!input || input.getRank() != 4)
+    return report.fail("input must be a rank-4 (NCHW) tensor");
+  ArrayRef<int64_t> kernel = adaptor.getKernel(),
+                    strides = adaptor.getStrides(),
+                    padding = adaptor.getPadding(),
+                    dilations = adaptor.getDilations();
+  if (failed(checkSizes(kernel, 2, 1, "kernel", report)) ||
+      failed(checkSizes(strides, 2, 1, "strides", report)) ||
+      failed(checkSizes(dilations, 2, 1, "dilations", report)) ||
+      failed(checkSizes(padding, 4, 0, "padding", report)))
+    return failure();
+  ArrayRef<int64_t> x = input.getShape();
+  FailureOr<int64_t> h =
+      windowOutputSize(x[2], padding[0], padding[2], kernel[0], strides[0],
+                       dilations[0], /*ceilMode=*/false, "height", report);
+  if (failed(h))
+    return failure();
+  FailureOr<int64_t> w =
+      windowOutputSize(x[3], padding[1], padding[3], kernel[1], strides[1],
+                       dilations[1], /*ceilMode=*/false, "width", report);
+  if (failed(w))
+    return failure();
+  results.push_back(RankedTensorType::get(
+      {x[0], x[1], kernel[0], kernel[1], *h, *w}, input.getElementType()));
+  return success();
+}
+
 /// Shared by max and average pooling.
 static LogicalResult inferPool2d(std::optional<Location> loc, Value inputValue,
                                  ArrayRef<int64_t> kernel,

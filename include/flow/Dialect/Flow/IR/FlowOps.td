@@ -293,6 +293,34 @@ def Flow_Conv2dOp : Flow_Op<"conv2d", [Pure, InferTypeOpAdaptor,
   }];
 }
 
+def Flow_Im2ColOp : Flow_Op<"im2col", [Pure, InferTypeOpAdaptor,
+                                       SameOperandsAndResultElementType]> {
+  let summary = "the patches a 2-D convolution reads, one column per output";
+  let description = [{
+    For `input` `[N, C, H, W]` and a `kernel` `[KH, KW]` window with
+    `strides`, `padding` (`[top, left, bottom, right]`, zeros) and
+    `dilations` as in `flow.conv2d`, returns `[N, C, KH, KW, OH, OW]` with
+    `result[n, c, i, j, y, x] = padded[n, c, y * sh + i * dh, x * sw + j * dw]`.
+    Reshaped to `[N, C * KH * KW, OH * OW]`, it turns a convolution into a
+    matrix product with the weight reshaped to `[O, C * KH * KW]`
+    (`flow-conv-to-gemm` does this).
+
+    ```mlir
+    %cols = flow.im2col %x kernel = [3, 3] strides = [1, 1]
+        padding = [1, 1, 1, 1] dilations = [1, 1]
+        : tensor<1x8x16x16xf32> -> tensor<1x8x3x3x16x16xf32>
+    ```
+  }];
+  let arguments = (ins Flow_Tensor:$input, DenseI64ArrayAttr:$kernel,
+                       DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$padding,
+                       DenseI64ArrayAttr:$dilations);
+  let results = (outs Flow_Tensor:$result);
+  let assemblyFormat = [{
+    $input `kernel` `=` $kernel `strides` `=` $strides `padding` `=` $padding
+    `dilations` `=` $dilations attr-dict `:` type($input) `->` type($result)
+  }];
+}
+
 //===----------------------------------------------------------------------===//
 // Reductions and normalizations
 //===----------------------------------------------------------------------===//

@@ -36,6 +36,33 @@ def StripAnnotationsPass : Pass<"flow-strip-annotations", "func::FuncOp"> {
   let dependentDialects = ["::mlir::flow::FlowDialect"];
 }
 
+def ConvToGemmPass : Pass<"flow-conv-to-gemm", "func::FuncOp"> {
+  let summary = "Rewrites f32 convolutions as im2col and a matrix product";
+  let description = [{
+    A `flow.conv2d` on `f32` becomes `flow.im2col` (skipped for a 1x1,
+    stride-1, unpadded kernel, where the input already is the matrix), a
+    batched `flow.matmul` of the weight `[G, O / G, C / G * KH * KW]` with the
+    columns `[N, G, C / G * KH * KW, OH * OW]`, reshapes, and the bias as a
+    broadcast add. The matrix product then runs as a library GEMM.
+
+    ```mlir
+    %y = flow.conv2d %x, %w strides = [1, 1] padding = [1, 1, 1, 1]
+        dilations = [1, 1] groups = 1
+        : (tensor<1x8x16x16xf32>, tensor<16x8x3x3xf32>) -> tensor<1x16x16x16xf32>
+    // becomes
+    %c = flow.im2col %x kernel = [3, 3] ... -> tensor<1x8x3x3x16x16xf32>
+    %m = flow.reshape %c : ... -> tensor<1x1x72x256xf32>
+    %k = flow.reshape %w : tensor<16x8x3x3xf32> -> tensor<1x16x72xf32>
+    %p = flow.matmul %k, %m : (...) -> tensor<1x1x16x256xf32>
+    %y = flow.reshape %p : tensor<1x1x16x256xf32> -> tensor<1x16x16x16xf32>
+    ```
+  }];
+  let statistics = [
+    Statistic<"numConvs", "convolutions", "Number of convolutions rewritten">
+  ];
+  let dependentDialects = ["::mlir::flow::FlowDialect"];
+}
+
 def OutlineKernelsPass : Pass<"flow-outline-kernels", "ModuleOp"> {
   let summary = "Splits each function into a host schedule and kernels";
   let description = [{
