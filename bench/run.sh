@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Runs Flow's benchmarks (not part of the test suite): installs the peers
+# (bench/requirements.txt) into the project's virtual environment, builds
+# Flow, then prints markdown tables.
+#
+#   bench/run.sh [THREADS] [REPEATS]      (defaults: 2 threads, 5 repeats)
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+FLOW_CACHE="${FLOW_CACHE:-$HOME/.cache/flow}"
+PY="$FLOW_CACHE/venv/bin/python"
+
+"$ROOT/scripts/setup.sh"
+"$PY" -m pip install -q -r "$ROOT/bench/requirements.txt"
+"$ROOT/scripts/build.sh" flow-compile flow-run
+
+THREADS="${1:-2}"
+REPEATS="${2:-5}"
+cd "$ROOT/bench"
+echo "== GEMM (Flow vs cblas_sgemm called directly)"
+"$PY" matmul.py --threads "$THREADS" --repeats "$REPEATS"
+echo
+echo "== Models (Flow vs PyTorch eager)"
+"$PY" models.py --threads "$THREADS" --repeats "$REPEATS"
