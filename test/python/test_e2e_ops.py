@@ -540,3 +540,56 @@ def test_constants_and_i1_outputs(tmp_path):
     c = np.array([[1, 2, 3], [4, 5, 6]], np.float32)
     m = np.array([True, False, True])
     check(tmp_path, body, [x], [np.where(m, x + c, x), m, c])
+
+
+@pytest.mark.parametrize("dtype", [np.float16, "bf16"])
+def test_half_precision_ops(tmp_path, dtype):
+    """Reductions, normalizations, pooling, convolution and data movement in
+    half precision: computed in f32, rounded once per op."""
+    dtype = BF16 if dtype == "bf16" else np.dtype(dtype)
+    x = rand((2, 4, 6, 6)).astype(dtype)
+    w = rand((3, 4, 3, 3), lo=-0.5, hi=0.5).astype(dtype)
+    g = rand((6,)).astype(dtype)
+    xf, wf, gf = (a.astype(np.float32) for a in (x, w, g))
+    t = lambda shape: tensor_type(shape, dtype)
+    body = f"""
+  %0 = flow.reduce_sum %a0 [2, 3] : {t(x.shape)} -> {t((2, 4))}
+  %1 = flow.reduce_max %a0 [1] : {t(x.shape)} -> {t((2, 6, 6))}
+  %2 = flow.rms_norm %a0 weight %a2 axis = 3 epsilon = 1.0e-05 : ({t(x.shape)}, {t((6,))}) -> {t(x.shape)}
+  %3 = flow.avg_pool2d %a0 kernel = [2, 2] strides = [2, 2] padding = [0, 0, 0, 0] : {t(x.shape)} -> {t((2, 4, 3, 3))}
+  %4 = flow.conv2d %a0, %a1 strides = [1, 1] padding = [1, 1, 1, 1] dilations = [1, 1] groups = 1 : ({t(x.shape)}, {t(w.shape)}) -> {t((2, 3, 6, 6))}
+  %5 = flow.transpose %a0 [0, 2, 3, 1] : {t(x.shape)} -> {t((2, 6, 6, 4))}
+  return %0, %1, %2, %3, %4, %5 : {t((2, 4))}, {t((2, 6, 6))}, {t(x.shape)}, {t((2, 4, 3, 3))}, {t((2, 3, 6, 6))}, {t((2, 6, 6, 4))}"""
+    rms = xf / np.sqrt((xf.astype(np.float64) ** 2).mean(axis=3, keepdims=True) + 1e-5) * gf
+    want = [xf.sum(axis=(2, 3)), xf.max(axis=1), rms,
+            pool_ref(xf, (2, 2), (2, 2), (0, 0, 0, 0), (1, 1), False, "avg"),
+            conv_ref(xf, wf, None, (1, 1), (1, 1, 1, 1), (1, 1), 1),
+            np.transpose(xf, (0, 2, 3, 1))]
+    # Sums of up to 36 products: allow a few roundings of the inputs.
+    check(tmp_path, body, [x, w, g], [np.asarray(v, np.float32) for v in want],
+          dtype=dtype)
+
+
+def test_several_functions(tmp_path):
+    """Every public function is compiled; --function picks one."""
+    from flowtest import compile_mlir, run_fbin
+    text = """
+func.func @double(%a: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = flow.add %a, %a : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+func.func @negate(%a: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
+  %0 = flow.neg %a : tensor<4xf32>
+  return %0, %a : tensor<4xf32>, tensor<4xf32>
+}
+func.func private @helper(%a: tensor<4xf32>) -> tensor<4xf32> {
+  return %a : tensor<4xf32>
+}
+"""
+    fbin = compile_mlir(text, tmp_path)
+    x = rand((4,))
+    np.testing.assert_array_equal(
+        run_fbin(fbin, [x], tmp_path, "--function=double")[0], x + x)
+    neg, same = run_fbin(fbin, [x], tmp_path, "--function=negate")
+    np.testing.assert_array_equal(neg, -x)
+    np.testing.assert_array_equal(same, x)
