@@ -54,6 +54,17 @@ static int64_t byteSize(RankedTensorType type) {
   return type.getNumElements() * width;
 }
 
+/// True if the tensor's byte size is representable (at most 2^48 bytes).
+static bool fitsInMemory(RankedTensorType type) {
+  int64_t bytes = 1;
+  for (int64_t d : type.getShape()) {
+    if (d < 0 || (d > 0 && bytes > (int64_t(1) << 48) / d))
+      return false;
+    bytes *= d;
+  }
+  return bytes <= (int64_t(1) << 45); // times at most 8 bytes per element
+}
+
 /// Row-major little-endian bytes of a constant, one byte per i1.
 static FailureOr<std::vector<uint8_t>> constantBytes(ConstantOp op) {
   auto type = cast<RankedTensorType>(op.getType());
@@ -176,11 +187,13 @@ FunctionWriter::write(func::FuncOp func) {
     for (Type t : types) {
       auto tensor = dyn_cast<RankedTensorType>(t);
       FailureOr<fb::DType> dtype = failure();
-      if (tensor)
+      if (tensor && tensor.hasStaticShape() && fitsInMemory(tensor))
         dtype = dtypeOf(tensor.getElementType());
       if (failed(dtype)) {
         func.emitError("function signature type ")
-            << t << " is not a supported tensor type";
+            << t
+            << " is not supported: Flow executables take tensors of static "
+               "shape (at most 2^48 bytes) of f32, f16, bf16, i64, i32 or i1";
         return failure();
       }
       std::vector<int64_t> shape = tensor.getShape().vec();

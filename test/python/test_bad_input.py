@@ -72,6 +72,16 @@ def test_compile_missing_file_and_bad_phase(tmp_path):
     assert rc == 1 and "target 'tpu' is not supported" in err
 
 
+def test_compile_dynamic_signature(tmp_path):
+    src = tmp_path / "m.mlir"
+    src.write_text("func.func @f(%a: tensor<?xf32>) -> tensor<?xf32> {\n"
+                   "  return %a : tensor<?xf32>\n}\n")
+    rc, err = run([tool("flow-compile"), src, "-o", tmp_path / "m.fbin"])
+    assert rc == 1
+    assert "'tensor<?xf32>' is not supported" in err
+    assert not (tmp_path / "m.fbin").exists()
+
+
 def test_run_wrong_inputs(tmp_path, add_fbin):
     a = save(tmp_path, "a.npy", np.zeros((4, 8), np.float32))
     b = save(tmp_path, "b.npy", np.zeros((8,), np.float32))

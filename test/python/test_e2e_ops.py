@@ -593,3 +593,51 @@ func.func private @helper(%a: tensor<4xf32>) -> tensor<4xf32> {
     neg, same = run_fbin(fbin, [x], tmp_path, "--function=negate")
     np.testing.assert_array_equal(neg, -x)
     np.testing.assert_array_equal(same, x)
+
+
+def test_compare_bool_orders_false_before_true(tmp_path):
+    a = np.array([False, True, False, True])
+    b = np.array([True, False, False, True])
+    t = tensor_type(a.shape, a.dtype)
+    for pred, ref in PREDICATES.items():
+        body = (f"%r = flow.compare {pred}, %a0, %a1 : ({t}, {t}) -> {t}\n"
+                f"return %r : {t}")
+        check(tmp_path, body, [a, b], ref(a, b))
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64])
+def test_integer_division_edge_cases(tmp_path, dtype):
+    """x / 0 is 0 and INT_MIN / -1 wraps to INT_MIN: defined, never a trap."""
+    lo = np.iinfo(dtype).min
+    a = np.array([7, -7, 7, lo, lo, 0], dtype)
+    b = np.array([0, 0, -1, -1, 1, 0], dtype)
+    want = np.array([0, 0, -7, lo, lo, 0], dtype)
+    check(tmp_path, binary("div", a, b), [a, b], want)
+
+
+def test_zero_size_tensors(tmp_path):
+    """Empty tensors anywhere: no kernel binds them, results are right."""
+    x = rand((3, 0))
+    y = rand((0, 5))
+    z = rand((3, 4))
+    h = rand((3, 0)).astype(np.float16)
+    hy = rand((0, 5)).astype(np.float16)
+    body = f"""
+  %0 = flow.exp %a0 : tensor<3x0xf32>
+  %1 = flow.reduce_sum %a0 [1] : tensor<3x0xf32> -> tensor<3xf32>
+  %2 = flow.matmul %a0, %a1 : (tensor<3x0xf32>, tensor<0x5xf32>) -> tensor<3x5xf32>
+  %3 = flow.matmul %a3, %a4 : (tensor<3x0xf16>, tensor<0x5xf16>) -> tensor<3x5xf16>
+  %4 = flow.transpose %a1 [1, 0] : tensor<0x5xf32> -> tensor<5x0xf32>
+  %5 = flow.concat %a2, %a0 axis = 1 : (tensor<3x4xf32>, tensor<3x0xf32>) -> tensor<3x4xf32>
+  %6 = flow.slice %a2 starts = [3, 0] limits = [3, 4] strides = [1, 1] : tensor<3x4xf32> -> tensor<0x4xf32>
+  %7 = flow.pad %a0 low = [0, 1] high = [0, 1] value = 2.0 : tensor<3x0xf32> -> tensor<3x2xf32>
+  return %0, %1, %2, %3, %4, %5, %6, %7 : tensor<3x0xf32>, tensor<3xf32>, tensor<3x5xf32>, tensor<3x5xf16>, tensor<5x0xf32>, tensor<3x4xf32>, tensor<0x4xf32>, tensor<3x2xf32>"""
+    want = [np.exp(x), x.sum(axis=1), x @ y, (h @ hy).astype(np.float32),
+            y.T, z, z[3:3], np.full((3, 2), 2.0, np.float32)]
+    results = compile_and_run(function(body, [x, y, z, h, hy], [
+        "tensor<3x0xf32>", "tensor<3xf32>", "tensor<3x5xf32>",
+        "tensor<3x5xf16>", "tensor<5x0xf32>", "tensor<3x4xf32>",
+        "tensor<0x4xf32>", "tensor<3x2xf32>"]), [x, y, z, h, hy], tmp_path)
+    for got, w in zip(results, want):
+        assert got.shape == w.shape
+        np.testing.assert_allclose(got.astype(np.float32), w)

@@ -389,8 +389,25 @@ Value scalarOf(SubOp, OpBuilder &b, Location loc, ValueRange a) {
 Value scalarOf(MulOp, OpBuilder &b, Location loc, ValueRange a) {
   return binary<arith::MulFOp, arith::MulIOp>(b, loc, a);
 }
+/// Float division is IEEE. Integer division truncates toward zero; where it
+/// is undefined (and would trap) it is defined here: x / 0 = 0, and
+/// INT_MIN / -1 = INT_MIN (two's complement wrap-around).
 Value scalarOf(DivOp, OpBuilder &b, Location loc, ValueRange a) {
-  return binary<arith::DivFOp, arith::DivSIOp>(b, loc, a);
+  Type t = a[0].getType();
+  if (isa<FloatType>(t))
+    return binary<arith::DivFOp, arith::DivSIOp>(b, loc, a);
+  Value zero = intConst(b, loc, t, 0), one = intConst(b, loc, t, 1),
+        minusOne = intConst(b, loc, t, -1);
+  Value isZero =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, a[1], zero);
+  Value isMinusOne =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, a[1], minusOne);
+  Value safe = arith::SelectOp::create(
+      b, loc, arith::OrIOp::create(b, loc, isZero, isMinusOne), one, a[1]);
+  Value q = arith::DivSIOp::create(b, loc, a[0], safe);
+  Value negated = arith::SubIOp::create(b, loc, zero, a[0]);
+  q = arith::SelectOp::create(b, loc, isMinusOne, negated, q);
+  return arith::SelectOp::create(b, loc, isZero, zero, q);
 }
 Value scalarOf(MaximumOp, OpBuilder &b, Location loc, ValueRange a) {
   return binary<arith::MaximumFOp, arith::MaxSIOp>(b, loc, a);
@@ -428,6 +445,8 @@ Value scalarOf(CompareOp op, OpBuilder &b, Location loc, ValueRange a) {
     return arith::CmpFOp::create(b, loc, p, widen(b, loc, a[0]),
                                  widen(b, loc, a[1]));
   }
+  // i1 compares as unsigned (false < true); other integers as signed.
+  bool isBool = t.isInteger(1);
   arith::CmpIPredicate p;
   switch (op.getPredicate()) {
   case ComparePredicate::eq:
@@ -437,16 +456,16 @@ Value scalarOf(CompareOp op, OpBuilder &b, Location loc, ValueRange a) {
     p = arith::CmpIPredicate::ne;
     break;
   case ComparePredicate::lt:
-    p = arith::CmpIPredicate::slt;
+    p = isBool ? arith::CmpIPredicate::ult : arith::CmpIPredicate::slt;
     break;
   case ComparePredicate::le:
-    p = arith::CmpIPredicate::sle;
+    p = isBool ? arith::CmpIPredicate::ule : arith::CmpIPredicate::sle;
     break;
   case ComparePredicate::gt:
-    p = arith::CmpIPredicate::sgt;
+    p = isBool ? arith::CmpIPredicate::ugt : arith::CmpIPredicate::sgt;
     break;
   case ComparePredicate::ge:
-    p = arith::CmpIPredicate::sge;
+    p = isBool ? arith::CmpIPredicate::uge : arith::CmpIPredicate::sge;
     break;
   }
   return arith::CmpIOp::create(b, loc, p, a[0], a[1]);
@@ -1075,6 +1094,8 @@ struct ConcatLowering : OpConversionPattern<ConcatOp> {
     int64_t offset = 0, axis = op.getAxis();
     for (Value in : adaptor.getInputs()) {
       ArrayRef<int64_t> shape = tensorType(in).getShape();
+      if (tensorType(in).getNumElements() == 0)
+        continue; // Nothing to insert (and its offset may be past the end).
       SmallVector<OpFoldResult> offsets(shape.size(), rewriter.getIndexAttr(0));
       offsets[axis] = rewriter.getIndexAttr(offset);
       SmallVector<OpFoldResult> sizes, strides;
@@ -1097,6 +1118,13 @@ struct SliceLowering : OpConversionPattern<SliceOp> {
   matchAndRewrite(SliceOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     RankedTensorType type = tensorType(op);
+    if (type.getNumElements() == 0) {
+      // An empty slice may start at the end of a dimension, which
+      // tensor.extract_slice rejects.
+      rewriter.replaceOp(op, emptyTensor(rewriter, op.getLoc(), type.getShape(),
+                                         type.getElementType()));
+      return success();
+    }
     SmallVector<OpFoldResult> offsets, sizes, strides;
     for (auto [start, size, stride] :
          llvm::zip(op.getStarts(), type.getShape(), op.getStrides())) {

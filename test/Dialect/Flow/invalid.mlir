@@ -390,6 +390,16 @@ func.func @f(%x: tensor<1x4x8x8xf32>, %w: tensor<8x4x3x3xf32>, %b: tensor<4xf32>
 
 // -----
 
+func.func @f(%x: tensor<1x2x5x5xf32>, %w: tensor<3x2x0x3xf32>) -> tensor<1x3x6x3xf32> {
+  // expected-error @+2 {{the kernel window must be at least 1x1, got 0x3}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = flow.conv2d %x, %w strides = [1, 1] padding = [0, 0, 0, 0] dilations = [1, 1] groups = 1
+      : (tensor<1x2x5x5xf32>, tensor<3x2x0x3xf32>) -> tensor<1x3x6x3xf32>
+  return %0 : tensor<1x3x6x3xf32>
+}
+
+// -----
+
 func.func @f(%x: tensor<1x4x2x2xf32>, %w: tensor<8x4x3x3xf32>) -> tensor<1x8x1x1xf32> {
   // expected-error @+2 {{the window (3 with dilation) is larger than the padded input height (2)}}
   // expected-error @+1 {{failed to infer returned types}}
@@ -729,6 +739,15 @@ func.func @f(%t: tensor<10x4xf32>, %i: tensor<3xi64>) -> tensor<3x4xf32> {
   // expected-error @+2 {{axis 2 is out of range [0, 2)}}
   // expected-error @+1 {{failed to infer returned types}}
   %0 = flow.gather %t[%i] axis = 2 : (tensor<10x4xf32>, tensor<3xi64>) -> tensor<3x4xf32>
+  return %0 : tensor<3x4xf32>
+}
+
+// -----
+
+func.func @f(%t: tensor<0x4xf32>, %i: tensor<3xi64>) -> tensor<3x4xf32> {
+  // expected-error @+2 {{cannot gather from dimension 0, which is empty: no index is valid}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = flow.gather %t[%i] axis = 0 : (tensor<0x4xf32>, tensor<3xi64>) -> tensor<3x4xf32>
   return %0 : tensor<3x4xf32>
 }
 

@@ -355,6 +355,9 @@ LogicalResult Conv2dOp::inferReturnTypes(MLIRContext *,
       failed(checkSizes(padding, 4, 0, "padding", report)))
     return failure();
   ArrayRef<int64_t> x = input.getShape(), w = weight.getShape();
+  if (w[2] < 1 || w[3] < 1)
+    return report.fail("the kernel window must be at least 1x1, got ", w[2],
+                       "x", w[3]);
   if (groups < 1)
     return report.fail("groups must be at least 1, got ", groups);
   if (x[1] % groups != 0 || w[0] % groups != 0)
@@ -729,6 +732,9 @@ LogicalResult GatherOp::inferReturnTypes(MLIRContext *,
   int64_t axis = adaptor.getAxis();
   if (failed(checkAxes(axis, input.getRank(), "axis", report)))
     return failure();
+  if (input.getDimSize(axis) == 0 && indices.getNumElements() > 0)
+    return report.fail("cannot gather from dimension ", axis,
+                       ", which is empty: no index is valid");
   SmallVector<int64_t> shape(input.getShape().take_front(axis));
   llvm::append_range(shape, indices.getShape());
   llvm::append_range(shape, input.getShape().drop_front(axis + 1));

@@ -35,6 +35,18 @@ static int64_t workgroupExtent(Operation *op) {
   return separable ? type.getDimSize(0) : 1;
 }
 
+static bool isEmpty(Value v) {
+  auto type = dyn_cast<RankedTensorType>(v.getType());
+  return type && type.getNumElements() == 0;
+}
+
+/// An empty constant of `v`'s type, built at `b`.
+static Value emptyConstant(OpBuilder &b, Location loc, Value v) {
+  auto type = cast<RankedTensorType>(v.getType());
+  return ConstantOp::create(
+      b, loc, DenseElementsAttr::get(type, ArrayRef<Attribute>{}));
+}
+
 /// A splat constant: cheaper to rebuild inside a kernel than to pass.
 static bool isSplatConstant(Value v) {
   auto constant = v.getDefiningOp<ConstantOp>();
@@ -62,9 +74,12 @@ struct OutlineKernelsPass
   func::FuncOp outline(func::FuncOp host, Operation *insertAfter, Operation *op,
                        SymbolTable &symbols, unsigned index) {
     OpBuilder builder(host.getContext());
+    // Empty operands are rebuilt inside the kernel: a kernel never binds a
+    // buffer of zero elements.
     SmallVector<Value> args;
     for (Value operand : op->getOperands())
-      if (!isSplatConstant(operand) && !llvm::is_contained(args, operand))
+      if (!isSplatConstant(operand) && !isEmpty(operand) &&
+          !llvm::is_contained(args, operand))
         args.push_back(operand);
 
     builder.setInsertionPointAfter(insertAfter);
@@ -83,9 +98,14 @@ struct OutlineKernelsPass
     IRMapping mapping;
     for (auto [value, arg] : llvm::zip(args, body->getArguments()))
       mapping.map(value, arg);
-    for (Value operand : op->getOperands())
-      if (!mapping.contains(operand))
+    for (Value operand : op->getOperands()) {
+      if (mapping.contains(operand))
+        continue;
+      if (isEmpty(operand))
+        mapping.map(operand, emptyConstant(builder, op->getLoc(), operand));
+      else
         builder.clone(*operand.getDefiningOp(), mapping);
+    }
     Operation *clone = builder.clone(*op, mapping);
     func::ReturnOp::create(builder, op->getLoc(), clone->getResults());
 
@@ -110,8 +130,17 @@ struct OutlineKernelsPass
           ops.push_back(op);
       });
       Operation *last = func;
-      for (Operation *op : ops)
+      for (Operation *op : ops) {
+        // A result with no elements needs no computation.
+        if (llvm::all_of(op->getResults(), isEmpty)) {
+          OpBuilder b(op);
+          for (Value result : op->getResults())
+            result.replaceAllUsesWith(emptyConstant(b, op->getLoc(), result));
+          op->erase();
+          continue;
+        }
         last = outline(func, last, op, symbols, index++);
+      }
       // Splat constants only kernels used are dead now.
       for (Block &block : func.getBody())
         for (Operation &op : llvm::make_early_inc_range(llvm::reverse(block)))

@@ -187,7 +187,7 @@ def Flow_MulOp : Flow_BinaryOp<"mul", Flow_NumericTensor,
   let hasFolder = 1;
 }
 def Flow_DivOp : Flow_BinaryOp<"div", Flow_NumericTensor,
-    "the quotient lhs / rhs (integers: truncated toward zero)"> {
+    "the quotient lhs / rhs (integers: truncated toward zero, x / 0 = 0, INT_MIN / -1 = INT_MIN)"> {
   let hasFolder = 1;
 }
 def Flow_MaximumOp : Flow_BinaryOp<"maximum", Flow_NumericTensor,
@@ -202,7 +202,8 @@ def Flow_CompareOp : Flow_Op<"compare", [Pure, InferTypeOpAdaptor,
   let description = [{
     Compares element-wise with numpy broadcasting and returns an `i1` tensor.
     Predicates: `eq`, `ne`, `lt`, `le`, `gt`, `ge`; floats compare ordered
-    (any comparison with NaN is false, except `ne`, which is true).
+    (any comparison with NaN is false, except `ne`, which is true); integers
+    compare signed, and `i1` as false < true.
 
     ```mlir
     %m = flow.compare lt, %x, %y : (tensor<4x8xf32>, tensor<1x8xf32>) -> tensor<4x8xi1>
@@ -596,7 +597,8 @@ def Flow_GatherOp : Flow_Op<"gather", [Pure, InferTypeOpAdaptor]> {
   let summary = "takes slices of a tensor at given indices along one axis";
   let description = [{
     Indexes `input` along `axis` with every element of `indices` (`i32` or
-    `i64`, in `[0, dim(axis))`); the result shape is
+    `i64`, in `[0, dim(axis))`; an index outside that range is clamped into
+    it, so no read leaves the tensor); the result shape is
     `input.shape[:axis] + indices.shape + input.shape[axis + 1:]`. An
     embedding lookup is a gather along axis 0 of the table.
 
