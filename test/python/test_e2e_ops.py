@@ -641,3 +641,18 @@ def test_zero_size_tensors(tmp_path):
     for got, w in zip(results, want):
         assert got.shape == w.shape
         np.testing.assert_allclose(got.astype(np.float32), w)
+
+
+@pytest.mark.parametrize("ta,tb", [(False, False), (True, False),
+                                   (False, True), (True, True)])
+def test_matmul_single_row(tmp_path, ta, tb):
+    """m = 1 (batch-1 inference) runs as a matrix-vector product."""
+    a = rand((3, 9, 1) if ta else (3, 1, 9))
+    b = rand((7, 9) if tb else (9, 7))
+    attrs = [n for n, on in (("transpose_lhs", ta), ("transpose_rhs", tb)) if on]
+    attr = " {" + ", ".join(attrs) + "}" if attrs else ""
+    am = np.swapaxes(a, -1, -2) if ta else a
+    bm = b.T if tb else b
+    want = np.matmul(am.astype(np.float64), bm).astype(np.float32)
+    check(tmp_path, matmul_body(a, b, want.shape, np.float32, attr), [a, b],
+          want)
