@@ -334,6 +334,38 @@ static FailureOr<int64_t> windowOutputSize(int64_t size, int64_t padBegin,
   return out;
 }
 
+/// Output height and width of a window sliding over the spatial dims of
+/// `x` (NCHW); `kernel` is [KH, KW].
+static FailureOr<std::pair<int64_t, int64_t>>
+windowOutputHW(ArrayRef<int64_t> x, ArrayRef<int64_t> kernel,
+               ArrayRef<int64_t> strides, ArrayRef<int64_t> padding,
+               ArrayRef<int64_t> dilations, bool ceilMode,
+               const Reporter &report) {
+  FailureOr<int64_t> h =
+      windowOutputSize(x[2], padding[0], padding[2], kernel[0], strides[0],
+                       dilations[0], ceilMode, "height", report);
+  if (failed(h))
+    return failure();
+  FailureOr<int64_t> w =
+      windowOutputSize(x[3], padding[1], padding[3], kernel[1], strides[1],
+                       dilations[1], ceilMode, "width", report);
+  if (failed(w))
+    return failure();
+  return std::make_pair(*h, *w);
+}
+
+/// Checks the attribute arrays of a 2-D window.
+static LogicalResult checkWindow(ArrayRef<int64_t> kernel,
+                                 ArrayRef<int64_t> strides,
+                                 ArrayRef<int64_t> padding,
+                                 ArrayRef<int64_t> dilations,
+                                 const Reporter &report) {
+  return success(succeeded(checkSizes(kernel, 2, 1, "kernel", report)) &&
+                 succeeded(checkSizes(strides, 2, 1, "strides", report)) &&
+                 succeeded(checkSizes(dilations, 2, 1, "dilations", report)) &&
+                 succeeded(checkSizes(padding, 4, 0, "padding", report)));
+}
+
 LogicalResult Conv2dOp::inferReturnTypes(MLIRContext *,
                                          std::optional<Location> loc,
                                          Adaptor adaptor,
@@ -377,18 +409,13 @@ LogicalResult Conv2dOp::inferReturnTypes(MLIRContext *,
           "channel), got ",
           shapeStr(biasType ? biasType.getShape() : ArrayRef<int64_t>()));
   }
-  FailureOr<int64_t> h =
-      windowOutputSize(x[2], padding[0], padding[2], w[2], strides[0],
-                       dilations[0], /*ceilMode=*/false, "height", report);
-  if (failed(h))
+  FailureOr<std::pair<int64_t, int64_t>> hw =
+      windowOutputHW(x, w.drop_front(2), strides, padding, dilations,
+                     /*ceilMode=*/false, report);
+  if (failed(hw))
     return failure();
-  FailureOr<int64_t> wd =
-      windowOutputSize(x[3], padding[1], padding[3], w[3], strides[1],
-                       dilations[1], /*ceilMode=*/false, "width", report);
-  if (failed(wd))
-    return failure();
-  results.push_back(
-      RankedTensorType::get({x[0], w[0], *h, *wd}, input.getElementType()));
+  results.push_back(RankedTensorType::get({x[0], w[0], hw->first, hw->second},
+                                          input.getElementType()));
   return success();
 }
 
@@ -404,24 +431,17 @@ LogicalResult Im2ColOp::inferReturnTypes(MLIRContext *,
                     strides = adaptor.getStrides(),
                     padding = adaptor.getPadding(),
                     dilations = adaptor.getDilations();
-  if (failed(checkSizes(kernel, 2, 1, "kernel", report)) ||
-      failed(checkSizes(strides, 2, 1, "strides", report)) ||
-      failed(checkSizes(dilations, 2, 1, "dilations", report)) ||
-      failed(checkSizes(padding, 4, 0, "padding", report)))
+  if (failed(checkWindow(kernel, strides, padding, dilations, report)))
     return failure();
   ArrayRef<int64_t> x = input.getShape();
-  FailureOr<int64_t> h =
-      windowOutputSize(x[2], padding[0], padding[2], kernel[0], strides[0],
-                       dilations[0], /*ceilMode=*/false, "height", report);
-  if (failed(h))
-    return failure();
-  FailureOr<int64_t> w =
-      windowOutputSize(x[3], padding[1], padding[3], kernel[1], strides[1],
-                       dilations[1], /*ceilMode=*/false, "width", report);
-  if (failed(w))
+  FailureOr<std::pair<int64_t, int64_t>> hw =
+      windowOutputHW(x, kernel, strides, padding, dilations,
+                     /*ceilMode=*/false, report);
+  if (failed(hw))
     return failure();
   results.push_back(RankedTensorType::get(
-      {x[0], x[1], kernel[0], kernel[1], *h, *w}, input.getElementType()));
+      {x[0], x[1], kernel[0], kernel[1], hw->first, hw->second},
+      input.getElementType()));
   return success();
 }
 
@@ -436,10 +456,7 @@ static LogicalResult inferPool2d(std::optional<Location> loc, Value inputValue,
   RankedTensorType input = tensorTypeOf(inputValue);
   if (!input || input.getRank() != 4)
     return report.fail("input must be a rank-4 (NCHW) tensor");
-  if (failed(checkSizes(kernel, 2, 1, "kernel", report)) ||
-      failed(checkSizes(strides, 2, 1, "strides", report)) ||
-      failed(checkSizes(dilations, 2, 1, "dilations", report)) ||
-      failed(checkSizes(padding, 4, 0, "padding", report)))
+  if (failed(checkWindow(kernel, strides, padding, dilations, report)))
     return failure();
   for (int i = 0; i < 4; ++i) {
     std::optional<int64_t> extent =
@@ -451,18 +468,12 @@ static LogicalResult inferPool2d(std::optional<Location> loc, Value inputValue,
                          " is not smaller than the window (", *extent, ")");
   }
   ArrayRef<int64_t> x = input.getShape();
-  FailureOr<int64_t> h =
-      windowOutputSize(x[2], padding[0], padding[2], kernel[0], strides[0],
-                       dilations[0], ceilMode, "height", report);
-  if (failed(h))
+  FailureOr<std::pair<int64_t, int64_t>> hw =
+      windowOutputHW(x, kernel, strides, padding, dilations, ceilMode, report);
+  if (failed(hw))
     return failure();
-  FailureOr<int64_t> w =
-      windowOutputSize(x[3], padding[1], padding[3], kernel[1], strides[1],
-                       dilations[1], ceilMode, "width", report);
-  if (failed(w))
-    return failure();
-  results.push_back(
-      RankedTensorType::get({x[0], x[1], *h, *w}, input.getElementType()));
+  results.push_back(RankedTensorType::get({x[0], x[1], hw->first, hw->second},
+                                          input.getElementType()));
   return success();
 }
 
