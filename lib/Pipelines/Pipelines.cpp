@@ -71,7 +71,7 @@ namespace {
 /// The pass pipelines of each phase on the module, as flow-opt would spell
 /// them inside `builtin.module(...)`.
 const char *const kFlowPipeline =
-    "canonicalize,func.func(flow-strip-annotations%s),"
+    "inline,canonicalize,func.func(flow-strip-annotations%s),"
     "flow-outline-kernels{library-matmul=%s},symbol-dce";
 const char *const kLinalgPipeline = "flow-convert-to-linalg,canonicalize,cse";
 const char *const kBufferizedPipeline =

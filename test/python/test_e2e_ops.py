@@ -656,3 +656,33 @@ def test_matmul_single_row(tmp_path, ta, tb):
     want = np.matmul(am.astype(np.float64), bm).astype(np.float32)
     check(tmp_path, matmul_body(a, b, want.shape, np.float32, attr), [a, b],
           want)
+
+
+def test_function_calls_are_inlined(tmp_path):
+    """Public functions may call private helpers and each other."""
+    from flowtest import compile_mlir, run_fbin
+    text = """
+func.func private @affine(%x: tensor<4xf32>, %b: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = flow.mul %x, %x : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  %1 = flow.add %0, %b : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  return %1 : tensor<4xf32>
+}
+func.func @square_plus(%x: tensor<4xf32>, %b: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = call @affine(%x, %b) : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+func.func @twice(%x: tensor<4xf32>, %b: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = call @square_plus(%x, %b) : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  %1 = call @affine(%0, %b) : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  return %1 : tensor<4xf32>
+}
+"""
+    fbin = compile_mlir(text, tmp_path)
+    x, b = rand((4,)), rand((4,))
+    once = x * x + b
+    np.testing.assert_allclose(
+        run_fbin(fbin, [x, b], tmp_path, "--function=square_plus")[0], once,
+        rtol=1e-6)
+    np.testing.assert_allclose(
+        run_fbin(fbin, [x, b], tmp_path, "--function=twice")[0],
+        once * once + b, rtol=1e-6)

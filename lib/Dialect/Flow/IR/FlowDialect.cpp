@@ -10,11 +10,27 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
+#include "mlir/Transforms/InliningUtils.h"
 
 using namespace mlir;
 using namespace mlir::flow;
 
 #include "flow/Dialect/Flow/IR/FlowDialect.cpp.inc"
+
+namespace {
+/// Every flow op is pure dataflow on tensors: inlining a function that uses
+/// them is always legal.
+struct FlowInlinerInterface : DialectInlinerInterface {
+  using DialectInlinerInterface::DialectInlinerInterface;
+  bool isLegalToInline(Operation *, Operation *, bool) const final {
+    return true;
+  }
+  bool isLegalToInline(Operation *, Region *, bool,
+                       IRMapping &) const final {
+    return true;
+  }
+};
+} // namespace
 
 void FlowDialect::initialize() {
   addOperations<
@@ -22,6 +38,7 @@ void FlowDialect::initialize() {
 #include "flow/Dialect/Flow/IR/FlowOps.cpp.inc"
       >();
   registerAttributes();
+  addInterfaces<FlowInlinerInterface>();
 }
 
 Operation *FlowDialect::materializeConstant(OpBuilder &builder, Attribute value,
