@@ -13,19 +13,20 @@ export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$ROOT}"
 export CCACHE_NOHASHDIR="${CCACHE_NOHASHDIR:-true}"
 mkdir -p "$CCACHE_DIR"
 
-if [ ! -f "$BUILD/build.ninja" ]; then
+if [ ! -f "$BUILD/build.ninja" ] || [ ! -f "$BUILD/CMakeCache.txt" ]; then
   cmake -G Ninja -S "$ROOT" -B "$BUILD" \
     -DCMAKE_BUILD_TYPE=Release \
     -DCMAKE_C_COMPILER_LAUNCHER=ccache \
     -DCMAKE_CXX_COMPILER_LAUNCHER=ccache \
     -DMLIR_DIR=/usr/lib/llvm-22/lib/cmake/mlir \
-    -DLLVM_EXTERNAL_LIT=/usr/lib/llvm-22/bin/lit
+    -DLLVM_EXTERNAL_LIT=/usr/lib/llvm-22/bin/lit \
+    -DPython3_EXECUTABLE="$FLOW_CACHE/venv/bin/python"
 fi
 
 if (($#)); then
   targets=("$@")
 else
-  targets=(flow-opt flow-compile flow-run flow-runtime-tests FlowDialectDocGen FlowPassesDocGen
+  targets=(flow-opt flow-compile flow-run flow-runtime-tests flow-python FlowDialectDocGen FlowPassesDocGen
            FlowConversionPassesDocGen)
 fi
 ninja -C "$BUILD" -j "${FLOW_JOBS:-$(nproc)}" "${targets[@]}"

@@ -33,6 +33,7 @@
 #include "llvm/Support/JSON.h"
 
 #include <chrono>
+#include <mutex>
 
 using namespace mlir;
 using namespace mlir::flow;
@@ -65,6 +66,18 @@ void mlir::flow::registerCompilerDialects(DialectRegistry &registry) {
   bufferization::func_ext::registerBufferizableOpInterfaceExternalModels(
       registry);
   registerCpuTargetTranslations(registry);
+}
+
+void mlir::flow::registerCompilerPasses() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    registerAllPasses();
+    registerFlowTransformsPasses();
+    registerFlowConversionPasses();
+    // runPipeline applies these (defaults unless a tool's command line set
+    // them); applying unregistered options fails.
+    registerPassManagerCLOptions();
+  });
 }
 
 namespace {

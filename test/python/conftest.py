@@ -2,6 +2,7 @@
 
 import os
 import pathlib
+import sys
 
 import pytest
 
@@ -10,6 +11,10 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 def build_dir() -> pathlib.Path:
     return pathlib.Path(os.environ.get("FLOW_BUILD_DIR", ROOT / "build"))
+
+
+# The `flow` package is built into build/python (sources plus extension).
+sys.path.insert(0, str(build_dir() / "python"))
 
 
 @pytest.fixture(scope="session")

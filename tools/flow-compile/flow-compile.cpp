@@ -58,12 +58,9 @@ static cl::opt<bool>
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
-  registerAllPasses();
-  registerFlowTransformsPasses();
-  registerFlowConversionPasses();
+  registerCompilerPasses();
   registerAsmPrinterCLOptions();
   registerMLIRContextCLOptions();
-  registerPassManagerCLOptions();
   registerDefaultTimingManagerCLOptions();
   cl::ParseCommandLineOptions(argc, argv, "Flow compiler\n");
 

@@ -71,6 +71,9 @@ struct CompileResult {
 /// Registers every dialect, interface and translation the pipeline uses.
 void registerCompilerDialects(DialectRegistry &registry);
 
+/// Registers every pass the phase pipelines name (idempotent, thread-safe).
+void registerCompilerPasses();
+
 /// Compiles `module` (which it modifies). Diagnostics go to the context's
 /// handler; `timing`, if given, receives per-pass timing.
 FailureOr<CompileResult> compile(ModuleOp module, const CompileOptions &options,

@@ -1,0 +1,213 @@
+//===- FlowModule.cpp - Flow's Python extension ---------------------------===//
+//
+// Part of the Flow project.
+//
+// `flow._flow`: the compiler (MLIR text -> executable bytes, or the IR of a
+// phase) and the runtime (load an executable, run it on numpy arrays without
+// copying the inputs). Compiled with exceptions (pybind11 needs them); the
+// compiler and runtime below report errors as values, which become
+// `flow.FlowError` here and never cross into MLIR.
+//
+//===----------------------------------------------------------------------===//
+
+#include "flow/Pipelines/Pipelines.h"
+#include "flow/runtime/Executable.h"
+#include "flow/runtime/Session.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+namespace py = pybind11;
+namespace rt = flow::runtime;
+
+namespace {
+
+/// Raised for every error the compiler or runtime reports.
+struct FlowError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+/// Compiles MLIR text. Returns bytes (phase "fbin") or the IR text.
+py::object compile(const std::string &source, const std::string &target,
+                   const std::string &compileTo, bool libraryMatmul,
+                   const std::string &cpu) {
+  std::optional<mlir::flow::Phase> phase = mlir::flow::parsePhase(compileTo);
+  if (!phase)
+    throw FlowError("unknown phase '" + compileTo +
+                    "' (input, flow, linalg, bufferized, llvm, fbin)");
+  mlir::DialectRegistry registry;
+  mlir::flow::registerCompilerDialects(registry);
+  mlir::MLIRContext context(registry);
+  context.loadAllAvailableDialects();
+
+  llvm::SourceMgr sourceMgr;
+  sourceMgr.AddNewSourceBuffer(
+      llvm::MemoryBuffer::getMemBufferCopy(source, "<input>"), llvm::SMLoc());
+  std::string diagnostics;
+  llvm::raw_string_ostream os(diagnostics);
+  mlir::SourceMgrDiagnosticHandler handler(sourceMgr, &context, os);
+
+  mlir::OwningOpRef<mlir::ModuleOp> module =
+      mlir::parseSourceFile<mlir::ModuleOp>(sourceMgr, &context);
+  if (!module)
+    throw FlowError(diagnostics);
+  mlir::flow::CompileOptions options;
+  options.target = target;
+  options.cpu.cpu = cpu;
+  options.compileTo = *phase;
+  options.libraryMatmul = libraryMatmul;
+  mlir::FailureOr<mlir::flow::CompileResult> result;
+  {
+    py::gil_scoped_release release;
+    result = mlir::flow::compile(*module, options);
+  }
+  if (mlir::failed(result))
+    throw FlowError(diagnostics);
+  if (*phase == mlir::flow::Phase::Fbin)
+    return py::bytes(reinterpret_cast<const char *>(result->executable.data()),
+                     result->executable.size());
+  std::string text;
+  llvm::raw_string_ostream ir(text);
+  result->module->print(ir);
+  return py::str(text);
+}
+
+template <typename T> T unwrap(rt::StatusOr<T> value) {
+  if (!value.isOk())
+    throw FlowError(value.status().message());
+  return std::move(*value);
+}
+
+/// numpy dtype of a runtime element type; bf16 comes from ml_dtypes.
+py::dtype numpyDtype(rt::DType dtype) {
+  switch (dtype) {
+  case rt::DType::F32:
+    return py::dtype("float32");
+  case rt::DType::F16:
+    return py::dtype("float16");
+  case rt::DType::BF16:
+    return py::dtype::from_args(
+        py::module_::import("ml_dtypes").attr("bfloat16"));
+  case rt::DType::I64:
+    return py::dtype("int64");
+  case rt::DType::I32:
+    return py::dtype("int32");
+  case rt::DType::I1:
+    return py::dtype("bool");
+  }
+  throw FlowError("unknown element type");
+}
+
+/// A loaded executable with a session to run it.
+class Module {
+public:
+  Module(py::bytes bytes, int threads) {
+    std::string data = bytes;
+    std::shared_ptr<const rt::Executable> exe(
+        unwrap(rt::Executable::loadBytes(data.data(), data.size())));
+    rt::RuntimeOptions options;
+    options.threads = threads;
+    session = unwrap(rt::Session::create(exe, options));
+  }
+
+  std::vector<std::string> functions() const {
+    return session->executable().functionNames();
+  }
+
+  /// (inputs, outputs) of `name`, each a list of (dtype name, shape).
+  py::tuple signature(const std::string &name) const {
+    const rt::FunctionSignature &sig = lookup(name);
+    auto list = [](const std::vector<rt::TensorSpec> &specs) {
+      py::list out;
+      for (const rt::TensorSpec &s : specs)
+        out.append(py::make_tuple(rt::dtypeName(s.dtype),
+                                  py::tuple(py::cast(s.shape))));
+      return out;
+    };
+    return py::make_tuple(list(sig.inputs), list(sig.outputs));
+  }
+
+  /// Runs `name` on numpy arrays; returns new numpy arrays.
+  py::list run(const std::string &name, const std::vector<py::array> &args) {
+    size_t index = unwrap(session->executable().findFunction(name));
+    const rt::FunctionSignature &sig = session->executable().functions()[index];
+    if (args.size() != sig.inputs.size())
+      throw FlowError("function '" + name + "' takes " +
+                      std::to_string(sig.inputs.size()) + " inputs, got " +
+                      std::to_string(args.size()));
+    std::vector<py::array> inputs;
+    std::vector<rt::ConstBuffer> in;
+    for (size_t i = 0; i < args.size(); ++i) {
+      const rt::TensorSpec &spec = sig.inputs[i];
+      py::dtype want = numpyDtype(spec.dtype);
+      if (!args[i].dtype().is(want) && !args[i].dtype().equal(want))
+        throw FlowError("input " + std::to_string(i) + ": expected " +
+                        spec.str() + ", got dtype " +
+                        std::string(py::str(args[i].dtype())));
+      std::vector<int64_t> shape(args[i].shape(),
+                                 args[i].shape() + args[i].ndim());
+      if (shape != spec.shape)
+        throw FlowError("input " + std::to_string(i) + ": expected " +
+                        spec.str() + ", got shape " +
+                        std::string(py::str(py::tuple(py::cast(shape)))));
+      // Row-major and aligned; copies only when the array is not.
+      py::array contiguous =
+          py::array::ensure(args[i], py::array::c_style | py::array::forcecast);
+      inputs.push_back(contiguous);
+      in.push_back({contiguous.data(), spec.byteSize()});
+    }
+    py::list results;
+    std::vector<rt::MutableBuffer> out;
+    for (const rt::TensorSpec &spec : sig.outputs) {
+      py::array array(
+          numpyDtype(spec.dtype),
+          std::vector<py::ssize_t>(spec.shape.begin(), spec.shape.end()));
+      out.push_back({array.mutable_data(), spec.byteSize()});
+      results.append(array);
+    }
+    rt::Status status;
+    {
+      py::gil_scoped_release release;
+      status = session->run(index, in, out);
+    }
+    if (!status.isOk())
+      throw FlowError(status.message());
+    return results;
+  }
+
+  int threads() const { return session->threads(); }
+
+private:
+  const rt::FunctionSignature &lookup(const std::string &name) const {
+    size_t index = unwrap(session->executable().findFunction(name));
+    return session->executable().functions()[index];
+  }
+
+  std::unique_ptr<rt::Session> session;
+};
+
+} // namespace
+
+PYBIND11_MODULE(_flow, m) {
+  m.doc() = "Flow's compiler and runtime";
+  py::register_exception<FlowError>(m, "FlowError");
+  mlir::flow::registerCompilerPasses();
+  m.def("compile", &compile, py::arg("source"), py::arg("target") = "cpu",
+        py::arg("compile_to") = "fbin", py::arg("library_matmul") = true,
+        py::arg("cpu") = "host",
+        "Compiles flow-dialect MLIR text: executable bytes, or the IR of an "
+        "earlier phase as text.");
+  py::class_<Module>(m, "Module")
+      .def(py::init<py::bytes, int>(), py::arg("executable"),
+           py::arg("threads") = 0)
+      .def_property_readonly("functions", &Module::functions)
+      .def_property_readonly("threads", &Module::threads)
+      .def("signature", &Module::signature, py::arg("function"))
+      .def("run", &Module::run, py::arg("function"), py::arg("inputs"));
+}

@@ -1,0 +1,104 @@
+"""The `flow` Python package: compile flow-dialect text, run on numpy."""
+
+import numpy as np
+import pytest
+
+import flow
+from flowtest import BF16
+
+MLP = """
+func.func @forward(%x: tensor<4x8xf32>, %w: tensor<8x3xf32>, %b: tensor<3xf32>) -> tensor<4x3xf32> {
+  %0 = flow.matmul %x, %w : (tensor<4x8xf32>, tensor<8x3xf32>) -> tensor<4x3xf32>
+  %1 = flow.add %0, %b : (tensor<4x3xf32>, tensor<3xf32>) -> tensor<4x3xf32>
+  %2 = flow.relu %1 : tensor<4x3xf32>
+  return %2 : tensor<4x3xf32>
+}
+"""
+
+RNG = np.random.default_rng(3)
+
+
+def test_compile_and_call():
+    module = flow.compile_mlir(MLP)
+    assert module.functions == ["forward"]
+    inputs, outputs = module.signature()
+    assert inputs == [("f32", (4, 8)), ("f32", (8, 3)), ("f32", (3,))]
+    assert outputs == [("f32", (4, 3))]
+    x, w, b = (RNG.standard_normal(s).astype(np.float32)
+               for s in ((4, 8), (8, 3), (3,)))
+    (y,) = module(x, w, b)
+    assert y.dtype == np.float32 and y.shape == (4, 3)
+    np.testing.assert_allclose(y, np.maximum(x @ w + b, 0), rtol=1e-5,
+                               atol=1e-6)
+    # Non-contiguous inputs are accepted (copied to row-major).
+    wt = np.asfortranarray(w)
+    np.testing.assert_allclose(module(x, wt, b)[0], y)
+
+
+def test_bad_calls_raise_flow_error():
+    module = flow.compile_mlir(MLP)
+    x = np.zeros((4, 8), np.float32)
+    w = np.zeros((8, 3), np.float32)
+    b = np.zeros((3,), np.float32)
+    with pytest.raises(flow.FlowError, match="takes 3 inputs, got 2"):
+        module(x, w)
+    with pytest.raises(flow.FlowError, match=r"input 1: expected f32\[8,3\], got shape"):
+        module(x, np.zeros((8, 4), np.float32), b)
+    with pytest.raises(flow.FlowError, match=r"input 2: expected f32\[3\], got dtype float64"):
+        module(x, w, np.zeros((3,)))
+    with pytest.raises(flow.FlowError, match="does not exist|no function"):
+        module(x, w, b, function="backward")
+
+
+def test_compile_errors_are_flow_errors():
+    with pytest.raises(flow.FlowError, match="custom op 'flow.nope' is unknown"):
+        flow.compile_mlir("func.func @f() { %0 = flow.nope }")
+    with pytest.raises(flow.FlowError, match="not broadcast-compatible"):
+        flow.compile_mlir("""
+func.func @f(%a: tensor<2x3xf32>, %b: tensor<4x3xf32>) -> tensor<2x3xf32> {
+  %0 = flow.add %a, %b : (tensor<2x3xf32>, tensor<4x3xf32>) -> tensor<2x3xf32>
+  return %0 : tensor<2x3xf32>
+}""")
+    with pytest.raises(flow.FlowError, match="unknown phase"):
+        flow.compile_ir(MLP, "assembly")
+
+
+def test_compile_ir_phases():
+    assert "call @forward_k0" in flow.compile_ir(MLP, "flow")
+    assert "linalg.generic" in flow.compile_ir(MLP, "linalg")
+    assert "scf.parallel" in flow.compile_ir(MLP, "bufferized")
+    assert "llvm.func @forward_k0_entry" in flow.compile_ir(MLP, "llvm")
+
+
+def test_bf16_and_bool_tensors():
+    module = flow.compile_mlir("""
+func.func @f(%a: tensor<5xbf16>, %b: tensor<5xbf16>) -> (tensor<5xbf16>, tensor<5xi1>) {
+  %0 = flow.mul %a, %b : (tensor<5xbf16>, tensor<5xbf16>) -> tensor<5xbf16>
+  %1 = flow.compare gt, %a, %b : (tensor<5xbf16>, tensor<5xbf16>) -> tensor<5xi1>
+  return %0, %1 : tensor<5xbf16>, tensor<5xi1>
+}""")
+    a = RNG.standard_normal(5).astype(BF16)
+    b = RNG.standard_normal(5).astype(BF16)
+    prod, gt = module(a, b)
+    assert prod.dtype == BF16 and gt.dtype == np.bool_
+    np.testing.assert_allclose(prod.astype(np.float32),
+                               (a.astype(np.float32) * b.astype(np.float32)),
+                               rtol=1e-2)
+    np.testing.assert_array_equal(gt, a.astype(np.float32) > b.astype(np.float32))
+
+
+def test_several_functions_need_a_name():
+    module = flow.compile_mlir("""
+func.func @neg(%a: tensor<2xf32>) -> tensor<2xf32> {
+  %0 = flow.neg %a : tensor<2xf32>
+  return %0 : tensor<2xf32>
+}
+func.func @abs(%a: tensor<2xf32>) -> tensor<2xf32> {
+  %0 = flow.abs %a : tensor<2xf32>
+  return %0 : tensor<2xf32>
+}""", threads=1)
+    x = np.array([-1.5, 2.0], np.float32)
+    with pytest.raises(flow.FlowError, match="several functions"):
+        module(x)
+    np.testing.assert_array_equal(module(x, function="neg")[0], -x)
+    np.testing.assert_array_equal(module(x, function="abs")[0], np.abs(x))
