@@ -225,6 +225,9 @@ FailureOr<CompileResult> mlir::flow::compile(ModuleOp module,
   }
 
   // fbin: the kernel library and the executable.
+  std::optional<TimingScope> fbinTiming;
+  if (timing)
+    fbinTiming.emplace(timing->nest("fbin: LLVM code generation, link, write"));
   if (failed(buildExecutable(module, *kernels, infos, options, result)))
     return failure();
   return std::move(result);
