@@ -686,3 +686,25 @@ func.func @twice(%x: tensor<4xf32>, %b: tensor<4xf32>) -> tensor<4xf32> {
     np.testing.assert_allclose(
         run_fbin(fbin, [x, b], tmp_path, "--function=twice")[0],
         once * once + b, rtol=1e-6)
+
+
+@pytest.mark.parametrize("ta,tb", [(False, False), (True, False),
+                                   (False, True), (True, True)])
+@pytest.mark.parametrize("batch", [(), (3,)])
+def test_matmul_thread_counts(tmp_path, ta, tb, batch):
+    """Multi-megaflop GEMMs, batched and not, with every transpose, give the
+    right result whatever the thread count (m = 131 splits unevenly)."""
+    from flowtest import compile_mlir, run_fbin
+    m, k, n = 131, 200, 64
+    a = rand((*batch, k, m) if ta else (*batch, m, k))
+    b = rand((n, k) if tb else (k, n))
+    attrs = [x for x, on in (("transpose_lhs", ta), ("transpose_rhs", tb)) if on]
+    attr = " {" + ", ".join(attrs) + "}" if attrs else ""
+    am = np.swapaxes(a, -1, -2) if ta else a
+    want = np.matmul(am.astype(np.float64), b.T if tb else b).astype(np.float32)
+    text = function(matmul_body(a, b, want.shape, np.float32, attr), [a, b],
+                    [tensor_type(want.shape, np.float32)])
+    fbin = compile_mlir(text, tmp_path)
+    for threads in ("1", "2", "3"):
+        got = run_fbin(fbin, [a, b], tmp_path, f"--threads={threads}")[0]
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-4)

@@ -961,13 +961,11 @@ struct PoolLowering : OpConversionPattern<OpTy> {
       result = buildElementwise(
           rewriter, loc, result, type.getShape(), elt,
           [&](OpBuilder &b, Location l, ValueRange a) {
-            Type idx = b.getIndexType();
             Value count = intConst(b, l, b.getI64Type(), 1);
             for (int i = 0; i < 2; ++i) {
               Value o = arith::IndexCastOp::create(
                   b, l, b.getI64Type(),
                   linalg::IndexOp::create(b, l, 2 + i).getResult());
-              (void)idx;
               auto c = [&](int64_t v) {
                 return intConst(b, l, b.getI64Type(), v);
               };

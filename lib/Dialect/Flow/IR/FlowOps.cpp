@@ -101,20 +101,17 @@ MeshOp mlir::flow::lookupMesh(Operation *from, FlatSymbolRefAttr name,
   return dyn_cast_or_null<MeshOp>(symbol);
 }
 
-/// Returns a diagnostic builder at `loc` that is a no-op when `loc` is empty
-/// (inference called without a location reports nothing).
-static function_ref<InFlightDiagnostic()> noDiag() { return nullptr; }
-
 namespace {
 /// Emits errors for type inference at an optional location.
 struct Reporter {
   std::optional<Location> loc;
-  InFlightDiagnostic operator()() const {
-    if (loc)
-      return emitError(*loc);
-    // Inference without a location reports nothing; build a diagnostic that
-    // is never emitted.
-    return InFlightDiagnostic();
+  InFlightDiagnostic operator()() const { return emitError(*loc); }
+  /// A diagnostic builder for helpers that report through one, or null when
+  /// inference runs without a location and must stay silent.
+  function_ref<InFlightDiagnostic()> emitter() const {
+    if (!loc)
+      return nullptr;
+    return *this;
   }
   /// Reports `args...` and returns failure.
   template <typename... Args> LogicalResult fail(Args &&...args) const {
@@ -208,8 +205,8 @@ static LogicalResult inferBroadcast(std::optional<Location> loc,
       return report.fail("operands must be ranked tensors");
     shapes.push_back(type.getShape());
   }
-  FailureOr<SmallVector<int64_t>> shape = broadcastShapes(
-      shapes, loc ? function_ref<InFlightDiagnostic()>(report) : noDiag());
+  FailureOr<SmallVector<int64_t>> shape =
+      broadcastShapes(shapes, report.emitter());
   if (failed(shape))
     return failure();
   results.push_back(RankedTensorType::get(*shape, elementType));
@@ -287,9 +284,8 @@ LogicalResult MatmulOp::inferReturnTypes(MLIRContext *,
     return report.fail("contracting dimensions differ: lhs has ", ka,
                        ", rhs has ", kb, " (lhs ", shapeStr(a), ", rhs ",
                        shapeStr(b), ")");
-  FailureOr<SmallVector<int64_t>> batch = broadcastShapes(
-      {a.drop_back(2), b.drop_back(2)},
-      loc ? function_ref<InFlightDiagnostic()>(report) : noDiag());
+  FailureOr<SmallVector<int64_t>> batch =
+      broadcastShapes({a.drop_back(2), b.drop_back(2)}, report.emitter());
   if (failed(batch))
     return failure();
   SmallVector<int64_t> shape = *batch;
