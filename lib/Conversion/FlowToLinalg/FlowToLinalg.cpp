@@ -418,56 +418,30 @@ Value scalarOf(MinimumOp, OpBuilder &b, Location loc, ValueRange a) {
 Value scalarOf(PowOp, OpBuilder &b, Location loc, ValueRange a) {
   return binary<math::PowFOp, arith::MulIOp>(b, loc, a);
 }
+/// Predicates by flow.compare predicate (eq, ne, lt, le, gt, ge). Floats
+/// compare ordered except `ne` (true for NaN); integers signed, i1 unsigned
+/// (false < true).
+constexpr arith::CmpFPredicate kFloatPredicates[] = {
+    arith::CmpFPredicate::OEQ, arith::CmpFPredicate::UNE,
+    arith::CmpFPredicate::OLT, arith::CmpFPredicate::OLE,
+    arith::CmpFPredicate::OGT, arith::CmpFPredicate::OGE};
+constexpr arith::CmpIPredicate kSignedPredicates[] = {
+    arith::CmpIPredicate::eq,  arith::CmpIPredicate::ne,
+    arith::CmpIPredicate::slt, arith::CmpIPredicate::sle,
+    arith::CmpIPredicate::sgt, arith::CmpIPredicate::sge};
+constexpr arith::CmpIPredicate kUnsignedPredicates[] = {
+    arith::CmpIPredicate::eq,  arith::CmpIPredicate::ne,
+    arith::CmpIPredicate::ult, arith::CmpIPredicate::ule,
+    arith::CmpIPredicate::ugt, arith::CmpIPredicate::uge};
+
 Value scalarOf(CompareOp op, OpBuilder &b, Location loc, ValueRange a) {
   Type t = a[0].getType();
-  if (isa<FloatType>(t)) {
-    arith::CmpFPredicate p;
-    switch (op.getPredicate()) {
-    case ComparePredicate::eq:
-      p = arith::CmpFPredicate::OEQ;
-      break;
-    case ComparePredicate::ne:
-      p = arith::CmpFPredicate::UNE;
-      break;
-    case ComparePredicate::lt:
-      p = arith::CmpFPredicate::OLT;
-      break;
-    case ComparePredicate::le:
-      p = arith::CmpFPredicate::OLE;
-      break;
-    case ComparePredicate::gt:
-      p = arith::CmpFPredicate::OGT;
-      break;
-    case ComparePredicate::ge:
-      p = arith::CmpFPredicate::OGE;
-      break;
-    }
-    return arith::CmpFOp::create(b, loc, p, widen(b, loc, a[0]),
-                                 widen(b, loc, a[1]));
-  }
-  // i1 compares as unsigned (false < true); other integers as signed.
-  bool isBool = t.isInteger(1);
-  arith::CmpIPredicate p;
-  switch (op.getPredicate()) {
-  case ComparePredicate::eq:
-    p = arith::CmpIPredicate::eq;
-    break;
-  case ComparePredicate::ne:
-    p = arith::CmpIPredicate::ne;
-    break;
-  case ComparePredicate::lt:
-    p = isBool ? arith::CmpIPredicate::ult : arith::CmpIPredicate::slt;
-    break;
-  case ComparePredicate::le:
-    p = isBool ? arith::CmpIPredicate::ule : arith::CmpIPredicate::sle;
-    break;
-  case ComparePredicate::gt:
-    p = isBool ? arith::CmpIPredicate::ugt : arith::CmpIPredicate::sgt;
-    break;
-  case ComparePredicate::ge:
-    p = isBool ? arith::CmpIPredicate::uge : arith::CmpIPredicate::sge;
-    break;
-  }
+  auto index = static_cast<size_t>(op.getPredicate());
+  if (isa<FloatType>(t))
+    return arith::CmpFOp::create(b, loc, kFloatPredicates[index],
+                                 widen(b, loc, a[0]), widen(b, loc, a[1]));
+  arith::CmpIPredicate p =
+      t.isInteger(1) ? kUnsignedPredicates[index] : kSignedPredicates[index];
   return arith::CmpIOp::create(b, loc, p, a[0], a[1]);
 }
 Value scalarOf(SelectOp, OpBuilder &b, Location loc, ValueRange a) {
