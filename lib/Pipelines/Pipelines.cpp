@@ -275,6 +275,7 @@ void CompileReport::writeJson(raw_ostream &os) const {
       {"arena_bytes", executable.arenaBytes},
       {"transient_bytes", executable.transientBytes},
       {"constant_bytes", executable.constantBytes},
+      {"parameter_bytes", executable.parameterBytes},
       {"kernel_library_bytes", kernelLibraryBytes},
       {"executable_bytes", executableBytes},
   };

@@ -23,7 +23,7 @@ using namespace mlir::flow;
 namespace fb = ::flow::fbs;
 
 /// The executable format version this writer produces.
-static constexpr uint32_t kFormatVersion = 1;
+static constexpr uint32_t kFormatVersion = 2;
 /// Alignment of every arena slice.
 static constexpr int64_t kAlignment = 64;
 
@@ -97,14 +97,27 @@ static FailureOr<std::vector<uint8_t>> constantBytes(ConstantOp op) {
 }
 
 namespace {
+/// One constant of the executable: inline bytes, or a parameter of the
+/// archive (by name, with its type).
+struct ConstantEntry {
+  std::vector<uint8_t> data;
+  std::string parameter;
+  RankedTensorType type;
+};
+
+/// The executable's constants; parameters are shared by every use.
+struct ConstantTable {
+  std::vector<ConstantEntry> entries;
+  llvm::StringMap<unsigned> parameterIndex;
+};
+
 /// Writes one function: assigns buffers, plans the arena, emits commands.
 class FunctionWriter {
 public:
   FunctionWriter(flatbuffers::FlatBufferBuilder &fbb,
                  const llvm::StringMap<KernelInfo> &kernels,
                  const llvm::StringMap<unsigned> &kernelIndex,
-                 std::vector<std::vector<uint8_t>> &constants,
-                 ExecutableStats &stats)
+                 ConstantTable &constants, ExecutableStats &stats)
       : fbb(fbb), kernels(kernels), kernelIndex(kernelIndex),
         constants(constants), stats(stats) {}
 
@@ -142,7 +155,7 @@ private:
   flatbuffers::FlatBufferBuilder &fbb;
   const llvm::StringMap<KernelInfo> &kernels;
   const llvm::StringMap<unsigned> &kernelIndex;
-  std::vector<std::vector<uint8_t>> &constants;
+  ConstantTable &constants;
   ExecutableStats &stats;
   llvm::MapVector<Value, Slot> slots;
 };
@@ -243,9 +256,29 @@ FunctionWriter::write(func::FuncOp func) {
         return failure();
       stats.constantBytes += bytes->size();
       slots[constant.getResult()] = {fb::Space::Constant,
-                                     (uint32_t)constants.size(), 0,
+                                     (uint32_t)constants.entries.size(), 0,
                                      (int64_t)bytes->size()};
-      constants.push_back(std::move(*bytes));
+      constants.entries.push_back({std::move(*bytes), "", {}});
+      continue;
+    }
+    if (auto parameter = dyn_cast<ParameterOp>(op)) {
+      auto type = cast<RankedTensorType>(parameter.getType());
+      if (!fitsInMemory(type) || failed(dtypeOf(type.getElementType())))
+        return parameter.emitError("parameter type ")
+               << type << " cannot be stored in an executable";
+      auto [it, inserted] = constants.parameterIndex.try_emplace(
+          parameter.getName(), constants.entries.size());
+      if (inserted) {
+        constants.entries.push_back({{}, parameter.getName().str(), type});
+        stats.parameterBytes += byteSize(type);
+      } else if (constants.entries[it->second].type != type) {
+        return parameter.emitError("parameter '")
+               << parameter.getName() << "' is used with type " << type
+               << " here and " << constants.entries[it->second].type
+               << " elsewhere";
+      }
+      slots[parameter.getResult()] = {fb::Space::Constant, it->second, 0,
+                                      byteSize(type)};
       continue;
     }
     if (!isa<func::CallOp, MatmulOp>(op))
@@ -362,7 +395,7 @@ FailureOr<std::vector<uint8_t>> mlir::flow::writeExecutable(
                                &info.bindingSizes, info.numOutputs));
   }
 
-  std::vector<std::vector<uint8_t>> constants;
+  ConstantTable constants;
   std::vector<flatbuffers::Offset<fb::Function>> functions;
   for (func::FuncOp func : host.getOps<func::FuncOp>()) {
     if (func.isPrivate() || func.isExternal())
@@ -379,17 +412,35 @@ FailureOr<std::vector<uint8_t>> mlir::flow::writeExecutable(
   uint64_t checksum =
       ::flow::runtime::fnv1a64(kernelLibrary.data(), kernelLibrary.size());
   std::vector<flatbuffers::Offset<fb::Constant>> constantTables;
-  for (const std::vector<uint8_t> &data : constants) {
+  for (const ConstantEntry &entry : constants.entries) {
+    if (!entry.parameter.empty()) {
+      std::vector<int64_t> shape = entry.type.getShape().vec();
+      auto type = fb::CreateTensorTypeDirect(
+          fbb, *dtypeOf(entry.type.getElementType()), &shape);
+      constantTables.push_back(
+          fb::CreateConstant(fbb, 0, fbb.CreateString(entry.parameter), type));
+      continue;
+    }
+    const std::vector<uint8_t> &data = entry.data;
     checksum = ::flow::runtime::fnv1a64(data.data(), data.size(), checksum);
     fbb.ForceVectorAlignment(data.size(), 1, 64);
     constantTables.push_back(fb::CreateConstant(fbb, fbb.CreateVector(data)));
   }
+  flatbuffers::Offset<flatbuffers::String> archive;
+  if (auto path = host->getAttrOfType<StringAttr>(
+          FlowDialect::getParametersAttrName()))
+    archive = fbb.CreateString(path.getValue().str());
+  else if (!constants.parameterIndex.empty())
+    return host.emitError("the module uses flow.parameter but has no '")
+           << FlowDialect::getParametersAttrName()
+           << "' attribute naming its parameter archive";
   fbb.ForceVectorAlignment(kernelLibrary.size(), 1, 64);
   auto library = fbb.CreateVector(kernelLibrary.data(), kernelLibrary.size());
   auto root = fb::CreateExecutable(fbb, kFormatVersion, fb::Target::CPU,
                                    fbb.CreateVector(functions),
                                    fbb.CreateVector(kernelTables), library,
-                                   fbb.CreateVector(constantTables), checksum);
+                                   fbb.CreateVector(constantTables), checksum,
+                                   archive);
   fb::FinishExecutableBuffer(fbb, root);
   return std::vector<uint8_t>(fbb.GetBufferPointer(),
                               fbb.GetBufferPointer() + fbb.GetSize());

@@ -126,8 +126,9 @@ struct BufferSizes {
 /// fills an Executable::Impl from it.
 class Checker {
 public:
-  Checker(const fbs::Executable &file, Executable::Impl &impl)
-      : file(file), impl(impl) {}
+  Checker(const fbs::Executable &file, Executable::Impl &impl,
+          const LoadOptions &options)
+      : file(file), impl(impl), options(options) {}
 
   Status verify();
 
@@ -152,10 +153,12 @@ private:
                    const fbs::BufferRef *ref, bool writable,
                    detail::BufferRef &out);
   Status verifyChecksum();
+  Status bindParameters();
   Status loadKernels();
 
   const fbs::Executable &file;
   Executable::Impl &impl;
+  const LoadOptions &options;
   /// The buffers of the function being verified.
   BufferSizes sizes;
 };
@@ -179,6 +182,8 @@ Status Checker::verify() {
                            printable(impl.signatures.back().name) + "'");
   }
   if (Status s = verifyChecksum(); !s)
+    return s;
+  if (Status s = bindParameters(); !s)
     return s;
   return loadKernels();
 }
@@ -222,9 +227,28 @@ Status Checker::verifyConstants() {
   const auto *constants = file.constants();
   size_t count = constants ? constants->size() : 0;
   for (size_t i = 0; i < count; ++i) {
-    const auto *data = constants->Get(i)->data();
+    const fbs::Constant *entry = constants->Get(i);
+    const auto *data = entry->data();
     detail::Constant constant;
-    if (data && data->size() > 0) {
+    if (const flatbuffers::String *name = entry->parameter()) {
+      std::string ctx = "constant " + std::to_string(i);
+      if (name->size() == 0 || std::memchr(name->data(), 0, name->size()))
+        return Status::error(ctx + ": invalid parameter name");
+      if (data && data->size() > 0)
+        return Status::error(ctx + ": a parameter cannot also hold data");
+      if (!entry->type())
+        return Status::error(ctx + ": parameter '" + printable(name->str()) +
+                             "' has no type");
+      uint64_t bytes = 0;
+      if (Status s = verifyTensor(entry->type(),
+                                  ctx + " (parameter '" +
+                                      printable(name->str()) + "')",
+                                  constant.spec, bytes);
+          !s)
+        return s;
+      constant.parameter = name->str();
+      constant.size = bytes;
+    } else if (data && data->size() > 0) {
       constant.data = data->data();
       constant.size = data->size();
     }
@@ -586,12 +610,63 @@ Status Checker::verifyChecksum() {
   if (const auto *library = file.kernel_library())
     hash = fnv1a64(library->data(), library->size(), hash);
   for (const detail::Constant &constant : impl.constants)
-    hash = fnv1a64(constant.data, constant.size, hash);
+    if (constant.parameter.empty())
+      hash = fnv1a64(constant.data, constant.size, hash);
   if (hash != file.checksum())
     return Status::error("checksum mismatch (file says " +
                          hex(file.checksum()) +
                          ", kernel library and constants hash to " + hex(hash) +
                          "): the file is corrupt");
+  return Status::ok();
+}
+
+Status Checker::bindParameters() {
+  std::vector<detail::Constant *> wanted;
+  for (detail::Constant &constant : impl.constants)
+    if (!constant.parameter.empty())
+      wanted.push_back(&constant);
+  if (wanted.empty())
+    return Status::ok();
+  std::string path = options.parameterArchive;
+  if (path.empty()) {
+    const flatbuffers::String *named = file.parameter_archive();
+    if (!named || named->size() == 0)
+      return Status::error("the executable has " +
+                           std::to_string(wanted.size()) +
+                           " parameters but names no parameter archive");
+    path = named->str();
+    if (path.find('\0') != std::string::npos)
+      return Status::error("invalid parameter archive path");
+    if (path[0] != '/' && !options.baseDirectory.empty())
+      path = options.baseDirectory + "/" + path;
+  }
+  StatusOr<std::unique_ptr<SafeTensorsFile>> archive =
+      SafeTensorsFile::open(path);
+  if (!archive)
+    return archive.status();
+  std::string missing;
+  size_t numMissing = 0;
+  for (detail::Constant *constant : wanted) {
+    const SafeTensor *tensor = (*archive)->find(constant->parameter);
+    if (!tensor) {
+      if (numMissing++ < 8)
+        missing += (missing.empty() ? "'" : ", '") +
+                   printable(constant->parameter) + "'";
+      continue;
+    }
+    std::string want = constant->spec.str();
+    if (!tensor->supported || tensor->dtype != constant->spec.dtype ||
+        tensor->shape != constant->spec.shape)
+      return Status::error(path + ": parameter '" +
+                           printable(constant->parameter) + "' is " +
+                           tensor->str() + " but the executable needs " + want);
+    constant->data = tensor->data;
+  }
+  if (numMissing)
+    return Status::error(path + ": " + std::to_string(numMissing) +
+                         " parameters the executable needs are missing: " +
+                         missing + (numMissing > 8 ? ", ..." : ""));
+  impl.parameters = std::move(*archive);
   return Status::ok();
 }
 
@@ -693,7 +768,8 @@ Status readFile(const std::string &path, AlignedBuffer &out) {
 }
 
 /// Verifies the file held in \p file and builds the executable.
-StatusOr<std::unique_ptr<Executable::Impl>> load(AlignedBuffer file) {
+StatusOr<std::unique_ptr<Executable::Impl>> load(AlignedBuffer file,
+                                                 const LoadOptions &options) {
   auto impl = std::make_unique<Executable::Impl>();
   impl->file = std::move(file);
   const uint8_t *data = impl->file.data();
@@ -711,7 +787,7 @@ StatusOr<std::unique_ptr<Executable::Impl>> load(AlignedBuffer file) {
   if (!fbs::VerifyExecutableBuffer(verifier))
     return Status::error("malformed executable: FlatBuffers verification "
                          "failed (the file is corrupt or truncated)");
-  Checker checker(*fbs::GetExecutable(data), *impl);
+  Checker checker(*fbs::GetExecutable(data), *impl, options);
   if (Status s = checker.verify(); !s)
     return s;
   return impl;
@@ -728,33 +804,40 @@ Executable::Executable(std::unique_ptr<Impl> impl) : impl(std::move(impl)) {}
 Executable::~Executable() = default;
 
 StatusOr<std::unique_ptr<Executable>>
-Executable::loadFile(const std::string &path) {
+Executable::loadFile(const std::string &path, const LoadOptions &options) {
   AlignedBuffer file;
   if (Status s = readFile(path, file); !s)
     return s;
-  StatusOr<std::unique_ptr<Impl>> impl = load(std::move(file));
+  LoadOptions resolved = options;
+  if (resolved.baseDirectory.empty()) {
+    size_t slash = path.rfind('/');
+    resolved.baseDirectory =
+        slash == std::string::npos ? "." : path.substr(0, slash ? slash : 1);
+  }
+  StatusOr<std::unique_ptr<Impl>> impl = load(std::move(file), resolved);
   if (!impl)
     return Status::error(path + ": " + impl.status().message());
   return std::unique_ptr<Executable>(new Executable(std::move(*impl)));
 }
 
-StatusOr<std::unique_ptr<Executable>> Executable::loadBytes(const void *data,
-                                                            size_t size) {
+StatusOr<std::unique_ptr<Executable>>
+Executable::loadBytes(const void *data, size_t size,
+                      const LoadOptions &options) {
   AlignedBuffer file;
   if (!file.allocate(size))
     return Status::error("out of memory copying a " + std::to_string(size) +
                          "-byte executable");
   if (size)
     std::memcpy(file.data(), data, size);
-  StatusOr<std::unique_ptr<Impl>> impl = load(std::move(file));
+  StatusOr<std::unique_ptr<Impl>> impl = load(std::move(file), options);
   if (!impl)
     return impl.status();
   return std::unique_ptr<Executable>(new Executable(std::move(*impl)));
 }
 
 StatusOr<std::unique_ptr<Executable>>
-Executable::loadBytes(std::vector<uint8_t> bytes) {
-  return loadBytes(bytes.data(), bytes.size());
+Executable::loadBytes(std::vector<uint8_t> bytes, const LoadOptions &options) {
+  return loadBytes(bytes.data(), bytes.size(), options);
 }
 
 const std::vector<FunctionSignature> &Executable::functions() const {
@@ -782,3 +865,14 @@ StatusOr<size_t> Executable::findFunction(const std::string &name) const {
 size_t Executable::numKernels() const { return impl->kernels.size(); }
 
 size_t Executable::numConstants() const { return impl->constants.size(); }
+
+size_t Executable::numParameters() const {
+  size_t n = 0;
+  for (const detail::Constant &constant : impl->constants)
+    n += !constant.parameter.empty();
+  return n;
+}
+
+std::string Executable::parameterArchive() const {
+  return impl->parameters ? impl->parameters->path() : "";
+}

@@ -16,6 +16,7 @@
 #include "AlignedBuffer.h"
 #include "KernelLibrary.h"
 #include "flow/runtime/Executable.h"
+#include "flow/runtime/SafeTensors.h"
 
 #include <variant>
 
@@ -67,6 +68,9 @@ struct Function {
 struct Constant {
   const uint8_t *data = nullptr;
   size_t size = 0;
+  /// Set for a parameter: its name in the archive and its type.
+  std::string parameter;
+  TensorSpec spec;
 };
 
 } // namespace detail
@@ -78,6 +82,8 @@ struct Executable::Impl {
   std::vector<AlignedBuffer> constantCopies;
   std::vector<detail::Constant> constants;
   KernelLibrary library;
+  /// The mapped parameter archive parameters point into.
+  std::unique_ptr<SafeTensorsFile> parameters;
   std::vector<detail::KernelFn> kernels;
   std::vector<FunctionSignature> signatures;
   std::vector<detail::Function> functions;

@@ -6,7 +6,7 @@
 //
 //   flow-run OUT.fbin --input=a.npy --input=b.npy [--output-dir=DIR]
 //            [--function=NAME] [--iterations=N] [--warmup=M] [--threads=T]
-//            [--print]
+//            [--parameters=FILE.safetensors] [--print]
 //
 // Exit status: 0 on success, 1 when loading or running fails (an unreadable
 // or invalid file, a wrong input), 2 for a bad command line.
@@ -35,7 +35,7 @@ namespace {
 constexpr const char *kUsage =
     "usage: flow-run FILE.fbin [--input=X.npy]... [--output-dir=DIR]\n"
     "                [--function=NAME] [--iterations=N] [--warmup=M]\n"
-    "                [--threads=T] [--print]\n"
+    "                [--threads=T] [--parameters=FILE] [--print]\n"
     "\n"
     "Runs a function of a Flow executable on .npy inputs (one --input per\n"
     "function input, in order).\n"
@@ -45,6 +45,9 @@ constexpr const char *kUsage =
     "  --iterations=N    time N calls; print min/median/max ms per call\n"
     "  --warmup=M        untimed calls before timing (default 1)\n"
     "  --threads=T       worker threads (default: one per hardware thread)\n"
+    "  --parameters=FILE read parameters from this safetensors archive\n"
+    "                    (default: the archive the executable names, taken\n"
+    "                    from the executable's directory when relative)\n"
     "  --print           print each result's dtype, shape and first values\n"
     "                    (the default when there is no --output-dir)\n"
     "\n"
@@ -55,6 +58,7 @@ struct Options {
   std::vector<std::string> inputs;
   std::string outputDir;
   std::string function;
+  std::string parameters;
   int64_t iterations = 0;
   int64_t warmup = 1;
   int threads = 0;
@@ -107,7 +111,8 @@ int parseArgs(int argc, char **argv, Options &options) {
     std::string name = arg.substr(0, eq);
     static const char *const kValued[] = {"--input",    "--output-dir",
                                           "--function", "--iterations",
-                                          "--warmup",   "--threads"};
+                                          "--warmup",   "--threads",
+                                          "--parameters"};
     if (std::find_if(std::begin(kValued), std::end(kValued),
                      [&](auto *f) { return name == f; }) == std::end(kValued))
       return usageError("unknown option '" + name + "'");
@@ -122,6 +127,8 @@ int parseArgs(int argc, char **argv, Options &options) {
       options.outputDir = value;
     } else if (name == "--function") {
       options.function = value;
+    } else if (name == "--parameters") {
+      options.parameters = value;
     } else if (name == "--iterations" || name == "--warmup") {
       if (!parseCount(value, 1000000000, count))
         return usageError(name + " needs a non-negative integer, got '" +
@@ -197,7 +204,11 @@ int main(int argc, char **argv) {
     return status;
 
   StatusOr<std::unique_ptr<Executable>> loaded =
-      Executable::loadFile(options.executable);
+      Executable::loadFile(options.executable, [&] {
+        LoadOptions load;
+        load.parameterArchive = options.parameters;
+        return load;
+      }());
   if (!loaded)
     return fail(loaded.status().message());
   std::shared_ptr<const Executable> exe = std::move(*loaded);

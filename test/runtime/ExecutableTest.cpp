@@ -127,9 +127,9 @@ TEST(ExecutableTest, RejectsNonExecutables) {
 
 TEST(ExecutableTest, RejectsVersionAndTarget) {
   ExecutableSpec spec = sampleSpec();
-  spec.version = 2;
-  EXPECT_LOAD_ERROR(spec, "unsupported format version 2 (this runtime reads "
-                          "version 1)");
+  spec.version = 3;
+  EXPECT_LOAD_ERROR(spec, "unsupported format version 3 (this runtime reads "
+                          "version 2)");
   spec.version = 0;
   EXPECT_LOAD_ERROR(spec, "unsupported format version 0");
   spec = sampleSpec();

@@ -15,6 +15,7 @@
 #define FLOW_TEST_RUNTIME_FBINBUILDER_H
 
 #include "flow/runtime/Checksum.h"
+#include "flow/runtime/Executable.h"
 #include "flow/runtime/Npy.h"
 #include "flow/runtime/executable_generated.h"
 
@@ -99,13 +100,22 @@ struct KernelSpec {
   uint32_t numOutputs = 1;
 };
 
+/// A constant read from the parameter archive.
+struct ParameterSpec {
+  std::string name;
+  TypeSpec type;
+};
+
 struct ExecutableSpec {
-  uint32_t version = 1;
+  uint32_t version = runtime::kExecutableVersion;
   fbs::Target target = fbs::Target::CPU;
   std::vector<FunctionSpec> functions;
   std::vector<KernelSpec> kernels;
   std::optional<std::vector<uint8_t>> library;
   std::vector<std::vector<uint8_t>> constants;
+  /// Constants after `constants` (their indices follow on).
+  std::vector<ParameterSpec> parameters;
+  std::optional<std::string> parameterArchive;
   /// Computed from the library and constants when unset.
   std::optional<uint64_t> checksum;
   /// Align the library and constants to 64 bytes, as the schema asks.
@@ -200,10 +210,20 @@ inline std::vector<uint8_t> build(const ExecutableSpec &spec) {
   std::vector<flatbuffers::Offset<fbs::Constant>> constants;
   for (const std::vector<uint8_t> &data : spec.constants)
     constants.push_back(fbs::CreateConstant(fbb, bytes(data)));
+  for (const ParameterSpec &p : spec.parameters) {
+    auto type = fbs::CreateTensorTypeDirect(
+        fbb, static_cast<fbs::DType>(p.type.dtype), &p.type.shape);
+    constants.push_back(
+        fbs::CreateConstant(fbb, 0, fbb.CreateString(p.name), type));
+  }
   auto constantsVector = fbb.CreateVector(constants);
+  flatbuffers::Offset<flatbuffers::String> archive;
+  if (spec.parameterArchive)
+    archive = fbb.CreateString(*spec.parameterArchive);
   auto root = fbs::CreateExecutable(
       fbb, spec.version, spec.target, functionsVector, kernelsVector, library,
-      constantsVector, spec.checksum ? *spec.checksum : checksumOf(spec));
+      constantsVector, spec.checksum ? *spec.checksum : checksumOf(spec),
+      archive);
   fbs::FinishExecutableBuffer(fbb, root);
   return std::vector<uint8_t>(fbb.GetBufferPointer(),
                               fbb.GetBufferPointer() + fbb.GetSize());

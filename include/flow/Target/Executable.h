@@ -42,6 +42,8 @@ struct ExecutableStats {
   int64_t numGemms = 0;
   int64_t numCopies = 0;
   int64_t constantBytes = 0;
+  /// Bytes of the parameters read from the archive.
+  int64_t parameterBytes = 0;
 };
 
 /// Serializes the host schedule in `host` (public functions of flow.constant,

@@ -933,3 +933,17 @@ func.func @f(%a: tensor<4xf32>, %b: tensor<4xf32>) -> tensor<4xi1> {
   %0 = flow.compare less, %a, %b : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xi1>
   return %0 : tensor<4xi1>
 }
+
+// -----
+
+func.func @parameter_without_name() -> tensor<4xf32> {
+  // expected-error @+1 {{needs a non-empty parameter name}}
+  %w = flow.parameter "" : tensor<4xf32>
+  return %w : tensor<4xf32>
+}
+
+// -----
+
+// expected-error @+1 {{'flow.parameters' must be a non-empty string on a module}}
+module attributes {flow.parameters = 3} {
+}

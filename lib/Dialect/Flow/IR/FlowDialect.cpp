@@ -8,6 +8,7 @@
 #include "flow/Dialect/Flow/IR/FlowAttrs.h"
 #include "flow/Dialect/Flow/IR/FlowOps.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/DialectImplementation.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
 #include "mlir/Transforms/InliningUtils.h"
@@ -80,6 +81,14 @@ LogicalResult FlowDialect::verifyOperationAttribute(Operation *op,
     if (!lookupMesh(op, ref))
       return op->emitOpError() << "'" << getMeshAttrName() << "' refers to "
                                << ref << ", which is not a flow.mesh in scope";
+    return success();
+  }
+  if (attr.getName() == getParametersAttrName()) {
+    auto path = dyn_cast<StringAttr>(attr.getValue());
+    if (!isa<ModuleOp>(op) || !path || path.getValue().empty())
+      return op->emitOpError()
+             << "'" << getParametersAttrName()
+             << "' must be a non-empty string on a module";
     return success();
   }
   if (attr.getName() == getKernelAttrName()) {

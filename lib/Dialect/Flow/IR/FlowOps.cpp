@@ -157,6 +157,12 @@ static LogicalResult checkSizes(ArrayRef<int64_t> values, size_t size,
 // MeshOp
 //===----------------------------------------------------------------------===//
 
+LogicalResult ParameterOp::verify() {
+  if (getName().empty())
+    return emitOpError("needs a non-empty parameter name");
+  return success();
+}
+
 LogicalResult MeshOp::verify() {
   if (getShape().empty())
     return emitOpError() << "needs at least one mesh axis";

@@ -62,7 +62,7 @@ struct OutlineKernelsPass
 
   /// Ops the host schedule runs itself.
   bool staysOnHost(Operation *op) const {
-    if (isa<ConstantOp, ReshapeOp, AnnotateOp>(op))
+    if (isa<ConstantOp, ParameterOp, ReshapeOp, AnnotateOp>(op))
       return true;
     if (auto matmul = dyn_cast<MatmulOp>(op))
       return libraryMatmul &&

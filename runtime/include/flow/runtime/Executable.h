@@ -29,7 +29,7 @@ namespace flow {
 namespace runtime {
 
 /// The format version this runtime reads.
-constexpr uint32_t kExecutableVersion = 1;
+constexpr uint32_t kExecutableVersion = 2;
 
 /// The largest tensor, arena or constant the runtime accepts (64 GiB): a
 /// larger size is taken for a corrupt file rather than attempted.
@@ -57,19 +57,29 @@ struct FunctionSignature {
   uint64_t arenaSize = 0;
 };
 
+/// How to find an executable's parameters.
+struct LoadOptions {
+  /// The safetensors archive to read parameters from instead of the one the
+  /// executable names.
+  std::string parameterArchive;
+  /// The directory a relative archive path is taken from; loadFile uses
+  /// the .fbin's directory when this is empty, loadBytes the current one.
+  std::string baseDirectory;
+};
+
 /// A verified executable, ready to run with a Session.
 class Executable {
 public:
   /// Reads and loads the .fbin file at \p path; errors start with the path.
   static StatusOr<std::unique_ptr<Executable>>
-  loadFile(const std::string &path);
+  loadFile(const std::string &path, const LoadOptions &options = {});
 
   /// Loads an executable from the bytes of a .fbin file (copied into 64-byte
   /// aligned memory that the executable keeps).
   static StatusOr<std::unique_ptr<Executable>>
-  loadBytes(std::vector<uint8_t> bytes);
-  static StatusOr<std::unique_ptr<Executable>> loadBytes(const void *data,
-                                                         size_t size);
+  loadBytes(std::vector<uint8_t> bytes, const LoadOptions &options = {});
+  static StatusOr<std::unique_ptr<Executable>>
+  loadBytes(const void *data, size_t size, const LoadOptions &options = {});
 
   ~Executable();
   Executable(const Executable &) = delete;
@@ -88,6 +98,10 @@ public:
   /// The number of kernels and constants (for tools and tests).
   size_t numKernels() const;
   size_t numConstants() const;
+  /// The number of constants read from the parameter archive, and the
+  /// archive's path ("" when there are none).
+  size_t numParameters() const;
+  std::string parameterArchive() const;
 
   /// The verified program (src/ExecutableImpl.h).
   struct Impl;

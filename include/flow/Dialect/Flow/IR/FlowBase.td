@@ -63,6 +63,12 @@ def Flow_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral getMaxWorkgroupsAttrName() {
       return ::llvm::StringLiteral("flow.max_workgroups");
     }
+    /// Names the safetensors archive holding the module's flow.parameter
+    /// tensors (on the module; a relative path is taken from the directory
+    /// of the executable that records it).
+    static constexpr ::llvm::StringLiteral getParametersAttrName() {
+      return ::llvm::StringLiteral("flow.parameters");
+    }
     /// Name of the discardable attribute naming a function's mesh.
     static constexpr ::llvm::StringLiteral getMeshAttrName() {
       return ::llvm::StringLiteral("flow.mesh");

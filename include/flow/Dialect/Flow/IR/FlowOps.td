@@ -79,6 +79,32 @@ def Flow_ConstantOp : Flow_Op<"constant", [
   let hasFolder = 1;
 }
 
+def Flow_ParameterOp : Flow_Op<"parameter", [Pure]> {
+  let summary = "a weight tensor read from the module's parameter archive";
+  let description = [{
+    The tensor called `name` in the safetensors archive named by the
+    module's `flow.parameters` attribute. The compiler knows only its type;
+    the runtime maps the archive when it loads the executable and checks
+    that the tensor exists with exactly this element type and shape. Large
+    weights are kept out of the IR this way: importers emit a parameter for
+    every weight above a few hundred bytes.
+
+    ```mlir
+    module attributes {flow.parameters = "mlp.safetensors"} {
+      func.func @main(%x: tensor<1x784xf32>) -> tensor<1x256xf32> {
+        %w = flow.parameter "fc1.weight" : tensor<784x256xf32>
+        %y = flow.matmul %x, %w : (tensor<1x784xf32>, tensor<784x256xf32>) -> tensor<1x256xf32>
+        return %y : tensor<1x256xf32>
+      }
+    }
+    ```
+  }];
+  let arguments = (ins StrAttr:$name);
+  let results = (outs Flow_Tensor:$result);
+  let assemblyFormat = "$name attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Elementwise unary
 //===----------------------------------------------------------------------===//
