@@ -1,17 +1,35 @@
-"""Flow: compile flow-dialect programs and run them from Python.
+"""Flow: compile deep-learning models and flow-dialect programs, and run them.
 
     import flow
-    module = flow.compile_mlir(open("model.mlir").read())
-    (y,) = module(x, w1, b1)               # numpy arrays in and out
+    model = flow.compile(torch_module, (x,))     # or an ONNX file / ModelProto
+    y = model(x)                                  # same structure as the module
+
+    text = flow.import_torch(torch_module, (x,), parameters="m.safetensors")
+    text = flow.import_onnx("model.onnx", parameters="m.safetensors")
+    module = flow.compile_mlir(text)              # flow-dialect MLIR text
+    (y,) = module(x_numpy)
 
 The extension `flow._flow` is built by scripts/build.sh into
 build/python/flow; `scripts/setup.sh`'s virtual environment finds it through
 the path file it installs (or set PYTHONPATH=build/python).
 """
 
-from ._flow import FlowError, Module as _Module, compile as _compile
+from __future__ import annotations
 
-__all__ = ["FlowError", "CompiledModule", "compile_mlir", "compile_ir"]
+import os
+import tempfile
+from typing import Any, Optional
+
+import numpy as np
+
+from ._flow import FlowError, Module as _Module, compile as _compile
+from ._emitter import Unsupported as _Unsupported  # noqa: F401
+from .torch_import import UnsupportedOpsError, import_torch
+from .onnx_import import import_onnx
+
+__all__ = ["FlowError", "UnsupportedOpsError", "CompiledModule",
+           "CompiledModel", "compile", "compile_mlir", "compile_ir",
+           "import_torch", "import_onnx"]
 
 
 class CompiledModule:
@@ -21,9 +39,11 @@ class CompiledModule:
     arrays and returns a tuple of numpy arrays.
     """
 
-    def __init__(self, executable: bytes, threads: int = 0):
+    def __init__(self, executable: bytes, threads: int = 0,
+                 parameters: str = "", base_directory: str = ""):
         self.executable = executable
-        self._module = _Module(executable, threads)
+        self._module = _Module(executable, threads, parameters,
+                               base_directory)
 
     @property
     def functions(self):
@@ -47,14 +67,170 @@ class CompiledModule:
 
 
 def compile_mlir(source: str, target: str = "cpu", threads: int = 0,
-                 library_matmul: bool = True) -> CompiledModule:
-    """Compiles flow-dialect MLIR text for `target` and loads it."""
+                 library_matmul: bool = True, parameters: str = "",
+                 base_directory: str = "") -> CompiledModule:
+    """Compiles flow-dialect MLIR text for `target` and loads it.
+
+    A relative parameter archive named by the module is taken from
+    `base_directory` (default: the current directory); `parameters`
+    overrides it."""
     return CompiledModule(
         _compile(source, target=target, library_matmul=library_matmul),
-        threads)
+        threads, parameters, base_directory)
 
 
 def compile_ir(source: str, phase: str, target: str = "cpu") -> str:
     """The IR of `source` after compile phase `phase` (as flow-compile
     --compile-to prints it)."""
     return _compile(source, target=target, compile_to=phase)
+
+
+# ---------------------------------------------------------------------------
+# flow.compile: models in, callables out
+# ---------------------------------------------------------------------------
+
+def _is_torch_tensor(x) -> bool:
+    torch = _torch_if_loaded()
+    return torch is not None and isinstance(x, torch.Tensor)
+
+
+def _torch_if_loaded():
+    import sys
+    return sys.modules.get("torch")
+
+
+def _to_array(x, index: int) -> np.ndarray:
+    """A numpy view of `x` (no copy for CPU torch tensors and arrays)."""
+    if isinstance(x, np.ndarray):
+        return x
+    if _is_torch_tensor(x):
+        torch = _torch_if_loaded()
+        if x.device.type != "cpu":
+            raise FlowError(f"input {index} is on {x.device}; this executable "
+                            "runs on the CPU")
+        x = x.detach()
+        if x.dtype == torch.bfloat16:
+            import ml_dtypes
+            return x.view(torch.int16).numpy().view(ml_dtypes.bfloat16)
+        return x.numpy()
+    if isinstance(x, (bool, int, float, np.generic)):
+        return np.asarray(x)
+    raise FlowError(f"input {index} is a {type(x).__name__}, not a tensor")
+
+
+def _to_torch(array: np.ndarray):
+    torch = _torch_if_loaded()
+    if array.dtype.name == "bfloat16":
+        return torch.from_numpy(array.view(np.int16)).view(torch.bfloat16)
+    return torch.from_numpy(array)
+
+
+class CompiledModel:
+    """A model compiled by flow.compile: call it like the model.
+
+    Inputs may be torch tensors or numpy arrays; outputs are torch tensors
+    when any input is one, numpy arrays otherwise, arranged as the model
+    returns them (a tensor, a tuple, a dict, a model-output class)."""
+
+    def __init__(self, module: CompiledModule, program, frontend: str):
+        self.module = module
+        self.program = program
+        self.frontend = frontend
+        self.text = program.text
+
+    @property
+    def executable(self) -> bytes:
+        return self.module.executable
+
+    def signature(self):
+        return self.module.signature()
+
+    def __call__(self, *args, **kwargs):
+        if self.frontend == "onnx":
+            return self._call_onnx(args, kwargs)
+        return self._call_torch(args, kwargs)
+
+    def _run(self, tensors):
+        as_torch = any(_is_torch_tensor(t) for t in tensors)
+        arrays = [_to_array(t, i) for i, t in enumerate(tensors)]
+        outputs = self.module(*arrays)
+        if as_torch:
+            outputs = tuple(_to_torch(o) for o in outputs)
+        return outputs
+
+    def _call_torch(self, args, kwargs):
+        from torch.utils import _pytree as pytree
+        leaves, spec = pytree.tree_flatten((args, kwargs))
+        program = self.program
+        if program.in_spec is not None and spec != program.in_spec:
+            raise FlowError(
+                "the inputs do not have the structure of the example inputs "
+                f"the model was compiled with (expected {program.in_spec}, "
+                f"got {spec})")
+        tensors = [leaves[i] for i in program.input_leaves]
+        outputs = self._run(tensors)
+        out_leaves = [outputs[v] if kind == "result" else v
+                      for kind, v in program.output_leaves]
+        if program.out_spec is None:
+            return tuple(out_leaves)
+        return pytree.tree_unflatten(out_leaves, program.out_spec)
+
+    def _call_onnx(self, args, kwargs):
+        names = self.program.input_names
+        if kwargs:
+            if args:
+                raise FlowError("pass ONNX inputs either in order or by name")
+            unknown = set(kwargs) - set(names)
+            if unknown:
+                raise FlowError(f"unknown inputs {sorted(unknown)}; the model "
+                                f"takes {names}")
+            missing = [n for n in names if n not in kwargs]
+            if missing:
+                raise FlowError(f"missing inputs {missing}")
+            args = tuple(kwargs[n] for n in names)
+        if len(args) != len(names):
+            raise FlowError(f"the model takes {len(names)} inputs {names}, "
+                            f"got {len(args)}")
+        outputs = self._run(list(args))
+        return outputs[0] if len(outputs) == 1 else outputs
+
+
+def _is_onnx(model) -> bool:
+    if isinstance(model, (str, os.PathLike)):
+        return str(model).endswith(".onnx")
+    return type(model).__name__ == "ModelProto"
+
+
+def compile(model: Any, example_args=(), example_kwargs=None, *,
+            target: str = "cpu", threads: int = 0,
+            parameters: Optional[str] = None,
+            library_matmul: bool = True) -> CompiledModel:
+    """Imports, compiles and loads `model`; returns a callable.
+
+    `model` is a torch.nn.Module or torch.export.ExportedProgram (traced
+    with `example_args`/`example_kwargs`), or an ONNX model (a path or a
+    ModelProto; example inputs are not needed). Weights go to the
+    safetensors file `parameters` (kept), or to a temporary file that is
+    removed once the executable has mapped it.
+    """
+    keep = parameters is not None
+    archive = os.fspath(parameters) if keep else None
+    if not keep:
+        fd, archive = tempfile.mkstemp(prefix="flow-", suffix=".safetensors")
+        os.close(fd)
+    try:
+        if _is_onnx(model):
+            from .onnx_import import import_program as onnx_program
+            program = onnx_program(model, parameters=archive)
+            frontend = "onnx"
+        else:
+            from .torch_import import import_program as torch_program
+            program = torch_program(model, example_args, example_kwargs,
+                                    parameters=archive)
+            frontend = "torch"
+        module = compile_mlir(program.text, target=target, threads=threads,
+                              library_matmul=library_matmul)
+    finally:
+        if not keep and os.path.exists(archive):
+            os.unlink(archive)
+    return CompiledModel(module, program, frontend)

@@ -107,10 +107,23 @@ py::dtype numpyDtype(rt::DType dtype) {
 /// A loaded executable with a session to run it.
 class Module {
 public:
-  Module(py::bytes bytes, int threads) {
+  Module(py::bytes bytes, int threads, const std::string &parameters,
+         const std::string &baseDirectory) {
     std::string data = bytes;
-    std::shared_ptr<const rt::Executable> exe(
-        unwrap(rt::Executable::loadBytes(data.data(), data.size())));
+    rt::LoadOptions load;
+    load.parameterArchive = parameters;
+    load.baseDirectory = baseDirectory;
+    std::shared_ptr<const rt::Executable> exe;
+    {
+      py::gil_scoped_release release;
+      auto loaded = rt::Executable::loadBytes(data.data(), data.size(), load);
+      if (loaded)
+        exe = std::move(*loaded);
+      else
+        error = loaded.status().message();
+    }
+    if (!exe)
+      throw FlowError(error);
     rt::RuntimeOptions options;
     options.threads = threads;
     session = unwrap(rt::Session::create(exe, options));
@@ -190,6 +203,7 @@ private:
   }
 
   std::unique_ptr<rt::Session> session;
+  std::string error;
 };
 
 } // namespace
@@ -204,8 +218,9 @@ PYBIND11_MODULE(_flow, m) {
         "Compiles flow-dialect MLIR text: executable bytes, or the IR of an "
         "earlier phase as text.");
   py::class_<Module>(m, "Module")
-      .def(py::init<py::bytes, int>(), py::arg("executable"),
-           py::arg("threads") = 0)
+      .def(py::init<py::bytes, int, const std::string &, const std::string &>(),
+           py::arg("executable"), py::arg("threads") = 0,
+           py::arg("parameters") = "", py::arg("base_directory") = "")
       .def_property_readonly("functions", &Module::functions)
       .def_property_readonly("threads", &Module::threads)
       .def("signature", &Module::signature, py::arg("function"))

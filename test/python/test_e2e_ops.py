@@ -78,6 +78,8 @@ UNARY = {
     "sqrt": (lambda: rand((37, 65), lo=0, hi=10), np.sqrt),
     "rsqrt": (lambda: rand((37, 65), lo=0.01, hi=10), lambda x: 1 / np.sqrt(x)),
     "tanh": (lambda: rand((37, 65)), np.tanh),
+    "erf": (lambda: rand((37, 65), lo=-4, hi=4),
+            np.vectorize(math.erf, otypes=[np.float64])),
     "sigmoid": (lambda: rand((37, 65), lo=-10, hi=10),
                 lambda x: 1 / (1 + np.exp(-x.astype(np.float64)))),
     "relu": (lambda: rand((37, 65)), lambda x: np.maximum(x, 0)),

@@ -316,6 +316,9 @@ Value scalarOf(RsqrtOp, OpBuilder &b, Location loc, ValueRange a) {
 Value scalarOf(TanhOp, OpBuilder &b, Location loc, ValueRange a) {
   return floatUnary<math::TanhOp>(b, loc, a[0]);
 }
+Value scalarOf(ErfOp, OpBuilder &b, Location loc, ValueRange a) {
+  return floatUnary<math::ErfOp>(b, loc, a[0]);
+}
 
 /// 1 / (1 + exp(-x)) in the compute type.
 Value sigmoid(OpBuilder &b, Location loc, Value x) {
@@ -1232,7 +1235,8 @@ void mlir::flow::populateFlowToLinalgPatterns(RewritePatternSet &patterns) {
       .add<ElementwiseLowering<NegOp>, ElementwiseLowering<AbsOp>,
            ElementwiseLowering<ExpOp>, ElementwiseLowering<LogOp>,
            ElementwiseLowering<SqrtOp>, ElementwiseLowering<RsqrtOp>,
-           ElementwiseLowering<TanhOp>, ElementwiseLowering<SigmoidOp>,
+           ElementwiseLowering<TanhOp>, ElementwiseLowering<ErfOp>,
+           ElementwiseLowering<SigmoidOp>,
            ElementwiseLowering<ReluOp>, ElementwiseLowering<GeluOp>,
            ElementwiseLowering<SiluOp>, ElementwiseLowering<CastOp>,
            ElementwiseLowering<AddOp>, ElementwiseLowering<SubOp>,

@@ -1,0 +1,260 @@
+"""Writing flow-dialect text: the part the torch and ONNX importers share.
+
+An importer walks its graph and calls the `Emitter` to add ops; values are
+`Value`s (an SSA name, a static shape and a flow element type). Constants
+are numpy arrays until an op needs them as a value: then a small one
+becomes an inline `flow.constant` and a large one a `flow.parameter` whose
+bytes go to the module's safetensors archive.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from . import safetensors
+
+#: Tensors up to this many bytes are written inline as flow.constant.
+INLINE_BYTES = 256
+
+#: numpy dtype name -> flow element type.
+NUMPY_TO_FLOW = {"float32": "f32", "float16": "f16", "bfloat16": "bf16",
+                 "int64": "i64", "int32": "i32", "bool": "i1"}
+FLOW_TO_NUMPY = {v: k for k, v in NUMPY_TO_FLOW.items()}
+FLOAT_TYPES = ("f32", "f16", "bf16")
+
+
+def numpy_dtype(flow_type: str) -> np.dtype:
+    name = FLOW_TO_NUMPY[flow_type]
+    if name == "bfloat16":
+        import ml_dtypes
+        return np.dtype(ml_dtypes.bfloat16)
+    return np.dtype(name)
+
+
+def tensor_type(shape: Sequence[int], dtype: str) -> str:
+    dims = "".join(f"{int(d)}x" for d in shape)
+    return f"tensor<{dims}{dtype}>"
+
+
+@dataclasses.dataclass(frozen=True)
+class Value:
+    """An SSA value of the function being written."""
+    name: str
+    shape: Tuple[int, ...]
+    dtype: str
+
+    @property
+    def type(self) -> str:
+        return tensor_type(self.shape, self.dtype)
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Unsupported(Exception):
+    """An op (or an op's arguments) Flow cannot import; the importer
+    collects these and reports them all at once."""
+
+
+def _dense(array: np.ndarray, dtype: str) -> str:
+    """The elements attribute for `array` (already of `dtype`)."""
+    if array.size == 0:
+        return "dense<>"
+    flat = array.reshape(-1)
+    if dtype == "i1":
+        if (flat == flat[0]).all():
+            return f"dense<{'true' if flat[0] else 'false'}>"
+
+        def nest(a):
+            if a.ndim == 0:
+                return "true" if a else "false"
+            return "[" + ", ".join(nest(x) for x in a) + "]"
+        return f"dense<{nest(array)}>"
+    raw = np.ascontiguousarray(array)
+    # One element's bytes spell a splat.
+    if (flat.view(np.uint8).reshape(flat.size, -1) ==
+            flat[:1].view(np.uint8)).all():
+        raw = flat[:1]
+    return f'dense<"0x{raw.tobytes().hex().upper()}">'
+
+
+def float_literal(x: float) -> str:
+    """`x` spelled as an MLIR float attribute value."""
+    x = float(x)
+    if x != x or x in (float("inf"), float("-inf")):
+        raise Unsupported(f"non-finite attribute value {x}")
+    s = repr(x)
+    if "e" in s and "." not in s.split("e")[0]:
+        mantissa, exponent = s.split("e")
+        s = f"{mantissa}.0e{exponent}"
+    return s
+
+
+_LOC_ESCAPE = re.compile(r'[\\"]')
+
+
+def location(file: Optional[str], line: Optional[int]) -> str:
+    if not file or not line:
+        return ""
+    return f' loc("{_LOC_ESCAPE.sub("_", file)}":{int(line)}:0)'
+
+
+class Emitter:
+    """Builds one func.func and the module's parameter archive."""
+
+    def __init__(self, function: str = "main"):
+        self.function = function
+        self.body: List[str] = []
+        self.arguments: List[Value] = []
+        self.parameters: Dict[str, np.ndarray] = {}
+        self._count = 0
+        self._names: Dict[str, int] = {}
+        self.loc = ""
+
+    # Values ---------------------------------------------------------------
+    def argument(self, shape, dtype: str) -> Value:
+        v = Value(f"%arg{len(self.arguments)}", tuple(int(d) for d in shape),
+                  dtype)
+        self.arguments.append(v)
+        return v
+
+    def op(self, text: str, shape, dtype: str) -> Value:
+        """Adds `%vN = <text>` and returns %vN of the given type."""
+        name = f"%v{self._count}"
+        self._count += 1
+        self.body.append(f"    {name} = {text}{self.loc}")
+        return Value(name, tuple(int(d) for d in shape), dtype)
+
+    def constant(self, array: np.ndarray, name: Optional[str] = None) -> Value:
+        """`array` as a value: inline when small (or unnamed), otherwise a
+        parameter stored in the archive under a unique `name`."""
+        array = np.asarray(array)
+        dtype = NUMPY_TO_FLOW.get(array.dtype.name)
+        if dtype is None:
+            raise Unsupported(f"constant of dtype {array.dtype}")
+        type_ = tensor_type(array.shape, dtype)
+        if name is None or array.nbytes <= INLINE_BYTES:
+            return self.op(f"flow.constant {_dense(array, dtype)} : {type_}",
+                           array.shape, dtype)
+        unique = name
+        while unique in self.parameters:
+            self._names[name] = self._names.get(name, 0) + 1
+            unique = f"{name}.{self._names[name]}"
+        self.parameters[unique] = array
+        escaped = unique.replace("\\", "\\\\").replace('"', '\\"')
+        return self.op(f'flow.parameter "{escaped}" : {type_}', array.shape,
+                       dtype)
+
+    def scalar(self, value, dtype: str) -> Value:
+        """A rank-0 constant of `dtype`."""
+        return self.constant(np.array(value, dtype=numpy_dtype(dtype)))
+
+    # Common ops -----------------------------------------------------------
+    def cast(self, v: Value, dtype: str) -> Value:
+        if v.dtype == dtype:
+            return v
+        return self.op(f"flow.cast {v} : {v.type} to "
+                       f"{tensor_type(v.shape, dtype)}", v.shape, dtype)
+
+    def reshape(self, v: Value, shape) -> Value:
+        shape = tuple(int(d) for d in shape)
+        if shape == v.shape:
+            return v
+        return self.op(f"flow.reshape {v} : {v.type} -> "
+                       f"{tensor_type(shape, v.dtype)}", shape, v.dtype)
+
+    def transpose(self, v: Value, perm) -> Value:
+        perm = [int(p) for p in perm]
+        if perm == list(range(len(perm))):
+            return v
+        shape = tuple(v.shape[p] for p in perm)
+        return self.op(f"flow.transpose {v} {perm} : {v.type} -> "
+                       f"{tensor_type(shape, v.dtype)}", shape, v.dtype)
+
+    def broadcast_to(self, v: Value, shape) -> Value:
+        shape = tuple(int(d) for d in shape)
+        if shape == v.shape:
+            return v
+        return self.op(f"flow.broadcast_to {v} : {v.type} -> "
+                       f"{tensor_type(shape, v.dtype)}", shape, v.dtype)
+
+    def binary(self, op: str, a: Value, b: Value, dtype: Optional[str] = None
+               ) -> Value:
+        """flow.<op> with numpy broadcasting; both operands have one type."""
+        shape = np.broadcast_shapes(a.shape, b.shape)
+        dtype = dtype or a.dtype
+        return self.op(f"flow.{op} {a}, {b} : ({a.type}, {b.type}) -> "
+                       f"{tensor_type(shape, dtype)}", shape, dtype)
+
+    def compare(self, predicate: str, a: Value, b: Value) -> Value:
+        shape = np.broadcast_shapes(a.shape, b.shape)
+        return self.op(f"flow.compare {predicate}, {a}, {b} : ({a.type}, "
+                       f"{b.type}) -> {tensor_type(shape, 'i1')}", shape, "i1")
+
+    def select(self, c: Value, a: Value, b: Value) -> Value:
+        shape = np.broadcast_shapes(c.shape, a.shape, b.shape)
+        return self.op(f"flow.select {c}, {a}, {b} : ({c.type}, {a.type}, "
+                       f"{b.type}) -> {tensor_type(shape, a.dtype)}", shape,
+                       a.dtype)
+
+    def unary(self, op: str, v: Value, attrs: str = "") -> Value:
+        return self.op(f"flow.{op} {v}{attrs} : {v.type}", v.shape, v.dtype)
+
+    def reduce(self, kind: str, v: Value, axes, keepdims: bool) -> Value:
+        axes = sorted({int(a) % max(len(v.shape), 1) for a in axes})
+        if not axes:
+            return v
+        if keepdims:
+            shape = tuple(1 if i in axes else d for i, d in enumerate(v.shape))
+        else:
+            shape = tuple(d for i, d in enumerate(v.shape) if i not in axes)
+        keep = " {keepdims}" if keepdims else ""
+        return self.op(f"flow.reduce_{kind} {v} {axes}{keep} : {v.type} -> "
+                       f"{tensor_type(shape, v.dtype)}", shape, v.dtype)
+
+    def slice(self, v: Value, starts, limits, strides) -> Value:
+        shape = tuple(max(0, -(-(l - s) // st))
+                      for s, l, st in zip(starts, limits, strides))
+        if shape == v.shape and all(st == 1 for st in strides):
+            return v
+        return self.op(
+            f"flow.slice {v} starts = {list(map(int, starts))} limits = "
+            f"{list(map(int, limits))} strides = {list(map(int, strides))} : "
+            f"{v.type} -> {tensor_type(shape, v.dtype)}", shape, v.dtype)
+
+    def matmul(self, a: Value, b: Value, transpose_rhs: bool = False
+               ) -> Value:
+        m = a.shape[-2]
+        n = b.shape[-2] if transpose_rhs else b.shape[-1]
+        batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+        shape = tuple(batch) + (m, n)
+        attrs = " {transpose_rhs}" if transpose_rhs else ""
+        return self.op(f"flow.matmul {a}, {b}{attrs} : ({a.type}, {b.type}) "
+                       f"-> {tensor_type(shape, a.dtype)}", shape, a.dtype)
+
+    # Output ---------------------------------------------------------------
+    def module(self, results: Sequence[Value], archive: Optional[str]) -> str:
+        args = ", ".join(f"{a}: {a.type}" for a in self.arguments)
+        types = ", ".join(r.type for r in results)
+        lines = []
+        if self.parameters:
+            if archive is None:
+                raise ValueError("the module has parameters but no archive")
+            escaped = archive.replace("\\", "\\\\").replace('"', '\\"')
+            lines.append(f'module attributes {{flow.parameters = "{escaped}"}} {{')
+        else:
+            lines.append("module {")
+        lines.append(f"  func.func @{self.function}({args}) -> ({types}) {{")
+        lines.extend(self.body)
+        lines.append("    return " + ", ".join(str(r) for r in results) +
+                     (" : " + types if results else ""))
+        lines.append("  }")
+        lines.append("}")
+        return "\n".join(lines) + "\n"
+
+    def write_archive(self, path: str) -> None:
+        safetensors.save(self.parameters, path)

@@ -1,0 +1,943 @@
+"""Importing ONNX models (opset 13 and later) as flow-dialect text.
+
+    text = flow.import_onnx("model.onnx", parameters="model.safetensors")
+
+Inputs need static shapes: a symbolic dimension is an error unless
+`input_shapes` gives it. Initializers are constants: every node whose inputs
+are all constants (the Shape -> Gather -> Concat -> Reshape chains exporters
+write, masks, ranges) is computed at import time by ONNX's reference
+evaluator, and the rest is translated op by op. Initializers above a few
+hundred bytes go to the safetensors archive as `flow.parameter`s. Every
+unsupported op in the graph is reported at once, with its node name.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import tempfile
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from ._emitter import (FLOAT_TYPES, NUMPY_TO_FLOW, Emitter, Unsupported,
+                       Value, float_literal, numpy_dtype, tensor_type)
+from .torch_import import UnsupportedOpsError
+
+__all__ = ["import_onnx", "SUPPORTED_OPS", "MIN_OPSET", "MAX_TESTED_OPSET"]
+
+MIN_OPSET = 13
+#: Opsets the conformance suite and model tests cover; later opsets are
+#: accepted for the ops whose semantics they did not change.
+MAX_TESTED_OPSET = 21
+#: Constants computed at import time may be at most this large.
+FOLD_BYTES = 64 << 20
+
+# ONNX TensorProto element type -> flow element type.
+_ONNX_TYPES = {1: "f32", 10: "f16", 16: "bf16", 7: "i64", 6: "i32", 9: "i1"}
+
+
+@dataclasses.dataclass
+class ImportedOnnx:
+    text: str
+    archive: str
+    input_names: List[str]
+    output_names: List[str]
+
+
+class _Poison:
+    pass
+
+
+def _attrs(node) -> Dict[str, Any]:
+    from onnx import helper
+    return {a.name: helper.get_attribute_value(a) for a in node.attribute}
+
+
+class _OnnxImporter:
+    def __init__(self, model, input_shapes, function):
+        self.model = model
+        self.graph = model.graph
+        self.opset = next((o.version for o in model.opset_import
+                           if o.domain in ("", "ai.onnx")), None)
+        self.e = Emitter(function)
+        self.env: Dict[str, Any] = {"": None}
+        self.names: Dict[int, str] = {}
+        self.unsupported: List[Tuple[str, str, str, str]] = []
+        self.input_shapes = input_shapes or {}
+        self.node = None
+
+    # Values -------------------------------------------------------------
+    def value(self, x, dtype: Optional[str] = None) -> Value:
+        if isinstance(x, Value):
+            return self.e.cast(x, dtype) if dtype else x
+        if isinstance(x, np.ndarray):
+            if dtype and NUMPY_TO_FLOW.get(x.dtype.name) != dtype:
+                x = x.astype(numpy_dtype(dtype))
+            return self.e.constant(x, self.names.get(id(x)) or
+                                   f"folded.{self.node.name or 'node'}")
+        if x is None:
+            raise Unsupported("a required input is missing")
+        raise Unsupported(f"input of type {type(x).__name__}")
+
+    def dtype_of(self, x) -> str:
+        if isinstance(x, Value):
+            return x.dtype
+        d = NUMPY_TO_FLOW.get(np.asarray(x).dtype.name)
+        if d is None:
+            raise Unsupported(f"element type {np.asarray(x).dtype}")
+        return d
+
+    def shape_of(self, x) -> Tuple[int, ...]:
+        return x.shape if isinstance(x, Value) else tuple(np.shape(x))
+
+    def const(self, x, what: str) -> np.ndarray:
+        if isinstance(x, Value):
+            raise Unsupported(f"{what} must be known at compile time")
+        return np.asarray(x)
+
+    # Driver ---------------------------------------------------------------
+    def run(self, archive: Optional[str]) -> ImportedOnnx:
+        from onnx import numpy_helper
+        if self.opset is None or self.opset < MIN_OPSET:
+            raise UnsupportedOpsError(
+                [(f"opset {self.opset}", "<model>", "",
+                  f"Flow imports ONNX opset {MIN_OPSET} and later; convert "
+                  "the model with onnx.version_converter")], "ONNX")
+        for init in self.graph.initializer:
+            array = numpy_helper.to_array(init)
+            if array.dtype == np.float64:
+                array = array.astype(np.float32)
+            self.env[init.name] = array
+            self.names[id(array)] = init.name
+        inputs = []
+        for inp in self.graph.input:
+            if inp.name in self.env:
+                continue  # an initializer listed as an input
+            tt = inp.type.tensor_type
+            dtype = _ONNX_TYPES.get(tt.elem_type)
+            if dtype is None:
+                self.unsupported.append(("input", inp.name, "",
+                                         f"element type {tt.elem_type}"))
+                self.env[inp.name] = _Poison()
+                continue
+            shape = self.input_shapes.get(inp.name)
+            if shape is None:
+                shape = []
+                for d in tt.shape.dim:
+                    if d.HasField("dim_value"):
+                        shape.append(d.dim_value)
+                    else:
+                        raise ValueError(
+                            f"ONNX input '{inp.name}' has the symbolic "
+                            f"dimension '{d.dim_param or '?'}': pass "
+                            f"input_shapes={{'{inp.name}': (...)}}")
+            self.env[inp.name] = self.e.argument(shape, dtype)
+            inputs.append(inp.name)
+
+        for node in self.graph.node:
+            self.node = node
+            outs = self.visit(node)
+            for name, v in zip(node.output, outs):
+                if name:
+                    self.env[name] = v
+
+        results, names = [], []
+        for out in self.graph.output:
+            v = self.env.get(out.name)
+            if isinstance(v, _Poison):
+                continue
+            if v is None:
+                raise ValueError(f"graph output '{out.name}' is not computed")
+            try:
+                results.append(self.value(v))
+            except Unsupported as u:
+                self.unsupported.append(("output", out.name, "", str(u)))
+            names.append(out.name)
+        if self.unsupported:
+            raise UnsupportedOpsError(self.unsupported, "ONNX")
+        if self.e.parameters and archive is None:
+            fd, archive = tempfile.mkstemp(prefix="flow-",
+                                           suffix=".safetensors")
+            os.close(fd)
+        text = self.e.module(results, archive if self.e.parameters else None)
+        if self.e.parameters:
+            self.e.write_archive(archive)
+        return ImportedOnnx(text, archive if self.e.parameters else "",
+                            inputs, names)
+
+    def visit(self, node) -> List[Any]:
+        ins = [self.env.get(n) if n else None for n in node.input]
+        for name, v in zip(node.input, ins):
+            if name and name not in self.env:
+                raise ValueError(f"node '{node.name}' ({node.op_type}) reads "
+                                 f"'{name}', which nothing defines")
+        if any(isinstance(v, _Poison) for v in ins):
+            return [_Poison()] * len(node.output)
+        if node.domain not in ("", "ai.onnx"):
+            self._record(node, f"domain '{node.domain}'")
+            return [_Poison()] * len(node.output)
+        attrs = _attrs(node)
+        if node.op_type not in _NEVER_FOLD and not any(
+                isinstance(v, Value) for v in ins):
+            folded = self.fold(node, ins)
+            if folded is not None:
+                return folded
+        handler = _HANDLERS.get(node.op_type)
+        if handler is None:
+            self._record(node, "")
+            return [_Poison()] * len(node.output)
+        try:
+            out = handler(self, ins, attrs)
+        except Unsupported as u:
+            self._record(node, str(u))
+            return [_Poison()] * len(node.output)
+        return list(out) if isinstance(out, (list, tuple)) else [out]
+
+    def _record(self, node, reason):
+        self.unsupported.append((node.op_type, node.name or node.output[0],
+                                 "", reason))
+
+    def fold(self, node, ins) -> Optional[List[Any]]:
+        from onnx import helper
+        from onnx.reference import ReferenceEvaluator
+        own = _NUMPY_FOLDS.get(node.op_type)
+        if own is not None:
+            return [own(ins, _attrs(node))]
+        feeds, names = {}, []
+        for i, v in enumerate(ins):
+            name = f"in{i}" if node.input[i] else ""
+            names.append(name)
+            if name:
+                feeds[name] = np.asarray(v)
+        if sum(a.nbytes for a in feeds.values()) > FOLD_BYTES:
+            return None
+        outs = [f"out{i}" for i in range(len(node.output))]
+        copy = helper.make_node(node.op_type, names, outs, domain=node.domain,
+                                **_attrs(node))
+        graph = helper.make_graph(
+            [copy], "fold",
+            [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(
+                a.dtype), a.shape) for n, a in feeds.items()],
+            [helper.make_tensor_value_info(o, 0, None) for o in outs])
+        model = helper.make_model(
+            graph, opset_imports=[helper.make_opsetid("", self.opset)])
+        try:
+            results = ReferenceEvaluator(model).run(None, feeds)
+        except Exception:  # not computable here: translate it instead
+            return None
+        out = []
+        for r in results:
+            r = np.asarray(r)
+            if r.dtype == np.float64:
+                r = r.astype(np.float32)
+            out.append(r)
+        return out
+
+
+def _gather_elements(ins, attrs):
+    data, index = np.asarray(ins[0]), np.asarray(ins[1]).astype(np.int64)
+    axis = attrs.get("axis", 0) % data.ndim
+    index = np.where(index < 0, index + data.shape[axis], index)
+    return np.take_along_axis(data, index, axis)
+
+
+#: Constant folds done here rather than by the reference evaluator.
+_NUMPY_FOLDS = {"GatherElements": _gather_elements}
+
+_NEVER_FOLD = {"RandomNormal", "RandomUniform", "RandomNormalLike",
+               "RandomUniformLike", "Multinomial", "Bernoulli"}
+
+_HANDLERS: Dict[str, Callable] = {}
+
+
+def _handles(*names):
+    def register(fn):
+        for name in names:
+            _HANDLERS[name] = fn
+        return fn
+    return register
+
+
+def _axis(a: int, rank: int) -> int:
+    if not -max(rank, 1) <= a < max(rank, 1):
+        raise Unsupported(f"axis {a} out of range for rank {rank}")
+    return a + rank if a < 0 else a
+
+
+def _common(self, ins, float_only=False) -> str:
+    dtypes = {self.dtype_of(x) for x in ins if x is not None}
+    if len(dtypes) != 1:
+        raise Unsupported(f"operands of different types {sorted(dtypes)}")
+    dtype = dtypes.pop()
+    if float_only and dtype not in FLOAT_TYPES:
+        raise Unsupported(f"{dtype} operands")
+    return dtype
+
+
+def _binary(op, float_only=False):
+    def handler(self, ins, attrs):
+        dtype = _common(self, ins, float_only)
+        if dtype == "i1":
+            raise Unsupported("bool operands")
+        return self.e.binary(op, self.value(ins[0]), self.value(ins[1]))
+    return handler
+
+
+for _op, _flow in [("Add", "add"), ("Sub", "sub"), ("Mul", "mul"),
+                   ("Div", "div")]:
+    _handles(_op)(_binary(_flow))
+
+
+@_handles("Pow")
+def _pow(self, ins, attrs):
+    base = self.value(ins[0])
+    if base.dtype not in FLOAT_TYPES:
+        raise Unsupported(f"{base.dtype} base")
+    exponent = ins[1]
+    if not isinstance(exponent, Value):
+        e = np.asarray(exponent)
+        if e.size == 1 and float(e.reshape(-1)[0]).is_integer() and \
+                abs(float(e.reshape(-1)[0])) <= 4 and e.ndim <= len(base.shape):
+            n = int(e.reshape(-1)[0])
+            result = self.e.broadcast_to(self.e.scalar(1, base.dtype),
+                                         base.shape) if n == 0 else base
+            for _ in range(abs(n) - 1):
+                result = self.e.binary("mul", result, base)
+            if n < 0:
+                result = self.e.binary("div", self.e.scalar(1, base.dtype),
+                                       result)
+            return result
+    return self.e.binary("pow", base, self.value(exponent, base.dtype))
+
+
+def _variadic(op):
+    def handler(self, ins, attrs):
+        _common(self, ins)
+        acc = self.value(ins[0])
+        for x in ins[1:]:
+            acc = self.e.binary(op, acc, self.value(x))
+        return acc
+    return handler
+
+
+_handles("Max")(_variadic("maximum"))
+_handles("Min")(_variadic("minimum"))
+_handles("Sum")(_variadic("add"))
+
+
+@_handles("Mean")
+def _mean(self, ins, attrs):
+    acc = _variadic("add")(self, ins, attrs)
+    return self.e.binary("div", acc, self.e.scalar(len(ins), acc.dtype))
+
+
+for _op, _pred in [("Equal", "eq"), ("Less", "lt"), ("LessOrEqual", "le"),
+                   ("Greater", "gt"), ("GreaterOrEqual", "ge")]:
+    def _make(pred):
+        def handler(self, ins, attrs):
+            _common(self, ins)
+            return self.e.compare(pred, self.value(ins[0]), self.value(ins[1]))
+        return handler
+    _handles(_op)(_make(_pred))
+
+
+@_handles("Not")
+def _not(self, ins, attrs):
+    return self.e.compare("eq", self.value(ins[0], "i1"),
+                          self.e.scalar(False, "i1"))
+
+
+@_handles("And", "Or")
+def _and_or(self, ins, attrs):
+    a, b = self.value(ins[0], "i1"), self.value(ins[1], "i1")
+    shape = np.broadcast_shapes(a.shape, b.shape)
+    a = self.e.broadcast_to(a, shape)
+    if self.node.op_type == "And":
+        return self.e.select(a, b, self.e.scalar(False, "i1"))
+    return self.e.select(a, self.e.scalar(True, "i1"), b)
+
+
+@_handles("Where")
+def _where(self, ins, attrs):
+    dtype = _common(self, ins[1:])
+    return self.e.select(self.value(ins[0], "i1"), self.value(ins[1], dtype),
+                         self.value(ins[2], dtype))
+
+
+def _unary(op, float_only=True):
+    def handler(self, ins, attrs):
+        v = self.value(ins[0])
+        if float_only and v.dtype not in FLOAT_TYPES:
+            raise Unsupported(f"{v.dtype} input")
+        if v.dtype == "i1":
+            raise Unsupported("bool input")
+        return self.e.unary(op, v)
+    return handler
+
+
+for _op, _flow, _float in [("Neg", "neg", False), ("Abs", "abs", False),
+                           ("Exp", "exp", True), ("Log", "log", True),
+                           ("Sqrt", "sqrt", True), ("Tanh", "tanh", True),
+                           ("Sigmoid", "sigmoid", True), ("Relu", "relu", False),
+                           ("Erf", "erf", True)]:
+    _handles(_op)(_unary(_flow, _float))
+
+
+@_handles("IsNaN")
+def _is_nan(self, ins, attrs):
+    v = self.value(ins[0])
+    if v.dtype not in FLOAT_TYPES:
+        raise Unsupported(f"{v.dtype} input")
+    return self.e.compare("ne", v, v)
+
+
+@_handles("Reciprocal")
+def _reciprocal(self, ins, attrs):
+    v = self.value(ins[0])
+    return self.e.binary("div", self.e.scalar(1, v.dtype), v)
+
+
+@_handles("Gelu")
+def _gelu(self, ins, attrs):
+    v = self.value(ins[0])
+    approximate = attrs.get("approximate", b"none")
+    approximate = approximate.decode() if isinstance(approximate, bytes) \
+        else approximate
+    return self.e.unary("gelu", v, " approximate = tanh"
+                        if approximate == "tanh" else "")
+
+
+@_handles("LeakyRelu")
+def _leaky_relu(self, ins, attrs):
+    v = self.value(ins[0])
+    alpha = attrs.get("alpha", 0.01)
+    scaled = self.e.binary("mul", v, self.e.scalar(alpha, v.dtype))
+    positive = self.e.compare("gt", v, self.e.scalar(0, v.dtype))
+    return self.e.select(positive, v, scaled)
+
+
+@_handles("Softplus")
+def _softplus(self, ins, attrs):
+    v = self.value(ins[0])
+    one = self.e.scalar(1, v.dtype)
+    return self.e.unary("log", self.e.binary("add", self.e.unary("exp", v),
+                                             one))
+
+
+@_handles("HardSigmoid")
+def _hard_sigmoid(self, ins, attrs):
+    v = self.value(ins[0])
+    y = self.e.binary("add", self.e.binary(
+        "mul", v, self.e.scalar(attrs.get("alpha", 0.2), v.dtype)),
+        self.e.scalar(attrs.get("beta", 0.5), v.dtype))
+    y = self.e.binary("maximum", y, self.e.scalar(0, v.dtype))
+    return self.e.binary("minimum", y, self.e.scalar(1, v.dtype))
+
+
+@_handles("Identity", "Dropout")
+def _identity(self, ins, attrs):
+    v = ins[0]
+    if self.node.op_type == "Dropout":
+        if len(ins) > 2 and ins[2] is not None and (
+                isinstance(ins[2], Value) or bool(np.asarray(ins[2]))):
+            raise Unsupported("dropout in training mode")
+        mask = np.ones(self.shape_of(v), dtype=bool)
+        return [self.value(v), mask]
+    return self.value(v)
+
+
+@_handles("Cast", "CastLike")
+def _cast(self, ins, attrs):
+    if self.node.op_type == "Cast":
+        dtype = _ONNX_TYPES.get(attrs["to"])
+    else:
+        dtype = self.dtype_of(ins[1])
+    if dtype is None:
+        raise Unsupported(f"cast to element type {attrs.get('to')}")
+    return self.value(ins[0], dtype)
+
+
+@_handles("Clip")
+def _clip(self, ins, attrs):
+    v = self.value(ins[0])
+    lo = ins[1] if len(ins) > 1 else None
+    hi = ins[2] if len(ins) > 2 else None
+    if lo is not None:
+        v = self.e.binary("maximum", v, self.value(lo, v.dtype))
+    if hi is not None:
+        v = self.e.binary("minimum", v, self.value(hi, v.dtype))
+    return v
+
+
+# Contractions ----------------------------------------------------------------
+
+@_handles("MatMul")
+def _matmul(self, ins, attrs):
+    dtype = _common(self, ins, float_only=True)
+    a, b = self.value(ins[0]), self.value(ins[1])
+    squeeze = []
+    if len(a.shape) == 1:
+        a = self.e.reshape(a, (1,) + a.shape)
+        squeeze.append(-2)
+    if len(b.shape) == 1:
+        b = self.e.reshape(b, b.shape + (1,))
+        squeeze.append(-1)
+    if a.shape[-1] != b.shape[-2]:
+        raise Unsupported(f"matmul of {list(a.shape)} by {list(b.shape)}")
+    y = self.e.matmul(a, b)
+    if squeeze:
+        shape = list(y.shape)
+        for d in sorted(squeeze):
+            shape.pop(len(shape) + d if d == -1 else len(shape) - 2)
+        y = self.e.reshape(y, shape)
+    return y
+
+
+@_handles("Gemm")
+def _gemm(self, ins, attrs):
+    _common(self, ins[:2], float_only=True)
+    a, b = self.value(ins[0]), self.value(ins[1])
+    if attrs.get("transA", 0):
+        a = self.e.transpose(a, [1, 0])
+    y = self.e.matmul(a, b, transpose_rhs=bool(attrs.get("transB", 0)))
+    alpha, beta = attrs.get("alpha", 1.0), attrs.get("beta", 1.0)
+    if alpha != 1.0:
+        y = self.e.binary("mul", y, self.e.scalar(alpha, y.dtype))
+    if len(ins) > 2 and ins[2] is not None and beta != 0:
+        c = self.value(ins[2], y.dtype)
+        if beta != 1.0:
+            c = self.e.binary("mul", c, self.e.scalar(beta, y.dtype))
+        y = self.e.binary("add", y, c)
+    return y
+
+
+def _spatial_pads(self, attrs, in_hw, kernel, strides, dilations):
+    """[top, left, bottom, right] from pads or auto_pad."""
+    auto = attrs.get("auto_pad", b"NOTSET")
+    auto = auto.decode() if isinstance(auto, bytes) else auto
+    if auto in ("NOTSET", ""):
+        pads = list(attrs.get("pads", [0, 0, 0, 0]))
+        return [pads[0], pads[1], pads[2], pads[3]]
+    if auto == "VALID":
+        return [0, 0, 0, 0]
+    out = []
+    for size, k, s, d in zip(in_hw, kernel, strides, dilations):
+        target = -(-size // s)
+        total = max(0, (target - 1) * s + (k - 1) * d + 1 - size)
+        out.append(total)
+    low = [t // 2 if auto == "SAME_UPPER" else t - t // 2 for t in out]
+    high = [t - lo for t, lo in zip(out, low)]
+    return [low[0], low[1], high[0], high[1]]
+
+
+@_handles("Conv")
+def _conv(self, ins, attrs):
+    dtype = _common(self, [x for x in ins if x is not None], float_only=True)
+    x, w = self.value(ins[0]), self.value(ins[1])
+    if len(x.shape) != 4:
+        raise Unsupported(f"{len(x.shape) - 2}-D convolution (Flow has 2-D)")
+    kernel = list(attrs.get("kernel_shape", w.shape[2:]))
+    strides = list(attrs.get("strides", [1, 1]))
+    dilations = list(attrs.get("dilations", [1, 1]))
+    groups = attrs.get("group", 1)
+    pads = _spatial_pads(self, attrs, x.shape[2:], kernel, strides, dilations)
+    operands = [x, w]
+    if len(ins) > 2 and ins[2] is not None:
+        operands.append(self.value(ins[2]))
+    hw = [(x.shape[2 + i] + pads[i] + pads[i + 2] - dilations[i] *
+           (kernel[i] - 1) - 1) // strides[i] + 1 for i in range(2)]
+    shape = (x.shape[0], w.shape[0], *hw)
+    names = ", ".join(str(v) for v in operands)
+    types = ", ".join(v.type for v in operands)
+    return self.e.op(f"flow.conv2d {names} strides = {strides} padding = "
+                     f"{pads} dilations = {dilations} groups = {groups} : "
+                     f"({types}) -> {tensor_type(shape, dtype)}", shape, dtype)
+
+
+# Normalization ---------------------------------------------------------------
+
+@_handles("BatchNormalization")
+def _batch_norm(self, ins, attrs):
+    if attrs.get("training_mode", 0):
+        raise Unsupported("training_mode=1")
+    dtype = self.dtype_of(ins[0])
+    vs = [self.value(v, dtype) for v in ins[:5]]
+    types = ", ".join(v.type for v in vs)
+    eps = attrs.get("epsilon", 1e-5)
+    return self.e.op(f"flow.batch_norm {', '.join(map(str, vs))} epsilon = "
+                     f"{float_literal(eps)} : ({types}) -> {vs[0].type}",
+                     vs[0].shape, dtype)
+
+
+@_handles("LayerNormalization")
+def _layer_norm(self, ins, attrs):
+    if len(self.node.output) > 1 and any(self.node.output[1:]):
+        raise Unsupported("the Mean and InvStdDev outputs")
+    x = self.value(ins[0])
+    axis = _axis(attrs.get("axis", -1), len(x.shape))
+    operands, parts = [x], ""
+    if len(ins) > 1 and ins[1] is not None:
+        w = self.value(ins[1], x.dtype)
+        operands.append(w)
+        parts += f" weight {w}"
+    if len(ins) > 2 and ins[2] is not None:
+        b = self.value(ins[2], x.dtype)
+        operands.append(b)
+        parts += f" bias {b}"
+    types = ", ".join(v.type for v in operands)
+    eps = attrs.get("epsilon", 1e-5)
+    return self.e.op(f"flow.layer_norm {x}{parts} axis = {axis} epsilon = "
+                     f"{float_literal(eps)} : ({types}) -> {x.type}", x.shape,
+                     x.dtype)
+
+
+def _softmax_like(op):
+    def handler(self, ins, attrs):
+        x = self.value(ins[0])
+        if x.dtype not in FLOAT_TYPES:
+            raise Unsupported(f"{x.dtype} input")
+        axis = _axis(attrs.get("axis", -1), len(x.shape))
+        return self.e.op(f"flow.{op} {x} axis = {axis} : {x.type}", x.shape,
+                         x.dtype)
+    return handler
+
+
+_handles("Softmax")(_softmax_like("softmax"))
+_handles("LogSoftmax")(_softmax_like("log_softmax"))
+
+
+def _reduce_axes(self, ins, attrs, rank, axes_input_from):
+    if self.opset >= axes_input_from:
+        axes = ins[1] if len(ins) > 1 else None
+        axes = None if axes is None else self.const(axes, "axes").tolist()
+    else:
+        axes = attrs.get("axes")
+    if axes is None or len(axes) == 0:
+        if attrs.get("noop_with_empty_axes", 0):
+            return []
+        return list(range(rank))
+    return [_axis(int(a), rank) for a in axes]
+
+
+def _reduction(kind, negate=False):
+    def handler(self, ins, attrs):
+        x = self.value(ins[0])
+        if x.dtype == "i1":
+            raise Unsupported("bool input")
+        op = self.node.op_type
+        axes = _reduce_axes(self, ins, attrs, len(x.shape),
+                            13 if op == "ReduceSum" else 18)
+        keep = bool(attrs.get("keepdims", 1))
+        if not axes:
+            return x
+        if negate:
+            return self.e.unary("neg", self.e.reduce(
+                kind, self.e.unary("neg", x), axes, keep))
+        return self.e.reduce(kind, x, axes, keep)
+    return handler
+
+
+_handles("ReduceSum")(_reduction("sum"))
+_handles("ReduceMean")(_reduction("mean"))
+_handles("ReduceMax")(_reduction("max"))
+_handles("ReduceMin")(_reduction("max", negate=True))
+
+
+# Pooling ---------------------------------------------------------------------
+
+def _pool_shape(in_hw, kernel, strides, pads, dilations, ceil):
+    out = []
+    for i in range(2):
+        span = in_hw[i] + pads[i] + pads[i + 2] - dilations[i] * \
+            (kernel[i] - 1) - 1
+        n = (-(-span // strides[i]) if ceil else span // strides[i]) + 1
+        if ceil and (n - 1) * strides[i] >= in_hw[i] + pads[i]:
+            n -= 1
+        out.append(n)
+    return out
+
+
+@_handles("MaxPool", "AveragePool")
+def _pool(self, ins, attrs):
+    x = self.value(ins[0])
+    if len(x.shape) != 4:
+        raise Unsupported(f"{len(x.shape) - 2}-D pooling (Flow has 2-D)")
+    if x.dtype not in FLOAT_TYPES:
+        raise Unsupported(f"{x.dtype} input")
+    is_max = self.node.op_type == "MaxPool"
+    if is_max and len(self.node.output) > 1 and self.node.output[1]:
+        raise Unsupported("the Indices output")
+    if attrs.get("storage_order", 0):
+        raise Unsupported("storage_order=1")
+    kernel = list(attrs["kernel_shape"])
+    strides = list(attrs.get("strides", [1, 1]))
+    dilations = list(attrs.get("dilations", [1, 1]))
+    if not is_max and dilations != [1, 1]:
+        raise Unsupported("dilated average pooling")
+    ceil = bool(attrs.get("ceil_mode", 0))
+    pads = _spatial_pads(self, attrs, x.shape[2:], kernel, strides, dilations)
+    hw = _pool_shape(x.shape[2:], kernel, strides, pads, dilations, ceil)
+    shape = (x.shape[0], x.shape[1], *hw)
+    flags = ["ceil_mode"] if ceil else []
+    if not is_max and attrs.get("count_include_pad", 0) and any(pads):
+        flags.append("count_include_pad")
+    attr = " {" + ", ".join(flags) + "}" if flags else ""
+    if is_max:
+        text = (f"flow.max_pool2d {x} kernel = {kernel} strides = {strides} "
+                f"padding = {pads} dilations = {dilations}{attr}")
+    else:
+        text = (f"flow.avg_pool2d {x} kernel = {kernel} strides = {strides} "
+                f"padding = {pads}{attr}")
+    return self.e.op(f"{text} : {x.type} -> {tensor_type(shape, x.dtype)}",
+                     shape, x.dtype)
+
+
+@_handles("GlobalAveragePool", "GlobalMaxPool")
+def _global_pool(self, ins, attrs):
+    x = self.value(ins[0])
+    axes = list(range(2, len(x.shape)))
+    kind = "mean" if self.node.op_type == "GlobalAveragePool" else "max"
+    return self.e.reduce(kind, x, axes, True)
+
+
+# Layout ------------------------------------------------------------------------
+
+@_handles("Reshape")
+def _reshape(self, ins, attrs):
+    x = self.value(ins[0])
+    shape = [int(d) for d in self.const(ins[1], "the shape")]
+    allow_zero = attrs.get("allowzero", 0)
+    for i, d in enumerate(shape):
+        if d == 0 and not allow_zero:
+            shape[i] = x.shape[i]
+    if shape.count(-1) > 1:
+        raise Unsupported("a shape with several -1")
+    if -1 in shape:
+        known = int(np.prod([d for d in shape if d != -1]))
+        total = int(np.prod(x.shape))
+        if known == 0 or total % known:
+            raise Unsupported(f"reshape of {list(x.shape)} to {shape}")
+        shape[shape.index(-1)] = total // known
+    if int(np.prod(shape)) != int(np.prod(x.shape)):
+        raise Unsupported(f"reshape of {list(x.shape)} to {shape}")
+    return self.e.reshape(x, shape)
+
+
+@_handles("Flatten")
+def _flatten(self, ins, attrs):
+    x = self.value(ins[0])
+    axis = attrs.get("axis", 1)
+    axis = axis + len(x.shape) if axis < 0 else axis
+    lead = int(np.prod(x.shape[:axis]))
+    return self.e.reshape(x, (lead, int(np.prod(x.shape[axis:]))))
+
+
+@_handles("Transpose")
+def _transpose(self, ins, attrs):
+    x = self.value(ins[0])
+    perm = attrs.get("perm", list(reversed(range(len(x.shape)))))
+    return self.e.transpose(x, perm)
+
+
+@_handles("Squeeze", "Unsqueeze")
+def _squeeze(self, ins, attrs):
+    x = self.value(ins[0])
+    axes = ins[1] if len(ins) > 1 else None
+    axes = None if axes is None else [int(a) for a in
+                                      self.const(axes, "axes").reshape(-1)]
+    shape = list(x.shape)
+    if self.node.op_type == "Squeeze":
+        if axes is None:
+            shape = [d for d in shape if d != 1]
+        else:
+            axes = [_axis(a, len(shape)) for a in axes]
+            if any(shape[a] != 1 for a in axes):
+                raise Unsupported("squeezing a dimension that is not 1")
+            shape = [d for i, d in enumerate(shape) if i not in axes]
+    else:
+        if axes is None:
+            raise Unsupported("Unsqueeze without axes")
+        rank = len(shape) + len(axes)
+        for a in sorted(_axis(a, rank) for a in axes):
+            shape.insert(a, 1)
+    return self.e.reshape(x, shape)
+
+
+@_handles("Concat")
+def _concat(self, ins, attrs):
+    dtype = _common(self, ins)
+    values = [self.value(v) for v in ins]
+    rank = len(values[0].shape)
+    axis = _axis(attrs["axis"], rank)
+    values = [v for v in values if v.shape[axis] != 0] or values[:1]
+    if len(values) == 1:
+        return values[0]
+    shape = list(values[0].shape)
+    shape[axis] = sum(v.shape[axis] for v in values)
+    return self.e.op(f"flow.concat {', '.join(map(str, values))} axis = "
+                     f"{axis} : ({', '.join(v.type for v in values)}) -> "
+                     f"{tensor_type(shape, dtype)}", shape, dtype)
+
+
+@_handles("Slice")
+def _slice(self, ins, attrs):
+    x = self.value(ins[0])
+    rank = len(x.shape)
+    starts = self.const(ins[1], "starts").tolist()
+    ends = self.const(ins[2], "ends").tolist()
+    axes = self.const(ins[3], "axes").tolist() if len(ins) > 3 and \
+        ins[3] is not None else list(range(len(starts)))
+    steps = self.const(ins[4], "steps").tolist() if len(ins) > 4 and \
+        ins[4] is not None else [1] * len(starts)
+    lo, hi, st = [0] * rank, list(x.shape), [1] * rank
+    for s, e, a, step in zip(starts, ends, axes, steps):
+        a = _axis(int(a), rank)
+        size = x.shape[a]
+        if step <= 0:
+            raise Unsupported("a slice with a non-positive step")
+        s = s + size if s < 0 else s
+        e = e + size if e < 0 else e
+        s = min(max(s, 0), size)
+        e = min(max(e, s), size)
+        lo[a], hi[a], st[a] = s, e, step
+    return self.e.slice(x, lo, hi, st)
+
+
+@_handles("Gather")
+def _gather(self, ins, attrs):
+    x = self.value(ins[0])
+    axis = _axis(attrs.get("axis", 0), len(x.shape))
+    size = x.shape[axis]
+    idx = ins[1]
+    if isinstance(idx, Value):
+        if idx.dtype not in ("i64", "i32"):
+            raise Unsupported(f"{idx.dtype} indices")
+        # Negative indices count from the end.
+        negative = self.e.compare("lt", idx, self.e.scalar(0, idx.dtype))
+        shifted = self.e.binary("add", idx, self.e.scalar(size, idx.dtype))
+        i = self.e.select(negative, shifted, idx)
+    else:
+        arr = np.asarray(idx).astype(np.int64)
+        arr = np.where(arr < 0, arr + size, arr)
+        if arr.size and (arr.min() < 0 or arr.max() >= size):
+            raise Unsupported(f"index out of range for a dimension of {size}")
+        i = self.e.constant(arr, None)
+    shape = x.shape[:axis] + i.shape + x.shape[axis + 1:]
+    return self.e.op(f"flow.gather {x}[{i}] axis = {axis} : ({x.type}, "
+                     f"{i.type}) -> {tensor_type(shape, x.dtype)}", shape,
+                     x.dtype)
+
+
+@_handles("Split")
+def _split(self, ins, attrs):
+    x = self.value(ins[0])
+    axis = _axis(attrs.get("axis", 0), len(x.shape))
+    size = x.shape[axis]
+    split = ins[1] if len(ins) > 1 else None
+    count = len(self.node.output)
+    if split is not None:
+        sizes = [int(s) for s in self.const(split, "split")]
+    else:
+        n = attrs.get("num_outputs", count)
+        chunk = -(-size // n)
+        sizes = [min(chunk, size - i * chunk) for i in range(n)]
+    out, offset = [], 0
+    for s in sizes:
+        lo = [0] * len(x.shape)
+        hi = list(x.shape)
+        lo[axis], hi[axis] = offset, offset + s
+        out.append(self.e.slice(x, lo, hi, [1] * len(x.shape)))
+        offset += s
+    return out
+
+
+@_handles("Expand")
+def _expand(self, ins, attrs):
+    x = self.value(ins[0])
+    shape = [int(d) for d in self.const(ins[1], "the shape")]
+    return self.e.broadcast_to(x, np.broadcast_shapes(x.shape, tuple(shape)))
+
+
+@_handles("Pad")
+def _pad(self, ins, attrs):
+    mode = attrs.get("mode", b"constant")
+    mode = mode.decode() if isinstance(mode, bytes) else mode
+    if mode != "constant":
+        raise Unsupported(f"mode '{mode}'")
+    x = self.value(ins[0])
+    rank = len(x.shape)
+    pads = [int(p) for p in self.const(ins[1], "pads")]
+    value = 0.0
+    if len(ins) > 2 and ins[2] is not None:
+        value = float(np.asarray(self.const(ins[2], "the pad value")).
+                      reshape(-1)[0]) if np.size(ins[2]) else 0.0
+    axes = list(range(rank))
+    if len(ins) > 3 and ins[3] is not None:
+        axes = [_axis(int(a), rank) for a in self.const(ins[3], "axes")]
+    low, high = [0] * rank, [0] * rank
+    n = len(axes)
+    for i, a in enumerate(axes):
+        low[a], high[a] = pads[i], pads[i + n]
+    if min(low + high) < 0:
+        raise Unsupported("negative pads")
+    if x.dtype not in FLOAT_TYPES:
+        raise Unsupported(f"padding a {x.dtype} tensor")
+    shape = [d + lo + hi for d, lo, hi in zip(x.shape, low, high)]
+    return self.e.op(f"flow.pad {x} low = {low} high = {high} value = "
+                     f"{float_literal(value)} : {x.type} -> "
+                     f"{tensor_type(shape, x.dtype)}", shape, x.dtype)
+
+
+@_handles("Shape")
+def _shape(self, ins, attrs):
+    shape = np.array(self.shape_of(ins[0]), dtype=np.int64)
+    start, end = attrs.get("start", 0), attrs.get("end", None)
+    return shape[start:end]
+
+
+@_handles("Size")
+def _size(self, ins, attrs):
+    return np.array(int(np.prod(self.shape_of(ins[0]))), dtype=np.int64)
+
+
+@_handles("ConstantOfShape")
+def _constant_of_shape(self, ins, attrs):
+    # Only reached when the shape is not constant, which cannot happen for
+    # the static shapes Flow compiles.
+    raise Unsupported("a shape computed at run time")
+
+
+#: The ONNX ops this importer translates (others fold only when constant).
+SUPPORTED_OPS = sorted(_HANDLERS)
+
+
+def _load(model):
+    import onnx
+    if isinstance(model, (str, os.PathLike)):
+        try:
+            return onnx.load(os.fspath(model))
+        except Exception as e:
+            raise ValueError(f"cannot read ONNX model '{os.fspath(model)}': "
+                             f"{e}") from e
+    return model
+
+
+def import_program(model, *, parameters=None, input_shapes=None,
+                   function="main") -> ImportedOnnx:
+    model = _load(model)
+    return _OnnxImporter(model, input_shapes, function).run(
+        os.fspath(parameters) if parameters is not None else None)
+
+
+def import_onnx(model, *, parameters=None, input_shapes=None,
+                function="main") -> str:
+    """Returns flow-dialect text for an ONNX model (a path or ModelProto).
+
+    Initializers above a few hundred bytes go to the safetensors file
+    `parameters` (a temporary file when None). `input_shapes` fixes
+    symbolic input dimensions: {"input": (1, 3, 224, 224)}. Raises
+    UnsupportedOpsError naming every op Flow cannot import.
+    """
+    return import_program(model, parameters=parameters,
+                          input_shapes=input_shapes, function=function).text

@@ -1,0 +1,1030 @@
+"""Importing PyTorch programs: torch.export, core-ATen decompositions, then
+flow-dialect text.
+
+    text = flow.import_torch(model, (x,), parameters="model.safetensors")
+
+The module is exported in eval mode and decomposed to core ATen. Every
+node whose inputs are all known at import time (weights, buffers, literals,
+`arange`, masks built from them) is computed here with PyTorch itself and
+becomes a constant; the rest is translated op by op. Weights larger than
+`_emitter.INLINE_BYTES` go to the safetensors archive as `flow.parameter`s.
+Ops Flow cannot import are all reported together, each with its node and
+the Python source line that produced it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import operator
+import os
+import re
+import tempfile
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+import numpy as np
+
+from ._emitter import (FLOAT_TYPES, Emitter, Unsupported, Value,
+                       float_literal, location, numpy_dtype, tensor_type)
+
+__all__ = ["import_torch", "ImportedProgram", "UnsupportedOpsError"]
+
+#: Constants folded at import time may be at most this large.
+FOLD_BYTES = 64 << 20
+
+
+class UnsupportedOpsError(Exception):
+    """The model uses ops Flow cannot import. `.ops` lists each one as
+    (op, node, source); the message names them all."""
+
+    def __init__(self, ops: List[Tuple[str, str, str, str]], frontend: str):
+        self.ops = ops
+        lines = [f"{frontend} model uses {len(ops)} "
+                 f"unsupported op{'s' if len(ops) != 1 else ''}:"]
+        for op, node, source, reason in ops:
+            where = f" at {source}" if source else ""
+            why = f": {reason}" if reason else ""
+            lines.append(f"  {op} (node '{node}'){where}{why}")
+        super().__init__("\n".join(lines))
+
+
+@dataclasses.dataclass
+class ImportedProgram:
+    """The result of an import: flow text plus what flow.compile needs to
+    call the executable like the model."""
+    text: str
+    #: Safetensors archive the text names ("" when there are no parameters).
+    archive: str
+    #: Positions (in the flattened (args, kwargs) leaves) of the tensors the
+    #: function takes, in order.
+    input_leaves: List[int]
+    #: Pytree spec of the model's output, and for each output leaf either
+    #: ("result", i) or ("constant", value).
+    out_spec: Any
+    output_leaves: List[Tuple[str, Any]]
+    in_spec: Any = None
+
+
+# ---------------------------------------------------------------------------
+# dtype helpers
+# ---------------------------------------------------------------------------
+
+def _flow_dtype(dtype) -> str:
+    import torch
+    table = {torch.float32: "f32", torch.float16: "f16",
+             torch.bfloat16: "bf16", torch.int64: "i64", torch.int32: "i32",
+             torch.bool: "i1"}
+    if dtype not in table:
+        raise Unsupported(f"element type {dtype} (Flow runs f32, f16, bf16, "
+                          "i64, i32 and bool)")
+    return table[dtype]
+
+
+def _to_numpy(t) -> np.ndarray:
+    import torch
+    t = t.detach().cpu().contiguous()
+    if t.dtype == torch.bfloat16:
+        import ml_dtypes
+        return t.view(torch.int16).numpy().view(ml_dtypes.bfloat16)
+    return t.numpy()
+
+
+def _source_line(node) -> Tuple[Optional[str], Optional[int], str]:
+    """(file, line, "file:line: code") of the user code behind `node`."""
+    trace = node.meta.get("stack_trace") or ""
+    matches = re.findall(r'File "([^"]+)", line (\d+), in [^\n]*\n\s*([^\n]*)',
+                         trace)
+    if not matches:
+        return None, None, ""
+    # The innermost frame outside PyTorch itself is the model's own code.
+    torch_dir = os.path.dirname(os.path.dirname(os.path.abspath(
+        __import__("torch").__file__)))
+    user = [m for m in matches
+            if not os.path.abspath(m[0]).startswith(
+                os.path.join(torch_dir, "torch") + os.sep)]
+    file, line, code = (user or matches)[-1]
+    return file, int(line), f"{file}:{line}: {code.strip()}"
+
+
+class _Poison:
+    """The value of a node that could not be imported."""
+
+
+def _is_int_dtype(dtype: str) -> bool:
+    return dtype in ("i64", "i32")
+
+
+# ---------------------------------------------------------------------------
+# The importer
+# ---------------------------------------------------------------------------
+
+class _TorchImporter:
+    def __init__(self, ep, function: str):
+        self.ep = ep
+        self.e = Emitter(function)
+        self.env: Dict[Any, Any] = {}
+        self.names: Dict[Any, str] = {}
+        self.unsupported: List[Tuple[str, str, str, str]] = []
+        self.node = None
+
+    # Values -------------------------------------------------------------
+    def meta(self, node=None):
+        node = node or self.node
+        return node.meta.get("val")
+
+    def out_dtype(self) -> str:
+        return _flow_dtype(self.meta().dtype)
+
+    def out_shape(self) -> Tuple[int, ...]:
+        shape = self.meta().shape
+        try:
+            return tuple(int(d) for d in shape)
+        except TypeError as e:
+            raise Unsupported("dynamic shapes (Flow compiles static shapes; "
+                              "export without dynamic_shapes)") from e
+
+    def value(self, x, dtype: Optional[str] = None) -> Value:
+        """`x` (a Value, a folded torch tensor or a Python number) as a
+        Value, cast to `dtype` when given."""
+        import torch
+        if isinstance(x, Value):
+            return self.e.cast(x, dtype) if dtype else x
+        if isinstance(x, torch.Tensor):
+            key = id(x)
+            cached = self.names.get(key)
+            if dtype:
+                target = {"f32": torch.float32, "f16": torch.float16,
+                          "bf16": torch.bfloat16, "i64": torch.int64,
+                          "i32": torch.int32, "i1": torch.bool}[dtype]
+                if x.dtype != target:
+                    x = x.to(target)
+                    cached = None
+            name = cached if isinstance(cached, str) else None
+            v = self.e.constant(_to_numpy(x), name or self._const_name(x))
+            return v
+        if isinstance(x, (bool, int, float)):
+            if dtype is None:
+                dtype = ("i1" if isinstance(x, bool) else
+                         "i64" if isinstance(x, int) else "f32")
+            return self.e.scalar(x, dtype)
+        raise Unsupported(f"argument of type {type(x).__name__}")
+
+    def _const_name(self, t) -> str:
+        return self.names.get(id(t)) or f"folded.{self.node.name}"
+
+    # Driver ---------------------------------------------------------------
+    def run(self, archive: Optional[str]) -> ImportedProgram:
+        import torch
+        ep = self.ep
+        sig = ep.graph_signature
+        state = dict(ep.state_dict)
+        constants = dict(getattr(ep, "constants", {}) or {})
+        user_index = 0
+        input_leaves = []
+        placeholders = [n for n in ep.graph.nodes if n.op == "placeholder"]
+        for node, spec in zip(placeholders, sig.input_specs):
+            kind = spec.kind.name
+            if kind == "USER_INPUT":
+                position = user_index
+                user_index += 1
+                val = node.meta.get("val")
+                if not isinstance(val, torch.Tensor):
+                    self.env[node] = val
+                    continue
+                self.node = node
+                try:
+                    v = self.e.argument(self.out_shape(),
+                                        _flow_dtype(val.dtype))
+                except Unsupported as u:
+                    self._record(node, str(u))
+                    self.env[node] = _Poison()
+                    continue
+                self.env[node] = v
+                input_leaves.append(position)
+            elif kind in ("PARAMETER", "BUFFER", "CONSTANT_TENSOR"):
+                tensor = state.get(spec.target)
+                if tensor is None:
+                    tensor = constants.get(spec.target)
+                if tensor is None:
+                    raise ValueError(f"exported program has no value for "
+                                     f"'{spec.target}'")
+                tensor = tensor.detach()
+                self.env[node] = tensor
+                self.names[id(tensor)] = spec.target
+            else:
+                raise UnsupportedOpsError(
+                    [(f"input of kind {kind}", node.name, "", "")], "PyTorch")
+
+        for node in ep.graph.nodes:
+            if node.op != "call_function":
+                continue
+            self.node = node
+            file, line, _ = _source_line(node)
+            self.e.loc = location(file, line)
+            self.env[node] = self.visit(node)
+
+        output = next(n for n in ep.graph.nodes if n.op == "output")
+        outs = output.args[0]
+        results: List[Value] = []
+        output_leaves: List[Tuple[str, Any]] = []
+        self.e.loc = ""
+        for out, spec in zip(outs, sig.output_specs):
+            if spec.kind.name != "USER_OUTPUT":
+                continue
+            if not isinstance(out, torch.fx.Node):
+                output_leaves.append(("constant", out))
+                continue
+            value = self.env.get(out)
+            if isinstance(value, _Poison):
+                continue
+            if isinstance(value, (Value, torch.Tensor)):
+                self.node = out
+                try:
+                    v = self.value(value)
+                except Unsupported as u:
+                    self._record(out, str(u))
+                    continue
+                output_leaves.append(("result", len(results)))
+                results.append(v)
+            else:
+                output_leaves.append(("constant", value))
+        if self.unsupported:
+            raise UnsupportedOpsError(self.unsupported, "PyTorch")
+        if self.e.parameters and archive is None:
+            fd, archive = tempfile.mkstemp(prefix="flow-", suffix=".safetensors")
+            os.close(fd)
+        text = self.e.module(results, archive if self.e.parameters else None)
+        if self.e.parameters:
+            self.e.write_archive(archive)
+        out_spec = ep.call_spec.out_spec if ep.call_spec else None
+        in_spec = ep.call_spec.in_spec if ep.call_spec else None
+        return ImportedProgram(text, archive if self.e.parameters else "",
+                               input_leaves, out_spec, output_leaves, in_spec)
+
+    def _record(self, node, reason: str):
+        _, _, source = _source_line(node)
+        self.unsupported.append((str(node.target), node.name, source, reason))
+
+    def visit(self, node):
+        import torch
+        args = torch.fx.node.map_arg(node.args, lambda n: self.env[n])
+        kwargs = torch.fx.node.map_arg(node.kwargs, lambda n: self.env[n])
+        leaves = torch.utils._pytree.tree_leaves((args, kwargs))
+        if any(isinstance(x, _Poison) for x in leaves):
+            return _Poison()
+        key = _op_key(node.target)
+        # Fold what is known at import time.
+        if key not in _NEVER_FOLD and not any(isinstance(x, Value)
+                                              for x in leaves):
+            folded = self.fold(node, args, kwargs)
+            if folded is not None:
+                return folded
+        handler = _HANDLERS.get(key)
+        if handler is None:
+            self._record(node, "")
+            return _Poison()
+        try:
+            return handler(self, *args, **kwargs)
+        except Unsupported as u:
+            self._record(node, str(u))
+            return _Poison()
+
+    def fold(self, node, args, kwargs):
+        import torch
+        val = node.meta.get("val")
+        vals = val if isinstance(val, (tuple, list)) else [val]
+        size = 0
+        for v in vals:
+            if isinstance(v, torch.Tensor):
+                try:
+                    size += int(v.numel()) * v.element_size()
+                except TypeError:
+                    return None
+        if size > FOLD_BYTES:
+            return None
+        target = node.target
+        if target is operator.getitem:
+            return args[0][args[1]]
+        try:
+            with torch.no_grad():
+                result = target(*args, **kwargs)
+        except Exception:  # not computable here: translate it instead
+            return None
+        # Name folded weights after the weight they came from.
+        source = next((self.names[id(x)] for x in
+                       torch.utils._pytree.tree_leaves((args, kwargs))
+                       if isinstance(x, torch.Tensor) and id(x) in self.names),
+                      None)
+        op = getattr(target, "__name__", "fold").split(".")[0]
+        for i, r in enumerate(torch.utils._pytree.tree_leaves(result)):
+            if isinstance(r, torch.Tensor) and id(r) not in self.names:
+                base = f"{source}.{op}" if source else f"folded.{node.name}"
+                self.names[id(r)] = base if i == 0 else f"{base}.{i}"
+        return result
+
+
+def _op_key(target) -> str:
+    if target is operator.getitem:
+        return "getitem"
+    return str(target)
+
+
+# Ops whose results must not be computed at import time.
+_NEVER_FOLD = {"aten._assert_tensor_metadata.default",
+               "aten._assert_scalar.default",
+               "aten.sym_constrain_range_for_size.default"}
+
+
+# ---------------------------------------------------------------------------
+# Op handlers: (importer, *args, **kwargs) -> Value | tuple | None
+# ---------------------------------------------------------------------------
+
+_HANDLERS: Dict[str, Callable] = {}
+
+
+def _handles(*names):
+    def register(fn):
+        for name in names:
+            _HANDLERS[name] = fn
+        return fn
+    return register
+
+
+def _norm_dim(d: int, rank: int) -> int:
+    return d + rank if d < 0 else d
+
+
+def _promoted(self: _TorchImporter, *xs) -> str:
+    """The dtype PyTorch computes `xs` in (for comparisons)."""
+    import torch
+    metas = []
+    for x in xs:
+        if isinstance(x, Value):
+            dtype = {"f32": torch.float32, "f16": torch.float16,
+                     "bf16": torch.bfloat16, "i64": torch.int64,
+                     "i32": torch.int32, "i1": torch.bool}[x.dtype]
+            metas.append(torch.empty(x.shape, dtype=dtype, device="meta"))
+        elif isinstance(x, torch.Tensor):
+            metas.append(torch.empty(x.shape, dtype=x.dtype, device="meta"))
+        else:
+            metas.append(x)
+    if len(metas) == 1:
+        return _flow_dtype(metas[0].dtype)
+    return _flow_dtype(torch.result_type(metas[0], metas[1]))
+
+
+def _elementwise(op):
+    def handler(self, a, b, alpha=1, **_):
+        dtype = self.out_dtype()
+        av = self.value(a, dtype)
+        if alpha != 1:
+            b = self.e.binary("mul", self.value(b, dtype),
+                              self.value(alpha, dtype))
+        bv = self.value(b, dtype)
+        return self.e.binary(op, av, bv)
+    return handler
+
+
+for _name, _op in [("add", "add"), ("sub", "sub"), ("mul", "mul"),
+                   ("maximum", "maximum"), ("minimum", "minimum")]:
+    _handles(f"aten.{_name}.Tensor", f"aten.{_name}.Scalar",
+             f"aten.{_name}.default")(_elementwise(_op))
+
+
+@_handles("aten.rsub.Scalar", "aten.rsub.Tensor")
+def _rsub(self, a, b, alpha=1):
+    return _elementwise("sub")(self, b, a if alpha == 1 else a * alpha
+                               if not isinstance(a, Value) else
+                               self.e.binary("mul", a, self.value(alpha, a.dtype)))
+
+
+@_handles("aten.div.Tensor", "aten.div.Scalar", "aten.div.Tensor_mode",
+          "aten.div.Scalar_mode")
+def _div(self, a, b, rounding_mode=None):
+    if rounding_mode is not None:
+        raise Unsupported(f"rounding_mode='{rounding_mode}'")
+    dtype = self.out_dtype()
+    return self.e.binary("div", self.value(a, dtype), self.value(b, dtype))
+
+
+@_handles("aten.pow.Tensor_Scalar", "aten.pow.Tensor_Tensor",
+          "aten.pow.Scalar")
+def _pow(self, a, b):
+    dtype = self.out_dtype()
+    if isinstance(b, (int, float)) and float(b).is_integer() and \
+            -4 <= b <= 4 and isinstance(a, Value):
+        # Small integer powers multiply out (exact, and right for x < 0).
+        x = self.value(a, dtype)
+        n = int(b)
+        if n == 0:
+            return self.e.broadcast_to(self.e.scalar(1, dtype), x.shape)
+        result = x
+        for _ in range(abs(n) - 1):
+            result = self.e.binary("mul", result, x)
+        if n < 0:
+            result = self.e.binary("div", self.e.scalar(1, dtype), result)
+        return result
+    if isinstance(b, float) and b == 0.5 and isinstance(a, Value):
+        return self.e.unary("sqrt", self.value(a, dtype))
+    return self.e.binary("pow", self.value(a, dtype), self.value(b, dtype))
+
+
+_PREDICATES = {"eq": "eq", "ne": "ne", "lt": "lt", "le": "le", "gt": "gt",
+               "ge": "ge"}
+for _name in _PREDICATES:
+    def _make(pred):
+        def handler(self, a, b):
+            dtype = _promoted(self, a, b)
+            return self.e.compare(pred, self.value(a, dtype),
+                                  self.value(b, dtype))
+        return handler
+    _handles(f"aten.{_name}.Tensor", f"aten.{_name}.Scalar")(_make(_name))
+
+
+@_handles("aten.where.self", "aten.where.ScalarSelf", "aten.where.ScalarOther",
+          "aten.where.Scalar")
+def _where(self, c, a, b):
+    dtype = self.out_dtype()
+    return self.e.select(self.value(c, "i1"), self.value(a, dtype),
+                         self.value(b, dtype))
+
+
+@_handles("aten.masked_fill.Scalar", "aten.masked_fill.Tensor")
+def _masked_fill(self, x, mask, value):
+    dtype = self.out_dtype()
+    return self.e.select(self.value(mask, "i1"), self.value(value, dtype),
+                         self.value(x, dtype))
+
+
+@_handles("aten.logical_not.default", "aten.bitwise_not.default")
+def _not(self, x):
+    v = self.value(x)
+    if v.dtype != "i1":
+        raise Unsupported("bitwise not of an integer tensor")
+    return self.e.compare("eq", v, self.e.scalar(False, "i1"))
+
+
+@_handles("aten.logical_and.default", "aten.bitwise_and.Tensor")
+def _and(self, a, b):
+    av, bv = self.value(a, "i1"), self.value(b, "i1")
+    if self.out_dtype() != "i1":
+        raise Unsupported("bitwise and of integer tensors")
+    shape = np.broadcast_shapes(av.shape, bv.shape)
+    return self.e.select(self.e.broadcast_to(av, shape), bv,
+                         self.e.scalar(False, "i1"))
+
+
+@_handles("aten.logical_or.default", "aten.bitwise_or.Tensor")
+def _or(self, a, b):
+    av, bv = self.value(a, "i1"), self.value(b, "i1")
+    if self.out_dtype() != "i1":
+        raise Unsupported("bitwise or of integer tensors")
+    shape = np.broadcast_shapes(av.shape, bv.shape)
+    return self.e.select(self.e.broadcast_to(av, shape),
+                         self.e.scalar(True, "i1"), bv)
+
+
+def _unary(op, float_only=True):
+    def handler(self, x, *rest, **kwargs):
+        dtype = self.out_dtype()
+        if float_only and dtype not in FLOAT_TYPES:
+            raise Unsupported(f"{op} of a {dtype} tensor")
+        return self.e.unary(op, self.value(x, dtype))
+    return handler
+
+
+for _name, _op, _float in [("neg", "neg", False), ("abs", "abs", False),
+                           ("exp", "exp", True), ("log", "log", True),
+                           ("sqrt", "sqrt", True), ("rsqrt", "rsqrt", True),
+                           ("tanh", "tanh", True), ("sigmoid", "sigmoid", True),
+                           ("relu", "relu", False), ("silu", "silu", True)]:
+    _handles(f"aten.{_name}.default")(_unary(_op, _float))
+
+
+@_handles("aten.gelu.default")
+def _gelu(self, x, approximate="none"):
+    attr = " approximate = tanh" if approximate == "tanh" else ""
+    return self.e.unary("gelu", self.value(x, self.out_dtype()), attr)
+
+
+@_handles("aten.reciprocal.default")
+def _reciprocal(self, x):
+    dtype = self.out_dtype()
+    return self.e.binary("div", self.e.scalar(1, dtype), self.value(x, dtype))
+
+
+@_handles("aten.clamp_max.default", "aten.clamp_max.Tensor")
+def _clamp_max(self, x, hi):
+    return _clamp(self, x, None, hi)
+
+
+@_handles("aten.clamp.default", "aten.clamp.Tensor", "aten.clamp_min.default",
+          "aten.clamp_min.Tensor")
+def _clamp(self, x, lo=None, hi=None):
+    dtype = self.out_dtype()
+    v = self.value(x, dtype)
+    if lo is not None:
+        v = self.e.binary("maximum", v, self.value(lo, dtype))
+    if hi is not None:
+        v = self.e.binary("minimum", v, self.value(hi, dtype))
+    return v
+
+
+@_handles("aten.hardtanh.default")
+def _hardtanh(self, x, lo=-1.0, hi=1.0):
+    return _clamp(self, x, lo, hi)
+
+
+@_handles("aten.relu6.default")
+def _relu6(self, x):
+    return _clamp(self, x, 0.0, 6.0)
+
+
+# Layout -------------------------------------------------------------------
+
+@_handles("aten.view.default", "aten._unsafe_view.default",
+          "aten.reshape.default", "aten.unsqueeze.default",
+          "aten.squeeze.dim", "aten.squeeze.dims", "aten.squeeze.default",
+          "aten.flatten.using_ints", "aten.view_copy.default",
+          "aten.unflatten.int")
+def _reshape(self, x, *_, **__):
+    return self.e.reshape(self.value(x), self.out_shape())
+
+
+@_handles("aten.permute.default", "aten.permute_copy.default")
+def _permute(self, x, dims):
+    v = self.value(x)
+    return self.e.transpose(v, [_norm_dim(d, len(v.shape)) for d in dims])
+
+
+@_handles("aten.t.default", "aten.transpose.int")
+def _transpose(self, x, d0=0, d1=1):
+    v = self.value(x)
+    rank = len(v.shape)
+    if rank < 2:
+        return v
+    perm = list(range(rank))
+    d0, d1 = _norm_dim(d0, rank), _norm_dim(d1, rank)
+    perm[d0], perm[d1] = perm[d1], perm[d0]
+    return self.e.transpose(v, perm)
+
+
+@_handles("aten.expand.default", "aten.expand_copy.default")
+def _expand(self, x, *_, **__):
+    return self.e.broadcast_to(self.value(x), self.out_shape())
+
+
+@_handles("aten.clone.default", "aten.alias.default", "aten.detach.default",
+          "aten.lift_fresh_copy.default", "aten.contiguous.default",
+          "aten.dropout.default", "aten.alias_copy.default")
+def _identity(self, x, *_, **__):
+    return self.value(x)
+
+
+@_handles("aten._to_copy.default", "aten.to.dtype", "aten.to.dtype_layout",
+          "aten._to_dtype.default")
+def _to_copy(self, x, *_, **__):
+    return self.value(x, self.out_dtype())
+
+
+@_handles("aten.full_like.default", "aten.zeros_like.default",
+          "aten.ones_like.default", "aten.empty_like.default")
+def _full_like(self, x, fill_value=0, *_, **__):
+    name = str(self.node.target)
+    if "ones_like" in name:
+        fill_value = 1
+    elif "zeros_like" in name or "empty_like" in name:
+        fill_value = 0
+    dtype = self.out_dtype()
+    return self.e.constant(np.full(self.out_shape(), fill_value,
+                                   dtype=numpy_dtype(dtype)))
+
+
+@_handles("aten._assert_tensor_metadata.default", "aten._assert_scalar.default",
+          "aten.sym_constrain_range_for_size.default")
+def _no_op(self, *_, **__):
+    return None
+
+
+@_handles("aten.cat.default", "aten.concat.default")
+def _cat(self, tensors, dim=0):
+    dtype = self.out_dtype()
+    shape = self.out_shape()
+    values = [self.value(t, dtype) for t in tensors]
+    values = [v for v in values if not (len(v.shape) == 1 and v.shape[0] == 0
+                                        and len(shape) != 1)]
+    if len(values) == 1:
+        return values[0]
+    axis = _norm_dim(dim, len(shape))
+    operands = ", ".join(str(v) for v in values)
+    types = ", ".join(v.type for v in values)
+    return self.e.op(f"flow.concat {operands} axis = {axis} : ({types}) -> "
+                     f"{tensor_type(shape, dtype)}", shape, dtype)
+
+
+def _slice_bounds(size, start, end, step):
+    start = 0 if start is None else start
+    end = size if end is None else end
+    if start < 0:
+        start += size
+    if end < 0:
+        end += size
+    start = min(max(start, 0), size)
+    end = min(max(end, start), size)
+    return start, end, step
+
+
+@_handles("aten.slice.Tensor", "aten.slice_copy.Tensor")
+def _slice(self, x, dim=0, start=None, end=None, step=1):
+    v = self.value(x)
+    rank = len(v.shape)
+    dim = _norm_dim(dim, rank)
+    s, e, st = _slice_bounds(v.shape[dim], start, end, step)
+    starts = [0] * rank
+    limits = list(v.shape)
+    strides = [1] * rank
+    starts[dim], limits[dim], strides[dim] = s, e, st
+    return self.e.slice(v, starts, limits, strides)
+
+
+@_handles("aten.select.int", "aten.select_copy.int")
+def _select(self, x, dim, index):
+    v = self.value(x)
+    rank = len(v.shape)
+    dim = _norm_dim(dim, rank)
+    index = index + v.shape[dim] if index < 0 else index
+    starts = [0] * rank
+    limits = list(v.shape)
+    starts[dim], limits[dim] = index, index + 1
+    return self.e.reshape(self.e.slice(v, starts, limits, [1] * rank),
+                          self.out_shape())
+
+
+@_handles("aten.split_with_sizes.default", "aten.split.Tensor",
+          "aten.split_with_sizes_copy.default", "aten.split_copy.Tensor")
+def _split(self, x, sizes, dim=0):
+    v = self.value(x)
+    rank = len(v.shape)
+    dim = _norm_dim(dim, rank)
+    total = v.shape[dim]
+    if isinstance(sizes, int):
+        sizes = [min(sizes, total - i) for i in range(0, total, sizes)]
+    out, offset = [], 0
+    for size in sizes:
+        starts = [0] * rank
+        limits = list(v.shape)
+        starts[dim], limits[dim] = offset, offset + size
+        out.append(self.e.slice(v, starts, limits, [1] * rank))
+        offset += size
+    return tuple(out)
+
+
+@_handles("getitem")
+def _getitem(self, seq, index):
+    if not isinstance(seq, (tuple, list)):
+        raise Unsupported("indexing a non-sequence value")
+    item = seq[index]
+    if item is None:
+        raise Unsupported(f"result {index} of this op is not computed by Flow")
+    return item
+
+
+def _gather(self, table, indices, axis):
+    t = self.value(table)
+    i = self.value(indices)
+    if i.dtype not in ("i64", "i32"):
+        raise Unsupported(f"indices of type {i.dtype}")
+    shape = self.out_shape()
+    return self.e.op(f"flow.gather {t}[{i}] axis = {axis} : ({t.type}, "
+                     f"{i.type}) -> {tensor_type(shape, t.dtype)}", shape,
+                     t.dtype)
+
+
+@_handles("aten.embedding.default")
+def _embedding(self, weight, indices, *_, **__):
+    return _gather(self, weight, indices, 0)
+
+
+@_handles("aten.index_select.default")
+def _index_select(self, x, dim, index):
+    return _gather(self, x, index, _norm_dim(dim, len(self.value(x).shape)))
+
+
+@_handles("aten.index.Tensor")
+def _index(self, x, indices):
+    used = [(i, t) for i, t in enumerate(indices) if t is not None]
+    if len(used) != 1:
+        raise Unsupported("advanced indexing with several index tensors")
+    axis, index = used[0]
+    return _gather(self, x, index, axis)
+
+
+@_handles("aten.constant_pad_nd.default")
+def _pad(self, x, pad, value=0.0):
+    v = self.value(x)
+    rank = len(v.shape)
+    low, high = [0] * rank, [0] * rank
+    for i in range(len(pad) // 2):
+        low[rank - 1 - i], high[rank - 1 - i] = pad[2 * i], pad[2 * i + 1]
+    if min(low + high) < 0:
+        raise Unsupported("negative padding")
+    shape = self.out_shape()
+    return self.e.op(f"flow.pad {v} low = {low} high = {high} value = "
+                     f"{float_literal(value)} : {v.type} -> "
+                     f"{tensor_type(shape, v.dtype)}", shape, v.dtype)
+
+
+# Contractions --------------------------------------------------------------
+
+def _matmul_operands(self, a, b):
+    dtype = self.out_dtype()
+    av, bv = self.value(a, dtype), self.value(b, dtype)
+    if len(av.shape) < 2 or len(bv.shape) < 2:
+        raise Unsupported("matmul of a vector")
+    return av, bv
+
+
+@_handles("aten.mm.default", "aten.bmm.default", "aten.matmul.default")
+def _mm(self, a, b):
+    av, bv = _matmul_operands(self, a, b)
+    return self.e.matmul(av, bv)
+
+
+@_handles("aten.addmm.default", "aten.baddbmm.default")
+def _addmm(self, bias, a, b, beta=1, alpha=1):
+    av, bv = _matmul_operands(self, a, b)
+    y = self.e.matmul(av, bv)
+    dtype = y.dtype
+    if alpha != 1:
+        y = self.e.binary("mul", y, self.e.scalar(alpha, dtype))
+    if beta == 0:
+        return y
+    c = self.value(bias, dtype)
+    if beta != 1:
+        c = self.e.binary("mul", c, self.e.scalar(beta, dtype))
+    return self.e.binary("add", y, c)
+
+
+@_handles("aten.linear.default")
+def _linear(self, x, w, b=None):
+    xv = self.value(x, self.out_dtype())
+    wv = self.value(w, xv.dtype)
+    lead = xv.shape[:-1]
+    x2 = self.e.reshape(xv, (int(np.prod(lead)) if lead else 1, xv.shape[-1]))
+    y = self.e.matmul(x2, wv, transpose_rhs=True)
+    if b is not None:
+        y = self.e.binary("add", y, self.value(b, xv.dtype))
+    return self.e.reshape(y, self.out_shape())
+
+
+@_handles("aten.convolution.default", "aten.conv2d.default")
+def _convolution(self, x, w, b=None, stride=(1, 1), padding=(0, 0),
+                 dilation=(1, 1), transposed=False, output_padding=(0, 0),
+                 groups=1):
+    if transposed:
+        raise Unsupported("transposed convolution")
+    dtype = self.out_dtype()
+    xv, wv = self.value(x, dtype), self.value(w, dtype)
+    if len(xv.shape) != 4:
+        raise Unsupported(f"{len(xv.shape) - 2}-D convolution (Flow has 2-D)")
+    if isinstance(padding, str):
+        raise Unsupported(f"padding='{padding}'")
+    ph, pw = (list(padding) * 2)[:2]
+    operands = [xv, wv] + ([self.value(b, dtype)] if b is not None else [])
+    shape = self.out_shape()
+    names = ", ".join(str(v) for v in operands)
+    types = ", ".join(v.type for v in operands)
+    return self.e.op(
+        f"flow.conv2d {names} strides = {list(stride)} padding = "
+        f"[{ph}, {pw}, {ph}, {pw}] dilations = {list(dilation)} groups = "
+        f"{groups} : ({types}) -> {tensor_type(shape, dtype)}", shape, dtype)
+
+
+@_handles("aten.scaled_dot_product_attention.default")
+def _attention(self, q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False,
+               scale=None, enable_gqa=False):
+    dtype = self.out_dtype()
+    if dtype not in FLOAT_TYPES:
+        raise Unsupported(f"attention in {dtype}")
+    qv, kv, vv = (self.value(x, dtype) for x in (q, k, v))
+    if len(qv.shape) < 2 or qv.shape[:-2] != kv.shape[:-2]:
+        raise Unsupported("attention whose query and key batch dimensions "
+                          "differ (grouped-query attention)")
+    if scale is None:
+        scale = 1.0 / float(np.sqrt(qv.shape[-1]))
+    scores = self.e.matmul(qv, kv, transpose_rhs=True)
+    scores = self.e.binary("mul", scores, self.e.scalar(scale, dtype))
+    length, source = qv.shape[-2], kv.shape[-2]
+    masks = []
+    if is_causal:
+        masks.append(self.e.constant(np.tril(np.ones((length, source),
+                                                     dtype=bool))))
+    if attn_mask is not None:
+        m = self.value(attn_mask)
+        if m.dtype == "i1":
+            masks.append(m)
+        else:
+            scores = self.e.binary("add", scores, self.e.cast(m, dtype))
+    for m in masks:
+        scores = self.e.select(m, scores, self.e.constant(
+            np.array(-np.inf, dtype=numpy_dtype(dtype))))
+    probs = self.e.op(f"flow.softmax {scores} axis = {len(scores.shape) - 1}"
+                      f" : {scores.type}", scores.shape, dtype)
+    return self.e.matmul(probs, vv)
+
+
+# Normalization and reductions ---------------------------------------------
+
+@_handles("aten.native_layer_norm.default")
+def _layer_norm(self, x, normalized_shape, w, b, eps):
+    dtype = _flow_dtype(self.meta()[0].dtype)
+    xv = self.value(x, dtype)
+    axis = len(xv.shape) - len(normalized_shape)
+    operands, parts = [xv], ""
+    if w is not None:
+        wv = self.value(w, dtype)
+        operands.append(wv)
+        parts += f" weight {wv}"
+    if b is not None:
+        bv = self.value(b, dtype)
+        operands.append(bv)
+        parts += f" bias {bv}"
+    types = ", ".join(v.type for v in operands)
+    y = self.e.op(f"flow.layer_norm {xv}{parts} axis = {axis} epsilon = "
+                  f"{float_literal(eps)} : ({types}) -> {xv.type}", xv.shape, dtype)
+    return (y, None, None)
+
+
+@_handles("aten._native_batch_norm_legit_no_training.default")
+def _batch_norm(self, x, w, b, mean, var, momentum, eps):
+    dtype = _flow_dtype(self.meta()[0].dtype)
+    xv = self.value(x, dtype)
+    c = xv.shape[1]
+    ones = np.ones(c, dtype=np.float32)
+    wv = self.value(w, dtype) if w is not None else self.e.cast(
+        self.e.constant(ones), dtype)
+    bv = self.value(b, dtype) if b is not None else self.e.cast(
+        self.e.constant(ones * 0), dtype)
+    mv, vv = self.value(mean, dtype), self.value(var, dtype)
+    operands = [xv, wv, bv, mv, vv]
+    types = ", ".join(v.type for v in operands)
+    y = self.e.op(f"flow.batch_norm {xv}, {wv}, {bv}, {mv}, {vv} epsilon = "
+                  f"{float_literal(eps)} : ({types}) -> {xv.type}", xv.shape, dtype)
+    return (y, None, None)
+
+
+def _softmax_like(op):
+    def handler(self, x, dim, *_):
+        v = self.value(x, self.out_dtype())
+        axis = _norm_dim(dim, len(v.shape))
+        return self.e.op(f"flow.{op} {v} axis = {axis} : {v.type}", v.shape,
+                         v.dtype)
+    return handler
+
+
+_handles("aten._softmax.default", "aten.softmax.int")(_softmax_like("softmax"))
+_handles("aten._log_softmax.default", "aten.log_softmax.int")(
+    _softmax_like("log_softmax"))
+
+
+def _reduction(kind):
+    def handler(self, x, dims=None, keepdim=False, *_, **kwargs):
+        dtype = self.out_dtype()
+        v = self.value(x, dtype)
+        if dims is None or (isinstance(dims, (list, tuple)) and not dims):
+            dims = list(range(len(v.shape)))
+        if isinstance(dims, int):
+            dims = [dims]
+        return self.e.reduce(kind, v, [_norm_dim(d, len(v.shape))
+                                       for d in dims], keepdim)
+    return handler
+
+
+_handles("aten.sum.dim_IntList", "aten.sum.default")(_reduction("sum"))
+_handles("aten.mean.dim", "aten.mean.default")(_reduction("mean"))
+_handles("aten.amax.default")(_reduction("max"))
+
+
+@_handles("aten.amin.default")
+def _amin(self, x, dims=(), keepdim=False):
+    v = self.value(x, self.out_dtype())
+    neg = self.e.unary("neg", v)
+    return self.e.unary("neg", _reduction("max")(self, neg, dims, keepdim))
+
+
+@_handles("aten.any.dim", "aten.any.dims", "aten.any.default")
+def _any(self, x, dims=None, keepdim=False):
+    v = self.value(x)
+    as_int = self.e.cast(v, "i32")
+    if dims is None:
+        dims = list(range(len(v.shape)))
+    if isinstance(dims, int):
+        dims = [dims]
+    m = self.e.reduce("max", as_int, [_norm_dim(d, len(v.shape))
+                                      for d in dims], keepdim)
+    return self.e.compare("ne", m, self.e.scalar(0, "i32"))
+
+
+# Pooling --------------------------------------------------------------------
+
+def _pair(v):
+    v = list(v) if isinstance(v, (list, tuple)) else [v]
+    return v * 2 if len(v) == 1 else v
+
+
+@_handles("aten.max_pool2d_with_indices.default", "aten.max_pool2d.default")
+def _max_pool(self, x, kernel, stride=(), padding=0, dilation=1,
+              ceil_mode=False):
+    v = self.value(x)
+    kernel = _pair(kernel)
+    stride = _pair(stride) if stride else kernel
+    ph, pw = _pair(padding)
+    shape = self.out_shape() if not isinstance(self.meta(), (tuple, list)) \
+        else tuple(int(d) for d in self.meta()[0].shape)
+    attrs = " {ceil_mode}" if ceil_mode else ""
+    y = self.e.op(f"flow.max_pool2d {v} kernel = {kernel} strides = {stride} "
+                  f"padding = [{ph}, {pw}, {ph}, {pw}] dilations = "
+                  f"{_pair(dilation)}{attrs} : {v.type} -> "
+                  f"{tensor_type(shape, v.dtype)}", shape, v.dtype)
+    if "with_indices" in str(self.node.target):
+        return (y, None)
+    return y
+
+
+@_handles("aten.avg_pool2d.default")
+def _avg_pool(self, x, kernel, stride=(), padding=0, ceil_mode=False,
+              count_include_pad=True, divisor_override=None):
+    if divisor_override is not None:
+        raise Unsupported("divisor_override")
+    v = self.value(x)
+    kernel = _pair(kernel)
+    stride = _pair(stride) if stride else kernel
+    ph, pw = _pair(padding)
+    flags = [f for f, on in (("ceil_mode", ceil_mode),
+                             ("count_include_pad",
+                              count_include_pad and (ph or pw))) if on]
+    attrs = " {" + ", ".join(flags) + "}" if flags else ""
+    shape = self.out_shape()
+    return self.e.op(f"flow.avg_pool2d {v} kernel = {kernel} strides = "
+                     f"{stride} padding = [{ph}, {pw}, {ph}, {pw}]{attrs} : "
+                     f"{v.type} -> {tensor_type(shape, v.dtype)}", shape,
+                     v.dtype)
+
+
+@_handles("aten._adaptive_avg_pool2d.default",
+          "aten.adaptive_avg_pool2d.default")
+def _adaptive_avg_pool(self, x, output_size):
+    v = self.value(x)
+    oh, ow = _pair(output_size)
+    h, w = v.shape[-2:]
+    if (oh, ow) == (1, 1):
+        return self.e.reduce("mean", v, [len(v.shape) - 2, len(v.shape) - 1],
+                             True)
+    if h % oh or w % ow:
+        raise Unsupported(f"adaptive pooling of {h}x{w} to {oh}x{ow} "
+                          "(Flow needs the output to divide the input)")
+    return _avg_pool(self, v, [h // oh, w // ow], [h // oh, w // ow], 0)
+
+
+# ---------------------------------------------------------------------------
+# Entry point
+# ---------------------------------------------------------------------------
+
+def export(module, args=(), kwargs=None):
+    """torch.export in eval mode plus core-ATen decompositions."""
+    import torch
+    if isinstance(module, torch.export.ExportedProgram):
+        ep = module
+    else:
+        if isinstance(module, torch.nn.Module):
+            module.eval()
+        if not isinstance(args, tuple):
+            args = (args,)
+        with torch.no_grad():
+            ep = torch.export.export(module, args, kwargs=kwargs or {})
+    # Attention stays one op: Flow lowers it itself (and PyTorch's own
+    # decomposition of it can produce views the rest of the table rejects).
+    table = torch.export.default_decompositions()
+    for op in list(table.keys()):
+        if "scaled_dot_product" in str(op):
+            del table[op]
+    return ep.run_decompositions(table)
+
+
+def import_program(module, args=(), kwargs=None, *, parameters=None,
+                   function="main") -> ImportedProgram:
+    ep = export(module, args, kwargs)
+    return _TorchImporter(ep, function).run(
+        os.fspath(parameters) if parameters is not None else None)
+
+
+def import_torch(module, example_args=(), example_kwargs=None, *,
+                 parameters=None, function="main") -> str:
+    """Exports `module` with `example_args` and returns flow-dialect text.
+
+    Weights above a few hundred bytes are written to the safetensors file
+    `parameters` (a temporary file when None) and referenced from the text
+    by `flow.parameter`; smaller constants are inline. Raises
+    UnsupportedOpsError naming every op Flow cannot import.
+    """
+    return import_program(module, example_args, example_kwargs,
+                          parameters=parameters, function=function).text
