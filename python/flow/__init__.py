@@ -23,9 +23,8 @@ from typing import Any, Optional
 import numpy as np
 
 from ._flow import FlowError, Module as _Module, compile as _compile
-from ._emitter import Unsupported as _Unsupported  # noqa: F401
-from .torch_import import UnsupportedOpsError, import_torch
-from .onnx_import import import_onnx
+from ._emitter import UnsupportedOpsError
+from .torch_import import import_torch
 
 __all__ = ["FlowError", "UnsupportedOpsError", "CompiledModule",
            "CompiledModel", "compile", "compile_mlir", "compile_ir",
@@ -64,6 +63,16 @@ class CompiledModule:
             raise FlowError(f"the executable has several functions {names}: "
                             "pass function=NAME")
         return names[0]
+
+
+def import_onnx(model, *, parameters=None, input_shapes=None, constants=None,
+                function="main") -> str:
+    """Returns flow-dialect text for an ONNX model (see
+    flow.onnx_import.import_onnx)."""
+    from .onnx_import import import_onnx as _import_onnx
+    return _import_onnx(model, parameters=parameters,
+                        input_shapes=input_shapes, constants=constants,
+                        function=function)
 
 
 def compile_mlir(source: str, target: str = "cpu", threads: int = 0,

@@ -60,6 +60,21 @@ class Unsupported(Exception):
     collects these and reports them all at once."""
 
 
+class UnsupportedOpsError(Exception):
+    """The model uses ops Flow cannot import. `.ops` lists each one as
+    (op, node, source); the message names them all."""
+
+    def __init__(self, ops: List[Tuple[str, str, str, str]], frontend: str):
+        self.ops = ops
+        lines = [f"{frontend} model uses {len(ops)} "
+                 f"unsupported op{'s' if len(ops) != 1 else ''}:"]
+        for op, node, source, reason in ops:
+            where = f" at {source}" if source else ""
+            why = f": {reason}" if reason else ""
+            lines.append(f"  {op} (node '{node}'){where}{why}")
+        super().__init__("\n".join(lines))
+
+
 def _dense(array: np.ndarray, dtype: str) -> str:
     """The elements attribute for `array` (already of `dtype`)."""
     if array.size == 0:

@@ -21,8 +21,8 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from ._emitter import (FLOAT_TYPES, NUMPY_TO_FLOW, Emitter, Unsupported,
-                       Value, float_literal, numpy_dtype, tensor_type)
-from .torch_import import UnsupportedOpsError
+                       UnsupportedOpsError, Value, float_literal, numpy_dtype,
+                       tensor_type)
 
 __all__ = ["import_onnx", "SUPPORTED_OPS", "MIN_OPSET", "MAX_TESTED_OPSET"]
 
@@ -55,7 +55,7 @@ def _attrs(node) -> Dict[str, Any]:
 
 
 class _OnnxImporter:
-    def __init__(self, model, input_shapes, function):
+    def __init__(self, model, input_shapes, function, constants=None):
         self.model = model
         self.graph = model.graph
         self.opset = next((o.version for o in model.opset_import
@@ -65,6 +65,7 @@ class _OnnxImporter:
         self.names: Dict[int, str] = {}
         self.unsupported: List[Tuple[str, str, str, str]] = []
         self.input_shapes = input_shapes or {}
+        self.constants = constants or {}
         self.node = None
 
     # Values -------------------------------------------------------------
@@ -97,7 +98,8 @@ class _OnnxImporter:
         return np.asarray(x)
 
     # Driver ---------------------------------------------------------------
-    def run(self, archive: Optional[str]) -> ImportedOnnx:
+    def run(self, archive: Optional[str],
+            archive_name: Optional[str] = None) -> ImportedOnnx:
         from onnx import numpy_helper
         if self.opset is None or self.opset < MIN_OPSET:
             raise UnsupportedOpsError(
@@ -112,6 +114,12 @@ class _OnnxImporter:
             self.names[id(array)] = init.name
         inputs = []
         for inp in self.graph.input:
+            if inp.name in self.constants:
+                # Frozen by the caller: a constant, not an argument.
+                array = np.asarray(self.constants[inp.name])
+                self.env[inp.name] = array
+                self.names[id(array)] = inp.name
+                continue
             if inp.name in self.env:
                 continue  # an initializer listed as an input
             tt = inp.type.tensor_type
@@ -160,7 +168,8 @@ class _OnnxImporter:
             fd, archive = tempfile.mkstemp(prefix="flow-",
                                            suffix=".safetensors")
             os.close(fd)
-        text = self.e.module(results, archive if self.e.parameters else None)
+        text = self.e.module(results, (archive_name or archive)
+                             if self.e.parameters else None)
         if self.e.parameters:
             self.e.write_archive(archive)
         return ImportedOnnx(text, archive if self.e.parameters else "",
@@ -173,6 +182,10 @@ class _OnnxImporter:
                 raise ValueError(f"node '{node.name}' ({node.op_type}) reads "
                                  f"'{name}', which nothing defines")
         if any(isinstance(v, _Poison) for v in ins):
+            # Downstream of an unsupported op: still name this one if Flow
+            # cannot import it either.
+            if node.op_type not in _HANDLERS:
+                self._record(node, "")
             return [_Poison()] * len(node.output)
         if node.domain not in ("", "ai.onnx"):
             self._record(node, f"domain '{node.domain}'")
@@ -572,10 +585,21 @@ def _batch_norm(self, ins, attrs):
 
 @_handles("LayerNormalization")
 def _layer_norm(self, ins, attrs):
-    if len(self.node.output) > 1 and any(self.node.output[1:]):
-        raise Unsupported("the Mean and InvStdDev outputs")
     x = self.value(ins[0])
+    if x.dtype not in FLOAT_TYPES:
+        raise Unsupported(f"{x.dtype} input")
     axis = _axis(attrs.get("axis", -1), len(x.shape))
+    extra = []
+    if len(self.node.output) > 1 and any(self.node.output[1:]):
+        # Mean and 1 / sqrt(variance + epsilon), in f32 as ONNX defines.
+        axes = list(range(axis, len(x.shape)))
+        xf = self.e.cast(x, "f32")
+        mean = self.e.reduce("mean", xf, axes, True)
+        centered = self.e.binary("sub", xf, mean)
+        var = self.e.reduce("mean", self.e.binary("mul", centered, centered),
+                            axes, True)
+        eps = self.e.scalar(attrs.get("epsilon", 1e-5), "f32")
+        extra = [mean, self.e.unary("rsqrt", self.e.binary("add", var, eps))]
     operands, parts = [x], ""
     if len(ins) > 1 and ins[1] is not None:
         w = self.value(ins[1], x.dtype)
@@ -587,9 +611,10 @@ def _layer_norm(self, ins, attrs):
         parts += f" bias {b}"
     types = ", ".join(v.type for v in operands)
     eps = attrs.get("epsilon", 1e-5)
-    return self.e.op(f"flow.layer_norm {x}{parts} axis = {axis} epsilon = "
-                     f"{float_literal(eps)} : ({types}) -> {x.type}", x.shape,
-                     x.dtype)
+    y = self.e.op(f"flow.layer_norm {x}{parts} axis = {axis} epsilon = "
+                  f"{float_literal(eps)} : ({types}) -> {x.type}", x.shape,
+                  x.dtype)
+    return [y] + extra
 
 
 def _softmax_like(op):
@@ -905,7 +930,7 @@ def _size(self, ins, attrs):
 def _constant_of_shape(self, ins, attrs):
     # Only reached when the shape is not constant, which cannot happen for
     # the static shapes Flow compiles.
-    raise Unsupported("a shape computed at run time")
+    raise Unsupported("the shape must be known at compile time")
 
 
 #: The ONNX ops this importer translates (others fold only when constant).
@@ -924,20 +949,74 @@ def _load(model):
 
 
 def import_program(model, *, parameters=None, input_shapes=None,
-                   function="main") -> ImportedOnnx:
+                   constants=None, function="main",
+                   archive_name=None) -> ImportedOnnx:
     model = _load(model)
-    return _OnnxImporter(model, input_shapes, function).run(
-        os.fspath(parameters) if parameters is not None else None)
+    if not hasattr(model, "graph"):
+        raise ValueError(f"not an ONNX model: {type(model).__name__}")
+    return _OnnxImporter(model, input_shapes, function, constants).run(
+        os.fspath(parameters) if parameters is not None else None,
+        archive_name)
 
 
-def import_onnx(model, *, parameters=None, input_shapes=None,
+def import_onnx(model, *, parameters=None, input_shapes=None, constants=None,
                 function="main") -> str:
     """Returns flow-dialect text for an ONNX model (a path or ModelProto).
 
     Initializers above a few hundred bytes go to the safetensors file
     `parameters` (a temporary file when None). `input_shapes` fixes
-    symbolic input dimensions: {"input": (1, 3, 224, 224)}. Raises
+    symbolic input dimensions: {"input": (1, 3, 224, 224)}; `constants`
+    freezes inputs to given values ({"axes": np.array([1])}), which is how
+    a shape, axes or pads input becomes known at compile time. Raises
     UnsupportedOpsError naming every op Flow cannot import.
     """
     return import_program(model, parameters=parameters,
-                          input_shapes=input_shapes, function=function).text
+                          input_shapes=input_shapes, constants=constants,
+                          function=function).text
+
+
+def _shape_arg(text: str):
+    name, _, dims = text.rpartition("=")
+    if not name:
+        raise ValueError(f"--input-shape wants NAME=DIMS, got '{text}'")
+    return name, tuple(int(d) for d in dims.split("x") if d)
+
+
+def main(argv=None) -> int:
+    """python -m flow.onnx_import MODEL.onnx [-o OUT.mlir]
+    [--parameters W.safetensors] [--input-shape NAME=1x3x224x224]..."""
+    import argparse
+    import sys
+    parser = argparse.ArgumentParser(
+        prog="python -m flow.onnx_import",
+        description="Imports an ONNX model as flow-dialect MLIR.")
+    parser.add_argument("model")
+    parser.add_argument("-o", "--output", default="-")
+    parser.add_argument("--parameters", help="safetensors archive to write "
+                        "(default: the output with a .safetensors extension)")
+    parser.add_argument("--archive-name", help="how the IR names the archive "
+                        "(default: the --parameters path)")
+    parser.add_argument("--input-shape", action="append", default=[],
+                        type=_shape_arg, help="NAME=DxDxD for a symbolic input")
+    args = parser.parse_args(argv)
+    parameters = args.parameters
+    if parameters is None:
+        base = args.model if args.output == "-" else args.output
+        parameters = os.path.splitext(base)[0] + ".safetensors"
+    try:
+        program = import_program(args.model, parameters=parameters,
+                                 input_shapes=dict(args.input_shape),
+                                 archive_name=args.archive_name)
+    except (UnsupportedOpsError, ValueError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    if args.output == "-":
+        sys.stdout.write(program.text)
+    else:
+        with open(args.output, "w") as f:
+            f.write(program.text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

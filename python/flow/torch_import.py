@@ -23,28 +23,14 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from ._emitter import (FLOAT_TYPES, Emitter, Unsupported, Value,
-                       float_literal, location, numpy_dtype, tensor_type)
+from ._emitter import (FLOAT_TYPES, Emitter, Unsupported,
+                       UnsupportedOpsError, Value, float_literal, location,
+                       numpy_dtype, tensor_type)
 
 __all__ = ["import_torch", "ImportedProgram", "UnsupportedOpsError"]
 
 #: Constants folded at import time may be at most this large.
 FOLD_BYTES = 64 << 20
-
-
-class UnsupportedOpsError(Exception):
-    """The model uses ops Flow cannot import. `.ops` lists each one as
-    (op, node, source); the message names them all."""
-
-    def __init__(self, ops: List[Tuple[str, str, str, str]], frontend: str):
-        self.ops = ops
-        lines = [f"{frontend} model uses {len(ops)} "
-                 f"unsupported op{'s' if len(ops) != 1 else ''}:"]
-        for op, node, source, reason in ops:
-            where = f" at {source}" if source else ""
-            why = f": {reason}" if reason else ""
-            lines.append(f"  {op} (node '{node}'){where}{why}")
-        super().__init__("\n".join(lines))
 
 
 @dataclasses.dataclass
@@ -136,11 +122,10 @@ class _TorchImporter:
 
     def out_shape(self) -> Tuple[int, ...]:
         shape = self.meta().shape
-        try:
-            return tuple(int(d) for d in shape)
-        except TypeError as e:
+        if not all(type(d) is int for d in shape):
             raise Unsupported("dynamic shapes (Flow compiles static shapes; "
-                              "export without dynamic_shapes)") from e
+                              "export without dynamic_shapes)")
+        return tuple(shape)
 
     def value(self, x, dtype: Optional[str] = None) -> Value:
         """`x` (a Value, a folded torch tensor or a Python number) as a
@@ -269,9 +254,13 @@ class _TorchImporter:
         args = torch.fx.node.map_arg(node.args, lambda n: self.env[n])
         kwargs = torch.fx.node.map_arg(node.kwargs, lambda n: self.env[n])
         leaves = torch.utils._pytree.tree_leaves((args, kwargs))
-        if any(isinstance(x, _Poison) for x in leaves):
-            return _Poison()
         key = _op_key(node.target)
+        if any(isinstance(x, _Poison) for x in leaves):
+            # Downstream of an unsupported op: still name this one if Flow
+            # cannot import it either.
+            if key not in _HANDLERS:
+                self._record(node, "")
+            return _Poison()
         # Fold what is known at import time.
         if key not in _NEVER_FOLD and not any(isinstance(x, Value)
                                               for x in leaves):
@@ -711,11 +700,43 @@ def _index_select(self, x, dim, index):
 
 @_handles("aten.index.Tensor")
 def _index(self, x, indices):
-    used = [(i, t) for i, t in enumerate(indices) if t is not None]
-    if len(used) != 1:
-        raise Unsupported("advanced indexing with several index tensors")
-    axis, index = used[0]
-    return _gather(self, x, index, axis)
+    """x[i0, i1, ...] with index tensors (None for a full slice): the
+    indexed dimensions are flattened into one and gathered with the
+    linearized index."""
+    used = [(d, t) for d, t in enumerate(indices) if t is not None]
+    if len(used) == 1:
+        return _gather(self, x, used[0][1], used[0][0])
+    v = self.value(x)
+    rank = len(v.shape)
+    dims = [d for d, _ in used]
+    index_values = [self.value(t) for _, t in used]
+    if any(i.dtype not in ("i64", "i32") for i in index_values):
+        raise Unsupported("boolean-mask indexing (its result shape depends "
+                          "on the data)")
+    if dims == list(range(dims[0], dims[0] + len(dims))):
+        axis = dims[0]
+    else:  # non-adjacent: PyTorch puts the indexed dimensions first
+        rest = [d for d in range(rank) if d not in dims]
+        v = self.e.transpose(v, dims + rest)
+        dims, axis = list(range(len(dims))), 0
+    sizes = [v.shape[d] for d in dims]
+    flat = v.shape[:axis] + (int(np.prod(sizes)),) + v.shape[axis + len(dims):]
+    v = self.e.reshape(v, flat)
+    linear = None
+    stride = 1
+    for size, i in reversed(list(zip(sizes, index_values))):
+        i = self.e.cast(i, "i64")
+        negative = self.e.compare("lt", i, self.e.scalar(0, "i64"))
+        i = self.e.select(negative, self.e.binary(
+            "add", i, self.e.scalar(size, "i64")), i)
+        term = i if stride == 1 else self.e.binary(
+            "mul", i, self.e.scalar(stride, "i64"))
+        linear = term if linear is None else self.e.binary("add", linear, term)
+        stride *= size
+    shape = self.out_shape()
+    return self.e.op(f"flow.gather {v}[{linear}] axis = {axis} : ({v.type}, "
+                     f"{linear.type}) -> {tensor_type(shape, v.dtype)}", shape,
+                     v.dtype)
 
 
 @_handles("aten.constant_pad_nd.default")

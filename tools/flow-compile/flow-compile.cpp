@@ -5,8 +5,12 @@
 //   flow-compile IN.mlir -o OUT.fbin --target=cpu [--compile-to=PHASE]
 //                [--report=FILE.json] [--mlir-timing]
 //                [--mlir-print-ir-after-all]
+//   flow-compile IN.onnx -o OUT.fbin [--parameters=W.safetensors]
 //
-// A thin main over lib/Pipelines.
+// A thin main over lib/Pipelines. An .onnx input is imported by Flow's
+// Python importer (`python -m flow.onnx_import`, run with the Python the
+// build was configured with, or $FLOW_PYTHON); its weights go to a
+// safetensors archive next to the output, which the executable names.
 //
 //===----------------------------------------------------------------------===//
 
@@ -24,6 +28,11 @@
 #include "mlir/Support/Timing.h"
 #include "mlir/Support/ToolUtilities.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FileUtilities.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Program.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ToolOutputFile.h"
@@ -56,6 +65,82 @@ static cl::opt<bool>
                   cl::desc("Run f32 matmuls as library GEMMs (default on)"),
                   cl::init(true));
 
+static cl::opt<std::string> parametersFile(
+    "parameters",
+    cl::desc("For an .onnx input: the safetensors archive to write the "
+             "weights to (default: the output with a .safetensors "
+             "extension)"),
+    cl::value_desc("filename"), cl::init(""));
+
+extern char **environ;
+
+/// Imports the ONNX model at `path` with Flow's Python importer; returns
+/// the flow-dialect text, or null after printing why not.
+static std::unique_ptr<llvm::MemoryBuffer> importOnnx(llvm::StringRef path) {
+  std::string archive = parametersFile;
+  if (archive.empty()) {
+    llvm::SmallString<256> base(outputFilename == "-"
+                                    ? path.str()
+                                    : std::string(outputFilename));
+    llvm::sys::path::replace_extension(base, "safetensors");
+    archive = std::string(base);
+  }
+  // The executable names the archive relative to its own directory when
+  // the two sit side by side, so they can be moved together.
+  llvm::SmallString<256> outDir(
+      outputFilename == "-" ? std::string(".") : std::string(outputFilename));
+  llvm::sys::path::remove_filename(outDir);
+  llvm::SmallString<256> archiveDir(archive);
+  llvm::sys::path::remove_filename(archiveDir);
+  std::string name = archive;
+  if (outputFilename != "-" && outDir == archiveDir)
+    name = std::string(llvm::sys::path::filename(archive));
+
+  llvm::SmallString<128> textFile;
+  if (std::error_code ec =
+          llvm::sys::fs::createTemporaryFile("flow-onnx", "mlir", textFile)) {
+    llvm::errs() << "flow-compile: error: cannot create a temporary file: "
+                 << ec.message() << "\n";
+    return nullptr;
+  }
+  llvm::FileRemover remover(textFile);
+  const char *fromEnv = getenv("FLOW_PYTHON");
+  std::string python = fromEnv && *fromEnv ? fromEnv : FLOW_PYTHON_EXECUTABLE;
+  std::vector<llvm::StringRef> args = {python, "-m", "flow.onnx_import", path,
+                                       "-o", textFile, "--parameters", archive,
+                                       "--archive-name", name};
+  // The flow package of this build comes first on the module path.
+  std::vector<std::string> env;
+  std::string pythonPath = std::string("PYTHONPATH=") + FLOW_PYTHON_PATH;
+  for (char **e = environ; *e; ++e) {
+    llvm::StringRef entry(*e);
+    if (entry.starts_with("PYTHONPATH="))
+      pythonPath += ":" + entry.drop_front(11).str();
+    else
+      env.push_back(entry.str());
+  }
+  env.push_back(pythonPath);
+  std::vector<llvm::StringRef> envRefs(env.begin(), env.end());
+  std::string error;
+  int status = llvm::sys::ExecuteAndWait(python, args, envRefs, {}, 0, 0,
+                                         &error);
+  if (status != 0) {
+    if (!error.empty())
+      llvm::errs() << "flow-compile: error: cannot run the ONNX importer ("
+                   << python << "): " << error << "\n";
+    else
+      llvm::errs() << "flow-compile: error: importing '" << path
+                   << "' failed\n";
+    return nullptr;
+  }
+  auto text = llvm::MemoryBuffer::getFile(textFile);
+  if (!text) {
+    llvm::errs() << "flow-compile: error: the ONNX importer wrote no IR\n";
+    return nullptr;
+  }
+  return std::move(*text);
+}
+
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   registerCompilerPasses();
@@ -78,7 +163,14 @@ int main(int argc, char **argv) {
   context.loadAllAvailableDialects();
 
   std::string error;
-  auto input = openInputFile(inputFilename, &error);
+  std::unique_ptr<llvm::MemoryBuffer> input;
+  if (llvm::StringRef(inputFilename).ends_with(".onnx")) {
+    input = importOnnx(inputFilename);
+    if (!input)
+      return 1;
+  } else {
+    input = openInputFile(inputFilename, &error);
+  }
   if (!input) {
     llvm::errs() << "flow-compile: error: " << error << "\n";
     return 1;

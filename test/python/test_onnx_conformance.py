@@ -1,0 +1,54 @@
+"""ONNX's backend node tests for every op Flow claims (see
+flow/onnx_conformance.py). `onnx_conformance_passing.txt` lists the cases
+that pass; a case on that list that stops passing fails this test, and so
+does a claimed op with no passing case. Refresh the list after adding an
+op with
+
+    python -m flow.onnx_conformance --list-passing \\
+        test/python/onnx_conformance_passing.txt
+"""
+
+import pathlib
+
+import pytest
+
+pytest.importorskip("onnx")
+from flow import onnx_conformance  # noqa: E402
+from flow.onnx_import import SUPPORTED_OPS  # noqa: E402
+
+BASELINE = pathlib.Path(__file__).with_name("onnx_conformance_passing.txt")
+
+
+@pytest.fixture(scope="module")
+def results():
+    return onnx_conformance.run()
+
+
+def test_no_claimed_case_regresses(results):
+    expected = [n for n in BASELINE.read_text().split() if n]
+    regressed = {n: results.get(n, ("", "not run"))[1] for n in expected
+                 if results.get(n, ("", ""))[1] != "pass"}
+    assert not regressed, "\n".join(f"{n}: {s}" for n, s in regressed.items())
+
+
+# The node tests the onnx package generates for Pad are the edge, reflect
+# and wrap modes only; Flow's constant mode is tested in
+# test_onnx_import.py::test_constant_pad.
+NO_CLAIMED_CASE = {"Pad"}
+
+
+def test_every_claimed_op_passes_a_case(results):
+    passing = {op for op, status in results.values() if status == "pass"}
+    tested = {op for op, _ in results.values()}
+    # Ops ONNX has node tests for must pass at least one of them.
+    missing = (tested & set(SUPPORTED_OPS)) - passing - NO_CLAIMED_CASE
+    assert not missing, sorted(missing)
+
+
+def test_table_and_rate(results, capsys):
+    table = onnx_conformance.table(results)
+    print(table)
+    last = table.splitlines()[-1]
+    assert last.startswith("| **all")
+    passed = sum(status == "pass" for _, status in results.values())
+    assert passed >= len(BASELINE.read_text().split())

@@ -1,0 +1,343 @@
+"""flow.import_torch and flow.compile on PyTorch models, checked against
+torch eager.
+
+Tolerances: f32 models are compared with rtol 1e-4 and an absolute floor
+of 1e-5 times the output's largest magnitude. Flow and PyTorch sum in
+different orders (blocked GEMMs, im2col convolutions) and Flow's exp, tanh
+and erf are polynomials accurate to a few ulp, so a deep f32 network differs
+from eager by 1e-6 relative; 1e-4 leaves room for that and still catches
+any wrong op, layout or parameter.
+"""
+
+import math
+import re
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+import flow  # noqa: E402
+from flow import safetensors  # noqa: E402
+
+RTOL = 1e-4
+
+
+def assert_close(got, want, rtol=RTOL):
+    got = got.detach().float().numpy() if isinstance(got, torch.Tensor) \
+        else np.asarray(got, dtype=np.float32)
+    want = want.detach().float().numpy()
+    assert got.shape == want.shape
+    atol = 1e-5 * max(float(np.abs(want).max()), 1.0)
+    np.testing.assert_allclose(got, want, rtol=rtol, atol=atol)
+
+
+def check(module, args, kwargs=None, rtol=RTOL, **options):
+    module.eval()
+    compiled = flow.compile(module, args, kwargs, **options)
+    with torch.no_grad():
+        want = module(*args, **(kwargs or {}))
+    got = compiled(*args, **(kwargs or {}))
+    want_leaves, want_spec = torch.utils._pytree.tree_flatten(want)
+    got_leaves, got_spec = torch.utils._pytree.tree_flatten(got)
+    assert got_spec == want_spec
+    for g, w in zip(got_leaves, want_leaves):
+        if isinstance(w, torch.Tensor):
+            assert isinstance(g, torch.Tensor)
+            assert g.dtype == w.dtype
+            assert_close(g, w, rtol)
+        else:
+            assert g == w
+    return compiled
+
+
+@pytest.fixture(autouse=True)
+def seed():
+    torch.manual_seed(0)
+
+
+# ---------------------------------------------------------------------------
+# The models of the issue
+# ---------------------------------------------------------------------------
+
+def test_mlp():
+    mlp = torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.ReLU(),
+                              torch.nn.Linear(128, 10))
+    check(mlp, (torch.randn(4, 64),))
+
+
+def test_transformer_encoder_layer():
+    layer = torch.nn.TransformerEncoderLayer(64, 4, 128, batch_first=True)
+    check(layer, (torch.randn(2, 16, 64),))
+
+
+def test_transformer_encoder_layer_norm_first_gelu():
+    layer = torch.nn.TransformerEncoderLayer(32, 2, 64, batch_first=True,
+                                             norm_first=True,
+                                             activation="gelu")
+    check(layer, (torch.randn(1, 8, 32),))
+
+
+@pytest.mark.parametrize("arch", ["resnet18", "resnet50"])
+def test_torchvision_resnet(arch):
+    torchvision = pytest.importorskip("torchvision")
+    model = getattr(torchvision.models, arch)(num_classes=10)
+    # Non-trivial batch-norm statistics, as a trained model has.
+    for m in model.modules():
+        if isinstance(m, torch.nn.BatchNorm2d):
+            m.running_mean.uniform_(-0.5, 0.5)
+            m.running_var.uniform_(0.5, 2.0)
+    check(model, (torch.randn(2, 3, 32, 32),))
+
+
+def _bert_config(transformers):
+    return transformers.BertConfig(
+        vocab_size=100, hidden_size=64, num_hidden_layers=2,
+        num_attention_heads=4, intermediate_size=128,
+        max_position_embeddings=64)
+
+
+def test_hf_bert_returns_model_output():
+    transformers = pytest.importorskip("transformers")
+    model = transformers.BertModel(_bert_config(transformers))
+    ids = torch.randint(0, 100, (2, 16))
+    mask = torch.ones(2, 16, dtype=torch.int64)
+    mask[1, 12:] = 0
+    compiled = check(model, (ids,), {"attention_mask": mask})
+    out = compiled(ids, attention_mask=mask)
+    assert type(out).__name__ == "BaseModelOutputWithPoolingAndCrossAttentions"
+    assert out.last_hidden_state.shape == (2, 16, 64)
+
+
+@pytest.mark.parametrize("attention", ["eager", "sdpa"])
+def test_hf_gpt2(attention):
+    transformers = pytest.importorskip("transformers")
+    config = transformers.GPT2Config(
+        vocab_size=100, n_embd=64, n_layer=2, n_head=4, n_positions=64,
+        use_cache=False, attn_implementation=attention)
+    model = transformers.GPT2LMHeadModel(config)
+    check(model, (torch.randint(0, 100, (2, 16)),))
+
+
+# ---------------------------------------------------------------------------
+# The usual suspects, one module each
+# ---------------------------------------------------------------------------
+
+class Lambda(torch.nn.Module):
+    def __init__(self, fn):
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, *args):
+        return self.fn(*args)
+
+
+SUSPECTS = {
+    "view_permute_reshape": (lambda x: x.view(2, 3, 4, 5).permute(0, 2, 3, 1)
+                             .reshape(8, 15), [(2, 60)]),
+    "expand_add": (lambda x, y: x.expand(4, 3, 5) + y, [(3, 1), (4, 3, 5)]),
+    "slicing": (lambda x: x[:, 1:5:2, -3:] * 2 + x[:, :2, :3].sum(),
+                [(3, 8, 6)]),
+    "select_unsqueeze_squeeze": (lambda x: x[1].unsqueeze(0).squeeze(0)
+                                 + x[:, 2].sum(0, keepdim=True), [(4, 5)]),
+    "cat_split": (lambda x, y: torch.cat(torch.split(torch.cat([x, y], 1),
+                                                     [2, 5], 1)[::-1], 1),
+                  [(3, 3), (3, 4)]),
+    "chunk_stack_like": (lambda x: sum(c * (i + 1) for i, c in
+                                       enumerate(x.chunk(3, dim=-1))),
+                         [(2, 9)]),
+    "softmax_log_softmax": (lambda x: x.softmax(-1) + x.log_softmax(0),
+                            [(5, 7)]),
+    "layer_norm": (torch.nn.LayerNorm([6, 8]), [(2, 6, 8)]),
+    "gelu_tanh_silu": (lambda x: torch.nn.functional.gelu(x, approximate="tanh")
+                       + torch.nn.functional.silu(x), [(4, 9)]),
+    "addmm_bmm_baddbmm": (lambda a, b, c: torch.bmm(a, b) + torch.baddbmm(
+        c, a, b, beta=0.5, alpha=2.0), [(2, 3, 4), (2, 4, 5), (2, 3, 5)]),
+    "batch_norm_pool_flatten": (torch.nn.Sequential(
+        torch.nn.Conv2d(3, 8, 3, padding=1, bias=False), torch.nn.BatchNorm2d(8),
+        torch.nn.ReLU(), torch.nn.MaxPool2d(3, 2, 1),
+        torch.nn.AvgPool2d(2, ceil_mode=True), torch.nn.Flatten()),
+        [(2, 3, 12, 12)]),
+    "adaptive_avg_pool": (torch.nn.AdaptiveAvgPool2d((2, 2)), [(1, 4, 8, 6)]),
+    "grouped_strided_conv": (torch.nn.Conv2d(4, 8, 3, stride=2, padding=2,
+                                             dilation=2, groups=2),
+                             [(1, 4, 11, 11)]),
+    "dropout_eval": (torch.nn.Sequential(torch.nn.Dropout(0.5),
+                                         torch.nn.Linear(5, 3)), [(2, 5)]),
+    "masked_fill_where": (lambda x: x.masked_fill(x > 0.5, -1.0)
+                          + torch.where(x < 0, x * 2, x), [(4, 6)]),
+    "clamp_hardtanh_relu6": (lambda x: x.clamp(-0.5, 0.7) + torch.nn.functional
+                             .hardtanh(x) + torch.nn.functional.relu6(x * 8),
+                             [(3, 7)]),
+    "pow_sqrt_rsqrt_recip": (lambda x: x.pow(3) + (x.abs() + 1).sqrt()
+                             + (x * x + 1).rsqrt() + 1 / (x * x + 2)
+                             + (x.abs() + 0.5) ** 2.5, [(5, 5)]),
+    "reductions": (lambda x: x.mean((1, 2)) + x.sum(-1).amax(1)
+                   + x.amin(dim=(1, 2)), [(3, 4, 5)]),
+    "pad": (lambda x: torch.nn.functional.pad(x, (1, 2, 0, 3), value=0.5),
+            [(2, 3, 4)]),
+    "sdpa_causal": (lambda q, k, v: torch.nn.functional.
+                    scaled_dot_product_attention(q, k, v, is_causal=True),
+                    [(2, 3, 8, 16)] * 3),
+    "casts": (lambda x: (x * 100).to(torch.int64).to(torch.float32) / 100
+              + (x > 0).float(), [(4, 4)]),
+    "int_math": (lambda i: (i * 3 - 1) // 1, [("i64", (5,))]),
+}
+
+
+def _make_args(specs):
+    args = []
+    for spec in specs:
+        if spec[0] == "i64":
+            args.append(torch.randint(-5, 5, spec[1]))
+        else:
+            args.append(torch.randn(*spec))
+    return tuple(args)
+
+
+@pytest.mark.parametrize("name", sorted(SUSPECTS))
+def test_usual_suspects(name):
+    fn, specs = SUSPECTS[name]
+    module = fn if isinstance(fn, torch.nn.Module) else Lambda(fn)
+    if name == "int_math":
+        # Floor division: not a Flow op yet, so it must be named, not
+        # computed wrongly.
+        with pytest.raises(flow.UnsupportedOpsError, match="floor"):
+            flow.compile(module, _make_args(specs))
+        return
+    check(module, _make_args(specs))
+
+
+# ---------------------------------------------------------------------------
+# Inputs, outputs and parameters
+# ---------------------------------------------------------------------------
+
+class TupleDict(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(8, 4)
+
+    def forward(self, x, extra):
+        y = self.fc(x)
+        return {"logits": y, "pair": (y.relu(), extra["bias"] + 1)}
+
+
+def test_structured_inputs_and_outputs():
+    module = TupleDict()
+    args = (torch.randn(3, 8), {"bias": torch.randn(4)})
+    compiled = check(module, args)
+    out = compiled(*args)
+    assert set(out) == {"logits", "pair"} and isinstance(out["pair"], tuple)
+    with pytest.raises(flow.FlowError, match="structure"):
+        compiled(torch.randn(3, 8))
+
+
+def test_numpy_in_numpy_out_and_no_input_copy():
+    module = torch.nn.Linear(8, 4).eval()
+    compiled = flow.compile(module, (torch.randn(2, 8),))
+    x = np.random.default_rng(0).standard_normal((2, 8), dtype=np.float32)
+    out = compiled(x)
+    assert isinstance(out, np.ndarray)
+    with torch.no_grad():
+        want = module(torch.from_numpy(x)).numpy()
+    np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-6)
+    # Torch outputs wrap the runtime's arrays without a copy.
+    t = compiled(torch.from_numpy(x))
+    assert isinstance(t, torch.Tensor) and not t.requires_grad
+
+
+def test_wrong_input_shape_and_dtype_are_errors():
+    compiled = flow.compile(torch.nn.Linear(8, 4), (torch.randn(2, 8),))
+    with pytest.raises(flow.FlowError, match=r"expected f32\[2,8\], got shape"):
+        compiled(torch.randn(3, 8))
+    with pytest.raises(flow.FlowError, match="expected f32"):
+        compiled(torch.randn(2, 8, dtype=torch.float64))
+
+
+def test_weights_go_to_the_archive(tmp_path):
+    module = torch.nn.Sequential(torch.nn.Linear(32, 128), torch.nn.ReLU(),
+                                 torch.nn.Linear(128, 2)).eval()
+    archive = tmp_path / "mlp.safetensors"
+    text = flow.import_torch(module, (torch.randn(1, 32),), parameters=archive)
+    assert f'flow.parameters = "{archive}"' in text
+    # Both weights and the first bias are parameters (the weights folded to
+    # the layout the GEMM wants); the 8-byte bias of the last layer is
+    # inline.
+    params = re.findall(r'flow.parameter "([^"]+)"', text)
+    assert sorted(params) == ["0.bias", "0.weight.permute", "2.weight.permute"]
+    stored = safetensors.load(str(archive))
+    np.testing.assert_array_equal(stored["0.weight.permute"],
+                                  module[0].weight.detach().numpy().T)
+    assert "dense<" in text  # the small bias
+    # The archive is all flow-compile and flow-run need.
+    compiled = flow.compile_mlir(text)
+    x = torch.randn(1, 32)
+    (y,) = compiled(x.numpy())
+    with torch.no_grad():
+        np.testing.assert_allclose(y, module(x).numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_kept_archive_and_temporary_archive(tmp_path):
+    module = torch.nn.Linear(64, 64)
+    kept = tmp_path / "kept.safetensors"
+    flow.compile(module, (torch.randn(1, 64),), parameters=kept)
+    assert kept.exists()
+    compiled = flow.compile(module, (torch.randn(1, 64),))
+    archive = re.search(r'flow.parameters = "([^"]+)"', compiled.text).group(1)
+    import os
+    assert not os.path.exists(archive)  # mapped, then removed
+    compiled(torch.randn(1, 64))
+
+
+def test_bf16_model():
+    module = torch.nn.Linear(16, 8).to(torch.bfloat16).eval()
+    x = torch.randn(4, 16, dtype=torch.bfloat16)
+    compiled = flow.compile(module, (x,))
+    got = compiled(x)
+    assert got.dtype == torch.bfloat16
+    with torch.no_grad():
+        want = module(x)
+    np.testing.assert_allclose(got.float().numpy(), want.float().numpy(),
+                               rtol=2e-2, atol=2e-2)
+
+
+# ---------------------------------------------------------------------------
+# Errors a user can act on
+# ---------------------------------------------------------------------------
+
+class TwoUnsupported(torch.nn.Module):
+    def forward(self, x):
+        y = torch.cumsum(x, 0)          # line A
+        z = torch.sort(x, dim=-1).values  # line B
+        return y + z
+
+
+def test_unsupported_ops_are_all_named_with_source_lines():
+    with pytest.raises(flow.UnsupportedOpsError) as info:
+        flow.import_torch(TwoUnsupported(), (torch.randn(4, 4),))
+    message = str(info.value)
+    assert "2 unsupported ops" in message
+    assert "aten.cumsum.default" in message and "aten.sort" in message
+    assert "test_torch_import.py" in message
+    assert "torch.cumsum(x, 0)" in message and "torch.sort(x, dim=-1)" in message
+    ops = [op for op, *_ in info.value.ops]
+    assert len(ops) == 2
+
+
+def test_dynamic_shapes_are_refused():
+    module = torch.nn.Linear(4, 4)
+    batch = torch.export.Dim("batch")
+    ep = torch.export.export(module, (torch.randn(3, 4),),
+                             dynamic_shapes=({0: batch},))
+    with pytest.raises(flow.UnsupportedOpsError, match="dynamic shapes"):
+        flow.import_torch(ep)
+
+
+def test_imported_text_reports_source_locations(tmp_path):
+    class Model(torch.nn.Module):
+        def forward(self, x):
+            return torch.tanh(x) * 3  # the line the IR points at
+
+    text = flow.import_torch(Model(), (torch.randn(2),))
+    assert re.search(r'flow.tanh .* loc\(".*test_torch_import.py":\d+:0\)',
+                     text)
+    assert math.isfinite(len(text))
