@@ -12,7 +12,7 @@ PY="$FLOW_CACHE/venv/bin/python"
 
 "$ROOT/scripts/setup.sh"
 "$PY" -m pip install -q -r "$ROOT/bench/requirements.txt"
-"$ROOT/scripts/build.sh" flow-compile flow-run
+"$ROOT/scripts/build.sh" flow-compile flow-run flow-python
 
 THREADS="${1:-2}"
 REPEATS="${2:-5}"
@@ -22,3 +22,6 @@ echo "== GEMM (Flow vs cblas_sgemm called directly)"
 echo
 echo "== Models (Flow vs PyTorch eager)"
 "$PY" models.py --threads "$THREADS" --repeats "$REPEATS"
+echo
+echo "== Imported models: BERT-base and ResNet-50 (Flow vs eager, torch.compile, onnxruntime)"
+"$PY" frontends.py --threads "$THREADS" --repeats "$((REPEATS < 3 ? REPEATS : 3))"

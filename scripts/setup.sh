@@ -47,3 +47,10 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   "$VENV/bin/python" -m pip install -q -r "$ROOT/python/requirements.txt"
   echo "$want" > "$stamp"
 fi
+
+# `import flow` in the virtual environment finds this clone's build
+# (build/python holds the package and its extension once built).
+pth="$VENV/lib/python$("$VENV/bin/python" -c 'import sys; print("%d.%d" % sys.version_info[:2])')/site-packages/flow-build.pth"
+if [ ! -f "$pth" ] || [ "$(cat "$pth")" != "$ROOT/build/python" ]; then
+  echo "$ROOT/build/python" > "$pth"
+fi

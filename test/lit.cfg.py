@@ -27,3 +27,10 @@ llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 
 tool_dirs = [config.flow_tools_dir, config.llvm_tools_dir]
 llvm_config.add_tool_substitutions(["flow-opt", "flow-compile"], tool_dirs)
+
+# The Python of the build, with this build's flow package first on its path
+# (test/Import runs the importers).
+config.substitutions.append(
+    ("%flow_python", "env PYTHONPATH=%s %s" % (
+        os.path.join(config.flow_obj_root, "python"),
+        config.python_executable)))

@@ -11,7 +11,7 @@
 
 The extension `flow._flow` is built by scripts/build.sh into
 build/python/flow; `scripts/setup.sh`'s virtual environment finds it through
-the path file it installs (or set PYTHONPATH=build/python).
+the flow-build.pth file it installs (or set PYTHONPATH=build/python).
 """
 
 from __future__ import annotations

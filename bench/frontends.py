@@ -1,0 +1,142 @@
+"""Imported models: compile time and CPU latency, Flow against PyTorch eager,
+torch.compile (Inductor) and onnxruntime, same machine, same thread count.
+
+    python bench/frontends.py [--threads 2] [--repeats 3] [--models bert,resnet50]
+        [--batches 1,8] [--no-inductor]
+
+Models have random weights (no downloads): Hugging Face BERT-base (12
+layers, hidden 768, sequence 128) and torchvision ResNet-50 (224x224).
+Compile time is import + compile (flow.compile), torch.compile's first call
+(Inductor's compile), and onnxruntime's session creation (after the
+export, which is not counted). Latency is the median over `repeats` runs of
+each run's median per-call time. Ratios are peer / Flow: > 1 means Flow is
+faster.
+"""
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+import warnings
+
+import numpy as np
+import torch
+
+from common import BUILD, median_ms
+
+sys.path.insert(0, str(BUILD / "python"))
+import flow  # noqa: E402
+
+
+def bert_base(batch):
+    import transformers
+    config = transformers.BertConfig(attn_implementation="sdpa")
+    model = transformers.BertModel(config, add_pooling_layer=False).eval()
+    ids = torch.randint(0, config.vocab_size, (batch, 128))
+    return model, (ids,)
+
+
+def resnet50(batch):
+    import torchvision
+    model = torchvision.models.resnet50().eval()
+    return model, (torch.randn(batch, 3, 224, 224),)
+
+
+MODELS = {"bert": ("BERT-base s128", bert_base),
+          "resnet50": ("ResNet-50 224", resnet50)}
+
+
+def timed(fn):
+    start = time.perf_counter()
+    out = fn()
+    return out, time.perf_counter() - start
+
+
+def latency(fn, repeats, iterations, warmup):
+    return statistics.median(median_ms(fn, iterations, warmup)
+                             for _ in range(repeats))
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--iterations", type=int, default=10)
+    parser.add_argument("--models", default="bert,resnet50")
+    parser.add_argument("--batches", default="1,8")
+    parser.add_argument("--no-inductor", action="store_true")
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    import onnxruntime as ort
+    warnings.filterwarnings("ignore")
+
+    rows = []
+    for key in args.models.split(","):
+        label, make = MODELS[key]
+        for batch in map(int, args.batches.split(",")):
+            torch.manual_seed(0)
+            model, inputs = make(batch)
+            row = {"model": f"{label} b{batch}"}
+            with tempfile.TemporaryDirectory() as tmp:
+                compiled, row["flow_compile_s"] = timed(
+                    lambda: flow.compile(model, inputs, threads=args.threads,
+                                         parameters=os.path.join(
+                                             tmp, "w.safetensors")))
+                with torch.no_grad():
+                    want = model(*inputs)
+                got = compiled(*inputs)
+                w = torch.utils._pytree.tree_leaves(want)[0]
+                g = torch.utils._pytree.tree_leaves(got)[0]
+                row["max_rel_err"] = float((g - w).abs().max() /
+                                           w.abs().max())
+                row["flow_ms"] = latency(lambda: compiled(*inputs),
+                                         args.repeats, args.iterations, 2)
+                with torch.no_grad():
+                    row["eager_ms"] = latency(lambda: model(*inputs),
+                                              args.repeats, args.iterations, 2)
+                if not args.no_inductor:
+                    fast = torch.compile(model)
+                    with torch.no_grad():
+                        _, row["inductor_compile_s"] = timed(
+                            lambda: fast(*inputs))
+                        row["inductor_ms"] = latency(
+                            lambda: fast(*inputs), args.repeats,
+                            args.iterations, 2)
+                path = os.path.join(tmp, "model.onnx")
+                torch.onnx.export(model, inputs, path, dynamo=True,
+                                  opset_version=18, verbose=False)
+                options = ort.SessionOptions()
+                options.intra_op_num_threads = args.threads
+                options.inter_op_num_threads = 1
+                session, row["ort_compile_s"] = timed(
+                    lambda: ort.InferenceSession(
+                        path, options, providers=["CPUExecutionProvider"]))
+                feeds = {i.name: x.numpy() for i, x in
+                         zip(session.get_inputs(), inputs)}
+                row["ort_ms"] = latency(lambda: session.run(None, feeds),
+                                        args.repeats, args.iterations, 2)
+            rows.append(row)
+            print(row, file=sys.stderr, flush=True)
+
+    print(f"Threads: {args.threads}; medians of {args.repeats} runs of "
+          f"{args.iterations} calls. Ratios are peer / Flow (> 1: Flow is "
+          "faster).\n")
+    print("| model | Flow compile s | Inductor compile s | Flow ms | eager ms "
+          "| Inductor ms | onnxruntime ms | eager/Flow | Inductor/Flow | "
+          "ort/Flow |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        ind = r.get("inductor_ms")
+        print(f"| {r['model']} | {r['flow_compile_s']:.1f} | "
+              f"{r.get('inductor_compile_s', float('nan')):.1f} | "
+              f"{r['flow_ms']:.1f} | {r['eager_ms']:.1f} | "
+              f"{ind if ind else float('nan'):.1f} | {r['ort_ms']:.1f} | "
+              f"{r['eager_ms'] / r['flow_ms']:.2f} | "
+              f"{(ind / r['flow_ms']) if ind else float('nan'):.2f} | "
+              f"{r['ort_ms'] / r['flow_ms']:.2f} |")
+
+
+if __name__ == "__main__":
+    main()
