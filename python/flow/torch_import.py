@@ -1031,9 +1031,74 @@ def export(module, args=(), kwargs=None):
     return ep.run_decompositions(table)
 
 
+def _fold_batch_norms(ep) -> int:
+    """Rewrites convolution -> batch norm (inference) into one convolution
+    whose weight and bias absorb the normalization, when the convolution's
+    weight and the statistics are constants. The arithmetic is inserted as
+    graph nodes on constants, which the importer then computes. Returns how
+    many were folded."""
+    import torch
+    aten = torch.ops.aten
+    constant = {spec.arg.name for spec in ep.graph_signature.input_specs
+                if spec.kind.name in ("PARAMETER", "BUFFER",
+                                      "CONSTANT_TENSOR")}
+    graph = ep.graph
+
+    def is_constant(n):
+        return n is None or (isinstance(n, torch.fx.Node) and
+                             n.op == "placeholder" and n.name in constant)
+
+    folded = 0
+    for bn in list(graph.nodes):
+        if bn.target != aten._native_batch_norm_legit_no_training.default:
+            continue
+        conv, gamma, beta, mean, var = bn.args[:5]
+        eps = bn.args[6]
+        if not (isinstance(conv, torch.fx.Node) and
+                conv.target == aten.convolution.default and
+                len(conv.users) == 1 and not conv.args[6]):
+            continue
+        weight, bias = conv.args[1], conv.args[2]
+        if not all(is_constant(n) for n in (weight, bias, gamma, beta, mean,
+                                            var)) or mean is None:
+            continue
+        getitems = list(bn.users)
+        if any(u.target is not operator.getitem or u.args[1] != 0
+               for u in getitems):
+            continue
+        with graph.inserting_before(conv):
+            def call(op, *args):
+                return graph.call_function(op, args)
+            scale = call(aten.rsqrt.default, call(aten.add.Tensor, var, eps))
+            if gamma is not None:
+                scale = call(aten.mul.Tensor, scale, gamma)
+            w = call(aten.mul.Tensor, weight,
+                     call(aten.view.default, scale, [-1, 1, 1, 1]))
+            shift = call(aten.neg.default, mean)
+            if bias is not None:
+                shift = call(aten.add.Tensor, shift, bias)
+            b = call(aten.mul.Tensor, shift, scale)
+            if beta is not None:
+                b = call(aten.add.Tensor, b, beta)
+            args = list(conv.args)
+            args[1], args[2] = w, b
+            new_conv = graph.call_function(aten.convolution.default,
+                                           tuple(args))
+        new_conv.meta = dict(conv.meta)
+        new_conv.meta["val"] = bn.meta["val"][0]
+        for g in getitems:
+            g.replace_all_uses_with(new_conv)
+            graph.erase_node(g)
+        graph.erase_node(bn)
+        graph.erase_node(conv)
+        folded += 1
+    return folded
+
+
 def import_program(module, args=(), kwargs=None, *, parameters=None,
                    function="main") -> ImportedProgram:
     ep = export(module, args, kwargs)
+    _fold_batch_norms(ep)
     return _TorchImporter(ep, function).run(
         os.fspath(parameters) if parameters is not None else None)
 

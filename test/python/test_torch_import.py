@@ -341,3 +341,19 @@ def test_imported_text_reports_source_locations(tmp_path):
     assert re.search(r'flow.tanh .* loc\(".*test_torch_import.py":\d+:0\)',
                      text)
     assert math.isfinite(len(text))
+
+
+def test_batch_norm_folds_into_the_convolution():
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3, bias=False),
+                                torch.nn.BatchNorm2d(8), torch.nn.ReLU(),
+                                torch.nn.Conv2d(8, 4, 1),
+                                torch.nn.BatchNorm2d(4, affine=False))
+    for m in model.modules():
+        if isinstance(m, torch.nn.BatchNorm2d):
+            m.running_mean.uniform_(-1, 1)
+            m.running_var.uniform_(0.5, 2)
+    x = torch.randn(1, 3, 10, 10)
+    text = flow.import_torch(model.eval(), (x,))
+    assert "flow.batch_norm" not in text
+    assert text.count("flow.conv2d") == 2
+    check(model, (x,))

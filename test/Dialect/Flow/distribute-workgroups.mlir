@@ -71,3 +71,31 @@ func.func @other_extent(%in: memref<8x8xf32>, %out: memref<4xf32>) attributes {f
 func.func @host(%in: memref<4xf32>) {
   return
 }
+
+// -----
+
+// Loops over leading dimensions of one iteration are split on their first
+// longer dimension.
+// CHECK-LABEL: func.func @unit_leading
+// CHECK-SAME: flow.max_workgroups = 8 : i64
+// CHECK: %[[LO:.*]] = arith.divui
+// CHECK: %[[HI:.*]] = arith.divui
+// CHECK: scf.parallel (%{{.*}}, %{{.*}}, %{{.*}}) = (%{{.*}}, %[[LO]], %{{.*}}) to (%{{.*}}, %[[HI]], %{{.*}})
+// CHECK: scf.parallel (%{{.*}}, %{{.*}}) = (%[[LO]], %{{.*}}) to (%[[HI]], %{{.*}})
+func.func @unit_leading(%in: memref<1x8x16xf32>, %out: memref<1x8x16xf32>) attributes {flow.kernel, flow.workgroup_extent = 8 : i64} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  %c16 = arith.constant 16 : index
+  scf.parallel (%b, %i, %j) = (%c0, %c0, %c0) to (%c1, %c8, %c16) step (%c1, %c1, %c1) {
+    %v = memref.load %in[%b, %i, %j] : memref<1x8x16xf32>
+    memref.store %v, %out[%b, %i, %j] : memref<1x8x16xf32>
+    scf.reduce
+  }
+  scf.parallel (%i, %j) = (%c0, %c0) to (%c8, %c16) step (%c1, %c1) {
+    %v = memref.load %in[%c0, %i, %j] : memref<1x8x16xf32>
+    memref.store %v, %out[%c0, %i, %j] : memref<1x8x16xf32>
+    scf.reduce
+  }
+  return
+}

@@ -55,3 +55,42 @@ func.func @rows(%x: tensor<4x8xf32>, %h: tensor<4x4xf16>) -> (tensor<4x8xf32>, t
   %3 = flow.matmul %h, %h : (tensor<4x4xf16>, tensor<4x4xf16>) -> tensor<4x4xf16>
   return %0, %1, %2, %3 : tensor<4x8xf32>, tensor<4xf32>, tensor<8xf32>, tensor<4x4xf16>
 }
+
+// -----
+
+// Leading dimensions of 1 (a batch of one) carry no work: the rows are the
+// first longer dimension, unless the op combines elements across it.
+// CHECK-LABEL: func.func private @batch_of_one_k0
+// CHECK-SAME: flow.workgroup_extent = 12 : i64
+// CHECK-NEXT: flow.relu
+// CHECK-LABEL: func.func private @batch_of_one_k1
+// CHECK-SAME: flow.workgroup_extent = 12 : i64
+// CHECK-NEXT: flow.softmax %{{.*}} axis = 3
+// CHECK-LABEL: func.func private @batch_of_one_k2
+// CHECK-SAME: flow.workgroup_extent = 1 : i64
+// CHECK-NEXT: flow.softmax %{{.*}} axis = 1
+// CHECK-LABEL: func.func private @batch_of_one_k3
+// CHECK-SAME: flow.workgroup_extent = 12 : i64
+// CHECK-NEXT: flow.reduce_sum %{{.*}} [3]
+// CHECK-LABEL: func.func private @batch_of_one_k4
+// CHECK-SAME: flow.workgroup_extent = 1 : i64
+// CHECK-NEXT: flow.reduce_sum %{{.*}} [1]
+// CHECK-LABEL: func.func private @batch_of_one_k5
+// CHECK-SAME: flow.workgroup_extent = 1 : i64
+// CHECK-NEXT: flow.reduce_sum %{{.*}} [0, 1]
+// CHECK-LABEL: func.func private @batch_of_one_k6
+// CHECK-SAME: flow.workgroup_extent = 1 : i64
+// CHECK-NEXT: flow.relu
+func.func @batch_of_one(%x: tensor<1x12x8x8xf32>, %one: tensor<1x1xf32>)
+    -> (tensor<1x12x8x8xf32>, tensor<1x12x8x8xf32>, tensor<1x12x8x8xf32>,
+        tensor<1x12x8xf32>, tensor<1x8x8xf32>, tensor<8x8xf32>, tensor<1x1xf32>) {
+  %0 = flow.relu %x : tensor<1x12x8x8xf32>
+  %1 = flow.softmax %x axis = 3 : tensor<1x12x8x8xf32>
+  %2 = flow.softmax %x axis = 1 : tensor<1x12x8x8xf32>
+  %3 = flow.reduce_sum %x [3] : tensor<1x12x8x8xf32> -> tensor<1x12x8xf32>
+  %4 = flow.reduce_sum %x [1] : tensor<1x12x8x8xf32> -> tensor<1x8x8xf32>
+  %5 = flow.reduce_sum %x [0, 1] : tensor<1x12x8x8xf32> -> tensor<8x8xf32>
+  %6 = flow.relu %one : tensor<1x1xf32>
+  return %0, %1, %2, %3, %4, %5, %6 : tensor<1x12x8x8xf32>, tensor<1x12x8x8xf32>, tensor<1x12x8x8xf32>,
+      tensor<1x12x8xf32>, tensor<1x8x8xf32>, tensor<8x8xf32>, tensor<1x1xf32>
+}

@@ -86,15 +86,21 @@ struct DistributeWorkgroupsPass
     int64_t extent = 1;
     if (auto attr = kernel->getAttrOfType<IntegerAttr>("flow.workgroup_extent"))
       extent = attr.getInt();
-    SmallVector<scf::ParallelOp> loops;
+    // Each top-level loop is split on its first dimension of more than
+    // one iteration (the rows; dimensions of one come first when the
+    // result's leading dimensions are 1).
+    SmallVector<std::pair<scf::ParallelOp, unsigned>> loops;
     bool splittable = extent > 1;
     for (Operation &op : kernel.getBody().front()) {
       if (!splittable)
         break;
       if (auto loop = dyn_cast<scf::ParallelOp>(op)) {
+        unsigned dim = 0, rank = loop.getNumLoops();
         std::optional<int64_t> trips = tripCount(loop, 0);
+        while (trips && *trips == 1 && dim + 1 < rank)
+          trips = tripCount(loop, ++dim);
         splittable = trips && *trips == extent;
-        loops.push_back(loop);
+        loops.push_back({loop, dim});
       } else if (mayWriteArgument(&op, kernel)) {
         splittable = false;
       }
@@ -117,9 +123,9 @@ struct DistributeWorkgroupsPass
         arith::MulIOp::create(b, loc, arith::AddIOp::create(b, loc, wg, one),
                               rows),
         nwg);
-    for (scf::ParallelOp loop : loops) {
-      loop.getLowerBoundMutable().slice(0, 1).assign(lo);
-      loop.getUpperBoundMutable().slice(0, 1).assign(hi);
+    for (auto [loop, dim] : loops) {
+      loop.getLowerBoundMutable().slice(dim, 1).assign(lo);
+      loop.getUpperBoundMutable().slice(dim, 1).assign(hi);
     }
   }
 };

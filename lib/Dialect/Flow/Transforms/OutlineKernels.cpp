@@ -19,20 +19,38 @@ namespace flow {
 using namespace mlir;
 using namespace mlir::flow;
 
-/// How many rows (dimension 0 of the result) of `op` can be computed
-/// independently of each other; 1 when they cannot.
+/// How many rows of `op`'s result can be computed independently of each
+/// other; 1 when they cannot. The rows are the first result dimension
+/// longer than 1 (dimensions of 1 before it, as in a batch of one, carry
+/// no work), provided the op combines no elements across it or any
+/// dimension before it.
 static int64_t workgroupExtent(Operation *op) {
   auto type = dyn_cast<RankedTensorType>(op->getResult(0).getType());
-  if (!type || type.getRank() == 0 || type.getDimSize(0) < 2)
+  if (!type || type.getRank() == 0)
+    return 1;
+  int64_t dim = 0;
+  while (dim < type.getRank() && type.getDimSize(dim) == 1)
+    ++dim;
+  if (dim == type.getRank() || type.getDimSize(dim) < 2)
     return 1;
   bool separable =
       llvm::TypeSwitch<Operation *, bool>(op)
-          .Case<ReduceSumOp, ReduceMeanOp, ReduceMaxOp>(
-              [](auto r) { return !llvm::is_contained(r.getAxes(), 0); })
+          .Case<ReduceSumOp, ReduceMeanOp, ReduceMaxOp>([&](auto r) {
+            // The input dimension the rows come from: reduced axes before
+            // it would be combined across rows.
+            SmallVector<int64_t> axes = llvm::to_vector(r.getAxes());
+            llvm::sort(axes);
+            int64_t inputDim = dim;
+            if (!r.getKeepdims())
+              for (int64_t axis : axes)
+                if (axis <= inputDim)
+                  ++inputDim;
+            return llvm::all_of(axes, [&](int64_t a) { return a > inputDim; });
+          })
           .Case<SoftmaxOp, LogSoftmaxOp, LayerNormOp, RmsNormOp>(
-              [](auto r) { return r.getAxis() != 0; })
+              [&](auto r) { return r.getAxis() > dim; })
           .Default(true);
-  return separable ? type.getDimSize(0) : 1;
+  return separable ? type.getDimSize(dim) : 1;
 }
 
 static bool isEmpty(Value v) {
