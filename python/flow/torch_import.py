@@ -1016,12 +1016,18 @@ def export(module, args=(), kwargs=None):
     if isinstance(module, torch.export.ExportedProgram):
         ep = module
     else:
-        if isinstance(module, torch.nn.Module):
-            module.eval()
         if not isinstance(args, tuple):
             args = (args,)
-        with torch.no_grad():
-            ep = torch.export.export(module, args, kwargs=kwargs or {})
+        # Exported in eval mode; the caller's module keeps its own mode.
+        training = getattr(module, "training", False)
+        if isinstance(module, torch.nn.Module):
+            module.eval()
+        try:
+            with torch.no_grad():
+                ep = torch.export.export(module, args, kwargs=kwargs or {})
+        finally:
+            if isinstance(module, torch.nn.Module):
+                module.train(training)
     # Attention stays one op: Flow lowers it itself (and PyTorch's own
     # decomposition of it can produce views the rest of the table rejects).
     table = torch.export.default_decompositions()

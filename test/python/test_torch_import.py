@@ -357,3 +357,16 @@ def test_batch_norm_folds_into_the_convolution():
     assert "flow.batch_norm" not in text
     assert text.count("flow.conv2d") == 2
     check(model, (x,))
+
+
+def test_a_training_module_compiles_in_eval_mode_and_stays_training():
+    model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.Dropout(0.5),
+                                torch.nn.BatchNorm1d(8))
+    model.train()
+    x = torch.randn(4, 8)
+    compiled = flow.compile(model, (x,))
+    assert model.training
+    model.eval()
+    with torch.no_grad():
+        want = model(x)
+    assert_close(compiled(x), want)
