@@ -75,6 +75,20 @@ class UnsupportedOpsError(Exception):
         super().__init__("\n".join(lines))
 
 
+def handler_registry():
+    """A table of op handlers and the decorator that fills it:
+    `@handles("aten.add.Tensor", ...)` registers a function for each name."""
+    handlers: Dict[str, object] = {}
+
+    def handles(*names):
+        def register(fn):
+            for name in names:
+                handlers[name] = fn
+            return fn
+        return register
+    return handlers, handles
+
+
 def _dense(array: np.ndarray, dtype: str) -> str:
     """The elements attribute for `array` (already of `dtype`)."""
     if array.size == 0:

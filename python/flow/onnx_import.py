@@ -21,8 +21,8 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from ._emitter import (FLOAT_TYPES, NUMPY_TO_FLOW, Emitter, Unsupported,
-                       UnsupportedOpsError, Value, float_literal, numpy_dtype,
-                       tensor_type)
+                       UnsupportedOpsError, Value, float_literal,
+                       handler_registry, numpy_dtype, tensor_type)
 
 __all__ = ["import_onnx", "SUPPORTED_OPS", "MIN_OPSET", "MAX_TESTED_OPSET"]
 
@@ -261,15 +261,7 @@ _NUMPY_FOLDS = {"GatherElements": _gather_elements}
 _NEVER_FOLD = {"RandomNormal", "RandomUniform", "RandomNormalLike",
                "RandomUniformLike", "Multinomial", "Bernoulli"}
 
-_HANDLERS: Dict[str, Callable] = {}
-
-
-def _handles(*names):
-    def register(fn):
-        for name in names:
-            _HANDLERS[name] = fn
-        return fn
-    return register
+_HANDLERS, _handles = handler_registry()
 
 
 def _axis(a: int, rank: int) -> int:

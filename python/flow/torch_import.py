@@ -24,8 +24,8 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 import numpy as np
 
 from ._emitter import (FLOAT_TYPES, Emitter, Unsupported,
-                       UnsupportedOpsError, Value, float_literal, location,
-                       numpy_dtype, tensor_type)
+                       UnsupportedOpsError, Value, float_literal,
+                       handler_registry, location, numpy_dtype, tensor_type)
 
 __all__ = ["import_torch", "ImportedProgram", "UnsupportedOpsError"]
 
@@ -327,15 +327,7 @@ _NEVER_FOLD = {"aten._assert_tensor_metadata.default",
 # Op handlers: (importer, *args, **kwargs) -> Value | tuple | None
 # ---------------------------------------------------------------------------
 
-_HANDLERS: Dict[str, Callable] = {}
-
-
-def _handles(*names):
-    def register(fn):
-        for name in names:
-            _HANDLERS[name] = fn
-        return fn
-    return register
+_HANDLERS, _handles = handler_registry()
 
 
 def _norm_dim(d: int, rank: int) -> int:
