@@ -77,14 +77,17 @@ def import_onnx(model, *, parameters=None, input_shapes=None, constants=None,
 
 def compile_mlir(source: str, target: str = "cpu", threads: int = 0,
                  library_matmul: bool = True, parameters: str = "",
-                 base_directory: str = "") -> CompiledModule:
+                 base_directory: str = "", cpu: str = "host"
+                 ) -> CompiledModule:
     """Compiles flow-dialect MLIR text for `target` and loads it.
 
-    A relative parameter archive named by the module is taken from
-    `base_directory` (default: the current directory); `parameters`
-    overrides it."""
+    The options are flow-compile's (`cpu` is its --cpu, the LLVM CPU the
+    kernels are generated for). A relative parameter archive named by the
+    module is taken from `base_directory` (default: the current
+    directory); `parameters` overrides it."""
     return CompiledModule(
-        _compile(source, target=target, library_matmul=library_matmul),
+        _compile(source, target=target, library_matmul=library_matmul,
+                 cpu=cpu),
         threads, parameters, base_directory)
 
 
@@ -213,7 +216,7 @@ def _is_onnx(model) -> bool:
 def compile(model: Any, example_args=(), example_kwargs=None, *,
             target: str = "cpu", threads: int = 0,
             parameters: Optional[str] = None,
-            library_matmul: bool = True) -> CompiledModel:
+            library_matmul: bool = True, cpu: str = "host") -> CompiledModel:
     """Imports, compiles and loads `model`; returns a callable.
 
     `model` is a torch.nn.Module or torch.export.ExportedProgram (traced
@@ -238,7 +241,7 @@ def compile(model: Any, example_args=(), example_kwargs=None, *,
                                     parameters=archive)
             frontend = "torch"
         module = compile_mlir(program.text, target=target, threads=threads,
-                              library_matmul=library_matmul)
+                              library_matmul=library_matmul, cpu=cpu)
     finally:
         if not keep and os.path.exists(archive):
             os.unlink(archive)

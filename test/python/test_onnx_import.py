@@ -61,11 +61,12 @@ def test_mlp_opset13(tmp_path):
     check_against_ort(path, [x.numpy()])
 
 
-def test_resnet18_opset13(tmp_path):
+@pytest.mark.parametrize("arch", ["resnet18", "resnet50"])
+def test_resnet_opset13(tmp_path, arch):
     torchvision = pytest.importorskip("torchvision")
-    model = torchvision.models.resnet18(num_classes=10)
-    x = torch.randn(1, 3, 32, 32)
-    path = export(model, (x,), tmp_path / "resnet18.onnx", 13, dynamo=False)
+    model = getattr(torchvision.models, arch)(num_classes=10)
+    x = torch.randn(2, 3, 32, 32)
+    path = export(model, (x,), tmp_path / f"{arch}.onnx", 13, dynamo=False)
     check_against_ort(path, [x.numpy()])
 
 
