@@ -947,3 +947,21 @@ func.func @parameter_without_name() -> tensor<4xf32> {
 // expected-error @+1 {{'flow.parameters' must be a non-empty string on a module}}
 module attributes {flow.parameters = 3} {
 }
+
+// -----
+
+flow.mesh @m [2]
+func.func @operand_sbp_count(%x: tensor<4xf32>) -> tensor<4xf32> attributes {flow.mesh = @m} {
+  // expected-error @+1 {{'flow.operand_sbp' must be an array of 1 #flow.sbp attributes, one per operand}}
+  %0 = flow.relu %x {flow.operand_sbp = []} : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+flow.mesh @m [2]
+func.func @op_sbp_split_out_of_range(%x: tensor<4xf32>) -> tensor<4xf32> attributes {flow.mesh = @m} {
+  // expected-error @+1 {{'flow.sbp' entry 0: }}
+  %0 = flow.relu %x {flow.sbp = [#flow.sbp<[S(1)]>]} : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}

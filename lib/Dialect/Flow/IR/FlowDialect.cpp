@@ -7,6 +7,7 @@
 #include "flow/Dialect/Flow/IR/FlowDialect.h"
 #include "flow/Dialect/Flow/IR/FlowAttrs.h"
 #include "flow/Dialect/Flow/IR/FlowOps.h"
+#include "flow/Dialect/Flow/IR/FlowSbp.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/DialectImplementation.h"
@@ -40,6 +41,7 @@ void FlowDialect::initialize() {
       >();
   registerAttributes();
   addInterfaces<FlowInlinerInterface>();
+  registerSbpInterfaceModels(getContext());
 }
 
 Operation *FlowDialect::materializeConstant(OpBuilder &builder, Attribute value,
@@ -81,6 +83,37 @@ LogicalResult FlowDialect::verifyOperationAttribute(Operation *op,
     if (!lookupMesh(op, ref))
       return op->emitOpError() << "'" << getMeshAttrName() << "' refers to "
                                << ref << ", which is not a flow.mesh in scope";
+    return success();
+  }
+  if (attr.getName() == getSbpAttrName() ||
+      attr.getName() == getOperandSbpAttrName()) {
+    bool results = attr.getName() == getSbpAttrName();
+    auto list = dyn_cast<ArrayAttr>(attr.getValue());
+    TypeRange types = results ? TypeRange(op->getResultTypes())
+                              : TypeRange(op->getOperandTypes());
+    if (!list || list.size() != types.size())
+      return op->emitOpError()
+             << "'" << attr.getName().getValue() << "' must be an array of "
+             << types.size() << " #flow.sbp attributes, one per "
+             << (results ? "result" : "operand");
+    auto func = op->getParentOfType<FunctionOpInterface>();
+    FailureOr<MeshOp> mesh =
+        func ? getFunctionMesh(func, "an op") : FailureOr<MeshOp>(failure());
+    if (failed(mesh))
+      return failure();
+    for (auto [i, entry] : llvm::enumerate(list)) {
+      auto sbp = dyn_cast<SbpAttr>(entry);
+      if (!sbp)
+        return op->emitOpError()
+               << "'" << attr.getName().getValue() << "' entry " << i
+               << " is not a #flow.sbp attribute";
+      if (failed(sbp.verifyFor((*mesh).getShape(), types[i], [&]() {
+            return op->emitOpError()
+                   << "'" << attr.getName().getValue() << "' entry " << i
+                   << ": ";
+          })))
+        return failure();
+    }
     return success();
   }
   if (attr.getName() == getParametersAttrName()) {

@@ -52,6 +52,11 @@ def Flow_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral getSbpAttrName() {
       return ::llvm::StringLiteral("flow.sbp");
     }
+    /// On an op after SBP propagation: the nd-SBP each operand must have
+    /// (its results' are in `flow.sbp`).
+    static constexpr ::llvm::StringLiteral getOperandSbpAttrName() {
+      return ::llvm::StringLiteral("flow.operand_sbp");
+    }
     /// Marks a function as a kernel (set by flow-outline-kernels).
     static constexpr ::llvm::StringLiteral getKernelAttrName() {
       return ::llvm::StringLiteral("flow.kernel");

@@ -9,6 +9,45 @@
 
 include "mlir/Pass/PassBase.td"
 
+def PropagateSbpPass : Pass<"flow-propagate-sbp", "func::FuncOp"> {
+  let summary = "Gives every value of a mesh function an SBP";
+  let description = [{
+    For functions with a `flow.mesh`, chooses an nd-SBP signature for every
+    op, greedily in program order: among the op's valid signatures (its
+    per-axis rules from `SbpOpInterface`, multiplied over the mesh axes and
+    filtered by size), the one whose operands are cheapest to box into
+    from the SBPs they already have; ties go to the signature that splits
+    the op's work over the most devices. Function arguments keep their
+    `flow.sbp` (B when absent) and `flow.annotate` pins its result. Each op
+    records its choice as `flow.sbp` (results) and `flow.operand_sbp`
+    (what each operand must be boxed to); results without a `flow.sbp` get
+    all-B, so every device receives the whole result.
+
+    Marking only the batch as split gives data parallelism; marking weights
+    as split gives tensor parallelism:
+
+    ```mlir
+    flow.mesh @mesh [2]
+    func.func @mlp(%x: tensor<8x16xf32> {flow.sbp = #flow.sbp<[S(0)]>},
+                   %w: tensor<16x4xf32>) -> tensor<8x4xf32>
+        attributes {flow.mesh = @mesh} {
+      %y = flow.matmul %x, %w : (tensor<8x16xf32>, tensor<16x4xf32>) -> tensor<8x4xf32>
+      return %y : tensor<8x4xf32>
+    }
+    // %y: flow.operand_sbp = [S(0), B], flow.sbp = [S(0)]; the result is
+    // marked [B] (all-gathered by flow-partition).
+    ```
+  }];
+  let options = [
+    Option<"printRules", "print-rules", "bool", /*default=*/"false",
+           "Emit a remark listing each op's per-axis rules (for tests)">
+  ];
+  let statistics = [
+    Statistic<"numOpsPlaced", "ops-placed", "Number of ops given an SBP">
+  ];
+  let dependentDialects = ["::mlir::flow::FlowDialect"];
+}
+
 def StripAnnotationsPass : Pass<"flow-strip-annotations", "func::FuncOp"> {
   let summary = "Drops SBP annotations for a single-device compile";
   let description = [{

@@ -1,0 +1,93 @@
+// RUN: flow-opt %s -split-input-file --flow-propagate-sbp | FileCheck %s
+
+// Data parallel: only the batch is marked; everything follows it, the
+// weights stay whole and the result is gathered.
+// CHECK-LABEL: func.func @data_parallel
+// CHECK-SAME: -> (tensor<8x4xf32> {flow.sbp = #flow.sbp<[B]>})
+// CHECK: flow.matmul {{.*}} {flow.operand_sbp = [#flow.sbp<[S(0)]>, #flow.sbp<[B]>], flow.sbp = [#flow.sbp<[S(0)]>]}
+// CHECK: flow.add {{.*}} {flow.operand_sbp = [#flow.sbp<[S(0)]>, #flow.sbp<[B]>], flow.sbp = [#flow.sbp<[S(0)]>]}
+// CHECK: flow.relu {{.*}} {flow.operand_sbp = [#flow.sbp<[S(0)]>], flow.sbp = [#flow.sbp<[S(0)]>]}
+// CHECK: flow.matmul {{.*}} {flow.operand_sbp = [#flow.sbp<[S(0)]>, #flow.sbp<[B]>], flow.sbp = [#flow.sbp<[S(0)]>]}
+flow.mesh @mesh [2]
+func.func @data_parallel(%x: tensor<8x16xf32> {flow.sbp = #flow.sbp<[S(0)]>},
+                         %w1: tensor<16x32xf32>, %b1: tensor<32xf32>,
+                         %w2: tensor<32x4xf32>) -> tensor<8x4xf32>
+    attributes {flow.mesh = @mesh} {
+  %0 = flow.matmul %x, %w1 : (tensor<8x16xf32>, tensor<16x32xf32>) -> tensor<8x32xf32>
+  %1 = flow.add %0, %b1 : (tensor<8x32xf32>, tensor<32xf32>) -> tensor<8x32xf32>
+  %2 = flow.relu %1 : tensor<8x32xf32>
+  %3 = flow.matmul %2, %w2 : (tensor<8x32xf32>, tensor<32x4xf32>) -> tensor<8x4xf32>
+  return %3 : tensor<8x4xf32>
+}
+
+// -----
+
+// Megatron tensor parallel: a column-split then a row-split linear; the
+// second matmul leaves partial sums (one all-reduce, at the result).
+// CHECK-LABEL: func.func @tensor_parallel
+// CHECK: flow.matmul {{.*}} {flow.operand_sbp = [#flow.sbp<[B]>, #flow.sbp<[S(1)]>], flow.sbp = [#flow.sbp<[S(1)]>]}
+// CHECK: flow.add {{.*}} {flow.operand_sbp = [#flow.sbp<[S(1)]>, #flow.sbp<[S(0)]>], flow.sbp = [#flow.sbp<[S(1)]>]}
+// CHECK: flow.gelu {{.*}} {flow.operand_sbp = [#flow.sbp<[S(1)]>], flow.sbp = [#flow.sbp<[S(1)]>]}
+// CHECK: flow.matmul {{.*}} {flow.operand_sbp = [#flow.sbp<[S(1)]>, #flow.sbp<[S(0)]>], flow.sbp = [#flow.sbp<[P]>]}
+flow.mesh @tp [4]
+func.func @tensor_parallel(%x: tensor<8x16xf32>,
+                           %w1: tensor<16x64xf32> {flow.sbp = #flow.sbp<[S(1)]>},
+                           %b1: tensor<64xf32> {flow.sbp = #flow.sbp<[S(0)]>},
+                           %w2: tensor<64x16xf32>) -> tensor<8x16xf32>
+    attributes {flow.mesh = @tp} {
+  %0 = flow.matmul %x, %w1 : (tensor<8x16xf32>, tensor<16x64xf32>) -> tensor<8x64xf32>
+  %1 = flow.add %0, %b1 : (tensor<8x64xf32>, tensor<64xf32>) -> tensor<8x64xf32>
+  %2 = flow.gelu %1 : tensor<8x64xf32>
+  %w2s = flow.annotate %w2 as #flow.sbp<[S(0)]> on @tp : tensor<64x16xf32>
+  %3 = flow.matmul %2, %w2s : (tensor<8x64xf32>, tensor<64x16xf32>) -> tensor<8x16xf32>
+  return %3 : tensor<8x16xf32>
+}
+
+// -----
+
+// A 2-D mesh: data parallel on axis 0, tensor parallel on axis 1.
+// CHECK-LABEL: func.func @two_d
+// CHECK: flow.matmul {{.*}} {flow.operand_sbp = [#flow.sbp<[S(0), B]>, #flow.sbp<[B, S(1)]>], flow.sbp = [#flow.sbp<[S(0), S(1)]>]}
+// CHECK: flow.relu {{.*}} flow.sbp = [#flow.sbp<[S(0), S(1)]>]
+// CHECK: flow.matmul {{.*}} {flow.operand_sbp = [#flow.sbp<[S(0), S(1)]>, #flow.sbp<[B, S(0)]>], flow.sbp = [#flow.sbp<[S(0), P]>]}
+// The partial sums are reduce-scattered (cheaper than all-reduced) into a
+// split softmax can take.
+// CHECK: flow.softmax {{.*}} {flow.operand_sbp = [#flow.sbp<[S(0), S(0)]>], flow.sbp = [#flow.sbp<[S(0), S(0)]>]}
+flow.mesh @mesh2d [2, 2]
+func.func @two_d(%x: tensor<8x16xf32> {flow.sbp = #flow.sbp<[S(0), B]>},
+                 %w1: tensor<16x32xf32> {flow.sbp = #flow.sbp<[B, S(1)]>},
+                 %w2: tensor<32x16xf32> {flow.sbp = #flow.sbp<[B, S(0)]>})
+    -> (tensor<8x16xf32> {flow.sbp = #flow.sbp<[S(0), B]>})
+    attributes {flow.mesh = @mesh2d} {
+  %0 = flow.matmul %x, %w1 : (tensor<8x16xf32>, tensor<16x32xf32>) -> tensor<8x32xf32>
+  %1 = flow.relu %0 : tensor<8x32xf32>
+  %2 = flow.matmul %1, %w2 : (tensor<8x32xf32>, tensor<32x16xf32>) -> tensor<8x16xf32>
+  %3 = flow.softmax %2 axis = 1 : tensor<8x16xf32>
+  return %3 : tensor<8x16xf32>
+}
+
+// -----
+
+// Whole values stay whole (splitting them is free, gathering them back is
+// not); 5 rows split unevenly over 4 devices.
+// CHECK-LABEL: func.func @sizes
+// CHECK: flow.relu %arg0 {flow.operand_sbp = [#flow.sbp<[B]>], flow.sbp = [#flow.sbp<[B]>]}
+// CHECK: flow.relu %arg1 {flow.operand_sbp = [#flow.sbp<[S(0)]>], flow.sbp = [#flow.sbp<[S(0)]>]}
+flow.mesh @four [4]
+func.func @sizes(%a: tensor<3x8xf32> {flow.sbp = #flow.sbp<[B]>},
+                 %b: tensor<5x8xf32> {flow.sbp = #flow.sbp<[S(0)]>})
+    -> (tensor<3x8xf32>, tensor<5x8xf32>) attributes {flow.mesh = @four} {
+  %0 = flow.relu %a : tensor<3x8xf32>
+  %1 = flow.relu %b : tensor<5x8xf32>
+  return %0, %1 : tensor<3x8xf32>, tensor<5x8xf32>
+}
+
+// -----
+
+// Functions without a mesh are left alone.
+// CHECK-LABEL: func.func @single_device
+// CHECK-NOT: flow.sbp
+func.func @single_device(%a: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = flow.relu %a : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
