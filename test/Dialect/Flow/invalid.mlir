@@ -846,18 +846,18 @@ func.func @f(%a: tensor<2x3xf32>) -> tensor<8x3xf32> {
 // -----
 
 flow.mesh @m [4]
-func.func @f(%a: tensor<2x3xf32>) -> tensor<6x3xf32> {
-  // expected-error @+1 {{'flow.all_gather' op expected result shape 8x3 for operand shape 2x3, got 6x3}}
-  %0 = flow.all_gather %a on @m axes = [0] dim = 0 : tensor<2x3xf32> -> tensor<6x3xf32>
-  return %0 : tensor<6x3xf32>
+func.func @f(%a: tensor<2x3xf32>) -> tensor<12x3xf32> {
+  // expected-error @+1 {{'flow.all_gather' op operand dimension 0 (2) is not a piece of the result's 12 over 4 devices (pieces of 12 are 3 or 3 long)}}
+  %0 = flow.all_gather %a on @m axes = [0] dim = 0 : tensor<2x3xf32> -> tensor<12x3xf32>
+  return %0 : tensor<12x3xf32>
 }
 
 // -----
 
 flow.mesh @m [4]
-func.func @f(%a: tensor<6x3xf32>) -> tensor<1x3xf32> {
-  // expected-error @+1 {{'flow.reduce_scatter' op dimension 0 of size 6 does not divide evenly over the group of 4 devices}}
-  %0 = flow.reduce_scatter sum %a on @m axes = [0] dim = 0 : tensor<6x3xf32> -> tensor<1x3xf32>
+func.func @f(%a: tensor<3x3xf32>) -> tensor<1x3xf32> {
+  // expected-error @+1 {{'flow.reduce_scatter' op dimension 0 of size 3 is shorter than the group of 4 devices it is cut over}}
+  %0 = flow.reduce_scatter sum %a on @m axes = [0] dim = 0 : tensor<3x3xf32> -> tensor<1x3xf32>
   return %0 : tensor<1x3xf32>
 }
 
@@ -865,7 +865,7 @@ func.func @f(%a: tensor<6x3xf32>) -> tensor<1x3xf32> {
 
 flow.mesh @m [2, 2]
 func.func @f(%a: tensor<8x3xf32>) -> tensor<2x3xf32> {
-  // expected-error @+1 {{'flow.reduce_scatter' op expected result shape 4x3 for operand shape 8x3, got 2x3}}
+  // expected-error @+1 {{'flow.reduce_scatter' op result dimension 0 (2) is not a piece of the operand's 8 over 2 devices (pieces of 8 are 4 or 4 long)}}
   %0 = flow.reduce_scatter sum %a on @m axes = [1] dim = 0 : tensor<8x3xf32> -> tensor<2x3xf32>
   return %0 : tensor<2x3xf32>
 }
@@ -874,7 +874,7 @@ func.func @f(%a: tensor<8x3xf32>) -> tensor<2x3xf32> {
 
 flow.mesh @m [4]
 func.func @f(%a: tensor<8x4xf32>) -> tensor<8x4xf32> {
-  // expected-error @+1 {{'flow.all_to_all' op expected result shape 32x1 for operand shape 8x4, got 8x4}}
+  // expected-error @+1 {{'flow.all_to_all' op operand dimension 0 (8) is not a piece of the result's 8 over 4 devices (pieces of 8 are 2 or 2 long)}}
   %0 = flow.all_to_all %a on @m axes = [0] split_dim = 1 concat_dim = 0 : tensor<8x4xf32> -> tensor<8x4xf32>
   return %0 : tensor<8x4xf32>
 }

@@ -219,6 +219,9 @@ func.func @collectives(%x: tensor<2x16xf32>, %y: tensor<8x16xf32>, %i: tensor<4x
   %1 = flow.all_reduce max %i on @mesh2d axes = [0, 1] : tensor<4xi32>
   // CHECK: flow.all_gather %{{.*}} on @mesh1d axes = [0] dim = 0 : tensor<2x16xf32> -> tensor<8x16xf32>
   %2 = flow.all_gather %x on @mesh1d axes = [0] dim = 0 : tensor<2x16xf32> -> tensor<8x16xf32>
+  // Uneven pieces: 7 rows over 4 devices are 2, 2, 2 and 1 rows.
+  // CHECK: flow.all_gather %{{.*}} on @mesh1d axes = [0] dim = 0 : tensor<2x16xf32> -> tensor<7x16xf32>
+  %u = flow.all_gather %x on @mesh1d axes = [0] dim = 0 : tensor<2x16xf32> -> tensor<7x16xf32>
   // CHECK: flow.all_gather %{{.*}} on @mesh2d axes = [0, 1] dim = 1 : tensor<2x16xf32> -> tensor<2x128xf32>
   %3 = flow.all_gather %x on @mesh2d axes = [0, 1] dim = 1 : tensor<2x16xf32> -> tensor<2x128xf32>
   // CHECK: flow.reduce_scatter sum %{{.*}} on @mesh1d axes = [0] dim = 0 : tensor<8x16xf32> -> tensor<2x16xf32>

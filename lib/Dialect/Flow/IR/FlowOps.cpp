@@ -839,32 +839,64 @@ FLOW_COLLECTIVE_GROUP_SIZE(AllToAllOp)
 FLOW_COLLECTIVE_GROUP_SIZE(BroadcastOp)
 #undef FLOW_COLLECTIVE_GROUP_SIZE
 
-/// Checks that `result` is `input` with dimension `dim` scaled: multiplied by
-/// `mul` and divided by `div` (exactly).
+/// Checks the shapes of a collective over a group of devices that joins
+/// pieces along the `gathered` dimensions (the result holds the whole
+/// dimension, the operand this device's piece) and cuts the `scattered`
+/// ones (the operand holds the whole, the result a piece). A dimension of
+/// N over g devices is cut as evenly as it can be: every piece is
+/// floor(N / g) or ceil(N / g) long (the first N mod g devices hold the
+/// longer ones), so a device's piece tells the whole only up to that.
 static LogicalResult
-verifyScaledDims(Operation *op, RankedTensorType input, RankedTensorType result,
-                 ArrayRef<std::pair<int64_t, int64_t>> mul,
-                 ArrayRef<std::pair<int64_t, int64_t>> div) {
-  SmallVector<int64_t> expected(input.getShape());
-  for (auto [d, g] : div) {
-    if (expected[d] % g != 0)
-      return op->emitOpError()
-             << "dimension " << d << " of size " << expected[d]
-             << " does not divide evenly over the group of " << g << " devices";
-    expected[d] /= g;
+verifyPieces(Operation *op, RankedTensorType input, RankedTensorType result,
+             ArrayRef<std::pair<int64_t, int64_t>> gathered,
+             ArrayRef<std::pair<int64_t, int64_t>> scattered) {
+  auto isPiece = [](int64_t piece, int64_t whole, int64_t g) {
+    return piece == whole / g || piece == (whole + g - 1) / g;
+  };
+  for (int64_t d = 0; d < input.getRank(); ++d) {
+    int64_t in = input.getDimSize(d), out = result.getDimSize(d);
+    auto gather = llvm::find_if(gathered, [&](auto p) { return p.first == d; });
+    auto scatter =
+        llvm::find_if(scattered, [&](auto p) { return p.first == d; });
+    bool isGathered = gather != gathered.end();
+    bool isScattered = scatter != scattered.end();
+    if (isGathered && isScattered) {
+      if (in != out)
+        return op->emitOpError()
+               << "dimension " << d << " is both cut and joined, so it keeps "
+               << "its size " << in << ", got " << out;
+      continue;
+    }
+    if (isGathered) {
+      if (!isPiece(in, out, gather->second))
+        return op->emitOpError()
+               << "operand dimension " << d << " (" << in
+               << ") is not a piece of the result's " << out << " over "
+               << gather->second << " devices (pieces of " << out << " are "
+               << out / gather->second << " or "
+               << (out + gather->second - 1) / gather->second << " long)";
+      continue;
+    }
+    if (isScattered) {
+      if (in < scatter->second)
+        return op->emitOpError()
+               << "dimension " << d << " of size " << in
+               << " is shorter than the group of " << scatter->second
+               << " devices it is cut over";
+      if (!isPiece(out, in, scatter->second))
+        return op->emitOpError()
+               << "result dimension " << d << " (" << out
+               << ") is not a piece of the operand's " << in << " over "
+               << scatter->second << " devices (pieces of " << in << " are "
+               << in / scatter->second << " or "
+               << (in + scatter->second - 1) / scatter->second << " long)";
+      continue;
+    }
+    if (in != out)
+      return op->emitOpError() << "dimension " << d << " changes from " << in
+                               << " to " << out
+                               << " but the collective does not cut or join it";
   }
-  for (auto [d, g] : mul) {
-    std::optional<int64_t> size = mulAdd(expected[d], g, 0);
-    if (!size)
-      return op->emitOpError()
-             << "gathered size of dimension " << d << " is too large";
-    expected[d] = *size;
-  }
-  if (ArrayRef<int64_t>(expected) != result.getShape())
-    return op->emitOpError()
-           << "expected result shape " << shapeStr(expected)
-           << " for operand shape " << shapeStr(input.getShape()) << ", got "
-           << shapeStr(result.getShape());
   return success();
 }
 
@@ -885,8 +917,8 @@ AllGatherOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
       resolveGroup(*this, getMeshAttr(), getMeshAxes(), symbolTable);
   if (failed(g))
     return failure();
-  return verifyScaledDims(*this, getInput().getType(), getType(),
-                          {{getDim(), *g}}, {});
+  return verifyPieces(*this, getInput().getType(), getType(),
+                      {{getDim(), *g}}, {});
 }
 
 LogicalResult ReduceScatterOp::verify() {
@@ -898,8 +930,8 @@ ReduceScatterOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
       resolveGroup(*this, getMeshAttr(), getMeshAxes(), symbolTable);
   if (failed(g))
     return failure();
-  return verifyScaledDims(*this, getInput().getType(), getType(), {},
-                          {{getDim(), *g}});
+  return verifyPieces(*this, getInput().getType(), getType(), {},
+                      {{getDim(), *g}});
 }
 
 LogicalResult AllToAllOp::verify() {
@@ -912,8 +944,8 @@ LogicalResult AllToAllOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
       resolveGroup(*this, getMeshAttr(), getMeshAxes(), symbolTable);
   if (failed(g))
     return failure();
-  return verifyScaledDims(*this, getInput().getType(), getType(),
-                          {{getConcatDim(), *g}}, {{getSplitDim(), *g}});
+  return verifyPieces(*this, getInput().getType(), getType(),
+                      {{getConcatDim(), *g}}, {{getSplitDim(), *g}});
 }
 
 LogicalResult BroadcastOp::verify() {

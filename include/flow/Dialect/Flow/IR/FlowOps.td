@@ -703,8 +703,10 @@ def Flow_AllGatherOp : Flow_CollectiveOp<"all_gather"> {
   let summary = "concatenates the group's tensors along a dimension";
   let description = [{
     Every device of the group gets the operands of the group concatenated
-    along `dim` in rank order (group size g: result `dim` = g * operand
-    `dim`).
+    along `dim` in rank order. The result's `dim` is N, the sum of the
+    pieces; a piece of N over a group of g is floor(N / g) or ceil(N / g)
+    long (the first N mod g devices hold the longer ones), so N = g *
+    operand `dim` when N divides evenly.
 
     ```mlir
     %r = flow.all_gather %x on @mesh axes = [0] dim = 0
@@ -724,8 +726,8 @@ def Flow_ReduceScatterOp : Flow_CollectiveOp<"reduce_scatter"> {
   let summary = "reduces over the group and scatters the result";
   let description = [{
     Reduces the group's operands element-wise (sum or max) and gives device
-    r of the group the r-th of g equal pieces along `dim` (operand `dim` =
-    g * result `dim`).
+    r of the group the r-th of g pieces along `dim`, cut as evenly as
+    possible (floor(N / g) or ceil(N / g) long, the longer ones first).
 
     ```mlir
     %r = flow.reduce_scatter sum %x on @mesh axes = [0] dim = 0
@@ -747,8 +749,10 @@ def Flow_AllToAllOp : Flow_CollectiveOp<"all_to_all"> {
   let description = [{
     Each device cuts its operand in g pieces along `split_dim`, sends piece r
     to device r of the group, and concatenates what it receives along
-    `concat_dim` in rank order: result `split_dim` = operand / g, result
-    `concat_dim` = operand * g (both at once when they are the same dim).
+    `concat_dim` in rank order: result `split_dim` is this device's piece of
+    the operand's, result `concat_dim` the sum of the group's pieces
+    (pieces as in `flow.all_gather`: floor(N / g) or ceil(N / g), the longer
+    ones first).
 
     ```mlir
     %r = flow.all_to_all %x on @mesh axes = [0] split_dim = 1 concat_dim = 0
