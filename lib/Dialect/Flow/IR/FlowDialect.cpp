@@ -116,6 +116,20 @@ LogicalResult FlowDialect::verifyOperationAttribute(Operation *op,
     }
     return success();
   }
+  if (attr.getName() == getRanksAttrName()) {
+    auto ranks = dyn_cast<DenseI64ArrayAttr>(attr.getValue());
+    if (!ranks || ranks.empty() ||
+        llvm::any_of(ranks.asArrayRef(), [](int64_t r) { return r < 0; }))
+      return op->emitOpError() << "'" << getRanksAttrName()
+                               << "' must be a non-empty array of ranks >= 0";
+    return success();
+  }
+  if (attr.getName() == getPartitionOfAttrName()) {
+    if (!isa<StringAttr>(attr.getValue()))
+      return op->emitOpError()
+             << "'" << getPartitionOfAttrName() << "' must be a string";
+    return success();
+  }
   if (attr.getName() == getParametersAttrName()) {
     auto path = dyn_cast<StringAttr>(attr.getValue());
     if (!isa<ModuleOp>(op) || !path || path.getValue().empty())

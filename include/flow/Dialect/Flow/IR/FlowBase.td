@@ -57,6 +57,14 @@ def Flow_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral getOperandSbpAttrName() {
       return ::llvm::StringLiteral("flow.operand_sbp");
     }
+    /// On a partitioned function: the devices (row-major ranks of its mesh)
+    /// that run it, and the global function it was partitioned from.
+    static constexpr ::llvm::StringLiteral getRanksAttrName() {
+      return ::llvm::StringLiteral("flow.ranks");
+    }
+    static constexpr ::llvm::StringLiteral getPartitionOfAttrName() {
+      return ::llvm::StringLiteral("flow.partition_of");
+    }
     /// Marks a function as a kernel (set by flow-outline-kernels).
     static constexpr ::llvm::StringLiteral getKernelAttrName() {
       return ::llvm::StringLiteral("flow.kernel");

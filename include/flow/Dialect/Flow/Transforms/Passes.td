@@ -48,6 +48,46 @@ def PropagateSbpPass : Pass<"flow-propagate-sbp", "func::FuncOp"> {
   let dependentDialects = ["::mlir::flow::FlowDialect"];
 }
 
+def PartitionPass : Pass<"flow-partition", "ModuleOp"> {
+  let summary = "Rewrites mesh functions into the programs each device runs";
+  let description = [{
+    Runs after `flow-propagate-sbp`. For every device of a function's mesh,
+    writes the function that device runs: every value has the shape of the
+    device's piece (a dimension of N split over p devices gives the first
+    N mod p devices one more element), and wherever an operand's SBP is not
+    the one its consumer needs, boxing ops are inserted, one mesh axis at a
+    time over that axis' devices: S -> B all-gather, P -> B all-reduce,
+    P -> S reduce-scatter, S(i) -> S(j) all-to-all, B -> S a slice of the
+    device's own piece, B -> P the value on the axis' first device and
+    zeros elsewhere (B -> P(max) is the value); other pairs go through B. A
+    mean over a split axis becomes the device's sum over the global count.
+    Function arguments and results keep their `flow.sbp` (results: B by
+    default), so a device receives its piece of each input and returns its
+    piece of each result.
+
+    Devices whose programs come out the same share one function; each
+    function lists its devices in `flow.ranks` (row-major ranks of the
+    mesh) and names its global function in `flow.partition_of`. When all
+    devices share one function it keeps the global name, otherwise the
+    functions are named `<name>_r<first rank>`.
+
+    ```mlir
+    // flow.mesh @tp [2]; %w2 row-split, %h column-split:
+    %y = flow.matmul %h, %w2 {flow.operand_sbp = [S(1), S(0)], flow.sbp = [P]} ...
+    return %y  // result [B]
+    // becomes, on each device
+    %y = flow.matmul %h, %w2 : (tensor<8x32xf32>, tensor<32x16xf32>) -> tensor<8x16xf32>
+    %r = flow.all_reduce sum %y on @tp axes = [0] : tensor<8x16xf32>
+    return %r
+    ```
+  }];
+  let statistics = [
+    Statistic<"numDevicePrograms", "device-programs",
+              "Number of distinct device functions written">
+  ];
+  let dependentDialects = ["::mlir::flow::FlowDialect"];
+}
+
 def StripAnnotationsPass : Pass<"flow-strip-annotations", "func::FuncOp"> {
   let summary = "Drops SBP annotations for a single-device compile";
   let description = [{

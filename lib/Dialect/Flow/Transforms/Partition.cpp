@@ -1,0 +1,398 @@
+//===- Partition.cpp - Global program to per-device SPMD programs ---------===//
+//
+// Part of the Flow project.
+//
+// After flow-propagate-sbp, every op of a mesh function knows the SBP of
+// its results and the SBP each operand must have. This pass writes, for
+// each device of the mesh, the function that device runs: values take the
+// shape of the device's piece (uneven splits give the first devices one
+// more row), and wherever an operand's SBP differs from what its consumer
+// needs, boxing ops are inserted, one mesh axis at a time:
+//
+//   S(d) -> B     flow.all_gather        P -> B      flow.all_reduce
+//   P -> S(d)     flow.reduce_scatter    S(i)->S(j)  flow.all_to_all
+//   B -> S(d)     flow.slice of this device's piece (no traffic)
+//   B -> P(sum)   the value on the axis' first device, zeros elsewhere
+//   B -> P(max)   the value itself
+//   other pairs   through B
+//
+// Devices whose functions come out identical share one; each function
+// lists its devices in `flow.ranks`.
+//
+//===----------------------------------------------------------------------===//
+
+#include "flow/Dialect/Flow/IR/FlowOps.h"
+#include "flow/Dialect/Flow/IR/FlowSbp.h"
+#include "flow/Dialect/Flow/Transforms/Passes.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/IRMapping.h"
+#include "llvm/Support/raw_ostream.h"
+
+namespace mlir {
+namespace flow {
+#define GEN_PASS_DEF_PARTITIONPASS
+#include "flow/Dialect/Flow/Transforms/Passes.h.inc"
+} // namespace flow
+} // namespace mlir
+
+using namespace mlir;
+using namespace mlir::flow;
+
+namespace {
+
+/// Writes the function one device runs.
+class DeviceWriter {
+public:
+  DeviceWriter(func::FuncOp global, MeshOp mesh, ArrayRef<int64_t> coords)
+      : global(global), mesh(mesh), meshShape(mesh.getShape()),
+        coords(coords.begin(), coords.end()) {}
+
+  FailureOr<func::FuncOp> write(OpBuilder &moduleBuilder, StringRef name);
+
+private:
+  RankedTensorType localType(Value global, ArrayRef<SbpDim> sbp) {
+    auto type = cast<RankedTensorType>(global.getType());
+    SmallVector<int64_t> shape, offset;
+    localPiece(type.getShape(), sbp, meshShape, coords, shape, offset);
+    return RankedTensorType::get(shape, type.getElementType());
+  }
+
+  /// Boxes `local` (the piece of `global` laid out as `from`) into `to`.
+  FailureOr<Value> box(OpBuilder &b, Value global, Value local, NdSbp from,
+                       ArrayRef<SbpDim> to, Location loc);
+  /// One step on mesh axis `axis`.
+  FailureOr<Value> step(OpBuilder &b, Value global, Value local, NdSbp &cur,
+                        unsigned axis, SbpDim to, Location loc);
+
+  func::FuncOp global;
+  MeshOp mesh;
+  ArrayRef<int64_t> meshShape;
+  SmallVector<int64_t> coords;
+  IRMapping map;
+  DenseMap<Value, NdSbp> sbpOf;
+};
+
+ReductionKind kindOf(SbpDim d) {
+  return d.kind == SbpKind::PartialMax ? ReductionKind::max
+                                       : ReductionKind::sum;
+}
+
+/// `d` as text (`S(0)`, `B`, `P`, `P(max)`) for diagnostics.
+std::string str(SbpDim d) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << d;
+  return s;
+}
+
+bool splitElsewhere(ArrayRef<SbpDim> sbp, unsigned axis, int64_t dim) {
+  for (auto [i, d] : llvm::enumerate(sbp))
+    if (i != axis && d.isSplit() && d.dim == dim)
+      return true;
+  return false;
+}
+
+} // namespace
+
+FailureOr<Value> DeviceWriter::step(OpBuilder &b, Value global, Value local,
+                                    NdSbp &cur, unsigned axis, SbpDim to,
+                                    Location loc) {
+  SbpDim from = cur[axis];
+  StringRef meshName = mesh.getSymName();
+  SmallVector<int64_t> axes = {static_cast<int64_t>(axis)};
+  NdSbp next = cur;
+  next[axis] = to;
+  RankedTensorType type = localType(global, next);
+  auto unsupportedNesting = [&]() -> FailureOr<Value> {
+    return emitError(loc) << "boxing " << str(from) << " -> " << str(to)
+                          << " on mesh axis " << axis
+                          << " while another axis splits the same dimension "
+                             "is not supported";
+  };
+  Value out;
+  if (from.isSplit() && to.isBroadcast()) {
+    if (splitElsewhere(cur, axis, from.dim))
+      for (unsigned later = axis + 1; later < cur.size(); ++later)
+        if (cur[later].isSplit() && cur[later].dim == from.dim)
+          return unsupportedNesting();
+    out = AllGatherOp::create(b, loc, type, local, meshName, axes, from.dim);
+  } else if (from.isSplit() && to.isSplit()) {
+    if (splitElsewhere(cur, axis, from.dim) || splitElsewhere(cur, axis, to.dim))
+      return unsupportedNesting();
+    out = AllToAllOp::create(b, loc, type, local, meshName, axes, to.dim,
+                             from.dim);
+  } else if (from.isPartial() && to.isBroadcast()) {
+    out = AllReduceOp::create(b, loc, type, kindOf(from), local, meshName,
+                              axes);
+  } else if (from.isPartial() && to.isSplit()) {
+    for (unsigned later = axis + 1; later < cur.size(); ++later)
+      if (cur[later].isSplit() && cur[later].dim == to.dim)
+        return unsupportedNesting();
+    out = ReduceScatterOp::create(b, loc, type, kindOf(from), local, meshName,
+                                  axes, to.dim);
+  } else if (from.isBroadcast() && to.isSplit()) {
+    for (unsigned later = axis + 1; later < cur.size(); ++later)
+      if (cur[later].isSplit() && cur[later].dim == to.dim)
+        return unsupportedNesting();
+    auto globalType = cast<RankedTensorType>(global.getType());
+    SmallVector<int64_t> oldShape, oldOffset, newShape, newOffset;
+    localPiece(globalType.getShape(), cur, meshShape, coords, oldShape,
+               oldOffset);
+    localPiece(globalType.getShape(), next, meshShape, coords, newShape,
+               newOffset);
+    SmallVector<int64_t> starts, limits, strides;
+    for (size_t d = 0; d < newShape.size(); ++d) {
+      starts.push_back(newOffset[d] - oldOffset[d]);
+      limits.push_back(starts.back() + newShape[d]);
+      strides.push_back(1);
+    }
+    out = SliceOp::create(b, loc, type, local, starts, limits, strides);
+  } else if (from.isBroadcast() && to.kind == SbpKind::PartialSum) {
+    if (coords[axis] == 0) {
+      out = local;
+    } else {
+      Attribute zero = b.getZeroAttr(type.getElementType());
+      out = ConstantOp::create(b, loc, DenseElementsAttr::get(type, zero));
+    }
+  } else if (from.isBroadcast() && to.kind == SbpKind::PartialMax) {
+    out = local; // max over equal copies is the value
+  } else {
+    return emitError(loc) << "no boxing step from " << str(from) << " to "
+                          << str(to);
+  }
+  cur = next;
+  return out;
+}
+
+FailureOr<Value> DeviceWriter::box(OpBuilder &b, Value global, Value local,
+                                   NdSbp from, ArrayRef<SbpDim> to,
+                                   Location loc) {
+  NdSbp cur = from;
+  // Splits are undone innermost axis first and made outermost first, so
+  // that pieces of a dimension split over several axes nest in mesh order.
+  for (int axis = static_cast<int>(cur.size()) - 1; axis >= 0; --axis) {
+    if (cur[axis] == to[axis] || !cur[axis].isSplit())
+      continue;
+    SbpDim target = to[axis].isSplit() &&
+                            !splitElsewhere(cur, axis, to[axis].dim) &&
+                            !splitElsewhere(cur, axis, cur[axis].dim)
+                        ? to[axis]
+                        : SbpDim::broadcast();
+    FailureOr<Value> v = step(b, global, local, cur, axis, target, loc);
+    if (failed(v))
+      return failure();
+    local = *v;
+  }
+  for (unsigned axis = 0; axis < cur.size(); ++axis) {
+    if (cur[axis] == to[axis])
+      continue;
+    std::optional<SmallVector<SbpDim>> route =
+        boxingRoute1D(cur[axis], to[axis], 0);
+    if (!route)
+      return emitError(loc) << "no boxing route from " << str(cur[axis])
+                            << " to " << str(to[axis]);
+    for (SbpDim s : *route) {
+      FailureOr<Value> v = step(b, global, local, cur, axis, s, loc);
+      if (failed(v))
+        return failure();
+      local = *v;
+    }
+  }
+  return local;
+}
+
+FailureOr<func::FuncOp> DeviceWriter::write(OpBuilder &moduleBuilder,
+                                            StringRef name) {
+  StringRef sbpName = FlowDialect::getSbpAttrName();
+  unsigned rank = meshShape.size();
+  MLIRContext *ctx = global.getContext();
+
+  auto argSbp = [&](unsigned i) {
+    auto a = global.getArgAttrOfType<SbpAttr>(i, sbpName);
+    return a ? NdSbp(a.getDims()) : broadcastSbp(rank);
+  };
+  auto resultSbp = [&](unsigned i) {
+    auto a = global.getResultAttrOfType<SbpAttr>(i, sbpName);
+    return a ? NdSbp(a.getDims()) : broadcastSbp(rank);
+  };
+  SmallVector<Type> argTypes, resultTypes;
+  for (BlockArgument arg : global.getArguments())
+    argTypes.push_back(localType(arg, argSbp(arg.getArgNumber())));
+  for (unsigned i = 0; i < global.getNumResults(); ++i)
+    resultTypes.push_back(
+        localType(global.getBody().front().getTerminator()->getOperand(i),
+                  resultSbp(i)));
+
+  auto func = func::FuncOp::create(moduleBuilder, global.getLoc(), name,
+                                   FunctionType::get(ctx, argTypes, resultTypes));
+  Block *body = func.addEntryBlock();
+  OpBuilder b = OpBuilder::atBlockBegin(body);
+  for (BlockArgument arg : global.getArguments()) {
+    map.map(arg, body->getArgument(arg.getArgNumber()));
+    sbpOf[arg] = argSbp(arg.getArgNumber());
+  }
+
+  for (Operation &op : global.getBody().front()) {
+    Location loc = op.getLoc();
+    if (auto annotate = dyn_cast<AnnotateOp>(op)) {
+      NdSbp to(annotate.getSbp().getDims());
+      FailureOr<Value> v = box(b, annotate.getInput(),
+                               map.lookup(annotate.getInput()),
+                               sbpOf[annotate.getInput()], to, loc);
+      if (failed(v))
+        return failure();
+      map.map(annotate.getResult(), *v);
+      sbpOf[annotate.getResult()] = to;
+      continue;
+    }
+    if (auto ret = dyn_cast<func::ReturnOp>(op)) {
+      SmallVector<Value> values;
+      for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
+        FailureOr<Value> boxed =
+            box(b, v, map.lookup(v), sbpOf[v], resultSbp(i), loc);
+        if (failed(boxed))
+          return failure();
+        values.push_back(*boxed);
+      }
+      func::ReturnOp::create(b, loc, values);
+      continue;
+    }
+    auto operandSbp =
+        op.getAttrOfType<ArrayAttr>(FlowDialect::getOperandSbpAttrName());
+    auto resultSbps = op.getAttrOfType<ArrayAttr>(sbpName);
+    if (!operandSbp || !resultSbps)
+      return op.emitError("has no SBP: run flow-propagate-sbp before "
+                          "flow-partition");
+    SmallVector<Value> operands;
+    for (auto [v, want] : llvm::zip(op.getOperands(), operandSbp)) {
+      FailureOr<Value> boxed = box(b, v, map.lookup(v), sbpOf[v],
+                                   cast<SbpAttr>(want).getDims(), loc);
+      if (failed(boxed))
+        return failure();
+      operands.push_back(*boxed);
+    }
+    SmallVector<Type> types;
+    for (auto [r, s] : llvm::zip(op.getResults(), resultSbps))
+      types.push_back(localType(r, cast<SbpAttr>(s).getDims()));
+
+    Operation *local = nullptr;
+    // A mean over a split axis: this device's sum over the global count,
+    // a partial sum.
+    auto mean = dyn_cast<ReduceMeanOp>(op);
+    bool meanOverSplit =
+        mean && llvm::any_of(cast<SbpAttr>(operandSbp[0]).getDims(),
+                             [&](SbpDim d) {
+                               return d.isSplit() &&
+                                      llvm::is_contained(mean.getAxes(), d.dim);
+                             });
+    if (meanOverSplit) {
+      auto in = cast<RankedTensorType>(mean.getInput().getType());
+      int64_t count = 1;
+      for (int64_t a : mean.getAxes())
+        count *= in.getDimSize(a);
+      auto resultType = cast<RankedTensorType>(types[0]);
+      Value sum = ReduceSumOp::create(b, loc, resultType, operands[0],
+                                      mean.getAxes(), mean.getKeepdims());
+      auto scalarType = RankedTensorType::get({}, resultType.getElementType());
+      Value scale = ConstantOp::create(
+          b, loc,
+          DenseElementsAttr::get(
+              scalarType, b.getFloatAttr(resultType.getElementType(),
+                                         1.0 / static_cast<double>(count))));
+      local = MulOp::create(b, loc, resultType, sum, scale);
+    } else {
+      OperationState state(loc, op.getName());
+      state.addOperands(operands);
+      state.addTypes(types);
+      for (NamedAttribute attr : op.getAttrs())
+        if (attr.getName() != sbpName &&
+            attr.getName() != FlowDialect::getOperandSbpAttrName())
+          state.addAttribute(attr.getName(), attr.getValue());
+      local = b.create(state);
+    }
+    if (auto reshape = dyn_cast<ReshapeOp>(local)) {
+      auto in = cast<RankedTensorType>(reshape.getInput().getType());
+      auto out = cast<RankedTensorType>(reshape.getType());
+      if (in.getNumElements() != out.getNumElements())
+        return op.emitError("cannot partition this reshape: the device's "
+                            "piece of the operand has ")
+               << in.getNumElements() << " elements but its piece of the "
+               << "result has " << out.getNumElements()
+               << " (an uneven split the reshape does not keep)";
+    }
+    for (auto [r, l, s] :
+         llvm::zip(op.getResults(), local->getResults(), resultSbps)) {
+      map.map(r, l);
+      sbpOf[r] = NdSbp(cast<SbpAttr>(s).getDims());
+    }
+  }
+  return func;
+}
+
+namespace {
+struct PartitionPass : flow::impl::PartitionPassBase<PartitionPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SmallVector<func::FuncOp> globals;
+    for (func::FuncOp func : module.getOps<func::FuncOp>())
+      if (func->hasAttr(FlowDialect::getMeshAttrName()) && !func.isExternal())
+        globals.push_back(func);
+    for (func::FuncOp global : globals)
+      if (failed(partition(module, global)))
+        return signalPassFailure();
+  }
+
+  LogicalResult partition(ModuleOp module, func::FuncOp global) {
+    auto ref = global->getAttrOfType<FlatSymbolRefAttr>(
+        FlowDialect::getMeshAttrName());
+    MeshOp mesh = lookupMesh(global, ref);
+    if (!mesh)
+      return global.emitError("'flow.mesh' names no mesh");
+    ArrayRef<int64_t> shape = mesh.getShape();
+    int64_t devices = mesh.getNumDevices();
+    OpBuilder builder(global);
+    MLIRContext *ctx = &getContext();
+
+    // One function per distinct device program.
+    SmallVector<std::pair<func::FuncOp, SmallVector<int64_t>>> written;
+    llvm::StringMap<size_t> byText;
+    for (int64_t rank = 0; rank < devices; ++rank) {
+      SmallVector<int64_t> coords(shape.size());
+      for (int64_t r = rank, axis = shape.size() - 1; axis >= 0; --axis) {
+        coords[axis] = r % shape[axis];
+        r /= shape[axis];
+      }
+      DeviceWriter writer(global, mesh, coords);
+      std::string name = (global.getSymName() + "_r" + Twine(rank)).str();
+      FailureOr<func::FuncOp> func = writer.write(builder, name);
+      if (failed(func))
+        return failure();
+      // Compare bodies with the name blanked out.
+      (*func).setSymName("__flow_device");
+      std::string text;
+      llvm::raw_string_ostream os(text);
+      (*func).print(os);
+      (*func).setSymName(name);
+      auto [it, inserted] = byText.try_emplace(text, written.size());
+      if (!inserted) {
+        written[it->second].second.push_back(rank);
+        (*func).erase();
+        continue;
+      }
+      written.push_back({*func, {rank}});
+    }
+    StringAttr globalName = global.getSymNameAttr();
+    global.erase();
+    for (auto &[func, ranks] : written) {
+      func->setAttr(FlowDialect::getRanksAttrName(),
+                    DenseI64ArrayAttr::get(ctx, ranks));
+      func->setAttr(FlowDialect::getMeshAttrName(), ref);
+      func->setAttr(FlowDialect::getPartitionOfAttrName(), globalName);
+      if (written.size() == 1)
+        func.setSymName(globalName);
+      ++numDevicePrograms;
+    }
+    return success();
+  }
+};
+} // namespace

@@ -1,0 +1,138 @@
+// RUN: flow-opt %s -split-input-file --flow-partition | FileCheck %s
+
+// Each boxing route, on the ops' recorded SBPs (flow-propagate-sbp's
+// output written by hand).
+
+// S -> B: all-gather. Every device runs the same program.
+// CHECK-LABEL: func.func @gather(%arg0: tensor<4x6xf32>) -> tensor<8x6xf32>
+// CHECK-SAME: flow.partition_of = "gather", flow.ranks = array<i64: 0, 1>
+// CHECK: %[[G:.*]] = flow.all_gather %arg0 on @m axes = [0] dim = 0 : tensor<4x6xf32> -> tensor<8x6xf32>
+// CHECK: flow.relu %[[G]] : tensor<8x6xf32>
+flow.mesh @m [2]
+func.func @gather(%x: tensor<8x6xf32> {flow.sbp = #flow.sbp<[S(0)]>}) -> (tensor<8x6xf32> {flow.sbp = #flow.sbp<[B]>})
+    attributes {flow.mesh = @m} {
+  %0 = flow.relu %x {flow.operand_sbp = [#flow.sbp<[B]>], flow.sbp = [#flow.sbp<[B]>]} : tensor<8x6xf32>
+  return %0 : tensor<8x6xf32>
+}
+
+// -----
+
+// P -> B: all-reduce; P -> S: reduce-scatter; P(max) keeps its kind.
+// CHECK-LABEL: func.func @partials
+// CHECK: flow.all_reduce sum %arg0 on @m axes = [0] : tensor<8x6xf32>
+// CHECK: flow.reduce_scatter sum %arg0 on @m axes = [0] dim = 1 : tensor<8x6xf32> -> tensor<8x3xf32>
+// CHECK: flow.all_reduce max %arg1 on @m axes = [0] : tensor<8x6xf32>
+flow.mesh @m [2]
+func.func @partials(%x: tensor<8x6xf32> {flow.sbp = #flow.sbp<[P]>},
+                    %y: tensor<8x6xf32> {flow.sbp = #flow.sbp<[P(max)]>})
+    -> (tensor<8x6xf32> {flow.sbp = #flow.sbp<[B]>}, tensor<8x6xf32> {flow.sbp = #flow.sbp<[S(1)]>},
+        tensor<8x6xf32> {flow.sbp = #flow.sbp<[B]>})
+    attributes {flow.mesh = @m} {
+  return %x, %x, %y : tensor<8x6xf32>, tensor<8x6xf32>, tensor<8x6xf32>
+}
+
+// -----
+
+// S(i) -> S(j): all-to-all.
+// CHECK-LABEL: func.func @swap(%arg0: tensor<4x6xf32>) -> tensor<8x3xf32>
+// CHECK: flow.all_to_all %arg0 on @m axes = [0] split_dim = 1 concat_dim = 0 : tensor<4x6xf32> -> tensor<8x3xf32>
+flow.mesh @m [2]
+func.func @swap(%x: tensor<8x6xf32> {flow.sbp = #flow.sbp<[S(0)]>}) -> (tensor<8x6xf32> {flow.sbp = #flow.sbp<[S(1)]>})
+    attributes {flow.mesh = @m} {
+  return %x : tensor<8x6xf32>
+}
+
+// -----
+
+// B -> S: each device slices its own piece (so the devices' programs
+// differ); B -> P(sum): the first device keeps the value, the others zeros.
+// CHECK-LABEL: func.func @local_r0(%arg0: tensor<8x6xf32>) -> (tensor<4x6xf32>, tensor<8x6xf32>)
+// CHECK-SAME: flow.ranks = array<i64: 0>
+// CHECK: flow.slice %arg0 starts = [0, 0] limits = [4, 6]
+// CHECK: return %{{.*}}, %arg0
+// CHECK-LABEL: func.func @local_r1(%arg0: tensor<8x6xf32>)
+// CHECK-SAME: flow.ranks = array<i64: 1>
+// CHECK: flow.slice %arg0 starts = [4, 0] limits = [8, 6]
+// CHECK: %[[Z:.*]] = flow.constant dense<0.000000e+00> : tensor<8x6xf32>
+// CHECK: return %{{.*}}, %[[Z]]
+flow.mesh @m [2]
+func.func @local(%x: tensor<8x6xf32>)
+    -> (tensor<8x6xf32> {flow.sbp = #flow.sbp<[S(0)]>}, tensor<8x6xf32> {flow.sbp = #flow.sbp<[P]>})
+    attributes {flow.mesh = @m} {
+  return %x, %x : tensor<8x6xf32>, tensor<8x6xf32>
+}
+
+// -----
+
+// S -> P has no direct route: through B.
+// CHECK-LABEL: func.func @split_to_partial_r0
+// CHECK: %[[G:.*]] = flow.all_gather %arg0
+// CHECK: return %[[G]]
+// CHECK-LABEL: func.func @split_to_partial_r1
+// CHECK: flow.all_gather %arg0
+// CHECK: flow.constant dense<0.000000e+00>
+flow.mesh @m [2]
+func.func @split_to_partial(%x: tensor<8x6xf32> {flow.sbp = #flow.sbp<[S(0)]>})
+    -> (tensor<8x6xf32> {flow.sbp = #flow.sbp<[P]>}) attributes {flow.mesh = @m} {
+  return %x : tensor<8x6xf32>
+}
+
+// -----
+
+// Uneven splits: 5 rows over 4 devices are 2, 1, 1 and 1 rows.
+// CHECK-LABEL: func.func @uneven_r0(%arg0: tensor<2x3xf32>) -> tensor<5x3xf32>
+// CHECK: flow.all_gather %{{.*}} on @m4 axes = [0] dim = 0 : tensor<2x3xf32> -> tensor<5x3xf32>
+// CHECK-LABEL: func.func @uneven_r1(%arg0: tensor<1x3xf32>) -> tensor<5x3xf32>
+// CHECK-SAME: flow.ranks = array<i64: 1, 2, 3>
+// CHECK: flow.all_gather %{{.*}} on @m4 axes = [0] dim = 0 : tensor<1x3xf32> -> tensor<5x3xf32>
+flow.mesh @m4 [4]
+func.func @uneven(%x: tensor<5x3xf32> {flow.sbp = #flow.sbp<[S(0)]>}) -> (tensor<5x3xf32> {flow.sbp = #flow.sbp<[B]>})
+    attributes {flow.mesh = @m4} {
+  %0 = flow.exp %x {flow.operand_sbp = [#flow.sbp<[S(0)]>], flow.sbp = [#flow.sbp<[S(0)]>]} : tensor<5x3xf32>
+  return %0 : tensor<5x3xf32>
+}
+
+// -----
+
+// A mean over a split axis: the device's sum over the global count, then
+// the partial sums are all-reduced.
+// CHECK-LABEL: func.func @mean
+// CHECK: %[[S:.*]] = flow.reduce_sum %arg0 [1] : tensor<4x4xf32> -> tensor<4xf32>
+// CHECK: %[[C:.*]] = flow.constant dense<1.250000e-01> : tensor<f32>
+// CHECK: %[[M:.*]] = flow.mul %[[S]], %[[C]]
+// CHECK: flow.all_reduce sum %[[M]] on @m axes = [0] : tensor<4xf32>
+flow.mesh @m [2]
+func.func @mean(%x: tensor<4x8xf32> {flow.sbp = #flow.sbp<[S(1)]>}) -> (tensor<4xf32> {flow.sbp = #flow.sbp<[B]>})
+    attributes {flow.mesh = @m} {
+  %0 = flow.reduce_mean %x [1] {flow.operand_sbp = [#flow.sbp<[S(1)]>], flow.sbp = [#flow.sbp<[P]>]} : tensor<4x8xf32> -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+// A 2-D mesh: collectives run over one mesh axis; splits over both axes
+// are undone innermost first.
+// CHECK-LABEL: func.func @two_d(%arg0: tensor<2x3xf32>) -> tensor<8x3xf32>
+// CHECK: %[[A:.*]] = flow.all_gather %arg0 on @m2 axes = [1] dim = 0 : tensor<2x3xf32> -> tensor<4x3xf32>
+// CHECK: flow.all_gather %[[A]] on @m2 axes = [0] dim = 0 : tensor<4x3xf32> -> tensor<8x3xf32>
+flow.mesh @m2 [2, 2]
+func.func @two_d(%x: tensor<8x3xf32> {flow.sbp = #flow.sbp<[S(0), S(0)]>}) -> (tensor<8x3xf32> {flow.sbp = #flow.sbp<[B, B]>})
+    attributes {flow.mesh = @m2} {
+  return %x : tensor<8x3xf32>
+}
+
+// -----
+
+// Data parallel on one axis, tensor parallel on the other: the partial
+// sums are reduced over the tensor-parallel axis only.
+// CHECK-LABEL: func.func @dp_tp(%arg0: tensor<4x4xf32>, %arg1: tensor<4x6xf32>) -> tensor<4x6xf32>
+// CHECK: %[[Y:.*]] = flow.matmul %arg0, %arg1 : (tensor<4x4xf32>, tensor<4x6xf32>) -> tensor<4x6xf32>
+// CHECK: flow.all_reduce sum %[[Y]] on @m2 axes = [1] : tensor<4x6xf32>
+flow.mesh @m2 [2, 2]
+func.func @dp_tp(%x: tensor<8x8xf32> {flow.sbp = #flow.sbp<[S(0), S(1)]>},
+                 %w: tensor<8x6xf32> {flow.sbp = #flow.sbp<[B, S(0)]>})
+    -> (tensor<8x6xf32> {flow.sbp = #flow.sbp<[S(0), B]>}) attributes {flow.mesh = @m2} {
+  %0 = flow.matmul %x, %w {flow.operand_sbp = [#flow.sbp<[S(0), S(1)]>, #flow.sbp<[B, S(0)]>], flow.sbp = [#flow.sbp<[S(0), P]>]}
+      : (tensor<8x8xf32>, tensor<8x6xf32>) -> tensor<8x6xf32>
+  return %0 : tensor<8x6xf32>
+}
