@@ -84,7 +84,8 @@ namespace {
 /// The pass pipelines of each phase on the module, as flow-opt would spell
 /// them inside `builtin.module(...)`.
 const char *const kFlowPipeline =
-    "inline,canonicalize,func.func(flow-strip-annotations%s),"
+    "inline,canonicalize,func.func(flow-propagate-sbp),flow-partition,"
+    "func.func(flow-strip-annotations%s),"
     "flow-outline-kernels{library-matmul=%s},symbol-dce";
 const char *const kLinalgPipeline = "flow-convert-to-linalg,canonicalize,cse";
 const char *const kBufferizedPipeline =
@@ -199,8 +200,6 @@ FailureOr<CompileResult> mlir::flow::compile(ModuleOp module,
   for (func::FuncOp func : llvm::to_vector(module.getOps<func::FuncOp>()))
     if (func->hasAttr(FlowDialect::getKernelAttrName()))
       func->moveBefore(kernels->getBody(), kernels->getBody()->end());
-  for (MeshOp mesh : llvm::to_vector(module.getOps<MeshOp>()))
-    mesh.erase();
   report.numKernels = llvm::range_size(kernels->getOps<func::FuncOp>());
 
   struct Step {
@@ -276,6 +275,7 @@ void CompileReport::writeJson(raw_ostream &os) const {
       {"transient_bytes", executable.transientBytes},
       {"constant_bytes", executable.constantBytes},
       {"parameter_bytes", executable.parameterBytes},
+      {"collectives", executable.numCollectives},
       {"kernel_library_bytes", kernelLibraryBytes},
       {"executable_bytes", executableBytes},
   };

@@ -122,6 +122,7 @@ public:
         constants(constants), stats(stats) {}
 
   FailureOr<flatbuffers::Offset<fb::Function>> write(func::FuncOp func);
+  FailureOr<flatbuffers::Offset<void>> collective(Operation &op);
 
 private:
   /// A value's buffer; arena offsets are filled in after planning.
@@ -231,7 +232,9 @@ FunctionWriter::write(func::FuncOp func) {
   for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
     Value root = rootOf(v);
     Operation *def = root.getDefiningOp();
-    if (def && isa<func::CallOp, MatmulOp>(def) && !directOutput.count(root) &&
+    if (def && isa<func::CallOp, MatmulOp, AllReduceOp, AllGatherOp,
+                   ReduceScatterOp, AllToAllOp>(def) &&
+        !directOutput.count(root) &&
         byteSize(cast<RankedTensorType>(root.getType())) ==
             byteSize(cast<RankedTensorType>(v.getType()))) {
       directOutput[root] = i;
@@ -281,7 +284,15 @@ FunctionWriter::write(func::FuncOp func) {
                                       byteSize(type)};
       continue;
     }
-    if (!isa<func::CallOp, MatmulOp>(op))
+    if (isa<AllReduceOp, AllGatherOp, ReduceScatterOp, AllToAllOp>(op) &&
+        !func->hasAttr(FlowDialect::getRanksAttrName()))
+      return op.emitError("'")
+             << op.getName()
+             << "' has no single-device lowering: collectives run in the "
+                "device programs of mesh functions (give the function a "
+                "'flow.mesh')";
+    if (!isa<func::CallOp, MatmulOp, AllReduceOp, AllGatherOp,
+             ReduceScatterOp, AllToAllOp>(op))
       return op.emitError("the CPU executable cannot run '")
              << op.getName() << "' on the host";
     for (Value result : op.getResults()) {
@@ -360,6 +371,14 @@ FunctionWriter::write(func::FuncOp func) {
               .Union());
       commandTypes.push_back(fb::Command::Gemm);
       ++stats.numGemms;
+    } else if (isa<AllReduceOp, AllGatherOp, ReduceScatterOp, AllToAllOp>(
+                   op)) {
+      FailureOr<flatbuffers::Offset<void>> c = collective(op);
+      if (failed(c))
+        return failure();
+      commands.push_back(*c);
+      commandTypes.push_back(fb::Command::Collective);
+      ++stats.numCollectives;
     }
   }
   for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
@@ -371,9 +390,87 @@ FunctionWriter::write(func::FuncOp func) {
     commandTypes.push_back(fb::Command::Copy);
     ++stats.numCopies;
   }
-  return fb::CreateFunctionDirect(fbb, func.getSymName().str().c_str(),
-                                  &*inputs, &*outputs, &commandTypes, &commands,
-                                  arenaSize);
+  // A device program of a mesh function: who runs it, and the global
+  // signature.
+  std::vector<int64_t> ranks;
+  std::string globalName;
+  std::vector<flatbuffers::Offset<fb::Placement>> globalInputs, globalOutputs;
+  if (auto r = func->getAttrOfType<DenseI64ArrayAttr>(
+          FlowDialect::getRanksAttrName())) {
+    ranks = r.asArrayRef().vec();
+    if (auto name = func->getAttrOfType<StringAttr>(
+            FlowDialect::getPartitionOfAttrName()))
+      globalName = name.str();
+    auto place = [&](StringRef attrName,
+                     std::vector<flatbuffers::Offset<fb::Placement>> &out) {
+      auto list = func->getAttrOfType<ArrayAttr>(attrName);
+      if (!list)
+        return;
+      for (Attribute entry : list) {
+        auto pair = cast<ArrayAttr>(entry);
+        auto type = cast<RankedTensorType>(cast<TypeAttr>(pair[0]).getValue());
+        std::vector<int64_t> shape = type.getShape().vec();
+        auto tensorType = fb::CreateTensorTypeDirect(
+            fbb, *dtypeOf(type.getElementType()), &shape);
+        std::vector<fb::SbpEntry> sbp;
+        for (SbpDim d : cast<SbpAttr>(pair[1]).getDims())
+          sbp.emplace_back(static_cast<fb::SbpKind>(d.kind), d.dim);
+        out.push_back(fb::CreatePlacementDirect(fbb, tensorType, &sbp));
+      }
+    };
+    place(FlowDialect::getGlobalInputsAttrName(), globalInputs);
+    place(FlowDialect::getGlobalOutputsAttrName(), globalOutputs);
+  }
+  return fb::CreateFunctionDirect(
+      fbb, func.getSymName().str().c_str(), &*inputs, &*outputs, &commandTypes,
+      &commands, arenaSize, ranks.empty() ? nullptr : &ranks,
+      globalName.empty() ? nullptr : globalName.c_str(),
+      globalInputs.empty() && ranks.empty() ? nullptr : &globalInputs,
+      globalOutputs.empty() && ranks.empty() ? nullptr : &globalOutputs);
+}
+
+FailureOr<flatbuffers::Offset<void>>
+FunctionWriter::collective(Operation &op) {
+  Value input = op.getOperand(0), output = op.getResult(0);
+  auto inType = cast<RankedTensorType>(input.getType());
+  auto outType = cast<RankedTensorType>(output.getType());
+  FailureOr<fb::DType> dtype = dtypeOf(inType.getElementType());
+  if (failed(dtype))
+    return op.emitError("unsupported element type for a collective");
+  fb::CollectiveKind kind = fb::CollectiveKind::AllReduce;
+  fb::Reduction reduction = fb::Reduction::Sum;
+  int64_t dim = 0, splitDim = 0, concatDim = 0;
+  ArrayRef<int64_t> axes;
+  if (auto r = dyn_cast<AllReduceOp>(op)) {
+    axes = r.getMeshAxes();
+    reduction = r.getKind() == ReductionKind::max ? fb::Reduction::Max
+                                                  : fb::Reduction::Sum;
+  } else if (auto g = dyn_cast<AllGatherOp>(op)) {
+    kind = fb::CollectiveKind::AllGather;
+    axes = g.getMeshAxes();
+    dim = g.getDim();
+  } else if (auto s = dyn_cast<ReduceScatterOp>(op)) {
+    kind = fb::CollectiveKind::ReduceScatter;
+    axes = s.getMeshAxes();
+    dim = s.getDim();
+    reduction = s.getKind() == ReductionKind::max ? fb::Reduction::Max
+                                                  : fb::Reduction::Sum;
+  } else {
+    auto a = cast<AllToAllOp>(op);
+    kind = fb::CollectiveKind::AllToAll;
+    axes = a.getMeshAxes();
+    splitDim = a.getSplitDim();
+    concatDim = a.getConcatDim();
+  }
+  std::vector<int64_t> meshAxes = axes.vec();
+  std::vector<int64_t> inShape = inType.getShape().vec();
+  std::vector<int64_t> outShape = outType.getShape().vec();
+  fb::BufferRef in = ref(input), out = ref(output);
+  stats.collectiveBytes += byteSize(outType);
+  return fb::CreateCollectiveDirect(fbb, kind, reduction, &meshAxes, *dtype,
+                                    &inShape, &outShape, dim, splitDim,
+                                    concatDim, &in, &out)
+      .Union();
 }
 
 FailureOr<std::vector<uint8_t>> mlir::flow::writeExecutable(
@@ -436,11 +533,27 @@ FailureOr<std::vector<uint8_t>> mlir::flow::writeExecutable(
            << "' attribute naming its parameter archive";
   fbb.ForceVectorAlignment(kernelLibrary.size(), 1, 64);
   auto library = fbb.CreateVector(kernelLibrary.data(), kernelLibrary.size());
-  auto root = fb::CreateExecutable(fbb, kFormatVersion, fb::Target::CPU,
-                                   fbb.CreateVector(functions),
-                                   fbb.CreateVector(kernelTables), library,
-                                   fbb.CreateVector(constantTables), checksum,
-                                   archive);
+  // The mesh of the device programs (they share one).
+  std::vector<int64_t> meshShape;
+  for (func::FuncOp func : host.getOps<func::FuncOp>()) {
+    auto ref = func->getAttrOfType<FlatSymbolRefAttr>(
+        FlowDialect::getMeshAttrName());
+    if (!ref || !func->hasAttr(FlowDialect::getRanksAttrName()))
+      continue;
+    MeshOp mesh = lookupMesh(func, ref);
+    if (!mesh)
+      return func.emitError("'flow.mesh' names no mesh");
+    std::vector<int64_t> shape = mesh.getShape().vec();
+    if (!meshShape.empty() && shape != meshShape)
+      return func.emitError("functions on different meshes cannot share an "
+                            "executable");
+    meshShape = shape;
+  }
+  auto root = fb::CreateExecutable(
+      fbb, kFormatVersion, fb::Target::CPU, fbb.CreateVector(functions),
+      fbb.CreateVector(kernelTables), library, fbb.CreateVector(constantTables),
+      checksum, archive,
+      meshShape.empty() ? 0 : fbb.CreateVector(meshShape));
   fb::FinishExecutableBuffer(fbb, root);
   return std::vector<uint8_t>(fbb.GetBufferPointer(),
                               fbb.GetBufferPointer() + fbb.GetSize());

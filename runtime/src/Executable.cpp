@@ -19,6 +19,7 @@
 #include "flow/runtime/Checksum.h"
 #include "flow/runtime/executable_generated.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cstring>
@@ -147,6 +148,12 @@ private:
                     detail::GemmCommand &out);
   Status verifyCopy(const std::string &ctx, const fbs::Copy &cmd,
                     detail::CopyCommand &out);
+  Status verifyCollective(const std::string &ctx, const fbs::Collective &cmd,
+                          detail::CollectiveCommand &out);
+  Status verifyPlacements(const std::string &ctx,
+                          const flatbuffers::Vector<
+                              flatbuffers::Offset<fbs::Placement>> *list,
+                          std::vector<Placement> &out);
   /// Checks that \p ref lies inside its buffer; \p writable refs must not be
   /// in the input or constant space.
   Status verifyRef(const std::string &ctx, const std::string &what,
@@ -189,6 +196,15 @@ Status Checker::verify() {
 }
 
 Status Checker::verifyHeader() {
+  if (const auto *mesh = file.mesh()) {
+    int64_t devices = 1;
+    for (int64_t d : *mesh) {
+      if (d < 1 || d > 65536 || devices > 65536)
+        return Status::error("invalid mesh dimension " + std::to_string(d));
+      devices *= d;
+      impl.mesh.push_back(d);
+    }
+  }
   if (file.version() != kExecutableVersion)
     return Status::error("unsupported format version " +
                          std::to_string(file.version()) +
@@ -341,8 +357,189 @@ Status Checker::verifyFunction(size_t index) {
         !s)
       return s;
   }
+  if (const auto *ranks = function->ranks()) {
+    if (impl.mesh.empty())
+      return Status::error(ctx + " is a device program but the executable "
+                                 "has no mesh");
+    int64_t devices = 1;
+    for (int64_t d : impl.mesh)
+      devices *= d;
+    for (int64_t r : *ranks) {
+      if (r < 0 || r >= devices)
+        return Status::error(ctx + ": rank " + std::to_string(r) +
+                             " is outside the mesh of " +
+                             std::to_string(devices) + " devices");
+      sig.ranks.push_back(r);
+    }
+    if (sig.ranks.empty())
+      return Status::error(ctx + " is run by no device");
+    sig.globalName = function->global_name() ? function->global_name()->str()
+                                             : sig.name;
+    if (Status s = verifyPlacements(ctx + " global input",
+                                    function->global_inputs(),
+                                    sig.globalInputs);
+        !s)
+      return s;
+    if (Status s = verifyPlacements(ctx + " global output",
+                                    function->global_outputs(),
+                                    sig.globalOutputs);
+        !s)
+      return s;
+    if (sig.globalInputs.size() != sig.inputs.size() ||
+        sig.globalOutputs.size() != sig.outputs.size())
+      return Status::error(ctx + ": global signature has " +
+                           std::to_string(sig.globalInputs.size()) +
+                           " inputs and " +
+                           std::to_string(sig.globalOutputs.size()) +
+                           " outputs, the device program " +
+                           std::to_string(sig.inputs.size()) + " and " +
+                           std::to_string(sig.outputs.size()));
+  }
   impl.signatures.push_back(std::move(sig));
   impl.functions.push_back(std::move(decoded));
+  return Status::ok();
+}
+
+Status Checker::verifyPlacements(
+    const std::string &ctx,
+    const flatbuffers::Vector<flatbuffers::Offset<fbs::Placement>> *list,
+    std::vector<Placement> &out) {
+  size_t count = list ? list->size() : 0;
+  for (size_t i = 0; i < count; ++i) {
+    const fbs::Placement *p = list->Get(i);
+    std::string where = ctx + " " + std::to_string(i);
+    Placement placement;
+    uint64_t bytes = 0;
+    if (!p->type())
+      return Status::error(where + " has no type");
+    if (Status s = verifyTensor(p->type(), where, placement.spec, bytes); !s)
+      return s;
+    size_t entries = p->sbp() ? p->sbp()->size() : 0;
+    if (entries != impl.mesh.size())
+      return Status::error(where + ": SBP has " + std::to_string(entries) +
+                           " entries for a mesh of rank " +
+                           std::to_string(impl.mesh.size()));
+    for (size_t a = 0; a < entries; ++a) {
+      const fbs::SbpEntry *e = p->sbp()->Get(a);
+      auto kind = static_cast<uint8_t>(e->kind());
+      if (kind > static_cast<uint8_t>(fbs::SbpKind::MAX))
+        return Status::error(where + ": invalid SBP kind");
+      SbpEntry entry;
+      entry.kind = static_cast<SbpEntry::Kind>(kind);
+      entry.dim = e->dim();
+      if (entry.kind == SbpEntry::Split &&
+          (entry.dim < 0 ||
+           entry.dim >= static_cast<int64_t>(placement.spec.shape.size())))
+        return Status::error(where + ": split dimension " +
+                             std::to_string(entry.dim) + " is out of range");
+      placement.sbp.push_back(entry);
+    }
+    out.push_back(std::move(placement));
+  }
+  return Status::ok();
+}
+
+Status Checker::verifyCollective(const std::string &ctx,
+                                 const fbs::Collective &cmd,
+                                 detail::CollectiveCommand &out) {
+  auto kind = static_cast<uint8_t>(cmd.kind());
+  if (kind > static_cast<uint8_t>(fbs::CollectiveKind::MAX))
+    return Status::error(ctx + ": invalid kind " + std::to_string(kind));
+  out.kind = static_cast<detail::CollectiveCommand::Kind>(kind);
+  auto reduction = static_cast<uint8_t>(cmd.reduction());
+  if (reduction > static_cast<uint8_t>(fbs::Reduction::MAX))
+    return Status::error(ctx + ": invalid reduction");
+  out.reduction = reduction == 1 ? Reduction::Max : Reduction::Sum;
+  auto dtype = static_cast<uint8_t>(cmd.dtype());
+  if (dtype > static_cast<uint8_t>(fbs::DType::MAX))
+    return Status::error(ctx + ": invalid dtype");
+  out.dtype = static_cast<DType>(dtype);
+  if (impl.mesh.empty())
+    return Status::error(ctx + " needs a mesh but the executable has none");
+  int64_t group = 1;
+  std::vector<bool> seen(impl.mesh.size(), false);
+  if (!cmd.mesh_axes() || cmd.mesh_axes()->size() == 0)
+    return Status::error(ctx + " has no mesh axes");
+  for (int64_t a : *cmd.mesh_axes()) {
+    if (a < 0 || a >= static_cast<int64_t>(impl.mesh.size()) || seen[a])
+      return Status::error(ctx + ": invalid mesh axis " + std::to_string(a));
+    seen[a] = true;
+    group *= impl.mesh[a];
+    out.meshAxes.push_back(a);
+  }
+  auto shape = [&](const flatbuffers::Vector<int64_t> *v,
+                   std::vector<int64_t> &dims) {
+    if (!v)
+      return false;
+    for (int64_t d : *v) {
+      if (d < 0)
+        return false;
+      dims.push_back(d);
+    }
+    return true;
+  };
+  if (!shape(cmd.input_shape(), out.inputShape) ||
+      !shape(cmd.output_shape(), out.outputShape) ||
+      out.inputShape.size() != out.outputShape.size())
+    return Status::error(ctx + ": invalid shapes");
+  int64_t rank = static_cast<int64_t>(out.inputShape.size());
+  out.dim = cmd.dim();
+  out.splitDim = cmd.split_dim();
+  out.concatDim = cmd.concat_dim();
+  for (int64_t d : {out.dim, out.splitDim, out.concatDim})
+    if (d < 0 || (rank > 0 && d >= rank) || (rank == 0 && d != 0))
+      return Status::error(ctx + ": dimension " + std::to_string(d) +
+                           " is out of range");
+  if (out.kind == detail::CollectiveCommand::AllToAll &&
+      out.splitDim == out.concatDim)
+    return Status::error(ctx + ": an all-to-all must cut and join different "
+                               "dimensions");
+  auto isPiece = [&](int64_t piece, int64_t whole) {
+    return piece == whole / group || piece == (whole + group - 1) / group;
+  };
+  for (int64_t d = 0; d < rank; ++d) {
+    int64_t in = out.inputShape[d], o = out.outputShape[d];
+    bool ok = in == o;
+    if (out.kind == detail::CollectiveCommand::AllGather && d == out.dim)
+      ok = isPiece(in, o);
+    if (out.kind == detail::CollectiveCommand::ReduceScatter && d == out.dim)
+      ok = in >= group && isPiece(o, in);
+    if (out.kind == detail::CollectiveCommand::AllToAll &&
+        out.splitDim != out.concatDim) {
+      if (d == out.splitDim)
+        ok = in >= group && isPiece(o, in);
+      if (d == out.concatDim)
+        ok = isPiece(in, o);
+    }
+    if (!ok)
+      return Status::error(ctx + ": shapes do not fit the collective over " +
+                           std::to_string(group) + " devices");
+  }
+  if ((out.kind == detail::CollectiveCommand::AllReduce ||
+       out.kind == detail::CollectiveCommand::ReduceScatter) &&
+      out.dtype != DType::F32 && out.dtype != DType::I64 &&
+      out.dtype != DType::I32)
+    return Status::error(ctx + ": reductions over " +
+                         std::string(dtypeName(out.dtype)) +
+                         " tensors are not supported yet (f32, i64, i32)");
+  TensorSpec in{out.dtype, out.inputShape}, o{out.dtype, out.outputShape};
+  uint64_t inBytes = 0, outBytes = 0;
+  if (!mulOk(static_cast<uint64_t>(in.numElements()), dtypeSize(out.dtype),
+             inBytes) ||
+      !mulOk(static_cast<uint64_t>(o.numElements()), dtypeSize(out.dtype),
+             outBytes))
+    return Status::error(ctx + ": tensors are too large");
+  if (Status s = verifyRef(ctx, "input", cmd.input(), false, out.input); !s)
+    return s;
+  if (Status s = verifyRef(ctx, "output", cmd.output(), true, out.output); !s)
+    return s;
+  if (out.input.size != inBytes || out.output.size != outBytes)
+    return Status::error(ctx + ": buffers hold " +
+                         std::to_string(out.input.size) + " and " +
+                         std::to_string(out.output.size) +
+                         " bytes but the shapes need " +
+                         std::to_string(inBytes) + " and " +
+                         std::to_string(outBytes));
   return Status::ok();
 }
 
@@ -364,6 +561,11 @@ Status Checker::verifyCommand(const std::string &ctx, fbs::Command type,
     out = detail::CopyCommand();
     return verifyCopy(ctx + " (copy)", *static_cast<const fbs::Copy *>(value),
                       std::get<detail::CopyCommand>(out));
+  case fbs::Command::Collective:
+    out = detail::CollectiveCommand();
+    return verifyCollective(ctx + " (collective)",
+                            *static_cast<const fbs::Collective *>(value),
+                            std::get<detail::CollectiveCommand>(out));
   default:
     return Status::error(ctx + " has unknown command type " +
                          std::to_string(static_cast<int>(type)));
@@ -865,6 +1067,40 @@ StatusOr<size_t> Executable::findFunction(const std::string &name) const {
 size_t Executable::numKernels() const { return impl->kernels.size(); }
 
 size_t Executable::numConstants() const { return impl->constants.size(); }
+
+const std::vector<int64_t> &Executable::mesh() const { return impl->mesh; }
+
+StatusOr<size_t> Executable::findFunction(const std::string &name,
+                                          int64_t rank) const {
+  for (size_t i = 0; i < impl->signatures.size(); ++i) {
+    const FunctionSignature &sig = impl->signatures[i];
+    if (sig.ranks.empty())
+      continue;
+    if (sig.globalName == name &&
+        std::find(sig.ranks.begin(), sig.ranks.end(), rank) != sig.ranks.end())
+      return i;
+  }
+  return findFunction(name);
+}
+
+void flow::runtime::localPiece(const std::vector<int64_t> &global,
+                               const std::vector<SbpEntry> &sbp,
+                               const std::vector<int64_t> &mesh,
+                               const std::vector<int64_t> &coords,
+                               std::vector<int64_t> &shape,
+                               std::vector<int64_t> &offset) {
+  shape = global;
+  offset.assign(global.size(), 0);
+  for (size_t axis = 0; axis < sbp.size() && axis < mesh.size(); ++axis) {
+    if (sbp[axis].kind != SbpEntry::Split)
+      continue;
+    int64_t d = sbp[axis].dim;
+    int64_t n = shape[d], p = mesh[axis], r = coords[axis];
+    int64_t base = n / p, extra = n % p;
+    offset[d] += r * base + std::min(r, extra);
+    shape[d] = base + (r < extra ? 1 : 0);
+  }
+}
 
 size_t Executable::numParameters() const {
   size_t n = 0;

@@ -17,6 +17,7 @@
 #include "KernelLibrary.h"
 #include "flow/runtime/Executable.h"
 #include "flow/runtime/SafeTensors.h"
+#include "flow/runtime/Communicator.h"
 
 #include <variant>
 
@@ -59,7 +60,19 @@ struct CopyCommand {
   BufferRef src, dst;
 };
 
-using Command = std::variant<DispatchCommand, GemmCommand, CopyCommand>;
+/// A collective over mesh axes (shapes and pieces checked at load).
+struct CollectiveCommand {
+  enum Kind { AllReduce, AllGather, ReduceScatter, AllToAll } kind = AllReduce;
+  Reduction reduction = Reduction::Sum;
+  std::vector<int64_t> meshAxes;
+  DType dtype = DType::F32;
+  std::vector<int64_t> inputShape, outputShape;
+  int64_t dim = 0, splitDim = 0, concatDim = 0;
+  BufferRef input, output;
+};
+
+using Command =
+    std::variant<DispatchCommand, GemmCommand, CopyCommand, CollectiveCommand>;
 
 struct Function {
   std::vector<Command> commands;
@@ -82,6 +95,8 @@ struct Executable::Impl {
   std::vector<AlignedBuffer> constantCopies;
   std::vector<detail::Constant> constants;
   KernelLibrary library;
+  /// The device mesh of mesh functions (empty: one device).
+  std::vector<int64_t> mesh;
   /// The mapped parameter archive parameters point into.
   std::unique_ptr<SafeTensorsFile> parameters;
   std::vector<detail::KernelFn> kernels;

@@ -11,12 +11,14 @@
 //===----------------------------------------------------------------------===//
 
 #include "flow/runtime/Session.h"
+#include "Collectives.h"
 
 #include "ExecutableImpl.h"
 #include "flow/runtime/ThreadPool.h"
 
 #include <algorithm>
 #include <atomic>
+#include <set>
 #include <cstring>
 #include <memory>
 #include <new>
@@ -188,8 +190,75 @@ Session::create(std::shared_ptr<const Executable> executable,
     return Status::error("thread count must be >= 0 (0 means one per "
                          "hardware thread), got " +
                          std::to_string(options.threads));
-  return std::unique_ptr<Session>(
+  std::unique_ptr<Session> session(
       new Session(std::move(executable), options.threads));
+  const std::vector<int64_t> &mesh = session->exe->mesh();
+  if (!mesh.empty()) {
+    int64_t devices = 1;
+    for (int64_t d : mesh)
+      devices *= d;
+    session->comm = options.communicator
+                        ? options.communicator
+                        : std::shared_ptr<Communicator>(
+                              createSingleProcessCommunicator());
+    if (session->comm->size() != devices)
+      return Status::error(
+          "the executable runs on a mesh of " + std::to_string(devices) +
+          " devices but " + std::to_string(session->comm->size()) +
+          (session->comm->size() == 1 ? " process is" : " processes are") +
+          " running it (start it with mpirun -np " + std::to_string(devices) +
+          ")");
+    session->deviceRank = session->comm->rank();
+    session->coords.assign(mesh.size(), 0);
+    for (int64_t r = session->deviceRank, a = mesh.size() - 1; a >= 0; --a) {
+      session->coords[a] = r % mesh[a];
+      r /= mesh[a];
+    }
+    if (Status s = session->makeGroups(); !s)
+      return s;
+  }
+  return session;
+}
+
+Status Session::makeGroups() {
+  // Every process splits the world the same way in the same order: one
+  // group per single mesh axis (for assembling outputs) and per axis set
+  // a collective uses.
+  const std::vector<int64_t> &mesh = exe->mesh();
+  std::set<std::vector<int64_t>> sets;
+  for (size_t a = 0; a < mesh.size(); ++a)
+    sets.insert({static_cast<int64_t>(a)});
+  for (const detail::Function &f : exe->impl->functions)
+    for (const detail::Command &c : f.commands)
+      if (const auto *col = std::get_if<detail::CollectiveCommand>(&c))
+        sets.insert(col->meshAxes);
+  for (const std::vector<int64_t> &axes : sets) {
+    int64_t color = 0, key = 0;
+    for (size_t a = 0; a < mesh.size(); ++a) {
+      bool in = std::find(axes.begin(), axes.end(), (int64_t)a) != axes.end();
+      if (in)
+        key = key * mesh[a] + coords[a];
+      else
+        color = color * mesh[a] + coords[a];
+    }
+    // Keys follow the order the collective lists its axes in.
+    key = 0;
+    for (int64_t a : axes)
+      key = key * mesh[a] + coords[a];
+    StatusOr<std::unique_ptr<Group>> g = comm->split(static_cast<int>(color),
+                                                     static_cast<int>(key));
+    if (!g)
+      return g.status();
+    groups[axes] = std::move(*g);
+  }
+  return Status::ok();
+}
+
+StatusOr<Group *> Session::group(const std::vector<int64_t> &axes) {
+  auto it = groups.find(axes);
+  if (it == groups.end())
+    return Status::error("no group for these mesh axes");
+  return it->second.get();
 }
 
 int Session::threads() const { return pool->size(); }
@@ -283,6 +352,16 @@ Status Session::run(size_t function, const std::vector<ConstBuffer> &inputs,
     } else if (const auto *gemm = std::get_if<detail::GemmCommand>(&command)) {
       setBlasThreads(pool->size());
       runGemm(*gemm, frame);
+    } else if (const auto *col =
+                   std::get_if<detail::CollectiveCommand>(&command)) {
+      StatusOr<Group *> g = group(col->meshAxes);
+      if (!g)
+        return g.status();
+      if (Status s = detail::runCollective(
+              *col, **g, static_cast<const uint8_t *>(frame.pointer(col->input)),
+              static_cast<uint8_t *>(frame.pointer(col->output)));
+          !s)
+        return Status::error("function '" + sig.name + "': " + s.message());
     } else {
       const auto &copy = std::get<detail::CopyCommand>(command);
       if (copy.src.size > 0)
@@ -291,4 +370,105 @@ Status Session::run(size_t function, const std::vector<ConstBuffer> &inputs,
     }
   }
   return Status::ok();
+}
+
+StatusOr<std::vector<HostTensor>>
+Session::runGlobal(const std::string &function,
+                   const std::vector<HostTensor> &inputs) {
+  const std::vector<int64_t> &mesh = exe->mesh();
+  if (mesh.empty())
+    return run(function, inputs);
+  StatusOr<size_t> index = exe->findFunction(function, deviceRank);
+  if (!index)
+    return index.status();
+  const FunctionSignature &sig = exe->functions()[*index];
+  if (sig.ranks.empty())
+    return run(function, inputs);
+  if (inputs.size() != sig.globalInputs.size())
+    return Status::error("function '" + function + "' takes " +
+                         std::to_string(sig.globalInputs.size()) +
+                         " inputs, got " + std::to_string(inputs.size()));
+  // This device's piece of every input.
+  std::vector<HostTensor> local(inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Placement &p = sig.globalInputs[i];
+    if (inputs[i].dtype != p.spec.dtype || inputs[i].shape != p.spec.shape)
+      return Status::error("input " + std::to_string(i) + ": expected " +
+                           p.spec.str() + ", got " +
+                           TensorSpec{inputs[i].dtype, inputs[i].shape}.str());
+    std::vector<int64_t> shape, offset;
+    localPiece(p.spec.shape, p.sbp, mesh, coords, shape, offset);
+    HostTensor &t = local[i];
+    t.dtype = p.spec.dtype;
+    t.shape = shape;
+    t.data.assign(TensorSpec{t.dtype, shape}.byteSize(), 0);
+    // A partial input is the value on each axis' first device, zeros on
+    // the others (their sum is the value).
+    bool keep = true;
+    for (size_t a = 0; a < p.sbp.size(); ++a)
+      if (p.sbp[a].kind == SbpEntry::PartialSum && coords[a] != 0)
+        keep = false;
+    if (keep)
+      detail::copyBox(inputs[i].data.data(), p.spec.shape, offset,
+                      t.data.data(), shape,
+                      std::vector<int64_t>(shape.size(), 0), shape,
+                      dtypeSize(t.dtype));
+  }
+  std::vector<ConstBuffer> in;
+  for (const HostTensor &t : local)
+    in.push_back({t.data.data(), t.data.size()});
+  std::vector<HostTensor> pieces(sig.outputs.size());
+  std::vector<MutableBuffer> out;
+  for (size_t i = 0; i < sig.outputs.size(); ++i) {
+    pieces[i].dtype = sig.outputs[i].dtype;
+    pieces[i].shape = sig.outputs[i].shape;
+    pieces[i].data.assign(sig.outputs[i].byteSize(), 0);
+    out.push_back({pieces[i].data.data(), pieces[i].data.size()});
+  }
+  if (Status s = run(*index, in, out); !s)
+    return s;
+  // Whole outputs: undo each axis' layout, innermost first.
+  std::vector<HostTensor> results;
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    const Placement &p = sig.globalOutputs[i];
+    HostTensor current = std::move(pieces[i]);
+    std::vector<SbpEntry> sbp = p.sbp;
+    for (size_t a = sbp.size(); a-- > 0;) {
+      if (sbp[a].kind == SbpEntry::Broadcast)
+        continue;
+      detail::CollectiveCommand cmd;
+      cmd.dtype = current.dtype;
+      cmd.inputShape = current.shape;
+      cmd.meshAxes = {static_cast<int64_t>(a)};
+      std::vector<SbpEntry> next = sbp;
+      next[a].kind = SbpEntry::Broadcast;
+      std::vector<int64_t> shape, offset;
+      localPiece(p.spec.shape, next, mesh, coords, shape, offset);
+      cmd.outputShape = shape;
+      if (sbp[a].kind == SbpEntry::Split) {
+        cmd.kind = detail::CollectiveCommand::AllGather;
+        cmd.dim = sbp[a].dim;
+      } else {
+        cmd.kind = detail::CollectiveCommand::AllReduce;
+        cmd.reduction = sbp[a].kind == SbpEntry::PartialMax ? Reduction::Max
+                                                            : Reduction::Sum;
+      }
+      HostTensor whole;
+      whole.dtype = current.dtype;
+      whole.shape = shape;
+      whole.data.assign(TensorSpec{whole.dtype, shape}.byteSize(), 0);
+      StatusOr<Group *> g = group(cmd.meshAxes);
+      if (!g)
+        return g.status();
+      if (Status s = detail::runCollective(cmd, **g, current.data.data(),
+                                           whole.data.data());
+          !s)
+        return Status::error("assembling output " + std::to_string(i) + ": " +
+                             s.message());
+      current = std::move(whole);
+      sbp = next;
+    }
+    results.push_back(std::move(current));
+  }
+  return results;
 }

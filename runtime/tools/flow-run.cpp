@@ -13,6 +13,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "flow/runtime/Communicator.h"
 #include "flow/runtime/Executable.h"
 #include "flow/runtime/Npy.h"
 #include "flow/runtime/Session.h"
@@ -213,9 +214,38 @@ int main(int argc, char **argv) {
     return fail(loaded.status().message());
   std::shared_ptr<const Executable> exe = std::move(*loaded);
 
+  // A mesh executable runs as one process per device (under mpirun).
+  std::shared_ptr<Communicator> comm;
+  if (!exe->mesh().empty()) {
+    int64_t devices = 1;
+    for (int64_t d : exe->mesh())
+      devices *= d;
+    if (launchedByMpi() || devices > 1) {
+      StatusOr<std::shared_ptr<Communicator>> world = mpiWorld();
+      if (!world)
+        return fail(world.status().message());
+      comm = *world;
+    }
+  }
+  // After this point a failing rank takes the others down with it.
+  auto failAll = [&](const std::string &message) {
+    if (!comm || comm->size() == 1)
+      return fail(message);
+    fprintf(stderr, "flow-run: error (rank %d): %s\n", comm->rank(),
+            message.c_str());
+    fflush(stderr);
+    comm->abort(1);
+  };
+  bool writer = !comm || comm->rank() == 0;
+
   std::string function = options.function;
   if (function.empty()) {
-    std::vector<std::string> names = exe->functionNames();
+    std::vector<std::string> names;
+    for (const FunctionSignature &sig : exe->functions()) {
+      const std::string &name = sig.ranks.empty() ? sig.name : sig.globalName;
+      if (std::find(names.begin(), names.end(), name) == names.end())
+        names.push_back(name);
+    }
     if (names.size() != 1) {
       std::string list;
       for (const std::string &name : names)
@@ -225,10 +255,13 @@ int main(int argc, char **argv) {
     }
     function = names[0];
   }
-  StatusOr<size_t> index = exe->findFunction(function);
+  StatusOr<size_t> index =
+      exe->findFunction(function, comm ? comm->rank() : 0);
   if (!index)
-    return fail(index.status().message());
-  size_t expected = exe->functions()[*index].inputs.size();
+    return failAll(index.status().message());
+  const FunctionSignature &chosen = exe->functions()[*index];
+  size_t expected = chosen.ranks.empty() ? chosen.inputs.size()
+                                         : chosen.globalInputs.size();
   if (options.inputs.size() != expected)
     return fail("function '" + function + "' takes " +
                 std::to_string(expected) + " inputs, got " +
@@ -242,10 +275,13 @@ int main(int argc, char **argv) {
     inputs.push_back(std::move(*tensor));
   }
 
+  RuntimeOptions runtimeOptions;
+  runtimeOptions.threads = options.threads;
+  runtimeOptions.communicator = comm;
   StatusOr<std::unique_ptr<Session>> session =
-      Session::create(exe, RuntimeOptions{options.threads});
+      Session::create(exe, runtimeOptions);
   if (!session)
-    return fail(session.status().message());
+    return failAll(session.status().message());
 
   using Clock = std::chrono::steady_clock;
   std::vector<double> times;
@@ -254,14 +290,14 @@ int main(int argc, char **argv) {
       options.iterations > 0 ? options.warmup + options.iterations : 1;
   for (int64_t call = 0; call < calls; ++call) {
     Clock::time_point start = Clock::now();
-    results = (*session)->run(function, inputs);
+    results = (*session)->runGlobal(function, inputs);
     std::chrono::duration<double, std::milli> elapsed = Clock::now() - start;
     if (!results)
-      return fail(results.status().message());
+      return failAll(results.status().message());
     if (options.iterations > 0 && call >= options.warmup)
       times.push_back(elapsed.count());
   }
-  if (!times.empty()) {
+  if (!times.empty() && writer) {
     std::sort(times.begin(), times.end());
     size_t n = times.size();
     double median =
@@ -273,6 +309,8 @@ int main(int argc, char **argv) {
            median, times.back());
   }
 
+  if (!writer)
+    return 0;
   if (!options.outputDir.empty()) {
     if (::mkdir(options.outputDir.c_str(), 0777) != 0 && errno != EEXIST)
       return fail("cannot create '" + options.outputDir +

@@ -8,9 +8,12 @@
 
 flow.mesh @mesh [2]
 
-func.func @forward(%x: tensor<8x16xf32> {flow.sbp = #flow.sbp<[S(0)]>}, %w: tensor<16x32xf32>,
-                   %b: tensor<32xf32>) -> tensor<8x32xf32> attributes {flow.mesh = @mesh} {
-  %m = flow.matmul %x, %w : (tensor<8x16xf32>, tensor<16x32xf32>) -> tensor<8x32xf32>
+// A function without `flow.mesh` runs on one device: its annotations are
+// dropped (test/Pipelines/compile-mesh.mlir compiles a mesh function).
+func.func @forward(%x: tensor<8x16xf32>, %w: tensor<16x32xf32>,
+                   %b: tensor<32xf32>) -> tensor<8x32xf32> {
+  %xs = flow.annotate %x as #flow.sbp<[S(0)]> on @mesh : tensor<8x16xf32>
+  %m = flow.matmul %xs, %w : (tensor<8x16xf32>, tensor<16x32xf32>) -> tensor<8x32xf32>
   %a = flow.add %m, %b : (tensor<8x32xf32>, tensor<32xf32>) -> tensor<8x32xf32>
   %r = flow.relu %a : tensor<8x32xf32>
   return %r : tensor<8x32xf32>

@@ -42,6 +42,9 @@ struct ExecutableStats {
   int64_t numGemms = 0;
   int64_t numCopies = 0;
   int64_t constantBytes = 0;
+  int64_t numCollectives = 0;
+  /// Bytes each device receives from its collectives (their outputs).
+  int64_t collectiveBytes = 0;
   /// Bytes of the parameters read from the archive.
   int64_t parameterBytes = 0;
 };

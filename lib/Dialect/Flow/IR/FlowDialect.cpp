@@ -124,6 +124,34 @@ LogicalResult FlowDialect::verifyOperationAttribute(Operation *op,
                                << "' must be a non-empty array of ranks >= 0";
     return success();
   }
+  if (attr.getName() == getGlobalInputsAttrName() ||
+      attr.getName() == getGlobalOutputsAttrName()) {
+    auto list = dyn_cast<ArrayAttr>(attr.getValue());
+    auto bad = [&]() {
+      return op->emitOpError()
+             << "'" << attr.getName().getValue()
+             << "' must be an array of [tensor type, #flow.sbp] pairs";
+    };
+    if (!list)
+      return bad();
+    FailureOr<MeshOp> mesh = getFunctionMesh(op, "the function");
+    if (failed(mesh))
+      return failure();
+    for (Attribute entry : list) {
+      auto pair = dyn_cast<ArrayAttr>(entry);
+      if (!pair || pair.size() != 2 || !isa<TypeAttr>(pair[0]) ||
+          !isa<SbpAttr>(pair[1]))
+        return bad();
+      if (failed(cast<SbpAttr>(pair[1]).verifyFor(
+              (*mesh).getShape(), cast<TypeAttr>(pair[0]).getValue(),
+              [&]() {
+                return op->emitOpError()
+                       << "'" << attr.getName().getValue() << "': ";
+              })))
+        return failure();
+    }
+    return success();
+  }
   if (attr.getName() == getPartitionOfAttrName()) {
     if (!isa<StringAttr>(attr.getValue()))
       return op->emitOpError()

@@ -80,7 +80,8 @@ struct OutlineKernelsPass
 
   /// Ops the host schedule runs itself.
   bool staysOnHost(Operation *op) const {
-    if (isa<ConstantOp, ParameterOp, ReshapeOp, AnnotateOp>(op))
+    if (isa<ConstantOp, ParameterOp, ReshapeOp, AnnotateOp, AllReduceOp,
+            AllGatherOp, ReduceScatterOp, AllToAllOp>(op))
       return true;
     if (auto matmul = dyn_cast<MatmulOp>(op))
       return libraryMatmul &&

@@ -382,12 +382,34 @@ struct PartitionPass : flow::impl::PartitionPassBase<PartitionPass> {
       written.push_back({*func, {rank}});
     }
     StringAttr globalName = global.getSymNameAttr();
+    // The global signature: what the runtime slices inputs from and
+    // assembles outputs into.
+    auto placements = [&](TypeRange types, auto sbpAt) {
+      SmallVector<Attribute> entries;
+      for (auto [i, t] : llvm::enumerate(types))
+        entries.push_back(
+            ArrayAttr::get(ctx, {TypeAttr::get(t), sbpAt(i)}));
+      return ArrayAttr::get(ctx, entries);
+    };
+    StringRef sbpName = FlowDialect::getSbpAttrName();
+    unsigned meshRank = shape.size();
+    auto sbpOr = [&](SbpAttr a) {
+      return a ? a : SbpAttr::get(ctx, broadcastSbp(meshRank));
+    };
+    ArrayAttr inputs = placements(global.getArgumentTypes(), [&](size_t i) {
+      return sbpOr(global.getArgAttrOfType<SbpAttr>(i, sbpName));
+    });
+    ArrayAttr outputs = placements(global.getResultTypes(), [&](size_t i) {
+      return sbpOr(global.getResultAttrOfType<SbpAttr>(i, sbpName));
+    });
     global.erase();
     for (auto &[func, ranks] : written) {
       func->setAttr(FlowDialect::getRanksAttrName(),
                     DenseI64ArrayAttr::get(ctx, ranks));
       func->setAttr(FlowDialect::getMeshAttrName(), ref);
       func->setAttr(FlowDialect::getPartitionOfAttrName(), globalName);
+      func->setAttr(FlowDialect::getGlobalInputsAttrName(), inputs);
+      func->setAttr(FlowDialect::getGlobalOutputsAttrName(), outputs);
       if (written.size() == 1)
         func.setSymName(globalName);
       ++numDevicePrograms;

@@ -24,6 +24,9 @@ struct StripAnnotationsPass
 
   void runOnOperation() override {
     func::FuncOp func = getOperation();
+    // A device program keeps its mesh: its collectives run over it.
+    if (func->hasAttr(FlowDialect::getRanksAttrName()))
+      return;
     func.walk([&](AnnotateOp op) {
       op.getResult().replaceAllUsesWith(op.getInput());
       op.erase();

@@ -48,6 +48,19 @@ struct TensorSpec {
   std::string str() const;
 };
 
+/// One entry of an nd-SBP: how a global tensor is laid out along one mesh
+/// axis (S(dim), B, P(sum) or P(max)).
+struct SbpEntry {
+  enum Kind { Split, Broadcast, PartialSum, PartialMax } kind = Broadcast;
+  int64_t dim = 0;
+};
+
+/// A global tensor of a mesh function and its layout.
+struct Placement {
+  TensorSpec spec;
+  std::vector<SbpEntry> sbp;
+};
+
 /// The signature of one function of an executable.
 struct FunctionSignature {
   std::string name;
@@ -55,7 +68,22 @@ struct FunctionSignature {
   std::vector<TensorSpec> outputs;
   /// Bytes of transient memory one call needs.
   uint64_t arenaSize = 0;
+  /// For a device program of a mesh function: the devices that run it,
+  /// the global function's name and its global inputs and outputs
+  /// (`inputs`/`outputs` are this device's pieces). Empty otherwise.
+  std::vector<int64_t> ranks;
+  std::string globalName;
+  std::vector<Placement> globalInputs, globalOutputs;
 };
+
+/// The shape of the piece of `global` laid out as `sbp` on `mesh` that the
+/// device at `coords` holds, and its offset (the first N mod p devices of
+/// an axis hold one more element).
+void localPiece(const std::vector<int64_t> &global,
+                const std::vector<SbpEntry> &sbp,
+                const std::vector<int64_t> &mesh,
+                const std::vector<int64_t> &coords,
+                std::vector<int64_t> &shape, std::vector<int64_t> &offset);
 
 /// How to find an executable's parameters.
 struct LoadOptions {
@@ -94,6 +122,13 @@ public:
   /// The index of the function called \p name, or an error listing the
   /// functions there are.
   StatusOr<size_t> findFunction(const std::string &name) const;
+
+  /// The mesh the executable's mesh functions run on (empty: one device).
+  const std::vector<int64_t> &mesh() const;
+
+  /// The function device `rank` runs for the (global) function `name`: a
+  /// device program of a mesh function, or `name` itself.
+  StatusOr<size_t> findFunction(const std::string &name, int64_t rank) const;
 
   /// The number of kernels and constants (for tools and tests).
   size_t numKernels() const;

@@ -15,11 +15,13 @@
 #ifndef FLOW_RUNTIME_SESSION_H
 #define FLOW_RUNTIME_SESSION_H
 
+#include "flow/runtime/Communicator.h"
 #include "flow/runtime/Executable.h"
 #include "flow/runtime/Npy.h"
 #include "flow/runtime/Status.h"
 
 #include <cstddef>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -34,6 +36,10 @@ class ThreadPool;
 struct RuntimeOptions {
   /// Threads for workgroups and BLAS; 0 means one per hardware thread.
   int threads = 0;
+  /// For an executable with a mesh: the processes running it, one per
+  /// device (rank r is mesh device r). Null: a single process, which runs
+  /// only meshes of one device.
+  std::shared_ptr<Communicator> communicator;
 };
 
 /// Read-only bytes the caller owns (an input).
@@ -79,6 +85,16 @@ public:
   Status run(size_t function, const std::vector<ConstBuffer> &inputs,
              const std::vector<MutableBuffer> &outputs);
 
+  /// Runs the global function \p function of a mesh executable on this
+  /// device: \p inputs are the whole (global) tensors, of which it uses its
+  /// pieces, and every device gets the whole outputs back. On executables
+  /// without a mesh this is run().
+  StatusOr<std::vector<HostTensor>>
+  runGlobal(const std::string &function, const std::vector<HostTensor> &inputs);
+
+  /// This process' device (mesh rank), 0 without a mesh.
+  int64_t rank() const { return deviceRank; }
+
 private:
   struct Arena;
   Session(std::shared_ptr<const Executable> executable, int threads);
@@ -88,6 +104,14 @@ private:
   /// One arena per function, allocated at its first call.
   std::vector<std::unique_ptr<Arena>> arenas;
   std::mutex runMutex;
+  /// Mesh execution: the communicator, this device's rank and coordinates,
+  /// and one group per set of mesh axes a collective runs over.
+  std::shared_ptr<Communicator> comm;
+  int64_t deviceRank = 0;
+  std::vector<int64_t> coords;
+  std::map<std::vector<int64_t>, std::unique_ptr<Group>> groups;
+  Status makeGroups();
+  StatusOr<Group *> group(const std::vector<int64_t> &axes);
 };
 
 } // namespace runtime

@@ -65,6 +65,14 @@ def Flow_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral getPartitionOfAttrName() {
       return ::llvm::StringLiteral("flow.partition_of");
     }
+    /// On a partitioned function: the global function's inputs and outputs,
+    /// each `[type, #flow.sbp]`.
+    static constexpr ::llvm::StringLiteral getGlobalInputsAttrName() {
+      return ::llvm::StringLiteral("flow.global_inputs");
+    }
+    static constexpr ::llvm::StringLiteral getGlobalOutputsAttrName() {
+      return ::llvm::StringLiteral("flow.global_outputs");
+    }
     /// Marks a function as a kernel (set by flow-outline-kernels).
     static constexpr ::llvm::StringLiteral getKernelAttrName() {
       return ::llvm::StringLiteral("flow.kernel");

@@ -1,0 +1,27 @@
+// A mesh function compiles to one program per distinct device: the SBPs
+// are propagated, the program partitioned, and the collectives run on the
+// host schedule between kernels and GEMMs.
+// RUN: flow-compile %s --compile-to=flow | FileCheck %s --check-prefix=FLOW
+// RUN: flow-compile %s -o %t.fbin --report=%t.json && FileCheck %s --input-file=%t.json --check-prefix=REPORT
+
+flow.mesh @mesh [2]
+
+func.func @forward(%x: tensor<8x16xf32> {flow.sbp = #flow.sbp<[S(0)]>}, %w: tensor<16x32xf32>,
+                   %b: tensor<32xf32>) -> tensor<8x32xf32> attributes {flow.mesh = @mesh} {
+  %m = flow.matmul %x, %w : (tensor<8x16xf32>, tensor<16x32xf32>) -> tensor<8x32xf32>
+  %a = flow.add %m, %b : (tensor<8x32xf32>, tensor<32xf32>) -> tensor<8x32xf32>
+  %r = flow.relu %a : tensor<8x32xf32>
+  return %r : tensor<8x32xf32>
+}
+
+// FLOW-LABEL: func.func @forward(%{{.*}}: tensor<4x16xf32>, %{{.*}}: tensor<16x32xf32>, %{{.*}}: tensor<32xf32>) -> tensor<8x32xf32>
+// FLOW-SAME: flow.global_inputs = {{\[\[}}tensor<8x16xf32>, #flow.sbp<[S(0)]>], [tensor<16x32xf32>, #flow.sbp<[B]>], [tensor<32xf32>, #flow.sbp<[B]>{{\]\]}}
+// FLOW-SAME: flow.ranks = array<i64: 0, 1>
+// FLOW: flow.matmul {{.*}} -> tensor<4x32xf32>
+// FLOW: call @forward_k0
+// FLOW: %[[R:.*]] = call @forward_k1
+// FLOW: %[[G:.*]] = flow.all_gather %[[R]] on @mesh axes = [0] dim = 0 : tensor<4x32xf32> -> tensor<8x32xf32>
+// FLOW: return %[[G]]
+
+// REPORT: "collectives": 1
+// REPORT: "gemms": 1
