@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "flow/Pipelines/Pipelines.h"
+#include "mlir/IR/Verifier.h"
 #include "flow/Conversion/Passes.h"
 #include "flow/Dialect/Flow/IR/FlowDialect.h"
 #include "flow/Dialect/Flow/IR/FlowOps.h"
@@ -78,6 +79,37 @@ void mlir::flow::registerCompilerPasses() {
     // them); applying unregistered options fails.
     registerPassManagerCLOptions();
   });
+}
+
+std::optional<std::vector<int64_t>>
+mlir::flow::parseMeshShape(StringRef text) {
+  std::vector<int64_t> shape;
+  SmallVector<StringRef> parts;
+  text.split(parts, 'x');
+  for (StringRef part : parts) {
+    int64_t n;
+    if (part.getAsInteger(10, n) || n < 1 || n > 65536)
+      return std::nullopt;
+    shape.push_back(n);
+  }
+  if (shape.empty())
+    return std::nullopt;
+  return shape;
+}
+
+/// Puts the public functions without a mesh on a new mesh of `shape`.
+static LogicalResult applyMesh(ModuleOp module, ArrayRef<int64_t> shape) {
+  std::string name = "mesh";
+  for (int i = 0; SymbolTable::lookupSymbolIn(module, name); ++i)
+    name = "mesh" + std::to_string(i);
+  OpBuilder b = OpBuilder::atBlockBegin(module.getBody());
+  MeshOp::create(b, module.getLoc(), name, shape);
+  auto ref = FlatSymbolRefAttr::get(module.getContext(), name);
+  for (func::FuncOp func : module.getOps<func::FuncOp>())
+    if (func.isPublic() && !func.isExternal() &&
+        !func->hasAttr(FlowDialect::getMeshAttrName()))
+      func->setAttr(FlowDialect::getMeshAttrName(), ref);
+  return success();
 }
 
 namespace {
@@ -179,6 +211,9 @@ FailureOr<CompileResult> mlir::flow::compile(ModuleOp module,
     result.module = OwningOpRef<ModuleOp>(m);
     return std::move(result);
   };
+  if (!options.mesh.empty() &&
+      (failed(applyMesh(module, options.mesh)) || failed(verify(module))))
+    return failure();
   if (options.compileTo == Phase::Input)
     return stop(module.clone());
 
@@ -276,6 +311,20 @@ void CompileReport::writeJson(raw_ostream &os) const {
       {"constant_bytes", executable.constantBytes},
       {"parameter_bytes", executable.parameterBytes},
       {"collectives", executable.numCollectives},
+      {"collective_ops",
+       [&] {
+         llvm::json::Array list;
+         for (const ExecutableStats::Collective &c : executable.collectives) {
+           llvm::json::Array axes;
+           for (int64_t a : c.meshAxes)
+             axes.push_back(a);
+           list.push_back(llvm::json::Object{{"function", c.function},
+                                             {"op", c.op},
+                                             {"mesh_axes", std::move(axes)},
+                                             {"bytes_per_device", c.bytes}});
+         }
+         return list;
+       }()},
       {"kernel_library_bytes", kernelLibraryBytes},
       {"executable_bytes", executableBytes},
   };

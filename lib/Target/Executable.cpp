@@ -467,6 +467,9 @@ FunctionWriter::collective(Operation &op) {
   std::vector<int64_t> outShape = outType.getShape().vec();
   fb::BufferRef in = ref(input), out = ref(output);
   stats.collectiveBytes += byteSize(outType);
+  stats.collectives.push_back(
+      {op.getParentOfType<func::FuncOp>().getSymName().str(),
+       op.getName().stripDialect().str(), meshAxes, byteSize(outType)});
   return fb::CreateCollectiveDirect(fbb, kind, reduction, &meshAxes, *dtype,
                                     &inShape, &outShape, dim, splitDim,
                                     concatDim, &in, &out)

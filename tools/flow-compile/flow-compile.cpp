@@ -65,6 +65,12 @@ static cl::opt<bool>
                   cl::desc("Run f32 matmuls as library GEMMs (default on)"),
                   cl::init(true));
 
+static cl::opt<std::string>
+    meshShape("mesh",
+              cl::desc("Run public functions without a flow.mesh on a mesh "
+                       "of this shape: 4, 2x2 (one process per device)"),
+              cl::value_desc("shape"), cl::init(""));
+
 static cl::opt<std::string> parametersFile(
     "parameters",
     cl::desc("For an .onnx input: the safetensors archive to write the "
@@ -186,7 +192,10 @@ int main(int argc, char **argv) {
   OwningOpRef<ModuleOp> module;
   {
     TimingScope parseTiming = timing.nest("parse");
-    module = parseSourceFile<ModuleOp>(sourceMgr, &context);
+    // With --mesh the module is verified once the mesh is applied (an
+    // argument's flow.sbp needs its function's mesh).
+    ParserConfig config(&context, /*verifyAfterParse=*/meshShape.empty());
+    module = parseSourceFile<ModuleOp>(sourceMgr, config);
   }
   if (!module)
     return 1;
@@ -196,6 +205,16 @@ int main(int argc, char **argv) {
   options.cpu.cpu = cpu;
   options.compileTo = *phase;
   options.libraryMatmul = libraryMatmul;
+  if (!meshShape.empty()) {
+    std::optional<std::vector<int64_t>> shape = parseMeshShape(meshShape);
+    if (!shape) {
+      llvm::errs() << "flow-compile: error: --mesh needs a shape like 4 or "
+                      "2x2, got '"
+                   << meshShape << "'\n";
+      return 1;
+    }
+    options.mesh = *shape;
+  }
   FailureOr<CompileResult> result = compile(*module, options, &timing);
   if (failed(result))
     return 1;

@@ -46,7 +46,13 @@ struct CompileOptions {
   Phase compileTo = Phase::Fbin;
   /// f32 matmuls as library GEMMs (else generated kernels).
   bool libraryMatmul = true;
+  /// When not empty, public functions without a `flow.mesh` run on a new
+  /// mesh of this shape (`--mesh=4`, `--mesh=2x2`).
+  std::vector<int64_t> mesh;
 };
+
+/// Parses a mesh shape: `4`, `2x2`; std::nullopt when malformed.
+std::optional<std::vector<int64_t>> parseMeshShape(StringRef text);
 
 /// Phase timings and figures about the result (`--report`).
 struct CompileReport {

@@ -43,6 +43,14 @@ struct ExecutableStats {
   int64_t numCopies = 0;
   int64_t constantBytes = 0;
   int64_t numCollectives = 0;
+  /// Every collective: its device program, op, mesh axes and the bytes it
+  /// delivers to each device (its output).
+  struct Collective {
+    std::string function, op;
+    std::vector<int64_t> meshAxes;
+    int64_t bytes = 0;
+  };
+  std::vector<Collective> collectives;
   /// Bytes each device receives from its collectives (their outputs).
   int64_t collectiveBytes = 0;
   /// Bytes of the parameters read from the archive.

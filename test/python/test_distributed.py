@@ -1,0 +1,197 @@
+"""Mesh programs under mpirun: the models of test/models in data parallel,
+tensor parallel and a 2-D mix give the results of one process.
+
+Each case compiles the global program twice, once for one device and once
+with `flow-compile --mesh` and the SBPs of the case on its arguments, runs
+the first with flow-run and the second under `mpirun -np N flow-run`, and
+compares (f32, 1e-5 relative to the output's largest magnitude: tensor
+parallel sums partial products in another order than one device does).
+Oversubscribed on 2 cores, which is fine: correctness, not speed.
+"""
+
+import json
+import os
+import re
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+
+from conftest import ROOT
+from flowtest import tool
+
+MPIRUN = shutil.which("mpirun")
+pytestmark = pytest.mark.skipif(MPIRUN is None, reason="needs Open MPI's mpirun")
+
+MODELS = ROOT / "test" / "models"
+
+
+def with_sbp(text, sbps):
+    """The model text with `flow.sbp` attributes on the named arguments."""
+    for name, sbp in sbps.items():
+        pattern = re.compile(r"(%" + name + r": tensor<[^>]*>)")
+        text, n = pattern.subn(
+            r"\1 {flow.sbp = #flow.sbp<[" + sbp + r"]>}", text, count=1)
+        assert n == 1, name
+    return text
+
+
+def arguments(text):
+    sig = text[text.index("func.func @forward("):text.index(") ->")]
+    return re.findall(r"%(\w+): tensor<([0-9x]+)xf32>", sig)
+
+
+def mpirun(n, args, **kwargs):
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1",
+               OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", OMPI_MCA_rmaps_base_oversubscribe="1")
+    return subprocess.run([MPIRUN, "-np", str(n), *map(str, args)],
+                          capture_output=True, text=True, env=env, timeout=300,
+                          **kwargs)
+
+
+def compile_text(text, out, *flags):
+    src = out.with_suffix(".mlir")
+    src.write_text(text)
+    result = subprocess.run([str(tool("flow-compile")), str(src), "-o",
+                             str(out), *flags], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    return out
+
+
+def run_case(tmp_path, model, ranks, mesh, sbps, scale=0.1):
+    text = (MODELS / f"{model}.mlir").read_text()
+    rng = np.random.default_rng(0)
+    inputs = []
+    for name, shape in arguments(text):
+        dims = [int(d) for d in shape.split("x")]
+        value = rng.standard_normal(dims).astype(np.float32) * scale
+        if name.startswith("v"):  # batch-norm variances
+            value = np.abs(value) + 1
+        path = tmp_path / f"{name}.npy"
+        np.save(path, value)
+        inputs.append(f"--input={path}")
+    single = compile_text(text, tmp_path / "single.fbin")
+    one = subprocess.run([str(tool("flow-run")), str(single), *inputs,
+                          f"--output-dir={tmp_path / 'one'}", "--threads=1"],
+                         capture_output=True, text=True)
+    assert one.returncode == 0, one.stderr
+    mesh_fbin = compile_text(with_sbp(text, sbps), tmp_path / "mesh.fbin",
+                             f"--mesh={mesh}",
+                             f"--report={tmp_path / 'report.json'}")
+    many = mpirun(ranks, [tool("flow-run"), mesh_fbin, *inputs,
+                          f"--output-dir={tmp_path / 'many'}", "--threads=1"])
+    assert many.returncode == 0, many.stderr + many.stdout
+    want = np.load(tmp_path / "one" / "result_0.npy")
+    got = np.load(tmp_path / "many" / "result_0.npy")
+    assert got.shape == want.shape
+    scale = float(np.abs(want).max())
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5 * scale)
+    return json.loads((tmp_path / "report.json").read_text())
+
+
+MLP_DP = {"x": "S(0)"}
+MLP_TP = {"w1": "S(1)", "b1": "S(0)", "w2": "S(0)"}
+
+
+@pytest.mark.parametrize("ranks", [2, 4])
+def test_mlp_data_parallel(tmp_path, ranks):
+    report = run_case(tmp_path, "mlp", ranks, str(ranks), MLP_DP)
+    # One program for every device, one collective: the result's gather.
+    assert report["collective_ops"] == [
+        {"function": "forward", "op": "all_gather", "mesh_axes": [0],
+         "bytes_per_device": 16 * 10 * 4}]
+
+
+def test_mlp_data_parallel_uneven(tmp_path):
+    # 16 rows over 3 devices: 6, 5 and 5.
+    run_case(tmp_path, "mlp", 3, "3", MLP_DP)
+
+
+@pytest.mark.parametrize("ranks", [2, 4])
+def test_mlp_tensor_parallel(tmp_path, ranks):
+    report = run_case(tmp_path, "mlp", ranks, str(ranks), MLP_TP)
+    # Column split then row split leaves partial sums; the greedy plan
+    # reduce-scatters them (cheaper than an all-reduce) into a batch split
+    # for the rest and gathers the result: two collectives.
+    ops = [c["op"] for c in report["collective_ops"]
+           if c["function"] == "forward_r0"]
+    assert ops == ["reduce_scatter", "all_gather"]
+    # Per device: half of the 16x128 f32 partial sums, then the 16x10
+    # result.
+    sizes = [c["bytes_per_device"] for c in report["collective_ops"]
+             if c["function"] == "forward_r0"]
+    assert sizes == [16 * 128 * 4 // ranks, 16 * 10 * 4]
+
+
+def test_mlp_2d(tmp_path):
+    run_case(tmp_path, "mlp", 4, "2x2",
+             {"x": "S(0), B", "w1": "B, S(1)", "b1": "B, S(0)",
+              "w2": "B, S(0)"})
+
+
+@pytest.mark.parametrize("ranks", [2, 4])
+def test_transformer_data_parallel(tmp_path, ranks):
+    # Batch 2 splits over 2 devices; on 4, the sequence dimension.
+    sbp = "S(0)" if ranks == 2 else "S(1)"
+    run_case(tmp_path, "transformer", ranks, str(ranks), {"x": sbp})
+
+
+def test_transformer_tensor_parallel(tmp_path):
+    run_case(tmp_path, "transformer", 2, "2",
+             {"wq": "S(1)", "wk": "S(1)", "wv": "S(1)"})
+
+
+def test_transformer_2d(tmp_path):
+    run_case(tmp_path, "transformer", 4, "2x2", {"x": "S(0), S(1)"})
+
+
+def test_cnn_data_parallel(tmp_path):
+    run_case(tmp_path, "cnn", 2, "2", {"x": "S(0)"})
+
+
+def test_cnn_channel_parallel(tmp_path):
+    run_case(tmp_path, "cnn", 2, "2", {"k1": "S(0)"})
+
+
+# ---------------------------------------------------------------------------
+# Bad input
+# ---------------------------------------------------------------------------
+
+def test_wrong_rank_count_is_an_error_not_a_hang(tmp_path):
+    text = with_sbp((MODELS / "mlp.mlir").read_text(), MLP_DP)
+    fbin = compile_text(text, tmp_path / "mesh.fbin", "--mesh=2")
+    inputs = []
+    for name, shape in arguments(text):
+        path = tmp_path / f"{name}.npy"
+        np.save(path, np.zeros([int(d) for d in shape.split("x")], np.float32))
+        inputs.append(f"--input={path}")
+    result = mpirun(3, [tool("flow-run"), fbin, *inputs])
+    assert result.returncode != 0
+    assert ("mesh of 2 devices but 3 processes are running it (start it with "
+            "mpirun -np 2)") in result.stderr
+    alone = subprocess.run([str(tool("flow-run")), str(fbin), *inputs],
+                           capture_output=True, text=True)
+    assert alone.returncode == 1
+    assert "but 1 process is running it" in alone.stderr
+
+
+def test_split_longer_than_the_dimension_is_refused(tmp_path):
+    text = with_sbp((MODELS / "transformer.mlir").read_text(), {"x": "S(0)"})
+    src = tmp_path / "t.mlir"
+    src.write_text(text)
+    result = subprocess.run([str(tool("flow-compile")), str(src), "-o",
+                             str(tmp_path / "t.fbin"), "--mesh=4"],
+                            capture_output=True, text=True)
+    assert result.returncode == 1
+    assert "error" in result.stderr and "S(0)" in result.stderr
+
+
+def test_bad_mesh_flag(tmp_path):
+    src = tmp_path / "m.mlir"
+    src.write_text((MODELS / "mlp.mlir").read_text())
+    result = subprocess.run([str(tool("flow-compile")), str(src), "-o",
+                             str(tmp_path / "m.fbin"), "--mesh=2xx"],
+                            capture_output=True, text=True)
+    assert result.returncode == 1
+    assert "--mesh needs a shape like 4 or 2x2, got '2xx'" in result.stderr
