@@ -25,6 +25,7 @@ import numpy as np
 from ._flow import FlowError, Module as _Module, compile as _compile
 from ._emitter import UnsupportedOpsError
 from .torch_import import import_torch
+from . import sbp
 
 __all__ = ["FlowError", "UnsupportedOpsError", "CompiledModule",
            "CompiledModel", "compile", "compile_mlir", "compile_ir",
@@ -52,7 +53,16 @@ class CompiledModule:
         """(inputs, outputs): lists of (dtype, shape)."""
         return self._module.signature(self._pick(function))
 
+    @property
+    def rank(self) -> int:
+        """This process' device in the mesh (0 without a mesh)."""
+        return self._module.rank
+
     def __call__(self, *inputs, function=None):
+        if self._module.has_mesh:
+            # Global inputs in, global outputs out, on every process.
+            return tuple(self._module.run_global(self._pick(function),
+                                                 list(inputs)))
         return tuple(self._module.run(self._pick(function), list(inputs)))
 
     def _pick(self, function):
@@ -77,7 +87,7 @@ def import_onnx(model, *, parameters=None, input_shapes=None, constants=None,
 
 def compile_mlir(source: str, target: str = "cpu", threads: int = 0,
                  library_matmul: bool = True, parameters: str = "",
-                 base_directory: str = "", cpu: str = "host"
+                 base_directory: str = "", cpu: str = "host", mesh=None
                  ) -> CompiledModule:
     """Compiles flow-dialect MLIR text for `target` and loads it.
 
@@ -87,8 +97,16 @@ def compile_mlir(source: str, target: str = "cpu", threads: int = 0,
     directory); `parameters` overrides it."""
     return CompiledModule(
         _compile(source, target=target, library_matmul=library_matmul,
-                 cpu=cpu),
+                 cpu=cpu, mesh=_mesh_text(mesh)),
         threads, parameters, base_directory)
+
+
+def _mesh_text(mesh) -> str:
+    if mesh is None:
+        return ""
+    if isinstance(mesh, int):
+        return str(mesh)
+    return "x".join(str(int(d)) for d in mesh)
 
 
 def compile_ir(source: str, phase: str, target: str = "cpu") -> str:
@@ -207,6 +225,10 @@ class CompiledModel:
         return outputs[0] if len(outputs) == 1 else outputs
 
 
+def _mesh_rank(mesh) -> int:
+    return 1 if isinstance(mesh, int) else len(tuple(mesh))
+
+
 def _is_onnx(model) -> bool:
     if isinstance(model, (str, os.PathLike)):
         return str(model).endswith(".onnx")
@@ -216,7 +238,8 @@ def _is_onnx(model) -> bool:
 def compile(model: Any, example_args=(), example_kwargs=None, *,
             target: str = "cpu", threads: int = 0,
             parameters: Optional[str] = None,
-            library_matmul: bool = True, cpu: str = "host") -> CompiledModel:
+            library_matmul: bool = True, cpu: str = "host", mesh=None,
+            sbp=None) -> CompiledModel:
     """Imports, compiles and loads `model`; returns a callable.
 
     `model` is a torch.nn.Module or torch.export.ExportedProgram (traced
@@ -224,6 +247,12 @@ def compile(model: Any, example_args=(), example_kwargs=None, *,
     ModelProto; example inputs are not needed). Weights go to the
     safetensors file `parameters` (kept), or to a temporary file that is
     removed once the executable has mapped it.
+
+    `mesh` (an int or a shape like (2, 2)) compiles for a device mesh, one
+    process per device: run the script under `mpirun -np N`. `sbp` places
+    inputs on it, by input name or position: {"x": flow.sbp.split(0)}, or
+    a tuple of per-axis SBPs on an nd mesh; Flow places everything else.
+    Every process passes the global inputs and gets the global outputs.
     """
     keep = parameters is not None
     archive = os.fspath(parameters) if keep else None
@@ -240,8 +269,16 @@ def compile(model: Any, example_args=(), example_kwargs=None, *,
             program = torch_program(model, example_args, example_kwargs,
                                     parameters=archive)
             frontend = "torch"
+        if sbp:
+            if mesh is None:
+                raise FlowError("sbp= places inputs on a mesh: pass mesh=")
+            from . import sbp as _sbp
+            program.text = _sbp.place_arguments(program.text,
+                                                program.input_names, sbp,
+                                                _mesh_rank(mesh))
         module = compile_mlir(program.text, target=target, threads=threads,
-                              library_matmul=library_matmul, cpu=cpu)
+                              library_matmul=library_matmul, cpu=cpu,
+                              mesh=mesh)
     finally:
         if not keep and os.path.exists(archive):
             os.unlink(archive)

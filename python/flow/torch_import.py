@@ -48,6 +48,8 @@ class ImportedProgram:
     out_spec: Any
     output_leaves: List[Tuple[str, Any]]
     in_spec: Any = None
+    #: The function's arguments, by the model's input names.
+    input_names: List[str] = dataclasses.field(default_factory=list)
 
 
 # ---------------------------------------------------------------------------
@@ -165,6 +167,7 @@ class _TorchImporter:
         constants = dict(getattr(ep, "constants", {}) or {})
         user_index = 0
         input_leaves = []
+        input_names = []
         placeholders = [n for n in ep.graph.nodes if n.op == "placeholder"]
         for node, spec in zip(placeholders, sig.input_specs):
             kind = spec.kind.name
@@ -185,6 +188,7 @@ class _TorchImporter:
                     continue
                 self.env[node] = v
                 input_leaves.append(position)
+                input_names.append(spec.arg.name)
             elif kind in ("PARAMETER", "BUFFER", "CONSTANT_TENSOR"):
                 tensor = state.get(spec.target)
                 if tensor is None:
@@ -243,7 +247,8 @@ class _TorchImporter:
         out_spec = ep.call_spec.out_spec if ep.call_spec else None
         in_spec = ep.call_spec.in_spec if ep.call_spec else None
         return ImportedProgram(text, archive if self.e.parameters else "",
-                               input_leaves, out_spec, output_leaves, in_spec)
+                               input_leaves, out_spec, output_leaves, in_spec,
+                               input_names)
 
     def _record(self, node, reason: str):
         _, _, source = _source_line(node)

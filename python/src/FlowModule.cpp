@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "flow/Pipelines/Pipelines.h"
+#include "flow/runtime/Communicator.h"
 #include "flow/runtime/Executable.h"
 #include "flow/runtime/Session.h"
 #include "mlir/IR/Diagnostics.h"
@@ -18,6 +19,9 @@
 #include "mlir/Parser/Parser.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
+
+#include <algorithm>
+#include <cstring>
 
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
@@ -36,7 +40,13 @@ struct FlowError : std::runtime_error {
 /// Compiles MLIR text. Returns bytes (phase "fbin") or the IR text.
 py::object compile(const std::string &source, const std::string &target,
                    const std::string &compileTo, bool libraryMatmul,
-                   const std::string &cpu) {
+                   const std::string &cpu, const std::string &mesh) {
+  std::optional<std::vector<int64_t>> meshShape;
+  if (!mesh.empty()) {
+    meshShape = mlir::flow::parseMeshShape(mesh);
+    if (!meshShape)
+      throw FlowError("mesh needs a shape like 4 or 2x2, got '" + mesh + "'");
+  }
   std::optional<mlir::flow::Phase> phase = mlir::flow::parsePhase(compileTo);
   if (!phase)
     throw FlowError("unknown phase '" + compileTo +
@@ -53,8 +63,9 @@ py::object compile(const std::string &source, const std::string &target,
   llvm::raw_string_ostream os(diagnostics);
   mlir::SourceMgrDiagnosticHandler handler(sourceMgr, &context, os);
 
+  mlir::ParserConfig config(&context, /*verifyAfterParse=*/!meshShape);
   mlir::OwningOpRef<mlir::ModuleOp> module =
-      mlir::parseSourceFile<mlir::ModuleOp>(sourceMgr, &context);
+      mlir::parseSourceFile<mlir::ModuleOp>(sourceMgr, config);
   if (!module)
     throw FlowError(diagnostics);
   mlir::flow::CompileOptions options;
@@ -62,6 +73,8 @@ py::object compile(const std::string &source, const std::string &target,
   options.cpu.cpu = cpu;
   options.compileTo = *phase;
   options.libraryMatmul = libraryMatmul;
+  if (meshShape)
+    options.mesh = *meshShape;
   mlir::FailureOr<mlir::flow::CompileResult> result;
   {
     py::gil_scoped_release release;
@@ -126,12 +139,79 @@ public:
       throw FlowError(error);
     rt::RuntimeOptions options;
     options.threads = threads;
+    // A mesh executable runs one process per device (mpirun -np N python).
+    if (!exe->mesh().empty()) {
+      int64_t devices = 1;
+      for (int64_t d : exe->mesh())
+        devices *= d;
+      if (rt::launchedByMpi() || devices > 1)
+        options.communicator = unwrap(rt::mpiWorld());
+    }
     session = unwrap(rt::Session::create(exe, options));
   }
 
+  /// Function names; a mesh function is listed once, by its global name.
   std::vector<std::string> functions() const {
-    return session->executable().functionNames();
+    std::vector<std::string> names;
+    for (const rt::FunctionSignature &sig : session->executable().functions()) {
+      const std::string &name = sig.ranks.empty() ? sig.name : sig.globalName;
+      if (std::find(names.begin(), names.end(), name) == names.end())
+        names.push_back(name);
+    }
+    return names;
   }
+
+  /// This process' device in the mesh (0 without one).
+  int64_t rank() const { return session->rank(); }
+
+  /// Runs a mesh function on the global inputs; every device gets the
+  /// global outputs.
+  py::list runGlobal(const std::string &name,
+                     const std::vector<py::array> &args) {
+    std::vector<rt::HostTensor> inputs;
+    for (const py::array &a : args) {
+      py::array c = py::array::ensure(a, py::array::c_style);
+      rt::HostTensor t;
+      std::string kind = py::str(c.dtype());
+      if (kind == "float32")
+        t.dtype = rt::DType::F32;
+      else if (kind == "float16")
+        t.dtype = rt::DType::F16;
+      else if (kind == "bfloat16")
+        t.dtype = rt::DType::BF16;
+      else if (kind == "int64")
+        t.dtype = rt::DType::I64;
+      else if (kind == "int32")
+        t.dtype = rt::DType::I32;
+      else if (kind == "bool")
+        t.dtype = rt::DType::I1;
+      else
+        throw FlowError("unsupported input dtype " + kind);
+      t.shape.assign(c.shape(), c.shape() + c.ndim());
+      const auto *p = static_cast<const uint8_t *>(c.data());
+      t.data.assign(p, p + c.nbytes());
+      inputs.push_back(std::move(t));
+    }
+    rt::StatusOr<std::vector<rt::HostTensor>> out =
+        std::vector<rt::HostTensor>();
+    {
+      py::gil_scoped_release release;
+      out = session->runGlobal(name, inputs);
+    }
+    if (!out)
+      throw FlowError(out.status().message());
+    py::list results;
+    for (rt::HostTensor &t : *out) {
+      py::array array(numpyDtype(t.dtype), std::vector<py::ssize_t>(
+                                               t.shape.begin(), t.shape.end()));
+      if (!t.data.empty())
+        std::memcpy(array.mutable_data(), t.data.data(), t.data.size());
+      results.append(array);
+    }
+    return results;
+  }
+
+  bool hasMesh() const { return !session->executable().mesh().empty(); }
 
   /// (inputs, outputs) of `name`, each a list of (dtype name, shape).
   py::tuple signature(const std::string &name) const {
@@ -214,7 +294,7 @@ PYBIND11_MODULE(_flow, m) {
   mlir::flow::registerCompilerPasses();
   m.def("compile", &compile, py::arg("source"), py::arg("target") = "cpu",
         py::arg("compile_to") = "fbin", py::arg("library_matmul") = true,
-        py::arg("cpu") = "host",
+        py::arg("cpu") = "host", py::arg("mesh") = "",
         "Compiles flow-dialect MLIR text: executable bytes, or the IR of an "
         "earlier phase as text.");
   py::class_<Module>(m, "Module")
@@ -224,5 +304,9 @@ PYBIND11_MODULE(_flow, m) {
       .def_property_readonly("functions", &Module::functions)
       .def_property_readonly("threads", &Module::threads)
       .def("signature", &Module::signature, py::arg("function"))
-      .def("run", &Module::run, py::arg("function"), py::arg("inputs"));
+      .def("run", &Module::run, py::arg("function"), py::arg("inputs"))
+      .def("run_global", &Module::runGlobal, py::arg("function"),
+           py::arg("inputs"))
+      .def_property_readonly("rank", &Module::rank)
+      .def_property_readonly("has_mesh", &Module::hasMesh);
 }

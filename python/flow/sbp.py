@@ -1,0 +1,65 @@
+"""SBP placements for flow.compile(..., mesh=, sbp=).
+
+    flow.compile(model, (x, w), mesh=2, sbp={"x": flow.sbp.split(0)})
+    flow.compile(model, (x,), mesh=(2, 2),
+                 sbp={"x": (flow.sbp.split(0), flow.sbp.broadcast)})
+
+An SBP says how a global tensor lies on one mesh axis: `split(d)` cuts
+dimension d (the first N mod p devices get one more element), `broadcast`
+gives every device the whole tensor, `partial_sum`/`partial_max` give
+every device a full-shape tensor whose sum (max) is the value. On an nd
+mesh, give a tuple with one entry per axis.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Dict, List, Sequence, Union
+
+__all__ = ["split", "broadcast", "partial_sum", "partial_max",
+           "place_arguments"]
+
+
+def split(dim: int) -> str:
+    """S(dim): the tensor is cut along dimension `dim`."""
+    if int(dim) < 0:
+        raise ValueError(f"split dimension must be >= 0, got {dim}")
+    return f"S({int(dim)})"
+
+
+broadcast = "B"
+partial_sum = "P"
+partial_max = "P(max)"
+
+
+def _attr(value: Union[str, Sequence[str]], rank: int) -> str:
+    entries = [value] if isinstance(value, str) else list(value)
+    if len(entries) != rank:
+        raise ValueError(f"an SBP on a mesh of rank {rank} needs {rank} "
+                         f"entries, got {entries}")
+    for e in entries:
+        if not re.fullmatch(r"S\(\d+\)|B|P|P\(sum\)|P\(max\)", e):
+            raise ValueError(f"'{e}' is not an SBP (use flow.sbp.split(d), "
+                             "broadcast, partial_sum or partial_max)")
+    return "#flow.sbp<[" + ", ".join(entries) + "]>"
+
+
+def place_arguments(text: str, names: List[str],
+                    placements: Dict[Union[str, int], object],
+                    mesh_rank: int) -> str:
+    """Adds `flow.sbp` to the arguments of the module's function."""
+    start = text.index("func.func @")
+    end = text.index(") -> (", start)
+    signature = text[start:end]
+    for key, value in placements.items():
+        index = key if isinstance(key, int) else (
+            names.index(key) if key in names else None)
+        if index is None or not 0 <= index < len(names):
+            raise ValueError(f"sbp names input {key!r}; the inputs are "
+                             f"{names}")
+        pattern = re.compile(r"(%arg" + str(index) + r": tensor<[^>]*>)")
+        signature, n = pattern.subn(
+            r"\1 {flow.sbp = " + _attr(value, mesh_rank).replace("\\", "")
+            + "}", signature, count=1)
+        assert n == 1
+    return text[:start] + signature + text[end:]
