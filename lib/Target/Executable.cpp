@@ -466,10 +466,13 @@ FunctionWriter::collective(Operation &op) {
   std::vector<int64_t> inShape = inType.getShape().vec();
   std::vector<int64_t> outShape = outType.getShape().vec();
   fb::BufferRef in = ref(input), out = ref(output);
-  stats.collectiveBytes += byteSize(outType);
+  // What the device exchanges: the gathered or exchanged result, or the
+  // tensor that is reduced.
+  int64_t bytes = isa<ReduceScatterOp>(op) ? byteSize(inType) : byteSize(outType);
+  stats.collectiveBytes += bytes;
   stats.collectives.push_back(
       {op.getParentOfType<func::FuncOp>().getSymName().str(),
-       op.getName().stripDialect().str(), meshAxes, byteSize(outType)});
+       op.getName().stripDialect().str(), meshAxes, bytes});
   return fb::CreateCollectiveDirect(fbb, kind, reduction, &meshAxes, *dtype,
                                     &inShape, &outShape, dim, splitDim,
                                     concatDim, &in, &out)

@@ -79,7 +79,10 @@ std::vector<int64_t> zeros(size_t rank) { return std::vector<int64_t>(rank, 0); 
 } // namespace
 
 Status detail::runCollective(const CollectiveCommand &cmd, Group &group,
-                             const uint8_t *input, uint8_t *output) {
+                             const uint8_t *input, uint8_t *output,
+                             uint64_t *bytes) {
+  uint64_t ignored;
+  uint64_t &moved = bytes ? *bytes : ignored;
   size_t elem = dtypeSize(cmd.dtype);
   int64_t g = group.size(), me = group.rank();
   const std::vector<int64_t> &in = cmd.inputShape, &out = cmd.outputShape;
@@ -88,6 +91,7 @@ Status detail::runCollective(const CollectiveCommand &cmd, Group &group,
     size_t count = numElements(out);
     if (input != output && count)
       std::memmove(output, input, count * elem);
+    moved = count * elem;
     return group.allReduce(output, count, cmd.dtype, cmd.reduction);
   }
   case CollectiveCommand::AllGather: {
@@ -101,6 +105,7 @@ Status detail::runCollective(const CollectiveCommand &cmd, Group &group,
       total += counts[i];
     }
     std::vector<uint8_t> blocks(total);
+    moved = total;
     if (Status s = group.allGather(input, blocks.data(), counts); !s)
       return s;
     size_t at = 0;
@@ -127,6 +132,7 @@ Status detail::runCollective(const CollectiveCommand &cmd, Group &group,
       counts[i] = numElements(box);
       at += counts[i] * elem;
     }
+    moved = at;
     return group.reduceScatter(blocks.data(), output, counts, cmd.dtype,
                                cmd.reduction);
   }
@@ -154,6 +160,7 @@ Status detail::runCollective(const CollectiveCommand &cmd, Group &group,
       total += recvCounts[j];
     }
     std::vector<uint8_t> recv(total);
+    moved = total;
     if (Status s = group.allToAll(send.data(), sendCounts, recv.data(),
                                   recvCounts);
         !s)

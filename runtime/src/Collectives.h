@@ -29,7 +29,8 @@ int64_t pieceOffset(int64_t n, int64_t g, int64_t i);
 
 /// Runs `cmd` over `group` from this device's `input` to its `output`.
 Status runCollective(const CollectiveCommand &cmd, Group &group,
-                     const uint8_t *input, uint8_t *output);
+                     const uint8_t *input, uint8_t *output,
+                     uint64_t *bytes = nullptr);
 
 } // namespace detail
 } // namespace runtime

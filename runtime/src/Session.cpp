@@ -343,6 +343,7 @@ Status Session::run(size_t function, const std::vector<ConstBuffer> &inputs,
     arena.allocated = true;
   }
   Frame frame{inputs, outputs, arena.memory.data(), impl.constants};
+  lastCollectiveBytes.clear();
   for (const detail::Command &command : impl.functions[function].commands) {
     if (const auto *dispatch = std::get_if<detail::DispatchCommand>(&command)) {
       if (Status s = runDispatch(*dispatch, impl.kernels[dispatch->kernel],
@@ -357,10 +358,12 @@ Status Session::run(size_t function, const std::vector<ConstBuffer> &inputs,
       StatusOr<Group *> g = group(col->meshAxes);
       if (!g)
         return g.status();
-      if (Status s = detail::runCollective(
-              *col, **g, static_cast<const uint8_t *>(frame.pointer(col->input)),
-              static_cast<uint8_t *>(frame.pointer(col->output)));
-          !s)
+      uint64_t bytes = 0;
+      Status s = detail::runCollective(
+          *col, **g, static_cast<const uint8_t *>(frame.pointer(col->input)),
+          static_cast<uint8_t *>(frame.pointer(col->output)), &bytes);
+      lastCollectiveBytes.push_back(bytes);
+      if (!s)
         return Status::error("function '" + sig.name + "': " + s.message());
     } else {
       const auto &copy = std::get<detail::CopyCommand>(command);

@@ -49,6 +49,8 @@ constexpr const char *kUsage =
     "  --parameters=FILE read parameters from this safetensors archive\n"
     "                    (default: the archive the executable names, taken\n"
     "                    from the executable's directory when relative)\n"
+    "  --stats           print the bytes each collective exchanged on each\n"
+    "                    rank (mesh executables)\n"
     "  --print           print each result's dtype, shape and first values\n"
     "                    (the default when there is no --output-dir)\n"
     "\n"
@@ -64,6 +66,7 @@ struct Options {
   int64_t warmup = 1;
   int threads = 0;
   bool print = false;
+  bool stats = false;
 };
 
 int fail(const std::string &message) {
@@ -97,6 +100,10 @@ int parseArgs(int argc, char **argv, Options &options) {
     }
     if (arg == "--print") {
       options.print = true;
+      continue;
+    }
+    if (arg == "--stats") {
+      options.stats = true;
       continue;
     }
     if (arg.rfind("--", 0) != 0 || arg == "--") {
@@ -309,6 +316,11 @@ int main(int argc, char **argv) {
            median, times.back());
   }
 
+  if (options.stats && comm)
+    for (size_t i = 0; i < (*session)->collectiveBytes().size(); ++i)
+      printf("rank %d collective %zu: %llu bytes\n", comm->rank(), i,
+             static_cast<unsigned long long>(
+                 (*session)->collectiveBytes()[i]));
   if (!writer)
     return 0;
   if (!options.outputDir.empty()) {

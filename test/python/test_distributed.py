@@ -255,3 +255,32 @@ def test_python_sbp_errors():
         flow.compile(model, (x,), mesh=2, sbp={"nope": flow.sbp.split(0)})
     with pytest.raises(ValueError, match="needs 2 entries"):
         flow.compile(model, (x,), mesh=(2, 2), sbp={0: flow.sbp.split(0)})
+
+
+@pytest.mark.parametrize("sbps,program", [(MLP_DP, "forward"),
+                                          (MLP_TP, "forward_r{rank}")])
+def test_collective_bytes_match_the_report(tmp_path, sbps, program):
+    text = with_sbp((MODELS / "mlp.mlir").read_text(), sbps)
+    fbin = compile_text(text, tmp_path / "mesh.fbin", "--mesh=2",
+                        f"--report={tmp_path / 'r.json'}")
+    report = json.loads((tmp_path / "r.json").read_text())
+    inputs = []
+    rng = np.random.default_rng(1)
+    for name, shape in arguments(text):
+        path = tmp_path / f"{name}.npy"
+        np.save(path, rng.standard_normal(
+            [int(d) for d in shape.split("x")]).astype(np.float32))
+        inputs.append(f"--input={path}")
+    result = mpirun(2, [tool("flow-run"), fbin, *inputs, "--stats",
+                        "--threads=1"])
+    assert result.returncode == 0, result.stderr
+    measured = {}
+    for rank, index, size in re.findall(
+            r"rank (\d+) collective (\d+): (\d+) bytes", result.stdout):
+        measured.setdefault(int(rank), []).append((int(index), int(size)))
+    for rank in (0, 1):
+        name = program.format(rank=rank)
+        planned = [c["bytes_per_device"] for c in report["collective_ops"]
+                   if c["function"] == name]
+        assert planned, name
+        assert [s for _, s in sorted(measured[rank])] == planned

@@ -43,8 +43,9 @@ struct ExecutableStats {
   int64_t numCopies = 0;
   int64_t constantBytes = 0;
   int64_t numCollectives = 0;
-  /// Every collective: its device program, op, mesh axes and the bytes it
-  /// delivers to each device (its output).
+  /// Every collective: its device program, op, mesh axes and the bytes
+  /// each device exchanges through it (all-gather, all-to-all: the whole
+  /// result; all-reduce, reduce-scatter: the tensor reduced).
   struct Collective {
     std::string function, op;
     std::vector<int64_t> meshAxes;

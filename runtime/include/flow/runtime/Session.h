@@ -92,6 +92,13 @@ public:
   StatusOr<std::vector<HostTensor>>
   runGlobal(const std::string &function, const std::vector<HostTensor> &inputs);
 
+  /// The bytes each collective of the last run() exchanged on this device,
+  /// in program order (as the compile report's `collective_ops` counts
+  /// them).
+  const std::vector<uint64_t> &collectiveBytes() const {
+    return lastCollectiveBytes;
+  }
+
   /// This process' device (mesh rank), 0 without a mesh.
   int64_t rank() const { return deviceRank; }
 
@@ -107,6 +114,7 @@ private:
   /// Mesh execution: the communicator, this device's rank and coordinates,
   /// and one group per set of mesh axes a collective runs over.
   std::shared_ptr<Communicator> comm;
+  std::vector<uint64_t> lastCollectiveBytes;
   int64_t deviceRank = 0;
   std::vector<int64_t> coords;
   std::map<std::vector<int64_t>, std::unique_ptr<Group>> groups;
