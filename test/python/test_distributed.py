@@ -118,11 +118,11 @@ def test_mlp_tensor_parallel(tmp_path, ranks):
     ops = [c["op"] for c in report["collective_ops"]
            if c["function"] == "forward_r0"]
     assert ops == ["reduce_scatter", "all_gather"]
-    # Per device: half of the 16x128 f32 partial sums, then the 16x10
-    # result.
+    # Per device: the 16x128 f32 partial sums reduced, then the 16x10
+    # result gathered.
     sizes = [c["bytes_per_device"] for c in report["collective_ops"]
              if c["function"] == "forward_r0"]
-    assert sizes == [16 * 128 * 4 // ranks, 16 * 10 * 4]
+    assert sizes == [16 * 128 * 4, 16 * 10 * 4]
 
 
 def test_mlp_2d(tmp_path):
