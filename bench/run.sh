@@ -25,3 +25,6 @@ echo "== Models (Flow vs PyTorch eager)"
 echo
 echo "== Imported models: BERT-base and ResNet-50 (Flow vs eager, torch.compile, onnxruntime)"
 "$PY" frontends.py --threads "$THREADS" --repeats "$((REPEATS < 3 ? REPEATS : 3))"
+echo
+echo "== Data parallel over MPI ranks (1 thread per rank)"
+"$PY" distributed.py --repeats "$((REPEATS < 3 ? REPEATS : 3))"
