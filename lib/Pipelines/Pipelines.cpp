@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "flow/Pipelines/Pipelines.h"
+#include "flow/Dialect/Flow/IR/FlowSbp.h"
 #include "mlir/IR/Verifier.h"
 #include "flow/Conversion/Passes.h"
 #include "flow/Dialect/Flow/IR/FlowDialect.h"
@@ -112,12 +113,53 @@ static LogicalResult applyMesh(ModuleOp module, ArrayRef<int64_t> shape) {
   return success();
 }
 
+/// Every value of the mesh functions with its SBP, for the report.
+static void recordPlacements(ModuleOp module, CompileReport &report) {
+  auto text = [](Attribute a) {
+    std::string s;
+    llvm::raw_string_ostream os(s);
+    a.print(os);
+    return s;
+  };
+  for (func::FuncOp func : module.getOps<func::FuncOp>()) {
+    if (!func->hasAttr(FlowDialect::getMeshAttrName()) || func.isExternal())
+      continue;
+    MeshOp mesh = lookupMesh(
+        func, func->getAttrOfType<FlatSymbolRefAttr>(
+                  FlowDialect::getMeshAttrName()));
+    if (!mesh)
+      continue;
+    for (BlockArgument arg : func.getArguments()) {
+      auto sbp = func.getArgAttrOfType<SbpAttr>(arg.getArgNumber(),
+                                                FlowDialect::getSbpAttrName());
+      if (!sbp)
+        sbp = SbpAttr::get(func.getContext(), broadcastSbp(mesh.getRank()));
+      report.placements.push_back(
+          {func.getSymName().str(),
+           "argument " + std::to_string(arg.getArgNumber()), text(sbp)});
+    }
+    func.walk([&](Operation *op) {
+      auto sbps = op->getAttrOfType<ArrayAttr>(FlowDialect::getSbpAttrName());
+      if (!sbps)
+        return;
+      for (auto [i, sbp] : llvm::enumerate(sbps)) {
+        std::string where;
+        llvm::raw_string_ostream os(where);
+        os << op->getName() << " result " << i << " at " << op->getLoc();
+        report.placements.push_back(
+            {func.getSymName().str(), where, text(sbp)});
+      }
+    });
+  }
+}
+
 namespace {
 /// The pass pipelines of each phase on the module, as flow-opt would spell
 /// them inside `builtin.module(...)`.
+const char *const kPlacePipeline =
+    "inline,canonicalize,func.func(flow-propagate-sbp)";
 const char *const kFlowPipeline =
-    "inline,canonicalize,func.func(flow-propagate-sbp),flow-partition,"
-    "func.func(flow-strip-annotations%s),"
+    "flow-partition,func.func(flow-strip-annotations%s),"
     "flow-outline-kernels{library-matmul=%s},symbol-dce";
 const char *const kLinalgPipeline = "flow-convert-to-linalg,canonicalize,cse";
 const char *const kBufferizedPipeline =
@@ -220,6 +262,9 @@ FailureOr<CompileResult> mlir::flow::compile(ModuleOp module,
   // flow: the host schedule and its kernels, still in the flow dialect.
   {
     PhaseTimer t{report, "flow"};
+    if (failed(runPipeline(module, kPlacePipeline, timing)))
+      return failure();
+    recordPlacements(module, report);
     char buffer[512];
     snprintf(buffer, sizeof(buffer), kFlowPipeline,
              options.libraryMatmul ? ",flow-conv-to-gemm" : "",
@@ -311,6 +356,14 @@ void CompileReport::writeJson(raw_ostream &os) const {
       {"constant_bytes", executable.constantBytes},
       {"parameter_bytes", executable.parameterBytes},
       {"collectives", executable.numCollectives},
+      {"placements",
+       [&] {
+         llvm::json::Array list;
+         for (const auto &[function, value, sbp] : placements)
+           list.push_back(llvm::json::Object{
+               {"function", function}, {"value", value}, {"sbp", sbp}});
+         return list;
+       }()},
       {"collective_ops",
        [&] {
          llvm::json::Array list;

@@ -23,5 +23,24 @@ func.func @forward(%x: tensor<8x16xf32> {flow.sbp = #flow.sbp<[S(0)]>}, %w: tens
 // FLOW: %[[G:.*]] = flow.all_gather %[[R]] on @mesh axes = [0] dim = 0 : tensor<4x32xf32> -> tensor<8x32xf32>
 // FLOW: return %[[G]]
 
+// REPORT: "collective_ops": [
+// REPORT: "bytes_per_device": 1024,
+// REPORT-NEXT: "function": "forward",
+// REPORT-NEXT: "mesh_axes": [
+// REPORT-NEXT: 0
+// REPORT-NEXT: ],
+// REPORT-NEXT: "op": "all_gather"
 // REPORT: "collectives": 1
 // REPORT: "gemms": 1
+// Every value's SBP: the arguments, then each op's result.
+// REPORT: "placements": [
+// REPORT: "sbp": "#flow.sbp<[S(0)]>",
+// REPORT-NEXT: "value": "argument 0"
+// REPORT: "sbp": "#flow.sbp<[B]>",
+// REPORT-NEXT: "value": "argument 1"
+// REPORT: "sbp": "#flow.sbp<[S(0)]>",
+// REPORT-NEXT: "value": "flow.matmul result 0
+// REPORT: "sbp": "#flow.sbp<[S(0)]>",
+// REPORT-NEXT: "value": "flow.add result 0
+// REPORT: "sbp": "#flow.sbp<[S(0)]>",
+// REPORT-NEXT: "value": "flow.relu result 0

@@ -26,6 +26,7 @@
 
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace mlir {
@@ -61,6 +62,9 @@ struct CompileReport {
   ExecutableStats executable;
   int64_t kernelLibraryBytes = 0;
   int64_t executableBytes = 0;
+  /// Mesh functions: every value (an argument or an op's result) and the
+  /// SBP propagation gave it.
+  std::vector<std::tuple<std::string, std::string, std::string>> placements;
   /// Writes the report as JSON.
   void writeJson(raw_ostream &os) const;
 };
