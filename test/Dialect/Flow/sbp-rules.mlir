@@ -1,4 +1,4 @@
-// RUN: flow-opt %s --flow-propagate-sbp=print-rules -o /dev/null 2>&1 | FileCheck %s
+// RUN: flow-opt %s -split-input-file --flow-propagate-sbp=print-rules -o /dev/null 2>&1 | FileCheck %s
 
 // Each op's SBP rules along one mesh axis (docs/distributed.md), all-B
 // first.
@@ -45,5 +45,83 @@ func.func @rules(%x: tensor<4x8xf32>, %v: tensor<8xf32>, %w: tensor<8x6xf32>,
   %13 = flow.gather %t[%ids] axis = 0 : (tensor<10x8xf32>, tensor<2x3xi64>) -> tensor<2x3x8xf32>
   // CHECK: remark: rules: ([B, B] -> [B]) ([S(0), S(0)] -> [S(0)]) ([P, P] -> [P])
   %14 = flow.concat %x, %x axis = 1 : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x16xf32>
+  return
+}
+
+// -----
+
+// The other ops: elementwise (casts to floats pass partial sums),
+// normalizations, pooling, data movement and constants.
+flow.mesh @m [2]
+func.func @more(%x: tensor<4x8xf32>, %i: tensor<4x8xi32>, %c: tensor<4x8xi1>, %v: tensor<8xf32>,
+                %img: tensor<2x4x6x6xf32>, %s: tensor<4xf32>) attributes {flow.mesh = @m} {
+  // CHECK: remark: rules: ([B] -> [B]) ([S(0)] -> [S(0)]) ([S(1)] -> [S(1)])
+  %0 = flow.abs %x : tensor<4x8xf32>
+  // CHECK: remark: rules: ([B] -> [B]) ([S(0)] -> [S(0)]) ([S(1)] -> [S(1)])
+  %1 = flow.exp %x : tensor<4x8xf32>
+  // CHECK: remark: rules: ([B] -> [B]) ([S(0)] -> [S(0)]) ([S(1)] -> [S(1)])
+  %2 = flow.log %x : tensor<4x8xf32>
+  // CHECK: remark: rules: ([B] -> [B]) ([S(0)] -> [S(0)]) ([S(1)] -> [S(1)])
+  %3 = flow.sqrt %x : tensor<4x8xf32>
+  // CHECK: remark: rules: ([B] -> [B]) ([S(0)] -> [S(0)]) ([S(1)] -> [S(1)])
+  %4 = flow.rsqrt %x : tensor<4x8xf32>
+  // CHECK: remark: rules: ([B] -> [B]) ([S(0)] -> [S(0)]) ([S(1)] -> [S(1)])
+  %5 = flow.tanh %x : tensor<4x8xf32>
+  // CHECK: remark: rules: ([B] -> [B]) ([S(0)] -> [S(0)]) ([S(1)] -> [S(1)])
+  %6 = flow.erf %x : tensor<4x8xf32>
+  // CHECK: remark: rules: ([B] -> [B]) ([S(0)] -> [S(0)]) ([S(1)] -> [S(1)])
+  %7 = flow.sigmoid %x : tensor<4x8xf32>
+  // CHECK: remark: rules: ([B] -> [B]) ([S(0)] -> [S(0)]) ([S(1)] -> [S(1)])
+  %8 = flow.silu %x : tensor<4x8xf32>
+  // CHECK: remark: rules: ([B] -> [B]) ([S(0)] -> [S(0)]) ([S(1)] -> [S(1)])
+  %9 = flow.gelu %x : tensor<4x8xf32>
+  // CHECK: remark: rules: ([B] -> [B]) ([S(0)] -> [S(0)]) ([S(1)] -> [S(1)]) ([P] -> [P])
+  %10 = flow.cast %x : tensor<4x8xf32> to tensor<4x8xbf16>
+  // CHECK: remark: rules: ([B] -> [B]) ([S(0)] -> [S(0)]) ([S(1)] -> [S(1)])
+  %11 = flow.cast %x : tensor<4x8xf32> to tensor<4x8xi32>
+  // CHECK: remark: rules: ([B, B] -> [B]) ([S(0), S(0)] -> [S(0)]) ([S(1), S(1)] -> [S(1)]) ([P, P] -> [P])
+  %12 = flow.sub %x, %x : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  // CHECK: remark: rules: ([B, B] -> [B]) ([S(0), B] -> [S(0)]) ([S(1), S(0)] -> [S(1)]) ([P, B] -> [P])
+  %13 = flow.div %x, %v : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
+  // CHECK: remark: rules: ([B, B] -> [B]) ([S(0), S(0)] -> [S(0)]) ([S(1), S(1)] -> [S(1)]) ([P(max), P(max)] -> [P(max)])
+  %14 = flow.maximum %x, %x : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  // CHECK: remark: rules: ([B, B] -> [B]) ([S(0), S(0)] -> [S(0)]) ([S(1), S(1)] -> [S(1)])
+  %15 = flow.minimum %x, %x : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  // CHECK: remark: rules: ([B, B] -> [B]) ([S(0), S(0)] -> [S(0)]) ([S(1), S(1)] -> [S(1)])
+  %16 = flow.pow %x, %x : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  // CHECK: remark: rules: ([B, B] -> [B]) ([S(0), B] -> [S(0)]) ([S(1), S(0)] -> [S(1)])
+  %17 = flow.compare lt, %x, %v : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xi1>
+  // CHECK: remark: rules: ([B, B, B] -> [B]) ([S(0), S(0), B] -> [S(0)]) ([S(1), S(1), S(0)] -> [S(1)])
+  %18 = flow.select %c, %x, %v : (tensor<4x8xi1>, tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
+  // CHECK: remark: rules: ([B] -> [B]) ([S(0)] -> [S(0)]) ([S(1)] -> [S(1)])
+  %19 = flow.im2col %img kernel = [3, 3] strides = [1, 1] padding = [1, 1, 1, 1] dilations = [1, 1]
+      : tensor<2x4x6x6xf32> -> tensor<2x4x3x3x6x6xf32>
+  // CHECK: remark: rules: ([B] -> [B]) ([S(0)] -> [P]) ([S(1)] -> [S(0)]) ([P] -> [P])
+  %20 = flow.reduce_mean %x [0] : tensor<4x8xf32> -> tensor<8xf32>
+  // CHECK: remark: rules: ([B] -> [B]) ([S(1)] -> [S(1)])
+  %21 = flow.log_softmax %x axis = 0 : tensor<4x8xf32>
+  // CHECK: remark: rules: ([B, B] -> [B]) ([S(0), B] -> [S(0)])
+  %22 = flow.rms_norm %x weight %v axis = 1 epsilon = 1.0e-05 : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
+  // CHECK: remark: rules: ([B, B, B, B, B] -> [B]) ([S(0), B, B, B, B] -> [S(0)]) ([S(2), B, B, B, B] -> [S(2)]) ([S(3), B, B, B, B] -> [S(3)]) ([S(1), S(0), S(0), S(0), S(0)] -> [S(1)])
+  %23 = flow.batch_norm %img, %s, %s, %s, %s epsilon = 1.0e-05
+      : (tensor<2x4x6x6xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> tensor<2x4x6x6xf32>
+  // CHECK: remark: rules: ([B] -> [B]) ([S(0)] -> [S(0)]) ([S(1)] -> [S(1)]) ([P(max)] -> [P(max)])
+  %24 = flow.max_pool2d %img kernel = [2, 2] strides = [2, 2] padding = [0, 0, 0, 0] dilations = [1, 1]
+      : tensor<2x4x6x6xf32> -> tensor<2x4x3x3xf32>
+  // CHECK: remark: rules: ([B] -> [B]) ([S(0)] -> [S(0)]) ([S(1)] -> [S(1)]) ([P] -> [P])
+  %25 = flow.avg_pool2d %img kernel = [2, 2] strides = [2, 2] padding = [0, 0, 0, 0]
+      : tensor<2x4x6x6xf32> -> tensor<2x4x3x3xf32>
+  // CHECK: remark: rules: ([B] -> [B]) ([B] -> [S(0)]) ([S(0)] -> [S(1)])
+  %26 = flow.broadcast_to %v : tensor<8xf32> -> tensor<4x8xf32>
+  // CHECK: remark: rules: ([B] -> [B]) ([S(0)] -> [S(0)]) ([P] -> [P])
+  %27 = flow.slice %x starts = [0, 2] limits = [4, 6] strides = [1, 1] : tensor<4x8xf32> -> tensor<4x4xf32>
+  // CHECK: remark: rules: ([B] -> [B]) ([S(1)] -> [S(1)]) ([P] -> [P])
+  %28 = flow.pad %x low = [1, 0] high = [0, 0] value = 0.0 : tensor<4x8xf32> -> tensor<5x8xf32>
+  // CHECK: remark: rules: ([B] -> [B]) ([S(1)] -> [S(1)])
+  %29 = flow.pad %x low = [1, 0] high = [0, 0] value = 1.0 : tensor<4x8xf32> -> tensor<5x8xf32>
+  // CHECK: remark: rules: ([] -> [B])
+  %30 = flow.constant dense<1.0> : tensor<4xf32>
+  // CHECK: remark: rules: ([B] -> [B]) ([S(0)] -> [S(0)]) ([S(1)] -> [S(1)])
+  %31 = flow.relu %i : tensor<4x8xi32>
   return
 }
