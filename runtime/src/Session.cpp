@@ -378,6 +378,18 @@ Status Session::run(size_t function, const std::vector<ConstBuffer> &inputs,
 StatusOr<std::vector<HostTensor>>
 Session::runGlobal(const std::string &function,
                    const std::vector<HostTensor> &inputs) {
+  // Pieces and assembled outputs are allocated here: a failed allocation
+  // is an error, not an exception.
+  try {
+    return runGlobalUnchecked(function, inputs);
+  } catch (const std::bad_alloc &) {
+    return Status::error("out of memory running '" + function + "'");
+  }
+}
+
+StatusOr<std::vector<HostTensor>>
+Session::runGlobalUnchecked(const std::string &function,
+                            const std::vector<HostTensor> &inputs) {
   const std::vector<int64_t> &mesh = exe->mesh();
   if (mesh.empty())
     return run(function, inputs);

@@ -83,14 +83,27 @@ struct RawCommandSpec {
   uint8_t type = 0;
 };
 
-using CommandSpec =
-    std::variant<DispatchSpec, GemmSpec, CopySpec, RawCommandSpec>;
+struct CollectiveSpec {
+  fbs::CollectiveKind kind = fbs::CollectiveKind::AllGather;
+  fbs::Reduction reduction = fbs::Reduction::Sum;
+  std::vector<int64_t> meshAxes = {0};
+  DType dtype = DType::F32;
+  std::vector<int64_t> inputShape, outputShape;
+  int64_t dim = 0, splitDim = 0, concatDim = 0;
+  std::optional<RefSpec> input, output;
+};
+
+using CommandSpec = std::variant<DispatchSpec, GemmSpec, CopySpec,
+                                 RawCommandSpec, CollectiveSpec>;
 
 struct FunctionSpec {
   std::optional<std::string> name;
   std::vector<TypeSpec> inputs, outputs;
   std::vector<CommandSpec> commands;
   uint64_t arenaSize = 0;
+  /// A device program: the ranks running it (global signature: the same
+  /// shapes, all B).
+  std::vector<int64_t> ranks;
 };
 
 struct KernelSpec {
@@ -116,6 +129,8 @@ struct ExecutableSpec {
   /// Constants after `constants` (their indices follow on).
   std::vector<ParameterSpec> parameters;
   std::optional<std::string> parameterArchive;
+  /// A device mesh; functions with `ranks` are its device programs.
+  std::vector<int64_t> mesh;
   /// Computed from the library and constants when unset.
   std::optional<uint64_t> checksum;
   /// Align the library and constants to 64 bytes, as the schema asks.
@@ -187,15 +202,48 @@ inline std::vector<uint8_t> build(const ExecutableSpec &spec) {
         commandTypes.push_back(fbs::Command::Copy);
         commands.push_back(
             fbs::CreateCopy(fbb, ref(c->src, src), ref(c->dst, dst)).Union());
+      } else if (const auto *c = std::get_if<CollectiveSpec>(&command)) {
+        fbs::BufferRef in, out;
+        commandTypes.push_back(fbs::Command::Collective);
+        commands.push_back(
+            fbs::CreateCollectiveDirect(
+                fbb, c->kind, c->reduction, &c->meshAxes,
+                static_cast<fbs::DType>(c->dtype), &c->inputShape,
+                &c->outputShape, c->dim, c->splitDim, c->concatDim,
+                ref(c->input, in), ref(c->output, out))
+                .Union());
       } else {
         const auto &raw = std::get<RawCommandSpec>(command);
         commandTypes.push_back(static_cast<fbs::Command>(raw.type));
         commands.push_back(fbs::CreateCopy(fbb).Union());
       }
     }
+    std::vector<flatbuffers::Offset<fbs::Placement>> globalIn, globalOut;
+    auto placements = [&](const std::vector<TypeSpec> &specs,
+                          std::vector<flatbuffers::Offset<fbs::Placement>> &o) {
+      for (const TypeSpec &t : specs) {
+        std::vector<fbs::SbpEntry> sbp(spec.mesh.size(),
+                                       fbs::SbpEntry(fbs::SbpKind::Broadcast, 0));
+        o.push_back(fbs::CreatePlacementDirect(
+            fbb,
+            fbs::CreateTensorTypeDirect(fbb, static_cast<fbs::DType>(t.dtype),
+                                        &t.shape),
+            &sbp));
+      }
+    };
+    if (!function.ranks.empty()) {
+      placements(function.inputs, globalIn);
+      placements(function.outputs, globalOut);
+    }
     functions.push_back(fbs::CreateFunctionDirect(
         fbb, function.name ? function.name->c_str() : nullptr, &inputs,
-        &outputs, &commandTypes, &commands, function.arenaSize));
+        &outputs, &commandTypes, &commands, function.arenaSize,
+        function.ranks.empty() ? nullptr : &function.ranks,
+        function.ranks.empty() ? nullptr
+                               : (function.name ? function.name->c_str()
+                                                : nullptr),
+        function.ranks.empty() ? nullptr : &globalIn,
+        function.ranks.empty() ? nullptr : &globalOut));
   }
   std::vector<flatbuffers::Offset<fbs::Kernel>> kernels;
   for (const KernelSpec &kernel : spec.kernels)
@@ -223,7 +271,7 @@ inline std::vector<uint8_t> build(const ExecutableSpec &spec) {
   auto root = fbs::CreateExecutable(
       fbb, spec.version, spec.target, functionsVector, kernelsVector, library,
       constantsVector, spec.checksum ? *spec.checksum : checksumOf(spec),
-      archive);
+      archive, spec.mesh.empty() ? 0 : fbb.CreateVector(spec.mesh));
   fbs::FinishExecutableBuffer(fbb, root);
   return std::vector<uint8_t>(fbb.GetBufferPointer(),
                               fbb.GetBufferPointer() + fbb.GetSize());

@@ -119,6 +119,9 @@ private:
   std::vector<int64_t> coords;
   std::map<std::vector<int64_t>, std::unique_ptr<Group>> groups;
   Status makeGroups();
+  StatusOr<std::vector<HostTensor>>
+  runGlobalUnchecked(const std::string &function,
+                     const std::vector<HostTensor> &inputs);
   StatusOr<Group *> group(const std::vector<int64_t> &axes);
 };
 
