@@ -319,3 +319,42 @@ def test_boxing_routes_at_run_time(tmp_path, route):
     # A partial input is the value on the first device and zeros elsewhere,
     # so the global value is x either way.
     np.testing.assert_array_equal(got, -x)
+
+
+def test_a_rank_that_dies_ends_the_job(tmp_path):
+    """Killing one rank mid-run ends the others (Open MPI aborts the job
+    when a process dies) instead of leaving them waiting in a collective."""
+    import signal
+    import time
+    text = with_sbp((MODELS / "mlp.mlir").read_text(), MLP_TP)
+    fbin = compile_text(text, tmp_path / "mesh.fbin", "--mesh=2")
+    inputs = []
+    for name, shape in arguments(text):
+        path = tmp_path / f"{name}.npy"
+        np.save(path, np.ones([int(d) for d in shape.split("x")], np.float32))
+        inputs.append(f"--input={path}")
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1",
+               OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+               OMPI_MCA_rmaps_base_oversubscribe="1")
+    job = subprocess.Popen([MPIRUN, "-np", "2", str(tool("flow-run")), str(fbin),
+                            *inputs, "--iterations=100000000", "--threads=1"],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           env=env, text=True)
+    try:
+        # Wait for both ranks to be running, then kill one.
+        deadline = time.time() + 60
+        pids = []
+        while time.time() < deadline and len(pids) < 2:
+            out = subprocess.run(["pgrep", "-f", f"flow-run {fbin}"],
+                                 capture_output=True, text=True).stdout
+            pids = [int(p) for p in out.split()]
+            time.sleep(0.2)
+        assert len(pids) >= 2, "the ranks did not start"
+        time.sleep(1.0)
+        os.kill(pids[-1], signal.SIGKILL)
+        _, err = job.communicate(timeout=60)
+    finally:
+        if job.poll() is None:
+            job.kill()
+    assert job.returncode != 0
+    assert "exited on signal 9" in err or "aborted" in err
