@@ -536,6 +536,26 @@ def _reshape(self, x, *_, **__):
     return self.e.reshape(self.value(x), self.out_shape())
 
 
+@_handles("aten.as_strided.default", "aten.as_strided_copy.default")
+def _as_strided(self, x, size, stride, storage_offset=None):
+    """A strided view that reads the input in row-major order is a reshape
+    (decompositions write these for size-1 dimensions); others are not
+    supported."""
+    source = self.node.args[0]
+    val = source.meta.get("val") if hasattr(source, "meta") else None
+    contiguous = val is None or val.is_contiguous()
+    expected, step = [], 1
+    for d in reversed(list(size)):
+        expected.append(step)
+        step *= int(d)
+    expected.reverse()
+    matches = all(int(n) == 1 or int(s) == e
+                  for n, s, e in zip(size, stride, expected))
+    if not contiguous or (storage_offset or 0) != 0 or not matches:
+        raise Unsupported("a strided view that is not a reshape")
+    return self.e.reshape(self.value(x), self.out_shape())
+
+
 @_handles("aten.permute.default", "aten.permute_copy.default")
 def _permute(self, x, dims):
     v = self.value(x)

@@ -175,6 +175,10 @@ SUSPECTS = {
                    + x.amin(dim=(1, 2)), [(3, 4, 5)]),
     "pad": (lambda x: torch.nn.functional.pad(x, (1, 2, 0, 3), value=0.5),
             [(2, 3, 4)]),
+    # Decomposes to mean and an as_strided view over size-1 dimensions.
+    "adaptive_avg_pool_to_one": (torch.nn.Sequential(
+        torch.nn.Conv2d(3, 8, 3), torch.nn.AdaptiveAvgPool2d(1),
+        torch.nn.Flatten(), torch.nn.LayerNorm(8)), [(2, 3, 9, 9)]),
     "sdpa_causal": (lambda q, k, v: torch.nn.functional.
                     scaled_dot_product_attention(q, k, v, is_causal=True),
                     [(2, 3, 8, 16)] * 3),
