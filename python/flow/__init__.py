@@ -28,8 +28,8 @@ from .torch_import import import_torch
 from . import sbp
 
 __all__ = ["FlowError", "UnsupportedOpsError", "CompiledModule",
-           "CompiledModel", "compile", "compile_mlir", "compile_ir",
-           "import_torch", "import_onnx"]
+           "CompiledModel", "compile", "compile_mlir", "compile_ir", "load",
+           "import_torch", "import_onnx", "sbp"]
 
 
 class CompiledModule:
@@ -59,6 +59,8 @@ class CompiledModule:
         return self._module.rank
 
     def __call__(self, *inputs, function=None):
+        inputs = [x if isinstance(x, np.ndarray) else _to_array(x, i)
+                  for i, x in enumerate(inputs)]
         if self._module.has_mesh:
             # Global inputs in, global outputs out, on every process.
             return tuple(self._module.run_global(self._pick(function),
@@ -109,6 +111,20 @@ def _mesh_text(mesh) -> str:
     return "x".join(str(int(d)) for d in mesh)
 
 
+def load(path, threads: int = 0, parameters: str = "") -> CompiledModule:
+    """Loads a .fbin written by flow-compile (or `CompiledModule.executable`
+    saved to a file). A relative parameter archive is taken from the
+    file's directory; `parameters` names another."""
+    path = os.fspath(path)
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as e:
+        raise FlowError(f"cannot read '{path}': {e.strerror}") from e
+    return CompiledModule(data, threads, parameters,
+                          os.path.dirname(os.path.abspath(path)))
+
+
 def compile_ir(source: str, phase: str, target: str = "cpu") -> str:
     """The IR of `source` after compile phase `phase` (as flow-compile
     --compile-to prints it)."""
@@ -145,6 +161,12 @@ def _to_array(x, index: int) -> np.ndarray:
         return x.numpy()
     if isinstance(x, (bool, int, float, np.generic)):
         return np.asarray(x)
+    if hasattr(x, "__dlpack__"):  # any other CPU array library
+        try:
+            return np.from_dlpack(x)
+        except (BufferError, TypeError, RuntimeError) as e:
+            raise FlowError(f"input {index}: cannot view a "
+                            f"{type(x).__name__} on the CPU ({e})") from e
     raise FlowError(f"input {index} is a {type(x).__name__}, not a tensor")
 
 

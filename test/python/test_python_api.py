@@ -102,3 +102,50 @@ func.func @abs(%a: tensor<2xf32>) -> tensor<2xf32> {
         module(x)
     np.testing.assert_array_equal(module(x, function="neg")[0], -x)
     np.testing.assert_array_equal(module(x, function="abs")[0], np.abs(x))
+
+
+def test_load_a_saved_executable_with_its_archive(tmp_path):
+    import flow
+    from flow import safetensors
+    w = np.arange(12, dtype=np.float32).reshape(3, 4)
+    safetensors.save({"w": w}, str(tmp_path / "w.safetensors"))
+    text = """module attributes {flow.parameters = "w.safetensors"} {
+  func.func @main(%x: tensor<2x3xf32>) -> tensor<2x4xf32> {
+    %w = flow.parameter "w" : tensor<3x4xf32>
+    %y = flow.matmul %x, %w : (tensor<2x3xf32>, tensor<3x4xf32>) -> tensor<2x4xf32>
+    return %y : tensor<2x4xf32>
+  }
+}"""
+    exe = flow.compile_mlir(text, base_directory=str(tmp_path)).executable
+    (tmp_path / "m.fbin").write_bytes(exe)
+    module = flow.load(tmp_path / "m.fbin")
+    x = np.ones((2, 3), np.float32)
+    np.testing.assert_array_equal(module(x)[0], x @ w)
+    with pytest.raises(flow.FlowError, match="cannot read"):
+        flow.load(tmp_path / "missing.fbin")
+    (tmp_path / "w.safetensors").unlink()
+    with pytest.raises(flow.FlowError, match="cannot open parameter archive"):
+        flow.load(tmp_path / "m.fbin")
+
+
+def test_dlpack_inputs():
+    torch = pytest.importorskip("torch")
+    import flow
+    module = flow.compile(torch.nn.Identity(), (torch.ones(3),))
+
+    class Foreign:
+        """An array from another library, exchanged through DLPack."""
+        def __init__(self, t):
+            self.t = t
+
+        def __dlpack__(self, **kwargs):
+            return self.t.__dlpack__(**kwargs)
+
+        def __dlpack_device__(self):
+            return self.t.__dlpack_device__()
+
+    out = module.module(Foreign(torch.arange(3, dtype=torch.float32)))
+    np.testing.assert_array_equal(out[0], [0, 1, 2])
+    # Torch tensors work with flow-dialect modules too.
+    out = module.module(torch.arange(3, dtype=torch.float32))
+    np.testing.assert_array_equal(out[0], [0, 1, 2])
