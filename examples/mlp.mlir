@@ -1,6 +1,7 @@
 // A 3-layer MLP classifier in the flow dialect: 784 -> 256 -> 128 -> 10,
 // ReLU between layers, softmax at the end. The batch is annotated as split
-// over a 2-device mesh (data parallel); a single-device compile drops that.
+// over a 2-device mesh (data parallel): flow-compile writes the program each
+// device runs, and `mpirun -np 2 flow-run` runs it (scripts/demo.sh).
 //
 //   flow-opt examples/mlp.mlir --canonicalize
 
