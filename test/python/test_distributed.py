@@ -255,6 +255,9 @@ def test_python_sbp_errors():
         flow.compile(model, (x,), mesh=2, sbp={"nope": flow.sbp.split(0)})
     with pytest.raises(ValueError, match="needs 2 entries"):
         flow.compile(model, (x,), mesh=(2, 2), sbp={0: flow.sbp.split(0)})
+    # Outside mpirun, a mesh of 2 is one process short: a clear error.
+    with pytest.raises(flow.FlowError, match="start it with mpirun -np 2"):
+        flow.compile(model, (x,), mesh=2)
 
 
 @pytest.mark.parametrize("sbps,program", [(MLP_DP, "forward"),
