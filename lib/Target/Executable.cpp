@@ -96,6 +96,11 @@ static FailureOr<std::vector<uint8_t>> constantBytes(ConstantOp op) {
   return op.emitError("unsupported constant attribute kind");
 }
 
+/// Collectives run on the host schedule, between kernels and GEMMs.
+static bool isCollective(Operation *op) {
+  return isa<AllReduceOp, AllGatherOp, ReduceScatterOp, AllToAllOp>(op);
+}
+
 namespace {
 /// One constant of the executable: inline bytes, or a parameter of the
 /// archive (by name, with its type).
@@ -232,8 +237,7 @@ FunctionWriter::write(func::FuncOp func) {
   for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
     Value root = rootOf(v);
     Operation *def = root.getDefiningOp();
-    if (def && isa<func::CallOp, MatmulOp, AllReduceOp, AllGatherOp,
-                   ReduceScatterOp, AllToAllOp>(def) &&
+    if (def && (isa<func::CallOp, MatmulOp>(def) || isCollective(def)) &&
         !directOutput.count(root) &&
         byteSize(cast<RankedTensorType>(root.getType())) ==
             byteSize(cast<RankedTensorType>(v.getType()))) {
@@ -284,15 +288,13 @@ FunctionWriter::write(func::FuncOp func) {
                                       byteSize(type)};
       continue;
     }
-    if (isa<AllReduceOp, AllGatherOp, ReduceScatterOp, AllToAllOp>(op) &&
-        !func->hasAttr(FlowDialect::getRanksAttrName()))
+    if (isCollective(&op) && !func->hasAttr(FlowDialect::getRanksAttrName()))
       return op.emitError("'")
              << op.getName()
              << "' has no single-device lowering: collectives run in the "
                 "device programs of mesh functions (give the function a "
                 "'flow.mesh')";
-    if (!isa<func::CallOp, MatmulOp, AllReduceOp, AllGatherOp,
-             ReduceScatterOp, AllToAllOp>(op))
+    if (!isa<func::CallOp, MatmulOp>(op) && !isCollective(&op))
       return op.emitError("the CPU executable cannot run '")
              << op.getName() << "' on the host";
     for (Value result : op.getResults()) {
@@ -371,8 +373,7 @@ FunctionWriter::write(func::FuncOp func) {
               .Union());
       commandTypes.push_back(fb::Command::Gemm);
       ++stats.numGemms;
-    } else if (isa<AllReduceOp, AllGatherOp, ReduceScatterOp, AllToAllOp>(
-                   op)) {
+    } else if (isCollective(&op)) {
       FailureOr<flatbuffers::Offset<void>> c = collective(op);
       if (failed(c))
         return failure();

@@ -67,6 +67,13 @@ def _flow_dtype(dtype) -> str:
     return table[dtype]
 
 
+def _torch_dtype(flow_type: str):
+    import torch
+    return {"f32": torch.float32, "f16": torch.float16,
+            "bf16": torch.bfloat16, "i64": torch.int64, "i32": torch.int32,
+            "i1": torch.bool}[flow_type]
+
+
 def _to_numpy(t) -> np.ndarray:
     import torch
     t = t.detach().cpu().contiguous()
@@ -139,9 +146,7 @@ class _TorchImporter:
             key = id(x)
             cached = self.names.get(key)
             if dtype:
-                target = {"f32": torch.float32, "f16": torch.float16,
-                          "bf16": torch.bfloat16, "i64": torch.int64,
-                          "i32": torch.int32, "i1": torch.bool}[dtype]
+                target = _torch_dtype(dtype)
                 if x.dtype != target:
                     x = x.to(target)
                     cached = None
@@ -345,10 +350,8 @@ def _promoted(self: _TorchImporter, *xs) -> str:
     metas = []
     for x in xs:
         if isinstance(x, Value):
-            dtype = {"f32": torch.float32, "f16": torch.float16,
-                     "bf16": torch.bfloat16, "i64": torch.int64,
-                     "i32": torch.int32, "i1": torch.bool}[x.dtype]
-            metas.append(torch.empty(x.shape, dtype=dtype, device="meta"))
+            metas.append(torch.empty(x.shape, dtype=_torch_dtype(x.dtype),
+                                     device="meta"))
         elif isinstance(x, torch.Tensor):
             metas.append(torch.empty(x.shape, dtype=x.dtype, device="meta"))
         else:

@@ -233,16 +233,12 @@ Status Session::makeGroups() {
       if (const auto *col = std::get_if<detail::CollectiveCommand>(&c))
         sets.insert(col->meshAxes);
   for (const std::vector<int64_t> &axes : sets) {
+    // Devices agreeing on every other axis share a group, ordered by
+    // their coordinates on the group's axes (in the collective's order).
     int64_t color = 0, key = 0;
-    for (size_t a = 0; a < mesh.size(); ++a) {
-      bool in = std::find(axes.begin(), axes.end(), (int64_t)a) != axes.end();
-      if (in)
-        key = key * mesh[a] + coords[a];
-      else
+    for (size_t a = 0; a < mesh.size(); ++a)
+      if (std::find(axes.begin(), axes.end(), (int64_t)a) == axes.end())
         color = color * mesh[a] + coords[a];
-    }
-    // Keys follow the order the collective lists its axes in.
-    key = 0;
     for (int64_t a : axes)
       key = key * mesh[a] + coords[a];
     StatusOr<std::unique_ptr<Group>> g = comm->split(static_cast<int>(color),

@@ -42,6 +42,20 @@ def arguments(text):
     return re.findall(r"%(\w+): tensor<([0-9x]+)xf32>", sig)
 
 
+def write_inputs(text, directory, rng, scale=1.0):
+    """Random .npy inputs for the model's arguments; their --input flags."""
+    flags = []
+    for name, shape in arguments(text):
+        value = rng.standard_normal(
+            [int(d) for d in shape.split("x")]).astype(np.float32) * scale
+        if name.startswith("v"):  # batch-norm variances
+            value = np.abs(value) + 1
+        path = directory / f"{name}.npy"
+        np.save(path, value)
+        flags.append(f"--input={path}")
+    return flags
+
+
 def mpirun(n, args, env_extra=None, **kwargs):
     env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1",
                OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
@@ -62,16 +76,7 @@ def compile_text(text, out, *flags):
 
 def run_case(tmp_path, model, ranks, mesh, sbps, scale=0.1):
     text = (MODELS / f"{model}.mlir").read_text()
-    rng = np.random.default_rng(0)
-    inputs = []
-    for name, shape in arguments(text):
-        dims = [int(d) for d in shape.split("x")]
-        value = rng.standard_normal(dims).astype(np.float32) * scale
-        if name.startswith("v"):  # batch-norm variances
-            value = np.abs(value) + 1
-        path = tmp_path / f"{name}.npy"
-        np.save(path, value)
-        inputs.append(f"--input={path}")
+    inputs = write_inputs(text, tmp_path, np.random.default_rng(0), scale)
     single = compile_text(text, tmp_path / "single.fbin")
     one = subprocess.run([str(tool("flow-run")), str(single), *inputs,
                           f"--output-dir={tmp_path / 'one'}", "--threads=1"],
@@ -162,11 +167,7 @@ def test_cnn_channel_parallel(tmp_path):
 def test_wrong_rank_count_is_an_error_not_a_hang(tmp_path):
     text = with_sbp((MODELS / "mlp.mlir").read_text(), MLP_DP)
     fbin = compile_text(text, tmp_path / "mesh.fbin", "--mesh=2")
-    inputs = []
-    for name, shape in arguments(text):
-        path = tmp_path / f"{name}.npy"
-        np.save(path, np.zeros([int(d) for d in shape.split("x")], np.float32))
-        inputs.append(f"--input={path}")
+    inputs = write_inputs(text, tmp_path, np.random.default_rng(0))
     result = mpirun(3, [tool("flow-run"), fbin, *inputs])
     assert result.returncode != 0
     assert ("mesh of 2 devices but 3 processes are running it (start it with "
@@ -267,13 +268,7 @@ def test_collective_bytes_match_the_report(tmp_path, sbps, program):
     fbin = compile_text(text, tmp_path / "mesh.fbin", "--mesh=2",
                         f"--report={tmp_path / 'r.json'}")
     report = json.loads((tmp_path / "r.json").read_text())
-    inputs = []
-    rng = np.random.default_rng(1)
-    for name, shape in arguments(text):
-        path = tmp_path / f"{name}.npy"
-        np.save(path, rng.standard_normal(
-            [int(d) for d in shape.split("x")]).astype(np.float32))
-        inputs.append(f"--input={path}")
+    inputs = write_inputs(text, tmp_path, np.random.default_rng(1))
     result = mpirun(2, [tool("flow-run"), fbin, *inputs, "--stats",
                         "--threads=1"])
     assert result.returncode == 0, result.stderr
@@ -331,11 +326,7 @@ def test_a_rank_that_dies_ends_the_job(tmp_path):
     import time
     text = with_sbp((MODELS / "mlp.mlir").read_text(), MLP_TP)
     fbin = compile_text(text, tmp_path / "mesh.fbin", "--mesh=2")
-    inputs = []
-    for name, shape in arguments(text):
-        path = tmp_path / f"{name}.npy"
-        np.save(path, np.ones([int(d) for d in shape.split("x")], np.float32))
-        inputs.append(f"--input={path}")
+    inputs = write_inputs(text, tmp_path, np.random.default_rng(0))
     env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1",
                OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
                OMPI_MCA_rmaps_base_oversubscribe="1")

@@ -45,19 +45,6 @@ CollectiveSpec &collective(ExecutableSpec &spec) {
   return std::get<CollectiveSpec>(spec.functions[0].commands[0]);
 }
 
-std::string loadError(const ExecutableSpec &spec) {
-  auto exe = Executable::loadBytes(build(spec));
-  return exe ? "" : exe.status().message();
-}
-
-#define EXPECT_LOAD_ERROR(spec, text)                                          \
-  do {                                                                         \
-    std::string message = loadError(spec);                                     \
-    EXPECT_NE(message.find(text), std::string::npos)                           \
-        << "expected an error containing \"" << (text) << "\", got \""         \
-        << message << "\"";                                                    \
-  } while (0)
-
 } // namespace
 
 TEST(CollectiveTest, LoadsAndRecordsTheMesh) {

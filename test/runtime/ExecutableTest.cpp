@@ -24,23 +24,6 @@ using namespace flow::test;
 
 namespace {
 
-/// The error loading \p bytes gives, or "" if it loads.
-std::string loadError(const std::vector<uint8_t> &bytes) {
-  StatusOr<std::unique_ptr<Executable>> exe = Executable::loadBytes(bytes);
-  return exe ? "" : exe.status().message();
-}
-std::string loadError(const ExecutableSpec &spec) {
-  return loadError(build(spec));
-}
-
-#define EXPECT_LOAD_ERROR(spec, text)                                          \
-  do {                                                                         \
-    std::string message = loadError(spec);                                     \
-    EXPECT_NE(message.find(text), std::string::npos)                           \
-        << "expected an error containing \"" << (text) << "\", got \""         \
-        << message << "\"";                                                    \
-  } while (0)
-
 FunctionSpec &forward(ExecutableSpec &spec) { return spec.functions[0]; }
 
 template <typename T> T &command(ExecutableSpec &spec, size_t i) {

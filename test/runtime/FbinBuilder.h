@@ -277,6 +277,23 @@ inline std::vector<uint8_t> build(const ExecutableSpec &spec) {
                               fbb.GetBufferPointer() + fbb.GetSize());
 }
 
+/// The error loading \p bytes gives, or "" if it loads.
+inline std::string loadError(const std::vector<uint8_t> &bytes) {
+  auto exe = runtime::Executable::loadBytes(bytes);
+  return exe ? "" : exe.status().message();
+}
+inline std::string loadError(const ExecutableSpec &spec) {
+  return loadError(build(spec));
+}
+
+#define EXPECT_LOAD_ERROR(spec, text)                                          \
+  do {                                                                         \
+    std::string message = ::flow::test::loadError(spec);                       \
+    EXPECT_NE(message.find(text), std::string::npos)                           \
+        << "expected an error containing \"" << (text) << "\", got \""         \
+        << message << "\"";                                                    \
+  } while (0)
+
 inline std::vector<uint8_t> readBytes(const std::string &path) {
   std::ifstream in(path, std::ios::binary);
   return std::vector<uint8_t>(std::istreambuf_iterator<char>(in), {});
