@@ -163,7 +163,7 @@ const char *const kFlowPipeline =
     "flow-outline-kernels{library-matmul=%s},symbol-dce";
 const char *const kLinalgPipeline = "flow-convert-to-linalg,canonicalize,cse";
 const char *const kBufferizedPipeline =
-    "one-shot-bufferize{bufferize-function-boundaries "
+    "flow-record-kernel-abi,one-shot-bufferize{bufferize-function-boundaries "
     "function-boundary-type-conversion=identity-layout-map},"
     "buffer-results-to-out-params{hoist-static-allocs},canonicalize,"
     "buffer-deallocation-pipeline,flow-copies-to-linalg,"
@@ -213,26 +213,23 @@ static LogicalResult buildExecutable(ModuleOp host, ModuleOp kernels,
                                      const CompileOptions &options,
                                      CompileResult &result);
 
-/// The runtime ABI of each bufferized kernel: buffer arguments (operands,
-/// then results) with static shapes, then the workgroup id and count.
-static llvm::StringMap<KernelInfo>
-kernelInfos(ModuleOp kernels, const llvm::StringMap<unsigned> &numResults) {
+/// The runtime ABI of each kernel, as flow-record-kernel-abi recorded it:
+/// buffers (operands, then results), then the workgroup id and count.
+static llvm::StringMap<KernelInfo> kernelInfos(ModuleOp kernels) {
   llvm::StringMap<KernelInfo> infos;
   for (func::FuncOp func : kernels.getOps<func::FuncOp>()) {
     if (!func->hasAttr(FlowDialect::getKernelAttrName()))
       continue;
     KernelInfo info;
     info.symbol = (func.getSymName() + "_entry").str();
-    for (Type t : func.getArgumentTypes()) {
-      auto memref = dyn_cast<MemRefType>(t);
-      if (!memref)
-        continue;
-      Type elt = memref.getElementType();
-      int64_t width = elt.isInteger(1) ? 1 : elt.getIntOrFloatBitWidth() / 8;
-      info.bindingSizes.push_back(memref.getNumElements() * width);
-    }
+    if (auto sizes = func->getAttrOfType<DenseI64ArrayAttr>(
+            FlowDialect::getBindingSizesAttrName()))
+      info.bindingSizes.assign(sizes.asArrayRef().begin(),
+                               sizes.asArrayRef().end());
     info.numBindings = info.bindingSizes.size();
-    info.numOutputs = numResults.lookup(func.getSymName());
+    if (auto n = func->getAttrOfType<IntegerAttr>(
+            FlowDialect::getNumOutputsAttrName()))
+      info.numOutputs = n.getInt();
     if (auto n = func->getAttrOfType<IntegerAttr>(
             FlowDialect::getMaxWorkgroupsAttrName()))
       info.maxWorkgroups = n.getInt();
@@ -288,10 +285,6 @@ FailureOr<CompileResult> mlir::flow::compile(ModuleOp module,
   } steps[] = {{Phase::Linalg, kLinalgPipeline},
                {Phase::Bufferized, kBufferizedPipeline},
                {Phase::LLVM, kLLVMPipeline}};
-  // Results become trailing out-parameters when bufferized.
-  llvm::StringMap<unsigned> numResults;
-  for (func::FuncOp func : kernels->getOps<func::FuncOp>())
-    numResults[func.getSymName()] = func.getNumResults();
   llvm::StringMap<KernelInfo> infos;
   for (const Step &step : steps) {
     PhaseTimer t{report, phaseName(step.phase).str()};
@@ -300,7 +293,7 @@ FailureOr<CompileResult> mlir::flow::compile(ModuleOp module,
     if (options.compileTo == step.phase)
       return stop(kernels.release());
     if (step.phase == Phase::Bufferized)
-      infos = kernelInfos(*kernels, numResults);
+      infos = kernelInfos(*kernels);
   }
 
   // fbin: the kernel library and the executable.

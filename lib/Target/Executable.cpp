@@ -12,6 +12,7 @@
 #include "flow/Target/Executable.h"
 #include "flow/Dialect/Flow/IR/FlowOps.h"
 #include "flow/runtime/Checksum.h"
+#include "flow/runtime/Executable.h"
 #include "flow/runtime/executable_generated.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -22,8 +23,9 @@ using namespace mlir;
 using namespace mlir::flow;
 namespace fb = ::flow::fbs;
 
-/// The executable format version this writer produces.
-static constexpr uint32_t kFormatVersion = 2;
+/// The executable format version this writer produces: the one the runtime
+/// reads.
+static constexpr uint32_t kFormatVersion = ::flow::runtime::kExecutableVersion;
 /// Alignment of every arena slice.
 static constexpr int64_t kAlignment = 64;
 
@@ -46,6 +48,9 @@ static FailureOr<fb::DType> dtypeOf(Type t) {
     return fb::DType::I1;
   return failure();
 }
+
+/// True if \p value fits the executable's 32-bit (uint) fields.
+static bool fitsU32(uint64_t value) { return value <= UINT32_MAX; }
 
 /// Bytes of a tensor (i1 takes one byte per element).
 static int64_t byteSize(RankedTensorType type) {
@@ -225,6 +230,9 @@ FunctionWriter::write(func::FuncOp func) {
   if (failed(inputs) || failed(outputs))
     return failure();
 
+  if (!fitsU32(func.getNumArguments()) || !fitsU32(func.getNumResults()))
+    return func.emitError("a function of the executable takes at most 2^32-1 "
+                          "inputs and outputs");
   for (auto [i, arg] : llvm::enumerate(body.getArguments()))
     slots[arg] = {fb::Space::Input, (uint32_t)i, 0,
                   byteSize(cast<RankedTensorType>(arg.getType()))};
@@ -261,6 +269,9 @@ FunctionWriter::write(func::FuncOp func) {
       FailureOr<std::vector<uint8_t>> bytes = constantBytes(constant);
       if (failed(bytes))
         return failure();
+      if (!fitsU32(constants.entries.size()))
+        return constant.emitError("an executable holds at most 2^32-1 "
+                                  "constants");
       stats.constantBytes += bytes->size();
       slots[constant.getResult()] = {fb::Space::Constant,
                                      (uint32_t)constants.entries.size(), 0,
@@ -273,6 +284,9 @@ FunctionWriter::write(func::FuncOp func) {
       if (!fitsInMemory(type) || failed(dtypeOf(type.getElementType())))
         return parameter.emitError("parameter type ")
                << type << " cannot be stored in an executable";
+      if (!fitsU32(constants.entries.size()))
+        return parameter.emitError("an executable holds at most 2^32-1 "
+                                   "constants");
       auto [it, inserted] = constants.parameterIndex.try_emplace(
           parameter.getName(), constants.entries.size());
       if (inserted) {
@@ -491,9 +505,19 @@ FailureOr<std::vector<uint8_t>> mlir::flow::writeExecutable(
   llvm::sort(names);
   llvm::StringMap<unsigned> kernelIndex;
   std::vector<flatbuffers::Offset<fb::Kernel>> kernelTables;
+  if (!fitsU32(names.size()))
+    return host.emitError("an executable holds at most 2^32-1 kernels");
   for (auto [i, name] : llvm::enumerate(names)) {
     kernelIndex[name] = i;
     const KernelInfo &info = kernels.find(name)->second;
+    // Schema fields of 32 bits: refuse what they cannot hold, never
+    // truncate it.
+    if (info.maxWorkgroups < 1 || !fitsU32(info.maxWorkgroups) ||
+        !fitsU32(info.numBindings) || !fitsU32(info.numOutputs))
+      return host.emitError("kernel '")
+             << name << "' does not fit the executable format: "
+             << info.maxWorkgroups << " workgroups, " << info.numBindings
+             << " buffers (each must be in [1, 2^32-1])";
     kernelTables.push_back(
         fb::CreateKernelDirect(fbb, info.symbol.c_str(), info.numBindings,
                                &info.bindingSizes, info.numOutputs));
@@ -513,8 +537,6 @@ FailureOr<std::vector<uint8_t>> mlir::flow::writeExecutable(
   if (functions.empty())
     return host.emitError("the module has no public function to compile");
 
-  uint64_t checksum =
-      ::flow::runtime::fnv1a64(kernelLibrary.data(), kernelLibrary.size());
   std::vector<flatbuffers::Offset<fb::Constant>> constantTables;
   for (const ConstantEntry &entry : constants.entries) {
     if (!entry.parameter.empty()) {
@@ -526,7 +548,6 @@ FailureOr<std::vector<uint8_t>> mlir::flow::writeExecutable(
       continue;
     }
     const std::vector<uint8_t> &data = entry.data;
-    checksum = ::flow::runtime::fnv1a64(data.data(), data.size(), checksum);
     fbb.ForceVectorAlignment(data.size(), 1, 64);
     constantTables.push_back(fb::CreateConstant(fbb, fbb.CreateVector(data)));
   }
@@ -559,9 +580,13 @@ FailureOr<std::vector<uint8_t>> mlir::flow::writeExecutable(
   auto root = fb::CreateExecutable(
       fbb, kFormatVersion, fb::Target::CPU, fbb.CreateVector(functions),
       fbb.CreateVector(kernelTables), library, fbb.CreateVector(constantTables),
-      checksum, archive,
+      ::flow::runtime::kChecksumPlaceholder, archive,
       meshShape.empty() ? 0 : fbb.CreateVector(meshShape));
   fb::FinishExecutableBuffer(fbb, root);
-  return std::vector<uint8_t>(fbb.GetBufferPointer(),
-                              fbb.GetBufferPointer() + fbb.GetSize());
+  std::vector<uint8_t> bytes(fbb.GetBufferPointer(),
+                             fbb.GetBufferPointer() + fbb.GetSize());
+  if (!::flow::runtime::stampChecksum(bytes.data(), bytes.size()))
+    return host.emitError("internal error: the executable has no checksum "
+                          "field");
+  return bytes;
 }

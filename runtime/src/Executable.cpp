@@ -4,19 +4,26 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// The file is untrusted. Loading runs, in order: the FlatBuffers verifier
-// (every offset and length inside the file), the semantic checks (versions,
-// enums, shapes, every buffer reference inside its buffer, gemm extents), the
-// checksum over the kernel library and constants, and only then dlopen and
-// symbol lookup. Nothing is run, and no memory is handed out, before all of
-// them pass. Each check fails with one message naming the function, command
-// and field at fault.
+// The file is untrusted until it is loaded. Loading runs, in order: the
+// FlatBuffers verifier (every offset and length inside the file), the format
+// version, the checksum over every byte of the file, the semantic checks
+// (enums, shapes, every buffer reference inside its buffer, gemm extents,
+// unique kernel symbols), the parameter archive, and only then dlopen, symbol
+// lookup, and the check of the library's own ABI table (flow/runtime/
+// KernelAbi.h) against the metadata. Nothing is run, and no memory is handed
+// out, before all of them pass. Each check fails with one message naming the
+// function, command and field at fault.
+//
+// What is not caught: a file forged on purpose (metadata and kernel code
+// changed together and the checksum recomputed). A .fbin holds native code,
+// to be trusted like a shared library.
 //
 //===----------------------------------------------------------------------===//
 
 #include "ExecutableImpl.h"
 
 #include "flow/runtime/Checksum.h"
+#include "flow/runtime/KernelAbi.h"
 #include "flow/runtime/executable_generated.h"
 
 #include <algorithm>
@@ -159,7 +166,6 @@ private:
   Status verifyRef(const std::string &ctx, const std::string &what,
                    const fbs::BufferRef *ref, bool writable,
                    detail::BufferRef &out);
-  Status verifyChecksum();
   Status bindParameters();
   Status loadKernels();
 
@@ -188,8 +194,6 @@ Status Checker::verify() {
       return Status::error("two functions are named '" +
                            printable(impl.signatures.back().name) + "'");
   }
-  if (Status s = verifyChecksum(); !s)
-    return s;
   if (Status s = bindParameters(); !s)
     return s;
   return loadKernels();
@@ -205,11 +209,6 @@ Status Checker::verifyHeader() {
       impl.mesh.push_back(d);
     }
   }
-  if (file.version() != kExecutableVersion)
-    return Status::error("unsupported format version " +
-                         std::to_string(file.version()) +
-                         " (this runtime reads version " +
-                         std::to_string(kExecutableVersion) + ")");
   fbs::Target target = file.target();
   if (target == fbs::Target::CUDA)
     return Status::error(
@@ -223,6 +222,7 @@ Status Checker::verifyHeader() {
 Status Checker::verifyKernels() {
   const auto *kernels = file.kernels();
   size_t count = kernels ? kernels->size() : 0;
+  std::set<std::string> symbols;
   for (size_t i = 0; i < count; ++i) {
     const fbs::Kernel *kernel = kernels->Get(i);
     const flatbuffers::String *symbol = kernel->symbol();
@@ -231,6 +231,9 @@ Status Checker::verifyKernels() {
       return Status::error(ctx + " has no symbol");
     if (std::memchr(symbol->data(), 0, symbol->size()))
       return Status::error(ctx + ": symbol contains a NUL byte");
+    if (!symbols.insert(symbol->str()).second)
+      return Status::error(ctx + ": symbol '" + printable(symbol->str()) +
+                           "' names another kernel too");
   }
   const auto *library = file.kernel_library();
   if (count > 0 && (!library || library->size() == 0))
@@ -807,21 +810,6 @@ Status Checker::verifyCopy(const std::string &ctx, const fbs::Copy &cmd,
   return Status::ok();
 }
 
-Status Checker::verifyChecksum() {
-  uint64_t hash = kFnv1a64Basis;
-  if (const auto *library = file.kernel_library())
-    hash = fnv1a64(library->data(), library->size(), hash);
-  for (const detail::Constant &constant : impl.constants)
-    if (constant.parameter.empty())
-      hash = fnv1a64(constant.data, constant.size, hash);
-  if (hash != file.checksum())
-    return Status::error("checksum mismatch (file says " +
-                         hex(file.checksum()) +
-                         ", kernel library and constants hash to " + hex(hash) +
-                         "): the file is corrupt");
-  return Status::ok();
-}
-
 Status Checker::bindParameters() {
   std::vector<detail::Constant *> wanted;
   for (detail::Constant &constant : impl.constants)
@@ -897,15 +885,76 @@ Status Checker::loadKernels() {
   if (!loaded)
     return loaded.status();
   impl.library = std::move(*loaded);
+  void *tableAddress = impl.library.symbol(FLOW_KERNEL_ABI_SYMBOL);
+  if (!tableAddress)
+    return Status::error("the kernel library exports no '" FLOW_KERNEL_ABI_SYMBOL
+                         "' table (it was not built by this Flow)");
+  const auto *table = static_cast<const FlowKernelAbiTable *>(tableAddress);
+  if (table->magic != FLOW_KERNEL_ABI_MAGIC)
+    return Status::error("the kernel library's ABI table has a wrong magic "
+                         "number (it was not built by this Flow)");
+  std::set<void *> entries;
   for (size_t i = 0; i < kernels->size(); ++i) {
-    std::string symbol = kernels->Get(i)->symbol()->str();
+    const fbs::Kernel *kernel = kernels->Get(i);
+    std::string symbol = kernel->symbol()->str();
+    std::string ctx = "kernel " + std::to_string(i) + " ('" +
+                      printable(symbol) + "')";
     void *address = impl.library.symbol(symbol);
     if (!address)
       return Status::error("kernel " + std::to_string(i) + ": symbol '" +
                            printable(symbol) +
                            "' is not defined by the kernel library");
+    if (!entries.insert(address).second)
+      return Status::error(ctx + " resolves to the same code as another "
+                                 "kernel");
+    const FlowKernelAbiEntry *abi = nullptr;
+    for (uint64_t e = 0; e < table->count && !abi; ++e)
+      if (table->entries[e].symbol &&
+          std::strcmp(table->entries[e].symbol, symbol.c_str()) == 0)
+        abi = &table->entries[e];
+    if (!abi)
+      return Status::error(ctx + " is not in the kernel library's ABI table");
+    if (abi->entry != address)
+      return Status::error(ctx + ": the ABI table's entry point is not the "
+                                 "symbol's address");
+    // The loader has held every dispatch to the metadata's sizes; the
+    // metadata must now be what the code itself was compiled for.
+    const auto *sizes = kernel->binding_sizes();
+    bool same = abi->num_bindings == kernel->num_bindings() &&
+                abi->num_outputs == kernel->num_outputs() && sizes &&
+                sizes->size() == abi->num_bindings;
+    for (uint64_t b = 0; same && b < abi->num_bindings; ++b)
+      same = abi->binding_sizes[b] == sizes->Get(b);
+    if (!same) {
+      std::string want;
+      for (uint64_t b = 0; b < abi->num_bindings; ++b)
+        want += (b ? "," : "") + std::to_string(abi->binding_sizes[b]);
+      return Status::error(
+          ctx + ": the executable says it takes " +
+          std::to_string(kernel->num_bindings()) + " buffers (" +
+          std::to_string(kernel->num_outputs()) +
+          " written) but its code was compiled for " +
+          std::to_string(abi->num_bindings) + " buffers of [" + want +
+          "] bytes (" + std::to_string(abi->num_outputs) + " written)");
+    }
     impl.kernels.push_back(reinterpret_cast<detail::KernelFn>(address));
   }
+  return Status::ok();
+}
+
+/// Checks the whole-file checksum (see flow/runtime/Checksum.h) of a file the
+/// FlatBuffers verifier accepted.
+Status verifyChecksum(const uint8_t *data, size_t size) {
+  std::optional<size_t> offset = checksumFieldOffset(data);
+  if (!offset || *offset + 8 > size)
+    return Status::error("executable has no checksum (the file is corrupt)");
+  uint64_t stored;
+  std::memcpy(&stored, data + *offset, sizeof(stored));
+  uint64_t hash = fileChecksum(data, size, *offset);
+  if (hash != stored)
+    return Status::error("checksum mismatch (file says " + hex(stored) +
+                         ", its bytes hash to " + hex(hash) +
+                         "): the file is corrupt");
   return Status::ok();
 }
 
@@ -989,6 +1038,16 @@ StatusOr<std::unique_ptr<Executable::Impl>> load(AlignedBuffer file,
   if (!fbs::VerifyExecutableBuffer(verifier))
     return Status::error("malformed executable: FlatBuffers verification "
                          "failed (the file is corrupt or truncated)");
+  // The version first: an older file is refused by name, not by checksum.
+  uint32_t version = fbs::GetExecutable(data)->version();
+  if (version != kExecutableVersion)
+    return Status::error("unsupported format version " +
+                         std::to_string(version) +
+                         " (this runtime reads version " +
+                         std::to_string(kExecutableVersion) +
+                         "; recompile the model with this Flow)");
+  if (Status s = verifyChecksum(data, size); !s)
+    return s;
   Checker checker(*fbs::GetExecutable(data), *impl, options);
   if (Status s = checker.verify(); !s)
     return s;

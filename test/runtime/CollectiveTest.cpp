@@ -150,6 +150,7 @@ TEST(CollectiveTest, CorruptMeshExecutablesNeverCrash) {
     std::vector<uint8_t> bytes = original;
     for (int e = 0; e < 1 + int(rng() % 3); ++e)
       bytes[rng() % bytes.size()] = static_cast<uint8_t>(rng());
+    restampUnlessLibraryChanged(bytes, original);
     auto exe = Executable::loadBytes(bytes);
     if (!exe) {
       EXPECT_FALSE(exe.status().message().empty());

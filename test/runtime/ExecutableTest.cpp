@@ -15,7 +15,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <climits>
+#include <cstring>
 #include <cstdio>
 #include <unistd.h>
 
@@ -110,9 +112,9 @@ TEST(ExecutableTest, RejectsNonExecutables) {
 
 TEST(ExecutableTest, RejectsVersionAndTarget) {
   ExecutableSpec spec = sampleSpec();
-  spec.version = 3;
-  EXPECT_LOAD_ERROR(spec, "unsupported format version 3 (this runtime reads "
-                          "version 2)");
+  spec.version = 4;
+  EXPECT_LOAD_ERROR(spec, "unsupported format version 4 (this runtime reads "
+                          "version 3");
   spec.version = 0;
   EXPECT_LOAD_ERROR(spec, "unsupported format version 0");
   spec = sampleSpec();
@@ -376,15 +378,89 @@ TEST(ExecutableTest, RejectsBadChecksums) {
   ExecutableSpec spec = sampleSpec();
   spec.checksum = 1;
   EXPECT_LOAD_ERROR(spec, "checksum mismatch (file says 0x0000000000000001");
-  // A flipped bit in the library or a constant, with the original checksum.
+}
+
+/// The offset of the first occurrence of \p text in \p bytes.
+static size_t find(const std::vector<uint8_t> &bytes, const std::string &text) {
+  auto it = std::search(bytes.begin(), bytes.end(), text.begin(), text.end());
+  EXPECT_NE(it, bytes.end()) << "'" << text << "' is not in the file";
+  return it - bytes.begin();
+}
+
+TEST(ExecutableTest, ChecksumCoversEveryByte) {
+  std::vector<uint8_t> good = build(sampleSpec());
+  ASSERT_EQ(loadError(good), "");
+  size_t field = *flow::runtime::checksumFieldOffset(good.data());
+  // Every single-bit change outside the checksum field itself that the
+  // FlatBuffers verifier lets through is a checksum mismatch: metadata,
+  // padding, the kernel library and the constants alike.
+  size_t caught = 0;
+  for (size_t i = 0; i < good.size(); ++i) {
+    if (i >= field && i < field + 8)
+      continue;
+    std::vector<uint8_t> bad = good;
+    bad[i] ^= 0x10;
+    std::string error = loadError(bad);
+    ASSERT_NE(error, "") << "byte " << i << " changed and the file loaded";
+    caught += error.find("checksum mismatch") != std::string::npos;
+  }
+  EXPECT_GT(caught, good.size() / 2);
+}
+
+TEST(ExecutableTest, KernelSymbolPointingAtAnotherKernel) {
+  // The attack: one kernel's symbol renamed to another's (same length), so
+  // the dispatch would run other code on its buffers.
+  std::vector<uint8_t> bytes = build(sampleSpec());
+  // The metadata's string (a FlatBuffers string: its length, then its
+  // bytes), not the library's.
+  size_t at = find(bytes, std::string("\x10\0\0\0scale2_f32_entry", 20)) + 4;
+  std::memcpy(&bytes[at], "address_of_entry", 16);
+  // Without a new checksum, the file is corrupt.
+  EXPECT_NE(loadError(bytes).find("checksum mismatch"), std::string::npos);
+  // With one, the symbols are no longer unique.
+  flow::runtime::stampChecksum(bytes.data(), bytes.size());
+  EXPECT_NE(loadError(bytes).find("kernel 2: symbol 'address_of_entry' names "
+                                  "another kernel too"),
+            std::string::npos)
+      << loadError(bytes);
+
+  // A symbol renamed to another kernel the file does not list: the library's
+  // ABI table says that code takes other buffers.
+  ExecutableSpec spec = sampleSpec();
+  spec.kernels[kScale2].symbol = "address_of_entry";
+  spec.kernels[kAddressOf].symbol = "workgroups_entry";
+  spec.kernels[kWorkgroups].symbol = "add_f32_entry";
+  spec.kernels[kAdd].symbol = "scale2_f32_entry";
+  EXPECT_LOAD_ERROR(spec, "kernel 0 ('scale2_f32_entry'): the executable says "
+                          "it takes 3 buffers (1 written) but its code was "
+                          "compiled for 2 buffers of [64,64] bytes");
+}
+
+TEST(ExecutableTest, MetadataMustMatchTheLibrarysAbiTable) {
+  // Metadata and a dispatch made consistent with each other (the loader's
+  // bounds checks pass), but not with what the code was compiled for.
+  ExecutableSpec spec = sampleSpec();
+  spec.kernels[kScale2].bindingSizes = {32, 32};
+  std::get<DispatchSpec>(spec.functions[0].commands[2]).bindings = {
+      outputRef(0, 32), arenaRef(64, 32)};
+  EXPECT_LOAD_ERROR(spec, "kernel 1 ('scale2_f32_entry'): the executable says "
+                          "it takes 2 buffers (1 written) but its code was "
+                          "compiled for 2 buffers of [64,64] bytes");
   spec = sampleSpec();
-  spec.checksum = checksumOf(spec);
-  (*spec.library)[spec.library->size() / 2] ^= 4;
-  EXPECT_LOAD_ERROR(spec, "checksum mismatch");
+  spec.kernels[kScale2].numOutputs = 2;
+  EXPECT_LOAD_ERROR(spec, "(2 written) but its code was compiled for 2 "
+                          "buffers of [64,64] bytes (1 written)");
+  // A symbol the library defines but the table does not list.
   spec = sampleSpec();
-  spec.checksum = checksumOf(spec);
-  spec.constants[0][3] ^= 1;
-  EXPECT_LOAD_ERROR(spec, "checksum mismatch");
+  spec.kernels[kWorkgroups].symbol = "unlisted_entry";
+  EXPECT_LOAD_ERROR(spec, "is not in the kernel library's ABI table");
+}
+
+TEST(ExecutableTest, RefusesOlderFormatVersions) {
+  ExecutableSpec spec = sampleSpec();
+  spec.version = 2;
+  EXPECT_LOAD_ERROR(spec, "unsupported format version 2 (this runtime reads "
+                          "version 3; recompile the model with this Flow)");
 }
 
 TEST(ExecutableTest, ChecksumIsFnv1a64) {

@@ -131,21 +131,12 @@ struct ExecutableSpec {
   std::optional<std::string> parameterArchive;
   /// A device mesh; functions with `ranks` are its device programs.
   std::vector<int64_t> mesh;
-  /// Computed from the library and constants when unset.
+  /// Stored as is when set; otherwise the file is stamped with its real
+  /// checksum (flow/runtime/Checksum.h) once built.
   std::optional<uint64_t> checksum;
   /// Align the library and constants to 64 bytes, as the schema asks.
   bool align = true;
 };
-
-/// The checksum the runtime expects for \p spec.
-inline uint64_t checksumOf(const ExecutableSpec &spec) {
-  uint64_t hash = runtime::kFnv1a64Basis;
-  if (spec.library)
-    hash = runtime::fnv1a64(spec.library->data(), spec.library->size(), hash);
-  for (const std::vector<uint8_t> &constant : spec.constants)
-    hash = runtime::fnv1a64(constant.data(), constant.size(), hash);
-  return hash;
-}
 
 /// Serializes \p spec.
 inline std::vector<uint8_t> build(const ExecutableSpec &spec) {
@@ -270,11 +261,35 @@ inline std::vector<uint8_t> build(const ExecutableSpec &spec) {
     archive = fbb.CreateString(*spec.parameterArchive);
   auto root = fbs::CreateExecutable(
       fbb, spec.version, spec.target, functionsVector, kernelsVector, library,
-      constantsVector, spec.checksum ? *spec.checksum : checksumOf(spec),
-      archive, spec.mesh.empty() ? 0 : fbb.CreateVector(spec.mesh));
+      constantsVector,
+      spec.checksum ? *spec.checksum : runtime::kChecksumPlaceholder, archive,
+      spec.mesh.empty() ? 0 : fbb.CreateVector(spec.mesh));
   fbs::FinishExecutableBuffer(fbb, root);
-  return std::vector<uint8_t>(fbb.GetBufferPointer(),
-                              fbb.GetBufferPointer() + fbb.GetSize());
+  std::vector<uint8_t> out(fbb.GetBufferPointer(),
+                           fbb.GetBufferPointer() + fbb.GetSize());
+  if (!spec.checksum)
+    runtime::stampChecksum(out.data(), out.size());
+  return out;
+}
+
+/// Gives \p bytes, an edited copy of \p original, its own checksum, so that
+/// tests reach the checks behind the checksum; unless the file no longer
+/// verifies as FlatBuffers, or the edit reached the kernel library: a
+/// changed library with a valid checksum is a forgery, and dlopen would run
+/// whatever it holds (the trust boundary, flow/runtime/Checksum.h).
+inline void restampUnlessLibraryChanged(std::vector<uint8_t> &bytes,
+                                        const std::vector<uint8_t> &original) {
+  flatbuffers::Verifier verifier(bytes.data(), bytes.size());
+  if (bytes.size() < 8 || !fbs::VerifyExecutableBuffer(verifier))
+    return;
+  const auto *edited = fbs::GetExecutable(bytes.data())->kernel_library();
+  const auto *kept = fbs::GetExecutable(original.data())->kernel_library();
+  size_t editedSize = edited ? edited->size() : 0;
+  size_t keptSize = kept ? kept->size() : 0;
+  if (editedSize != keptSize ||
+      (keptSize && std::memcmp(edited->data(), kept->data(), keptSize) != 0))
+    return;
+  runtime::stampChecksum(bytes.data(), bytes.size());
 }
 
 /// The error loading \p bytes gives, or "" if it loads.

@@ -285,6 +285,6 @@ TEST(ParameterTest, ParameterBytesAreNotInTheChecksum) {
   for (CommandSpec &c : spec.functions[0].commands)
     std::get<CopySpec>(c).src->index += 1;
   EXPECT_EQ(loadError(spec, {}), "");
-  spec.checksum = checksumOf(spec) ^ 1;
+  spec.checksum = 1;
   EXPECT_NE(loadError(spec, {}).find("checksum mismatch"), std::string::npos);
 }

@@ -12,6 +12,8 @@
  *
  *===----------------------------------------------------------------------===*/
 
+#include "flow/runtime/KernelAbi.h"
+
 #include <stdint.h>
 
 #define ROWS 16
@@ -47,3 +49,26 @@ void workgroups_entry(void **bindings, int64_t workgroup, int64_t workgroups) {
   if (workgroup < 64)
     ((int64_t *)bindings[0])[workgroup] = workgroups;
 }
+
+/* A kernel the ABI table below does not list: the loader refuses it. */
+void unlisted_entry(void **bindings, int64_t workgroup, int64_t workgroups) {
+  (void)bindings;
+  (void)workgroup;
+  (void)workgroups;
+}
+
+/* The ABI table every kernel library exports (flow/runtime/KernelAbi.h). */
+static const uint64_t add_sizes[] = {64, 64, 64};
+static const uint64_t scale2_sizes[] = {64, 64};
+static const uint64_t address_of_sizes[] = {8, 8};
+static const uint64_t workgroups_sizes[] = {512};
+static const struct FlowKernelAbiEntry entries[] = {
+    {"add_f32_entry", (const void *)add_f32_entry, 3, 1, add_sizes},
+    {"scale2_f32_entry", (const void *)scale2_f32_entry, 2, 1, scale2_sizes},
+    {"address_of_entry", (const void *)address_of_entry, 2, 1,
+     address_of_sizes},
+    {"workgroups_entry", (const void *)workgroups_entry, 1, 1,
+     workgroups_sizes},
+};
+const struct FlowKernelAbiTable flow_kernel_abi = {
+    FLOW_KERNEL_ABI_MAGIC, sizeof(entries) / sizeof(entries[0]), entries};

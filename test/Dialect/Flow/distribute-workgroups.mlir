@@ -99,3 +99,23 @@ func.func @unit_leading(%in: memref<1x8x16xf32>, %out: memref<1x8x16xf32>) attri
   }
   return
 }
+
+// -----
+
+// More rows than workgroups the runtime would ever use: the count is capped
+// at 65536 (it used to be the row count, which a 32-bit field truncated),
+// and the rows are still split by the real extent.
+// CHECK-LABEL: func.func @huge
+// CHECK-SAME: flow.max_workgroups = 65536 : i64
+// CHECK: arith.constant 8589934592 : index
+func.func @huge(%in: memref<8589934592xi8>, %out: memref<8589934592xi8>) attributes {flow.kernel, flow.workgroup_extent = 8589934592 : i64} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %n = arith.constant 8589934592 : index
+  scf.parallel (%i) = (%c0) to (%n) step (%c1) {
+    %v = memref.load %in[%i] : memref<8589934592xi8>
+    memref.store %v, %out[%i] : memref<8589934592xi8>
+    scf.reduce
+  }
+  return
+}

@@ -180,6 +180,22 @@ LogicalResult FlowDialect::verifyOperationAttribute(Operation *op,
                                << "' must be a positive integer";
     return success();
   }
+  if (attr.getName() == getBindingSizesAttrName()) {
+    auto sizes = dyn_cast<DenseI64ArrayAttr>(attr.getValue());
+    if (!sizes || llvm::any_of(sizes.asArrayRef(),
+                               [](int64_t size) { return size < 0; }))
+      return op->emitOpError()
+             << "'" << getBindingSizesAttrName()
+             << "' must be an array<i64> of non-negative byte sizes";
+    return success();
+  }
+  if (attr.getName() == getNumOutputsAttrName()) {
+    auto value = dyn_cast<IntegerAttr>(attr.getValue());
+    if (!value || value.getInt() < 0)
+      return op->emitOpError() << "'" << getNumOutputsAttrName()
+                               << "' must be a non-negative integer";
+    return success();
+  }
   return op->emitOpError() << "unknown flow attribute '"
                            << attr.getName().getValue() << "' on an operation";
 }

@@ -106,9 +106,14 @@ struct DistributeWorkgroupsPass
       }
     }
     splittable &= !loops.empty();
-    kernel->setAttr(
-        "flow.max_workgroups",
-        IntegerAttr::get(IntegerType::get(ctx, 64), splittable ? extent : 1));
+    // The runtime never runs more workgroups than it has threads (4096 at
+    // most), so a cap loses nothing; it keeps the count within the
+    // executable's 32-bit field and `wg * rows` below within 64 bits.
+    constexpr int64_t kMaxWorkgroups = 1 << 16;
+    kernel->setAttr("flow.max_workgroups",
+                    IntegerAttr::get(IntegerType::get(ctx, 64),
+                                     splittable ? std::min(extent, kMaxWorkgroups)
+                                                : 1));
     if (!splittable)
       return;
 

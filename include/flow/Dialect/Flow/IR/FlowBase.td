@@ -84,6 +84,14 @@ def Flow_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral getMaxWorkgroupsAttrName() {
       return ::llvm::StringLiteral("flow.max_workgroups");
     }
+    /// A kernel's buffers (bytes of each: operands, then results) and how
+    /// many trailing ones it writes (set by flow-record-kernel-abi).
+    static constexpr ::llvm::StringLiteral getBindingSizesAttrName() {
+      return ::llvm::StringLiteral("flow.binding_sizes");
+    }
+    static constexpr ::llvm::StringLiteral getNumOutputsAttrName() {
+      return ::llvm::StringLiteral("flow.num_outputs");
+    }
     /// Names the safetensors archive holding the module's flow.parameter
     /// tensors (on the module; a relative path is taken from the directory
     /// of the executable that records it).

@@ -233,8 +233,28 @@ def DistributeWorkgroupsPass : Pass<"flow-distribute-workgroups", "ModuleOp"> {
                            "::mlir::scf::SCFDialect"];
 }
 
+def RecordKernelAbiPass : Pass<"flow-record-kernel-abi", "ModuleOp"> {
+  let summary = "Records each kernel's buffers before bufferization";
+  let description = [{
+    Runs on the outlined kernels (`func.func` with `flow.kernel`) while they
+    still take and return tensors. Each gets `flow.binding_sizes`: the bytes
+    of every buffer the runtime will pass it (operands, then results, which
+    bufferization turns into trailing out-parameters; one byte per `i1`),
+    and `flow.num_outputs`: how many of them it writes. The host schedule
+    writer and `flow-emit-kernel-entries` read these, so the metadata in the
+    executable and the table inside the kernel library come from one rule.
+
+    ```mlir
+    func.func @k(%a: tensor<4xf32>) -> tensor<4xf32>
+        attributes {flow.kernel, flow.binding_sizes = array<i64: 16, 16>,
+                    flow.num_outputs = 1 : i64}
+    ```
+  }];
+}
+
 def EmitKernelEntriesPass : Pass<"flow-emit-kernel-entries", "ModuleOp"> {
-  let summary = "Gives each lowered kernel the runtime's C entry point";
+  let summary = "Gives each lowered kernel the runtime's C entry point and "
+                "the library its ABI table";
   let description = [{
     Runs on the LLVM dialect, after kernels were lowered with the bare-pointer
     memref convention. For kernel `@k` with buffer arguments `p0..pn-1` it
@@ -242,6 +262,13 @@ def EmitKernelEntriesPass : Pass<"flow-emit-kernel-entries", "ModuleOp"> {
     `bindings[i]` and calls `@k(p0, ..., wg, nwg)`; `@k` becomes internal so
     LLVM inlines it. The runtime calls every kernel through this one
     signature.
+
+    It also adds the exported constant `@flow_kernel_abi` (layout in the
+    runtime's `flow/runtime/KernelAbi.h`): per entry point its name, its
+    address, and the `flow.binding_sizes` / `flow.num_outputs` recorded by
+    `flow-record-kernel-abi`. The runtime checks the executable's metadata
+    against this table after loading the library. A kernel without those
+    attributes, or whose buffer count disagrees with them, is an error.
   }];
   let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
 }

@@ -1,0 +1,53 @@
+//===- RecordKernelAbi.cpp - Each kernel's buffers, before bufferization ---===//
+//
+// Part of the Flow project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "flow/Dialect/Flow/IR/FlowDialect.h"
+#include "flow/Dialect/Flow/Transforms/Passes.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinTypes.h"
+
+namespace mlir {
+namespace flow {
+#define GEN_PASS_DEF_RECORDKERNELABIPASS
+#include "flow/Dialect/Flow/Transforms/Passes.h.inc"
+} // namespace flow
+} // namespace mlir
+
+using namespace mlir;
+using namespace mlir::flow;
+
+namespace {
+struct RecordKernelAbiPass
+    : flow::impl::RecordKernelAbiPassBase<RecordKernelAbiPass> {
+  void runOnOperation() override {
+    for (func::FuncOp func : getOperation().getOps<func::FuncOp>()) {
+      if (!func->hasAttr(FlowDialect::getKernelAttrName()) ||
+          func.isExternal())
+        continue;
+      SmallVector<int64_t> sizes;
+      for (Type type : llvm::concat<const Type>(func.getArgumentTypes(),
+                                                func.getResultTypes())) {
+        auto tensor = dyn_cast<RankedTensorType>(type);
+        if (!tensor || !tensor.hasStaticShape() ||
+            !tensor.getElementType().isIntOrFloat()) {
+          func.emitError("kernel buffer type ")
+              << type << " is not a tensor of static shape";
+          return signalPassFailure();
+        }
+        Type element = tensor.getElementType();
+        int64_t width =
+            element.isInteger(1) ? 1 : element.getIntOrFloatBitWidth() / 8;
+        sizes.push_back(tensor.getNumElements() * width);
+      }
+      OpBuilder b(func);
+      func->setAttr(FlowDialect::getBindingSizesAttrName(),
+                    b.getDenseI64ArrayAttr(sizes));
+      func->setAttr(FlowDialect::getNumOutputsAttrName(),
+                    b.getI64IntegerAttr(func.getNumResults()));
+    }
+  }
+};
+} // namespace
