@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "flow/Pipelines/Pipelines.h"
+#include "flow/Support/ParseGuard.h"
 #include "flow/runtime/Communicator.h"
 #include "flow/runtime/Executable.h"
 #include "flow/runtime/Session.h"
@@ -53,6 +54,24 @@ py::object compile(const std::string &source, const std::string &target,
                     "' (input, flow, linalg, bufferized, llvm, fbin)");
   mlir::DialectRegistry registry;
   mlir::flow::registerCompilerDialects(registry);
+  // Text from the user must not take this process down: refuse what the
+  // MLIR parser is known to crash on, then let a child process parse it
+  // first, so that an unknown parser crash is an exception here.
+  if (std::optional<mlir::flow::ParserHazard> hazard =
+          mlir::flow::findParserHazard(source))
+    throw FlowError(
+        mlir::flow::formatParserHazard("<input>", source, *hazard));
+  {
+    std::string why;
+    bool survived;
+    {
+      py::gil_scoped_release release;
+      survived = mlir::flow::parseSurvives(source, registry, why);
+    }
+    if (!survived)
+      throw FlowError(why + "; Flow did not parse it in this process. "
+                            "Please report the input as a bug.");
+  }
   mlir::MLIRContext context(registry);
   context.loadAllAvailableDialects();
 

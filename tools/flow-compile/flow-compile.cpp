@@ -17,6 +17,7 @@
 #include "flow/Conversion/Passes.h"
 #include "flow/Dialect/Flow/Transforms/Passes.h"
 #include "flow/Pipelines/Pipelines.h"
+#include "flow/Support/ParseGuard.h"
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
@@ -179,6 +180,13 @@ int main(int argc, char **argv) {
   }
   if (!input) {
     llvm::errs() << "flow-compile: error: " << error << "\n";
+    return 1;
+  }
+  if (std::optional<ParserHazard> hazard =
+          findParserHazard(input->getBuffer())) {
+    llvm::errs() << formatParserHazard(input->getBufferIdentifier(),
+                                       input->getBuffer(), *hazard)
+                 << "\n";
     return 1;
   }
   llvm::SourceMgr sourceMgr;

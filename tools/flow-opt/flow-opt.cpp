@@ -3,29 +3,70 @@
 // Part of the Flow project.
 //
 // mlir-opt with the flow dialect and Flow's passes, plus every upstream
-// dialect and pass, so any phase of Flow's pipelines can be run alone.
+// dialect and pass, so any phase of Flow's pipelines can be run alone. The
+// input is checked for constructs the MLIR parser crashes on before it is
+// parsed (flow/Support/ParseGuard.h).
 //
 //===----------------------------------------------------------------------===//
 
 #include "flow/Conversion/Passes.h"
 #include "flow/Dialect/Flow/IR/FlowDialect.h"
 #include "flow/Dialect/Flow/Transforms/Passes.h"
+#include "flow/Support/ParseGuard.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/InitAllDialects.h"
 #include "mlir/InitAllExtensions.h"
 #include "mlir/InitAllPasses.h"
+#include "mlir/Support/FileUtilities.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/ToolOutputFile.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace mlir;
 
 int main(int argc, char **argv) {
-  mlir::registerAllPasses();
-  mlir::flow::registerFlowTransformsPasses();
-  mlir::flow::registerFlowConversionPasses();
+  llvm::InitLLVM init(argc, argv);
+  registerAllPasses();
+  flow::registerFlowTransformsPasses();
+  flow::registerFlowConversionPasses();
 
-  mlir::DialectRegistry registry;
-  mlir::registerAllDialects(registry);
-  mlir::registerAllExtensions(registry);
-  registry.insert<mlir::flow::FlowDialect>();
+  DialectRegistry registry;
+  registerAllDialects(registry);
+  registerAllExtensions(registry);
+  registry.insert<flow::FlowDialect>();
 
-  return mlir::asMainReturnCode(
-      mlir::MlirOptMain(argc, argv, "Flow optimizer driver\n", registry));
+  auto [inputFilename, outputFilename] =
+      registerAndParseCLIOptions(argc, argv, "Flow optimizer driver\n", registry);
+  MlirOptMainConfig config = MlirOptMainConfig::createFromCLOptions();
+  // Listing dialects or passes reads no input.
+  if (config.shouldShowDialects() || config.shouldListPasses())
+    return asMainReturnCode(
+        MlirOptMain(argc, argv, inputFilename, outputFilename, registry));
+
+  std::string error;
+  std::unique_ptr<llvm::MemoryBuffer> input =
+      openInputFile(inputFilename, &error);
+  if (!input) {
+    llvm::errs() << "flow-opt: " << error << "\n";
+    return 1;
+  }
+  if (std::optional<flow::ParserHazard> hazard =
+          flow::findParserHazard(input->getBuffer())) {
+    llvm::errs() << flow::formatParserHazard(input->getBufferIdentifier(),
+                                             input->getBuffer(), *hazard)
+                 << "\n";
+    return 1;
+  }
+  std::unique_ptr<llvm::ToolOutputFile> output =
+      openOutputFile(outputFilename, &error);
+  if (!output) {
+    llvm::errs() << "flow-opt: " << error << "\n";
+    return 1;
+  }
+  if (failed(MlirOptMain(output->os(), std::move(input), registry, config)))
+    return 1;
+  output->keep();
+  return 0;
 }
