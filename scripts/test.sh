@@ -1,10 +1,18 @@
 #!/usr/bin/env bash
 # Sets up, builds, and runs every Flow test: lit (flow-opt, docs), the runtime
 # unit tests (GoogleTest through ctest) and pytest. Exits non-zero if any
-# suite fails.
+# suite fails. pytest lists every test that did not pass and why (-ra): a
+# skip is visible, never silent.
+#
+#   scripts/test.sh --sanitize   the same suites built and run under ASan and
+#                                UBSan (scripts/test-sanitized.sh, build-asan/)
 set -uo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+if [ "${1:-}" = "--sanitize" ]; then
+  shift
+  exec "$ROOT/scripts/test-sanitized.sh" "$@"
+fi
 FLOW_CACHE="${FLOW_CACHE:-$HOME/.cache/flow}"
 BUILD="${FLOW_BUILD_DIR:-$ROOT/build}"
 
@@ -26,7 +34,7 @@ run() {
 run "lit" /usr/lib/llvm-22/bin/lit -sv "$BUILD/test"
 run "runtime unit tests" ctest --test-dir "$BUILD" --output-on-failure
 run "pytest" env FLOW_BUILD_DIR="$BUILD" \
-  "$FLOW_CACHE/venv/bin/python" -m pytest -q "$ROOT/test/python"
+  "$FLOW_CACHE/venv/bin/python" -m pytest -q -ra "$ROOT/test/python"
 
 if ((status)); then echo "Some test suites FAILED"; else echo "All test suites passed"; fi
 exit $status

@@ -15,7 +15,7 @@ config.test_exec_root = os.path.join(config.flow_obj_root, "test")
 # pytest and GoogleTest suites live beside the lit tests but run on their own;
 # test/models holds model sources the pytest suite compiles.
 config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "python",
-                   "runtime", "Inputs", "models"]
+                   "runtime", "Inputs", "models", "fuzz"]
 
 config.substitutions.append(("%PATH%", config.environment["PATH"]))
 config.substitutions.append(("%flow_src_root", config.flow_src_root))
@@ -29,8 +29,16 @@ tool_dirs = [config.flow_tools_dir, config.llvm_tools_dir]
 llvm_config.add_tool_substitutions(["flow-opt", "flow-compile"], tool_dirs)
 
 # The Python of the build, with this build's flow package first on its path
-# (test/Import runs the importers).
+# (test/Import runs the importers). In a sanitized build (FLOW_SANITIZE) the
+# interpreter loads the instrumented extension, so the sanitizer runtimes go
+# first (LD_PRELOAD) and CPython's deliberate leaks at exit are not reported;
+# flow-opt and flow-compile keep the caller's options (leaks checked).
+python_env = ["PYTHONPATH=%s" % os.path.join(config.flow_obj_root, "python")]
+if config.flow_sanitizer_preload:
+    python_env.append("LD_PRELOAD=%s" % config.flow_sanitizer_preload)
+    asan_options = os.environ.get("ASAN_OPTIONS", "")
+    python_env.append("ASAN_OPTIONS=%s" % ":".join(
+        o for o in (asan_options, "detect_leaks=0") if o))
 config.substitutions.append(
-    ("%flow_python", "env PYTHONPATH=%s %s" % (
-        os.path.join(config.flow_obj_root, "python"),
-        config.python_executable)))
+    ("%flow_python", "env %s %s" % (" ".join(python_env),
+                                    config.python_executable)))

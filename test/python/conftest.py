@@ -1,12 +1,24 @@
-"""Shared fixtures for Flow's Python tests."""
+"""Shared fixtures and helpers for Flow's Python tests.
 
+Dependencies: everything that scripts/setup.sh installs (python/requirements.txt
+and the apt packages) is required. A test that needs one that is missing
+fails and names it (`require`, `require_program`); it never skips, so a
+broken environment cannot pass as green. The only legitimate skip is
+hardware the machine lacks: mark such tests `@pytest.mark.requires_gpu`.
+"""
+
+import functools
+import importlib
 import os
 import pathlib
+import shutil
 import sys
 
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+SETUP_HINT = "install it with scripts/setup.sh"
 
 
 def build_dir() -> pathlib.Path:
@@ -15,6 +27,54 @@ def build_dir() -> pathlib.Path:
 
 # The `flow` package is built into build/python (sources plus extension).
 sys.path.insert(0, str(build_dir() / "python"))
+
+
+def require(module: str):
+    """Imports and returns `module`; fails the calling test (or, at module
+    level, the collection of its file) when it cannot be imported."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as error:
+        pytest.fail(f"Python package '{module}' is required but cannot be "
+                    f"imported ({error}); {SETUP_HINT} (python/requirements.txt)",
+                    pytrace=False)
+
+
+def require_program(name: str) -> str:
+    """The path of program `name` on PATH; fails when there is none."""
+    path = shutil.which(name)
+    if path is None:
+        pytest.fail(f"program '{name}' is required but not on PATH; "
+                    f"{SETUP_HINT}", pytrace=False)
+    return path
+
+
+@functools.lru_cache(maxsize=None)
+def have_gpu() -> bool:
+    """Whether an NVIDIA GPU is present (its device node or nvidia-smi)."""
+    if pathlib.Path("/dev/nvidia0").exists():
+        return True
+    smi = shutil.which("nvidia-smi")
+    if smi is None:
+        return False
+    import subprocess
+    try:
+        proc = subprocess.run([smi, "-L"], capture_output=True, text=True,
+                              timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return proc.returncode == 0 and "GPU" in proc.stdout
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "requires_gpu: the test needs an NVIDIA GPU; skipped "
+        "(with that reason) on a machine without one")
+
+
+def pytest_runtest_setup(item):
+    if item.get_closest_marker("requires_gpu") and not have_gpu():
+        pytest.skip("needs an NVIDIA GPU")
 
 
 @pytest.fixture(scope="session")

@@ -6,13 +6,10 @@ import subprocess
 
 import numpy as np
 
-from conftest import build_dir
+from conftest import build_dir, require
 
-try:
-    import ml_dtypes
-    BF16 = np.dtype(ml_dtypes.bfloat16)
-except ImportError:  # pragma: no cover - ml_dtypes is in requirements.txt
-    BF16 = None
+# bf16 arrays; ml_dtypes is in python/requirements.txt, so missing is a failure.
+BF16 = np.dtype(require("ml_dtypes").bfloat16)
 
 MLIR_TYPES = {
     np.dtype(np.float32): "f32",
@@ -20,9 +17,8 @@ MLIR_TYPES = {
     np.dtype(np.int64): "i64",
     np.dtype(np.int32): "i32",
     np.dtype(np.bool_): "i1",
+    BF16: "bf16",
 }
-if BF16 is not None:
-    MLIR_TYPES[BF16] = "bf16"
 
 
 def tensor_type(shape, dtype) -> str:

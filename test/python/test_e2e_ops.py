@@ -28,7 +28,7 @@ def tolerance(dtype):
     dtype = np.dtype(dtype)
     if dtype == np.float16:
         return dict(rtol=2e-3, atol=2e-3)
-    if BF16 is not None and dtype == BF16:
+    if dtype == BF16:
         return dict(rtol=2e-2, atol=2e-2)
     if np.issubdtype(dtype, np.floating):
         return dict(rtol=1e-5, atol=1e-6)

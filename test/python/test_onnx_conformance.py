@@ -12,7 +12,9 @@ import pathlib
 
 import pytest
 
-pytest.importorskip("onnx")
+from conftest import require
+
+require("onnx")
 from flow import onnx_conformance  # noqa: E402
 from flow.onnx_import import SUPPORTED_OPS  # noqa: E402
 

@@ -13,9 +13,11 @@ import warnings
 import numpy as np
 import pytest
 
-onnx = pytest.importorskip("onnx")
-ort = pytest.importorskip("onnxruntime")
-torch = pytest.importorskip("torch")
+from conftest import require
+
+onnx = require("onnx")
+ort = require("onnxruntime")
+torch = require("torch")
 from onnx import TensorProto, helper  # noqa: E402
 
 import flow  # noqa: E402
@@ -63,7 +65,7 @@ def test_mlp_opset13(tmp_path):
 
 @pytest.mark.parametrize("arch", ["resnet18", "resnet50"])
 def test_resnet_opset13(tmp_path, arch):
-    torchvision = pytest.importorskip("torchvision")
+    torchvision = require("torchvision")
     model = getattr(torchvision.models, arch)(num_classes=10)
     x = torch.randn(2, 3, 32, 32)
     path = export(model, (x,), tmp_path / f"{arch}.onnx", 13, dynamo=False)
@@ -71,7 +73,7 @@ def test_resnet_opset13(tmp_path, arch):
 
 
 def test_transformer_encoder_layer_opset18(tmp_path):
-    pytest.importorskip("onnxscript")
+    require("onnxscript")
     layer = torch.nn.TransformerEncoderLayer(64, 4, 128, batch_first=True)
     x = torch.randn(2, 16, 64)
     path = export(layer, (x,), tmp_path / "encoder.onnx", 18, dynamo=True)
@@ -79,8 +81,8 @@ def test_transformer_encoder_layer_opset18(tmp_path):
 
 
 def test_hf_bert_opset18(tmp_path):
-    pytest.importorskip("onnxscript")
-    transformers = pytest.importorskip("transformers")
+    require("onnxscript")
+    transformers = require("transformers")
     config = transformers.BertConfig(
         vocab_size=100, hidden_size=64, num_hidden_layers=2,
         num_attention_heads=4, intermediate_size=128,
@@ -92,8 +94,8 @@ def test_hf_bert_opset18(tmp_path):
 
 
 def test_hf_gpt2_opset21(tmp_path):
-    pytest.importorskip("onnxscript")
-    transformers = pytest.importorskip("transformers")
+    require("onnxscript")
+    transformers = require("transformers")
     config = transformers.GPT2Config(vocab_size=100, n_embd=64, n_layer=2,
                                      n_head=4, n_positions=64,
                                      use_cache=False)

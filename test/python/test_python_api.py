@@ -3,6 +3,8 @@
 import numpy as np
 import pytest
 
+from conftest import require
+
 import flow
 from flowtest import BF16
 
@@ -129,7 +131,7 @@ def test_load_a_saved_executable_with_its_archive(tmp_path):
 
 
 def test_dlpack_inputs():
-    torch = pytest.importorskip("torch")
+    torch = require("torch")
     import flow
     module = flow.compile(torch.nn.Identity(), (torch.ones(3),))
 

@@ -15,7 +15,9 @@ import re
 import numpy as np
 import pytest
 
-torch = pytest.importorskip("torch")
+from conftest import require
+
+torch = require("torch")
 import flow  # noqa: E402
 from flow import safetensors  # noqa: E402
 
@@ -79,7 +81,7 @@ def test_transformer_encoder_layer_norm_first_gelu():
 
 @pytest.mark.parametrize("arch", ["resnet18", "resnet50"])
 def test_torchvision_resnet(arch):
-    torchvision = pytest.importorskip("torchvision")
+    torchvision = require("torchvision")
     model = getattr(torchvision.models, arch)(num_classes=10)
     # Non-trivial batch-norm statistics, as a trained model has.
     for m in model.modules():
@@ -97,7 +99,7 @@ def _bert_config(transformers):
 
 
 def test_hf_bert_returns_model_output():
-    transformers = pytest.importorskip("transformers")
+    transformers = require("transformers")
     model = transformers.BertModel(_bert_config(transformers))
     ids = torch.randint(0, 100, (2, 16))
     mask = torch.ones(2, 16, dtype=torch.int64)
@@ -110,7 +112,7 @@ def test_hf_bert_returns_model_output():
 
 @pytest.mark.parametrize("attention", ["eager", "sdpa"])
 def test_hf_gpt2(attention):
-    transformers = pytest.importorskip("transformers")
+    transformers = require("transformers")
     config = transformers.GPT2Config(
         vocab_size=100, n_embd=64, n_layer=2, n_head=4, n_positions=64,
         use_cache=False, attn_implementation=attention)

@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# Builds Flow with AddressSanitizer and UndefinedBehaviorSanitizer in
+# build-asan/ (cmake -DFLOW_SANITIZE=address,undefined, ccache as in
+# scripts/build.sh) and runs every suite under them: lit, the runtime unit
+# tests (GoogleTest through ctest) and pytest. Any sanitizer report fails the
+# run: the build uses -fno-sanitize-recover=all, and reports exit with code 86
+# so that no test expecting "exit 1" mistakes one for a clean error.
+#
+# What is instrumented: Flow's own code (compiler libraries, flow-opt,
+# flow-compile, the runtime, flow-run, the Python extension, the tests). Not
+# libMLIR.so, Python, torch or onnxruntime, nor the kernels flow-compile
+# links at run time (LLVM + lld).
+#
+# Leaks: checked in lit (flow-opt, flow-compile) and in the unit tests (the
+# runtime, and flow-run as they start it). Not under pytest: the Python
+# processes (pytest, lit's %flow_python) load the instrumented extension, so
+# the sanitizer runtimes are preloaded (LD_PRELOAD) there, and CPython frees
+# little at exit by design; the tools pytest starts inherit detect_leaks=0
+# too, because under mpirun Open MPI's own allocations (from plugins it has
+# already unloaded, so no suppression can name them) would be reported.
+# scripts/lsan.supp is for third-party leaks that are not Flow's to fix.
+#
+#   FLOW_SANITIZE            the sanitizers (default address,undefined)
+#   FLOW_SANITIZE_BUILD_DIR  the build directory (default build-asan/)
+#   FLOW_JOBS                ninja's job count (default: the number of cores)
+#
+# Extra arguments go to pytest (e.g. -k e2e, -x).
+set -uo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+FLOW_CACHE="${FLOW_CACHE:-$HOME/.cache/flow}"
+BUILD="${FLOW_SANITIZE_BUILD_DIR:-$ROOT/build-asan}"
+SANITIZE="${FLOW_SANITIZE:-address,undefined}"
+
+"$ROOT/scripts/setup.sh" || exit 1
+start=$SECONDS
+FLOW_BUILD_DIR="$BUILD" FLOW_CMAKE_ARGS="-DFLOW_SANITIZE=$SANITIZE" \
+  "$ROOT/scripts/build.sh" || exit 1
+echo "== build: $((SECONDS - start)) s"
+
+# The runtimes the Python processes preload, as cmake found them
+# (FLOW_SANITIZER_PRELOAD, written into lit's site configuration).
+preload="$(sed -n 's/^config.flow_sanitizer_preload = "\(.*\)"$/\1/p' \
+             "$BUILD/test/lit.site.cfg.py")"
+if [ -z "$preload" ]; then
+  echo "test-sanitized: no sanitizer runtime to preload in $BUILD" >&2
+  exit 1
+fi
+
+# Reports are symbolized, fatal (exit 86) and leave a stack trace.
+export ASAN_SYMBOLIZER_PATH=/usr/lib/llvm-22/bin/llvm-symbolizer
+export ASAN_OPTIONS="detect_leaks=1:exitcode=86:check_initialization_order=1"
+export LSAN_OPTIONS="suppressions=$ROOT/scripts/lsan.supp:print_suppressions=0"
+export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:exitcode=86"
+# flow-run under mpirun: as in scripts/demo.sh.
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+  OMPI_MCA_rmaps_base_oversubscribe=1
+
+status=0
+run() {
+  local name="$1"; shift
+  local begin=$SECONDS
+  echo "== $name"
+  if "$@"; then
+    echo "== $name: passed ($((SECONDS - begin)) s)"
+  else
+    echo "== $name: FAILED ($((SECONDS - begin)) s)"
+    status=1
+  fi
+}
+
+# lit: flow-opt and flow-compile leak-checked; lit.cfg.py preloads the
+# runtimes for %flow_python (the importers).
+run "lit (sanitized)" /usr/lib/llvm-22/bin/lit -sv "$BUILD/test"
+run "runtime unit tests (sanitized)" \
+  ctest --test-dir "$BUILD" --output-on-failure
+# pytest: every test, the torch and ONNX ones included: the interpreter and
+# its libraries run uninstrumented under the preloaded runtime, Flow's
+# extension and tools instrumented.
+run "pytest (sanitized)" env FLOW_BUILD_DIR="$BUILD" \
+  LD_PRELOAD="$preload" \
+  ASAN_OPTIONS="$ASAN_OPTIONS:detect_leaks=0" \
+  "$FLOW_CACHE/venv/bin/python" -m pytest -q -ra "$ROOT/test/python" "$@"
+
+echo "== total (with build): $((SECONDS - start)) s"
+if ((status)); then echo "Some sanitized test suites FAILED"; else echo "All sanitized test suites passed"; fi
+exit $status
