@@ -40,10 +40,11 @@ class CompiledModule:
     """
 
     def __init__(self, executable: bytes, threads: int = 0,
-                 parameters: str = "", base_directory: str = ""):
+                 parameters: str = "", base_directory: str = "",
+                 timeout: Optional[float] = None):
         self.executable = executable
         self._module = _Module(executable, threads, parameters,
-                               base_directory)
+                               base_directory, _timeout_seconds(timeout))
 
     @property
     def functions(self):
@@ -89,18 +90,30 @@ def import_onnx(model, *, parameters=None, input_shapes=None, constants=None,
 
 def compile_mlir(source: str, target: str = "cpu", threads: int = 0,
                  library_matmul: bool = True, parameters: str = "",
-                 base_directory: str = "", cpu: str = "host", mesh=None
-                 ) -> CompiledModule:
+                 base_directory: str = "", cpu: str = "host", mesh=None,
+                 timeout: Optional[float] = None) -> CompiledModule:
     """Compiles flow-dialect MLIR text for `target` and loads it.
 
     The options are flow-compile's (`cpu` is its --cpu, the LLVM CPU the
     kernels are generated for). A relative parameter archive named by the
     module is taken from `base_directory` (default: the current
-    directory); `parameters` overrides it."""
+    directory); `parameters` overrides it. `timeout` is flow.compile's."""
     return CompiledModule(
         _compile(source, target=target, library_matmul=library_matmul,
                  cpu=cpu, mesh=_mesh_text(mesh)),
-        threads, parameters, base_directory)
+        threads, parameters, base_directory, timeout)
+
+
+def _timeout_seconds(timeout) -> float:
+    """The runtime's timeout: seconds, 0 for none, -1 for the environment's
+    FLOW_COLLECTIVE_TIMEOUT (or the default, 300 s)."""
+    if timeout is None:
+        return -1.0
+    seconds = float(timeout)
+    if not seconds >= 0 or seconds == float("inf"):
+        raise ValueError("timeout is a number of seconds >= 0 (0: wait "
+                         f"forever), got {timeout!r}")
+    return seconds
 
 
 def _mesh_text(mesh) -> str:
@@ -111,10 +124,12 @@ def _mesh_text(mesh) -> str:
     return "x".join(str(int(d)) for d in mesh)
 
 
-def load(path, threads: int = 0, parameters: str = "") -> CompiledModule:
+def load(path, threads: int = 0, parameters: str = "",
+         timeout: Optional[float] = None) -> CompiledModule:
     """Loads a .fbin written by flow-compile (or `CompiledModule.executable`
     saved to a file). A relative parameter archive is taken from the
-    file's directory; `parameters` names another."""
+    file's directory; `parameters` names another. `timeout` is
+    flow.compile's."""
     path = os.fspath(path)
     try:
         with open(path, "rb") as f:
@@ -122,7 +137,7 @@ def load(path, threads: int = 0, parameters: str = "") -> CompiledModule:
     except OSError as e:
         raise FlowError(f"cannot read '{path}': {e.strerror}") from e
     return CompiledModule(data, threads, parameters,
-                          os.path.dirname(os.path.abspath(path)))
+                          os.path.dirname(os.path.abspath(path)), timeout)
 
 
 def compile_ir(source: str, phase: str, target: str = "cpu") -> str:
@@ -261,7 +276,7 @@ def compile(model: Any, example_args=(), example_kwargs=None, *,
             target: str = "cpu", threads: int = 0,
             parameters: Optional[str] = None,
             library_matmul: bool = True, cpu: str = "host", mesh=None,
-            sbp=None) -> CompiledModel:
+            sbp=None, timeout: Optional[float] = None) -> CompiledModel:
     """Imports, compiles and loads `model`; returns a callable.
 
     `model` is a torch.nn.Module or torch.export.ExportedProgram (traced
@@ -275,6 +290,11 @@ def compile(model: Any, example_args=(), example_kwargs=None, *,
     inputs on it, by input name or position: {"x": flow.sbp.split(0)}, or
     a tuple of per-axis SBPs on an nd mesh; Flow places everything else.
     Every process passes the global inputs and gets the global outputs.
+    `timeout` (seconds; 0: none) bounds how long a collective, or the start
+    or end of the job, waits for a peer: past it the job ends with an
+    error naming the rank(s) that stopped. Default: FLOW_COLLECTIVE_TIMEOUT,
+    else 300 s. The first mesh module of a process starts MPI; later ones
+    set the timeout for all.
     """
     keep = parameters is not None
     archive = os.fspath(parameters) if keep else None
@@ -300,7 +320,7 @@ def compile(model: Any, example_args=(), example_kwargs=None, *,
                                                 _mesh_rank(mesh))
         module = compile_mlir(program.text, target=target, threads=threads,
                               library_matmul=library_matmul, cpu=cpu,
-                              mesh=mesh)
+                              mesh=mesh, timeout=timeout)
     finally:
         if not keep and os.path.exists(archive):
             os.unlink(archive)

@@ -140,7 +140,7 @@ py::dtype numpyDtype(rt::DType dtype) {
 class Module {
 public:
   Module(py::bytes bytes, int threads, const std::string &parameters,
-         const std::string &baseDirectory) {
+         const std::string &baseDirectory, double timeout) {
     std::string data = bytes;
     rt::LoadOptions load;
     load.parameterArchive = parameters;
@@ -163,8 +163,12 @@ public:
       int64_t devices = 1;
       for (int64_t d : exe->mesh())
         devices *= d;
-      if (rt::launchedByMpi() || devices > 1)
-        options.communicator = unwrap(rt::mpiWorld());
+      if (rt::launchedByMpi() || devices > 1) {
+        // A negative timeout: FLOW_COLLECTIVE_TIMEOUT, or the default.
+        rt::MpiOptions mpi;
+        mpi.timeout = timeout;
+        options.communicator = unwrap(rt::mpiWorld(mpi));
+      }
     }
     session = unwrap(rt::Session::create(exe, options));
   }
@@ -317,9 +321,11 @@ PYBIND11_MODULE(_flow, m) {
         "Compiles flow-dialect MLIR text: executable bytes, or the IR of an "
         "earlier phase as text.");
   py::class_<Module>(m, "Module")
-      .def(py::init<py::bytes, int, const std::string &, const std::string &>(),
+      .def(py::init<py::bytes, int, const std::string &, const std::string &,
+                    double>(),
            py::arg("executable"), py::arg("threads") = 0,
-           py::arg("parameters") = "", py::arg("base_directory") = "")
+           py::arg("parameters") = "", py::arg("base_directory") = "",
+           py::arg("timeout") = -1.0)
       .def_property_readonly("functions", &Module::functions)
       .def_property_readonly("threads", &Module::threads)
       .def("signature", &Module::signature, py::arg("function"))

@@ -6,9 +6,22 @@
 
 #include "flow/runtime/Communicator.h"
 
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <condition_variable>
+#include <csignal>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <numeric>
+#include <string>
+#include <thread>
+
+#include <sched.h>
+#include <unistd.h>
 
 #ifdef FLOW_HAVE_MPI
 // The C API only (Open MPI's mpi.h pulls in C++ bindings otherwise).
@@ -70,6 +83,33 @@ std::unique_ptr<Communicator> flow::runtime::createSingleProcessCommunicator() {
   return std::make_unique<SingleProcess>();
 }
 
+StatusOr<double>
+flow::runtime::parseCollectiveTimeout(const std::string &text) {
+  const char *begin = text.c_str();
+  char *end = nullptr;
+  errno = 0;
+  double seconds = std::strtod(begin, &end);
+  // Plain decimal seconds: no hex, infinities, NaN or trailing junk.
+  if (text.empty() || end != begin + text.size() || errno != 0 ||
+      !std::isfinite(seconds) || seconds < 0 ||
+      text.find_first_not_of("0123456789.eE+-") != std::string::npos)
+    return Status::error("a timeout is a number of seconds >= 0 (0: wait "
+                         "forever), got '" +
+                         text + "'");
+  return seconds;
+}
+
+StatusOr<double> flow::runtime::collectiveTimeoutFromEnvironment() {
+  const char *value = std::getenv(kCollectiveTimeoutVariable);
+  if (!value)
+    return kDefaultCollectiveTimeout;
+  StatusOr<double> seconds = parseCollectiveTimeout(value);
+  if (!seconds)
+    return Status::error(std::string(kCollectiveTimeoutVariable) + ": " +
+                         seconds.status().message());
+  return seconds;
+}
+
 bool flow::runtime::launchedByMpi() {
   for (const char *name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK"})
     if (std::getenv(name))
@@ -81,7 +121,8 @@ bool flow::runtime::launchedByMpi() {
 
 bool flow::runtime::haveMpi() { return false; }
 
-StatusOr<std::shared_ptr<Communicator>> flow::runtime::mpiWorld() {
+StatusOr<std::shared_ptr<Communicator>>
+flow::runtime::mpiWorld(const MpiOptions &) {
   return Status::error("this Flow runtime was built without MPI (install "
                        "libopenmpi-dev and rebuild)");
 }
@@ -90,13 +131,390 @@ StatusOr<std::shared_ptr<Communicator>> flow::runtime::mpiWorld() {
 
 namespace {
 
+using Clock = std::chrono::steady_clock;
+
 Status mpiError(const char *what, int code) {
   char text[MPI_MAX_ERROR_STRING];
   int length = 0;
   MPI_Error_string(code, text, &length);
-  return Status::error(std::string("MPI ") + what + " failed: " +
-                       std::string(text, length));
+  return Status::error(std::string("MPI ") + what +
+                       " failed: " + std::string(text, length));
 }
+
+//===----------------------------------------------------------------------===//
+// Waiting with a deadline
+//===----------------------------------------------------------------------===//
+//
+// Every collective is a non-blocking MPI request that the calling rank
+// polls until it completes or the timeout passes. While it waits, a rank
+// answers probes: messages on a duplicate of MPI_COMM_WORLD (so they never
+// meet a program's own traffic) asking what it is waiting in. When the
+// timeout passes, the rank probes the other members of the collective; a
+// live peer answers from its own wait loop within a millisecond or so, a
+// stopped one (or one stuck outside any collective) does not. The lowest
+// rank that timed out prints one line naming the silent ranks and calls
+// MPI_Abort, which makes mpirun kill every process of the job, a stopped
+// one included.
+
+/// What a rank is waiting in (a probe's answer).
+enum class Activity : int64_t {
+  Nothing = 0,
+  Startup,
+  AllReduce,
+  AllGather,
+  ReduceScatter,
+  AllToAll,
+  Split,
+  Shutdown,
+};
+
+const char *activityName(Activity activity) {
+  switch (activity) {
+  case Activity::Nothing:
+    return "nothing";
+  case Activity::Startup:
+    return "the startup barrier";
+  case Activity::AllReduce:
+    return "all-reduce";
+  case Activity::AllGather:
+    return "all-gather";
+  case Activity::ReduceScatter:
+    return "reduce-scatter";
+  case Activity::AllToAll:
+    return "all-to-all";
+  case Activity::Split:
+    return "the barrier before a communicator split";
+  case Activity::Shutdown:
+    return "the shutdown barrier";
+  }
+  return "?";
+}
+
+/// "all-gather #3" for a numbered collective, the barrier's name otherwise.
+std::string describe(Activity activity, uint64_t number) {
+  std::string text = activityName(activity);
+  if (number)
+    text += " #" + std::to_string(number);
+  return text;
+}
+
+constexpr int kProbeTag = 1;
+constexpr int kAnswerTag = 2;
+
+/// This process' part of the MPI job. Only the thread that calls MPI
+/// (MPI_THREAD_FUNNELED) touches it.
+struct WorldState {
+  /// Seconds a wait may last; 0: forever.
+  double timeout = kDefaultCollectiveTimeout;
+  std::string program = "flow";
+  /// The side channel for probes.
+  MPI_Comm probes = MPI_COMM_NULL;
+  int rank = 0;
+  int size = 1;
+  /// Collectives started so far; numbers them in messages.
+  uint64_t collectives = 0;
+  /// What this rank waits in now.
+  Activity activity = Activity::Nothing;
+  uint64_t number = 0;
+};
+
+WorldState &state() {
+  static WorldState s;
+  return s;
+}
+
+/// This process' rank from the launcher's environment (before MPI_Init),
+/// or -1.
+int rankFromEnvironment() {
+  for (const char *name : {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK"})
+    if (const char *value = std::getenv(name))
+      return std::atoi(value);
+  return -1;
+}
+
+std::string rankText(int rank) {
+  return rank < 0 ? std::string("a rank") : "rank " + std::to_string(rank);
+}
+
+/// "rank 2" or "ranks 1, 3".
+std::string ranksText(const std::vector<int> &ranks) {
+  std::string text = ranks.size() == 1 ? "rank " : "ranks ";
+  for (size_t i = 0; i < ranks.size(); ++i)
+    text += (i ? ", " : "") + std::to_string(ranks[i]);
+  return text;
+}
+
+std::string secondsText(double seconds) {
+  char text[32];
+  snprintf(text, sizeof(text), "%g s", seconds);
+  return text;
+}
+
+Clock::duration toDuration(double seconds) {
+  return std::chrono::duration_cast<Clock::duration>(
+      std::chrono::duration<double>(seconds));
+}
+
+/// How long a rank whose deadline passed waits for its peers' answers
+/// (and then for a lower rank to end the job): long enough for a live
+/// rank on an oversubscribed core to be scheduled, short beside the
+/// timeout.
+double graceSeconds(double timeout) {
+  return std::min(std::max(timeout * 0.1, 1.0), 10.0);
+}
+
+/// A thread that ends the process when a blocking MPI call (MPI_Init, a
+/// communicator split, MPI_Finalize) outlives the timeout. It cannot use
+/// MPI (MPI is not initialized before MPI_Init returns, and the call it
+/// watches holds this process' MPI): it prints its line and exits with
+/// status 1, and mpirun ends the job (Open MPI aborts a job when one of
+/// its processes exits with a non-zero status).
+class Watchdog {
+public:
+  static Watchdog &get() {
+    // Never destroyed: its detached thread may outlive static destructors.
+    static Watchdog *watchdog = new Watchdog();
+    return *watchdog;
+  }
+
+  /// Prints `line` and exits unless disarm() comes within `seconds`
+  /// (never when `seconds` is 0).
+  void arm(double seconds, std::string line) {
+    if (seconds <= 0)
+      return;
+    std::lock_guard<std::mutex> lock(mutex);
+    if (!started) {
+      std::thread([this] { watch(); }).detach();
+      started = true;
+    }
+    message = std::move(line);
+    deadline = Clock::now() + toDuration(seconds);
+    armed = true;
+    wake.notify_all();
+  }
+
+  void disarm() {
+    std::lock_guard<std::mutex> lock(mutex);
+    armed = false;
+    wake.notify_all();
+  }
+
+private:
+  void watch() {
+    std::unique_lock<std::mutex> lock(mutex);
+    while (true) {
+      if (!armed) {
+        wake.wait(lock);
+        continue;
+      }
+      if (Clock::now() < deadline) {
+        wake.wait_until(lock, deadline);
+        continue;
+      }
+      fputs(message.c_str(), stderr);
+      fflush(stderr);
+      _exit(1);
+    }
+  }
+
+  std::mutex mutex;
+  std::condition_variable wake;
+  bool started = false;
+  bool armed = false;
+  Clock::time_point deadline;
+  std::string message;
+};
+
+/// Arms the watchdog over a blocking MPI call named `what`.
+void watch(const char *what, int rank) {
+  WorldState &w = state();
+  Watchdog::get().arm(w.timeout, w.program + ": error: " + rankText(rank) +
+                                     ": " + what + " did not finish within " +
+                                     secondsText(w.timeout) +
+                                     "; a peer process stopped, hung or "
+                                     "never started; ending the job\n");
+}
+
+/// Pauses between two polls of a request that has waited `waited`: a
+/// short spin (a collective whose peers are there completes within
+/// microseconds), then yielding the core (ranks may share cores), then
+/// sleeps of a twentieth of the wait so far, 20 us to 1 ms: a rank that
+/// waits long uses next to no CPU, and notices completion at most ~5%
+/// late.
+void pause(Clock::duration waited) {
+  using namespace std::chrono;
+  if (waited < microseconds(50))
+    return;
+  if (waited < milliseconds(1)) {
+    sched_yield();
+    return;
+  }
+  microseconds sleep = duration_cast<microseconds>(waited) / 20;
+  std::this_thread::sleep_for(
+      std::min(std::max(sleep, microseconds(20)), microseconds(1000)));
+}
+
+/// Answers the probes that have arrived: what this rank waits in.
+void answerProbes() {
+  WorldState &w = state();
+  if (w.probes == MPI_COMM_NULL)
+    return;
+  while (true) {
+    int flag = 0;
+    MPI_Status status;
+    if (MPI_Iprobe(MPI_ANY_SOURCE, kProbeTag, w.probes, &flag, &status) !=
+            MPI_SUCCESS ||
+        !flag)
+      return;
+    int64_t token;
+    MPI_Recv(&token, 1, MPI_INT64_T, status.MPI_SOURCE, kProbeTag, w.probes,
+             MPI_STATUS_IGNORE);
+    int64_t answer[2] = {static_cast<int64_t>(w.activity),
+                         static_cast<int64_t>(w.number)};
+    // Small enough to go eagerly: returns at once.
+    MPI_Send(answer, 2, MPI_INT64_T, status.MPI_SOURCE, kAnswerTag, w.probes);
+  }
+}
+
+/// Sleeps about `seconds` while answering probes.
+void answerProbesFor(double seconds) {
+  Clock::time_point until = Clock::now() + toDuration(seconds);
+  while (Clock::now() < until) {
+    answerProbes();
+    std::this_thread::sleep_for(std::chrono::microseconds(500));
+  }
+}
+
+/// The deadline of the wait in progress passed: asks `peers` (world
+/// ranks) what they are doing, names those that do not answer, and ends
+/// the job.
+[[noreturn]] void endJob(const std::vector<int> &peers) {
+  WorldState &w = state();
+  size_t n = peers.size();
+  std::vector<int64_t> answers(2 * n, 0);
+  std::vector<MPI_Request> sends(n, MPI_REQUEST_NULL),
+      receives(n, MPI_REQUEST_NULL);
+  int64_t token = 0;
+  for (size_t i = 0; i < n; ++i) {
+    MPI_Irecv(&answers[2 * i], 2, MPI_INT64_T, peers[i], kAnswerTag, w.probes,
+              &receives[i]);
+    MPI_Isend(&token, 1, MPI_INT64_T, peers[i], kProbeTag, w.probes, &sends[i]);
+  }
+  std::vector<bool> answered(n, false);
+  size_t pending = n;
+  double grace = graceSeconds(w.timeout);
+  Clock::time_point until = Clock::now() + toDuration(grace);
+  while (pending && Clock::now() < until) {
+    for (size_t i = 0; i < n; ++i) {
+      int done = 0;
+      if (!answered[i] &&
+          MPI_Test(&receives[i], &done, MPI_STATUS_IGNORE) == MPI_SUCCESS &&
+          done) {
+        answered[i] = true;
+        --pending;
+      }
+    }
+    answerProbes();
+    if (pending)
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+
+  std::vector<int> silent, same;
+  std::string elsewhere;
+  bool lowerIsAlive = false;
+  for (size_t i = 0; i < n; ++i) {
+    if (!answered[i]) {
+      silent.push_back(peers[i]);
+      continue;
+    }
+    auto activity = static_cast<Activity>(answers[2 * i]);
+    auto number = static_cast<uint64_t>(answers[2 * i + 1]);
+    lowerIsAlive |= peers[i] < w.rank;
+    if (activity == w.activity && number == w.number)
+      same.push_back(peers[i]);
+    else
+      elsewhere += "; rank " + std::to_string(peers[i]) + " is waiting in " +
+                   describe(activity, number);
+  }
+  // One line for the job: a live lower rank timed out too, or soon will,
+  // and reports; its MPI_Abort ends this process. Should it not, this rank
+  // reports after a while (long enough for mpirun's teardown).
+  if (lowerIsAlive)
+    answerProbesFor(grace + 5);
+
+  std::string line = w.program + ": error: rank " + std::to_string(w.rank) +
+                     ": " + describe(w.activity, w.number) +
+                     " timed out after " + secondsText(w.timeout);
+  if (!silent.empty())
+    line += "; " + ranksText(silent) +
+            " did not respond (stopped, or stuck outside any collective)";
+  if (!same.empty())
+    line += "; " + ranksText(same) + (same.size() == 1 ? " is" : " are") +
+            " waiting in the same collective";
+  line += elsewhere;
+  if (silent.empty())
+    line += "; every peer answered: do the ranks run the same collectives?";
+  line += "\n";
+  fputs(line.c_str(), stderr);
+  fflush(stderr);
+  MPI_Abort(MPI_COMM_WORLD, 1);
+  _exit(1);
+}
+
+/// Waits for `request`, answering probes, until the timeout passes; then
+/// ends the job naming the `peers` (world ranks) that do not answer.
+Status waitFor(MPI_Request &request, Activity activity, uint64_t number,
+               const std::vector<int> &peers, const char *what) {
+  WorldState &w = state();
+  w.activity = activity;
+  w.number = number;
+  Clock::time_point start = Clock::now();
+  Clock::time_point deadline = start + toDuration(w.timeout);
+  Status status = Status::ok();
+  while (true) {
+    int done = 0;
+    int rc = MPI_Test(&request, &done, MPI_STATUS_IGNORE);
+    if (rc != MPI_SUCCESS) {
+      status = mpiError(what, rc);
+      break;
+    }
+    if (done)
+      break;
+    Clock::time_point now = Clock::now();
+    Clock::duration waited = now - start;
+    if (waited >= std::chrono::microseconds(50))
+      answerProbes();
+    if (w.timeout > 0 && now >= deadline)
+      endJob(peers);
+    pause(waited);
+  }
+  w.activity = Activity::Nothing;
+  w.number = 0;
+  return status;
+}
+
+/// Every world rank but this one.
+std::vector<int> otherRanks() {
+  WorldState &w = state();
+  std::vector<int> ranks;
+  for (int r = 0; r < w.size; ++r)
+    if (r != w.rank)
+      ranks.push_back(r);
+  return ranks;
+}
+
+/// A barrier of all ranks with the timeout.
+Status timedBarrier(Activity activity) {
+  MPI_Request request;
+  int rc = MPI_Ibarrier(MPI_COMM_WORLD, &request);
+  if (rc != MPI_SUCCESS)
+    return mpiError("barrier", rc);
+  return waitFor(request, activity, 0, otherRanks(), "barrier");
+}
+
+//===----------------------------------------------------------------------===//
+// Groups and the world
+//===----------------------------------------------------------------------===//
 
 bool mpiType(DType dtype, MPI_Datatype &out) {
   switch (dtype) {
@@ -141,6 +559,19 @@ public:
   explicit MpiGroup(MPI_Comm comm) : comm(comm) {
     MPI_Comm_rank(comm, &myRank);
     MPI_Comm_size(comm, &mySize);
+    // The other members' world ranks, to name them when one stops.
+    MPI_Group group, world;
+    MPI_Comm_group(comm, &group);
+    MPI_Comm_group(MPI_COMM_WORLD, &world);
+    std::vector<int> members(mySize), worldRanks(mySize);
+    std::iota(members.begin(), members.end(), 0);
+    MPI_Group_translate_ranks(group, mySize, members.data(), world,
+                              worldRanks.data());
+    for (int i = 0; i < mySize; ++i)
+      if (i != myRank)
+        peers.push_back(worldRanks[i]);
+    MPI_Group_free(&group);
+    MPI_Group_free(&world);
   }
   ~MpiGroup() override {
     if (comm != MPI_COMM_NULL)
@@ -151,59 +582,76 @@ public:
 
   Status allReduce(void *data, size_t count, DType dtype,
                    Reduction op) override {
-    MPI_Datatype type;
-    MPI_Op mpiOp;
+    MPI_Datatype type = MPI_BYTE;
+    MPI_Op mpiOp = MPI_SUM;
     if (Status s = reductionArgs(dtype, op, type, mpiOp); !s)
       return s;
-    int rc = MPI_Allreduce(MPI_IN_PLACE, data, static_cast<int>(count), type,
-                           mpiOp, comm);
-    return rc == MPI_SUCCESS ? Status::ok() : mpiError("all-reduce", rc);
+    MPI_Request request;
+    int rc = MPI_Iallreduce(MPI_IN_PLACE, data, static_cast<int>(count), type,
+                            mpiOp, comm, &request);
+    return finish(rc, request, Activity::AllReduce, "all-reduce");
   }
   Status allGather(const void *send, void *recv,
                    const std::vector<size_t> &counts) override {
     std::vector<int> displs;
     std::vector<int> c = toInts(counts, displs);
-    int rc = MPI_Allgatherv(send, c[myRank], MPI_BYTE, recv, c.data(),
-                            displs.data(), MPI_BYTE, comm);
-    return rc == MPI_SUCCESS ? Status::ok() : mpiError("all-gather", rc);
+    MPI_Request request;
+    int rc = MPI_Iallgatherv(send, c[myRank], MPI_BYTE, recv, c.data(),
+                             displs.data(), MPI_BYTE, comm, &request);
+    return finish(rc, request, Activity::AllGather, "all-gather");
   }
   Status reduceScatter(const void *send, void *recv,
                        const std::vector<size_t> &counts, DType dtype,
                        Reduction op) override {
-    MPI_Datatype type;
-    MPI_Op mpiOp;
+    MPI_Datatype type = MPI_BYTE;
+    MPI_Op mpiOp = MPI_SUM;
     if (Status s = reductionArgs(dtype, op, type, mpiOp); !s)
       return s;
     std::vector<int> displs;
     std::vector<int> c = toInts(counts, displs);
-    int rc = MPI_Reduce_scatter(send, recv, c.data(), type, mpiOp, comm);
-    return rc == MPI_SUCCESS ? Status::ok() : mpiError("reduce-scatter", rc);
+    MPI_Request request;
+    int rc =
+        MPI_Ireduce_scatter(send, recv, c.data(), type, mpiOp, comm, &request);
+    return finish(rc, request, Activity::ReduceScatter, "reduce-scatter");
   }
   Status allToAll(const void *send, const std::vector<size_t> &sendCounts,
                   void *recv, const std::vector<size_t> &recvCounts) override {
     std::vector<int> sd, rd;
     std::vector<int> sc = toInts(sendCounts, sd), rc_ = toInts(recvCounts, rd);
-    int rc = MPI_Alltoallv(send, sc.data(), sd.data(), MPI_BYTE, recv,
-                           rc_.data(), rd.data(), MPI_BYTE, comm);
-    return rc == MPI_SUCCESS ? Status::ok() : mpiError("all-to-all", rc);
+    MPI_Request request;
+    int rc = MPI_Ialltoallv(send, sc.data(), sd.data(), MPI_BYTE, recv,
+                            rc_.data(), rd.data(), MPI_BYTE, comm, &request);
+    return finish(rc, request, Activity::AllToAll, "all-to-all");
   }
 
 private:
+  /// Waits for a started collective (the arguments it reads live in the
+  /// caller's frame until then).
+  Status finish(int rc, MPI_Request &request, Activity activity,
+                const char *what) {
+    if (rc != MPI_SUCCESS)
+      return mpiError(what, rc);
+    return waitFor(request, activity, ++state().collectives, peers, what);
+  }
+
   MPI_Comm comm;
   int myRank = 0, mySize = 1;
+  std::vector<int> peers;
 };
 
 class MpiWorld : public Communicator {
 public:
-  MpiWorld() {
-    MPI_Comm_rank(MPI_COMM_WORLD, &myRank);
-    MPI_Comm_size(MPI_COMM_WORLD, &mySize);
-  }
-  int rank() const override { return myRank; }
-  int size() const override { return mySize; }
+  int rank() const override { return state().rank; }
+  int size() const override { return state().size; }
   StatusOr<std::unique_ptr<Group>> split(int color, int key) override {
+    // MPI has no non-blocking split: meet first, with the timeout, so a
+    // rank that stopped is named; the watchdog covers the split itself.
+    if (Status s = timedBarrier(Activity::Split); !s)
+      return s;
     MPI_Comm comm;
+    watch("a communicator split", state().rank);
     int rc = MPI_Comm_split(MPI_COMM_WORLD, color, key, &comm);
+    Watchdog::get().disarm();
     if (rc != MPI_SUCCESS)
       return mpiError("communicator split", rc);
     return std::unique_ptr<Group>(new MpiGroup(comm));
@@ -212,37 +660,77 @@ public:
     MPI_Abort(MPI_COMM_WORLD, code);
     std::exit(code);
   }
-
-private:
-  int myRank = 0, mySize = 1;
 };
 
 void finalizeMpi() {
   int finalized = 0;
   MPI_Finalized(&finalized);
-  if (!finalized)
-    MPI_Finalize();
+  if (finalized)
+    return;
+  // MPI_Finalize waits for every rank: meet first with the timeout, so a
+  // stopped peer is named instead of holding this rank forever.
+  (void)timedBarrier(Activity::Shutdown);
+  watch("MPI_Finalize", state().rank);
+  MPI_Finalize();
+  Watchdog::get().disarm();
+}
+
+/// FLOW_TEST_STOP_AT_STARTUP=R stops rank R (SIGSTOP) before MPI_Init:
+/// how the tests hang the start of a job.
+void stopForTesting() {
+  const char *value = std::getenv("FLOW_TEST_STOP_AT_STARTUP");
+  if (value && *value && std::atoi(value) == rankFromEnvironment())
+    raise(SIGSTOP);
 }
 
 } // namespace
 
 bool flow::runtime::haveMpi() { return true; }
 
-StatusOr<std::shared_ptr<Communicator>> flow::runtime::mpiWorld() {
+StatusOr<std::shared_ptr<Communicator>>
+flow::runtime::mpiWorld(const MpiOptions &options) {
   static std::shared_ptr<Communicator> world;
+  WorldState &w = state();
+  double timeout = options.timeout;
+  if (timeout < 0) {
+    StatusOr<double> fromEnvironment = collectiveTimeoutFromEnvironment();
+    if (!fromEnvironment)
+      return fromEnvironment.status();
+    timeout = *fromEnvironment;
+  }
+  // Three years is forever, and keeps deadlines far from overflowing.
+  w.timeout = std::min(timeout, 1e8);
+  w.program = options.programName;
   if (world)
     return world;
+
   int initialized = 0;
   MPI_Initialized(&initialized);
   if (!initialized) {
+    stopForTesting();
+    // MPI_Init waits for every process of the job to start.
+    watch("MPI startup (MPI_Init)", rankFromEnvironment());
     int provided = 0;
     int rc = MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
-    if (rc != MPI_SUCCESS)
+    if (rc != MPI_SUCCESS) {
+      Watchdog::get().disarm();
       return mpiError("initialization", rc);
+    }
     // Errors come back as codes (reported as Flow errors), not aborts.
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     std::atexit(finalizeMpi);
+  } else {
+    watch("duplicating MPI_COMM_WORLD", rankFromEnvironment());
   }
+  MPI_Comm_rank(MPI_COMM_WORLD, &w.rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &w.size);
+  int rc = MPI_Comm_dup(MPI_COMM_WORLD, &w.probes);
+  Watchdog::get().disarm();
+  if (rc != MPI_SUCCESS)
+    return mpiError("communicator duplication", rc);
+  // Every rank is here, or the job ends naming the one that is not.
+  if (Status s = timedBarrier(Activity::Startup); !s)
+    return s;
   world = std::make_shared<MpiWorld>();
   return world;
 }

@@ -6,7 +6,7 @@
 //
 //   flow-run OUT.fbin --input=a.npy --input=b.npy [--output-dir=DIR]
 //            [--function=NAME] [--iterations=N] [--warmup=M] [--threads=T]
-//            [--parameters=FILE.safetensors] [--print]
+//            [--parameters=FILE.safetensors] [--timeout=SECONDS] [--print]
 //
 // Exit status: 0 on success, 1 when loading or running fails (an unreadable
 // or invalid file, a wrong input), 2 for a bad command line.
@@ -36,7 +36,8 @@ namespace {
 constexpr const char *kUsage =
     "usage: flow-run FILE.fbin [--input=X.npy]... [--output-dir=DIR]\n"
     "                [--function=NAME] [--iterations=N] [--warmup=M]\n"
-    "                [--threads=T] [--parameters=FILE] [--print]\n"
+    "                [--threads=T] [--parameters=FILE] [--timeout=S]\n"
+    "                [--print]\n"
     "\n"
     "Runs a function of a Flow executable on .npy inputs (one --input per\n"
     "function input, in order).\n"
@@ -49,6 +50,11 @@ constexpr const char *kUsage =
     "  --parameters=FILE read parameters from this safetensors archive\n"
     "                    (default: the archive the executable names, taken\n"
     "                    from the executable's directory when relative)\n"
+    "  --timeout=S       under mpirun: end the job with an error naming the\n"
+    "                    rank(s) at fault when a collective, or the start or\n"
+    "                    end of the job, waits more than S seconds for a peer\n"
+    "                    (default: $FLOW_COLLECTIVE_TIMEOUT, else 300; 0:\n"
+    "                    wait forever)\n"
     "  --stats           print the bytes each collective exchanged on each\n"
     "                    rank (mesh executables)\n"
     "  --print           print each result's dtype, shape and first values\n"
@@ -65,6 +71,8 @@ struct Options {
   int64_t iterations = 0;
   int64_t warmup = 1;
   int threads = 0;
+  /// Seconds; negative: FLOW_COLLECTIVE_TIMEOUT or the default.
+  double timeout = -1;
   bool print = false;
   bool stats = false;
 };
@@ -117,10 +125,9 @@ int parseArgs(int argc, char **argv, Options &options) {
     }
     size_t eq = arg.find('=');
     std::string name = arg.substr(0, eq);
-    static const char *const kValued[] = {"--input",    "--output-dir",
-                                          "--function", "--iterations",
-                                          "--warmup",   "--threads",
-                                          "--parameters"};
+    static const char *const kValued[] = {
+        "--input",  "--output-dir", "--function",   "--iterations",
+        "--warmup", "--threads",    "--parameters", "--timeout"};
     if (std::find_if(std::begin(kValued), std::end(kValued),
                      [&](auto *f) { return name == f; }) == std::end(kValued))
       return usageError("unknown option '" + name + "'");
@@ -137,6 +144,11 @@ int parseArgs(int argc, char **argv, Options &options) {
       options.function = value;
     } else if (name == "--parameters") {
       options.parameters = value;
+    } else if (name == "--timeout") {
+      StatusOr<double> seconds = parseCollectiveTimeout(value);
+      if (!seconds)
+        return usageError("--timeout: " + seconds.status().message());
+      options.timeout = *seconds;
     } else if (name == "--iterations" || name == "--warmup") {
       if (!parseCount(value, 1000000000, count))
         return usageError(name + " needs a non-negative integer, got '" +
@@ -228,7 +240,10 @@ int main(int argc, char **argv) {
     for (int64_t d : exe->mesh())
       devices *= d;
     if (launchedByMpi() || devices > 1) {
-      StatusOr<std::shared_ptr<Communicator>> world = mpiWorld();
+      MpiOptions mpi;
+      mpi.timeout = options.timeout;
+      mpi.programName = "flow-run";
+      StatusOr<std::shared_ptr<Communicator>> world = mpiWorld(mpi);
       if (!world)
         return fail(world.status().message());
       comm = *world;

@@ -12,17 +12,16 @@ Oversubscribed on 2 cores, which is fine: correctness, not speed.
 import json
 import os
 import re
-import shutil
 import subprocess
 
 import numpy as np
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, build_dir, require, require_program
 from flowtest import tool
 
-MPIRUN = shutil.which("mpirun")
-pytestmark = pytest.mark.skipif(MPIRUN is None, reason="needs Open MPI's mpirun")
+# Open MPI is installed by scripts/setup.sh: without it these tests fail.
+MPIRUN = require_program("mpirun")
 
 MODELS = ROOT / "test" / "models"
 
@@ -235,7 +234,7 @@ def test_python_under_mpirun(tmp_path, ranks, mesh, sbp):
     import sys
     script = tmp_path / "run.py"
     script.write_text(SCRIPT)
-    env_path = str(ROOT / "build" / "python")
+    env_path = str(build_dir() / "python")
     result = mpirun(ranks, [sys.executable, script, mesh, sbp],
                     cwd=tmp_path,
                     env_extra={"PYTHONPATH": env_path})
@@ -246,7 +245,7 @@ def test_python_under_mpirun(tmp_path, ranks, mesh, sbp):
 
 
 def test_python_sbp_errors():
-    torch = pytest.importorskip("torch")
+    torch = require("torch")
     import flow
     model = torch.nn.Linear(4, 4)
     x = torch.randn(2, 4)
@@ -319,36 +318,240 @@ def test_boxing_routes_at_run_time(tmp_path, route):
     np.testing.assert_array_equal(got, -x)
 
 
-def test_a_rank_that_dies_ends_the_job(tmp_path):
-    """Killing one rank mid-run ends the others (Open MPI aborts the job
-    when a process dies) instead of leaving them waiting in a collective."""
+# ---------------------------------------------------------------------------
+# No hangs: a rank that dies or stops ends the job with an error naming it
+# ---------------------------------------------------------------------------
+
+TIMEOUT = 3  # seconds, --timeout of the jobs below
+# Past the timeout: the waiting ranks' probes of each other (1 s at this
+# timeout), MPI_Abort and mpirun's teardown, on a loaded 2-core machine.
+GRACE = 6
+OMPI_ENV = dict(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+                OMPI_MCA_rmaps_base_oversubscribe="1")
+
+
+def session_pids(sid):
+    """Every live process of session `sid` (mpirun and the ranks it
+    started, which sit in process groups of their own)."""
+    pids = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = open(f"/proc/{entry}/stat").read()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2:].split()
+        if int(fields[3]) == sid and fields[0] != "Z":
+            pids.append(int(entry))
+    return pids
+
+
+def rank_pids(job, ranks, within=60):
+    """{rank: pid} of the job's ranks, read from their environment."""
+    import time
+    deadline = time.monotonic() + within
+    found = {}
+    while time.monotonic() < deadline and len(found) < ranks:
+        assert job.poll() is None, job.communicate()
+        for pid in session_pids(job.pid):
+            try:
+                env = open(f"/proc/{pid}/environ", "rb").read().split(b"\0")
+            except OSError:
+                continue
+            for var in env:
+                if var.startswith(b"OMPI_COMM_WORLD_RANK="):
+                    found[int(var.split(b"=")[1])] = pid
+        time.sleep(0.1)
+    assert len(found) == ranks, f"the ranks did not start: {found}"
+    return found
+
+
+class Job:
+    """mpirun in a session of its own, every process of which is killed on
+    the way out, whatever happened."""
+
+    def __init__(self, ranks, args, env_extra=None):
+        import time
+        self.started = time.monotonic()
+        self.proc = subprocess.Popen(
+            [MPIRUN, "-np", str(ranks), *map(str, args)],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            env=dict(os.environ, **OMPI_ENV, **(env_extra or {})),
+            start_new_session=True)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        import signal
+        for pid in session_pids(self.proc.pid):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        if self.proc.poll() is None:
+            self.proc.wait()
+
+    def finish(self, timeout):
+        """(exit status, stderr) once the job ends, at most `timeout` s."""
+        try:
+            _, err = self.proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"the job did not end within {timeout} s")
+        return self.proc.returncode, err
+
+
+@pytest.fixture(scope="module")
+def long_mlp(tmp_path_factory):
+    """A tensor-parallel MLP on meshes of 2 and 4 (a reduce-scatter and an
+    all-gather a step) and its inputs."""
+    tmp = tmp_path_factory.mktemp("long")
+    text = with_sbp((MODELS / "mlp.mlir").read_text(), MLP_TP)
+    inputs = write_inputs(text, tmp, np.random.default_rng(0), 0.1)
+    fbins = {n: compile_text(text, tmp / f"mesh{n}.fbin", f"--mesh={n}")
+             for n in (2, 4)}
+    return fbins, inputs
+
+
+@pytest.mark.parametrize("signal_name", ["SIGKILL", "SIGSTOP"])
+@pytest.mark.parametrize("ranks,victim", [(2, 1), (2, 0), (4, 2), (4, 0)])
+def test_a_rank_that_dies_or_stops_ends_the_job(long_mlp, ranks, victim,
+                                                signal_name):
+    """Mid-run, one rank is killed (Open MPI ends the job and names it) or
+    stopped (the others' collectives time out, probe each other and abort
+    the job naming it). Three times each: the signal lands at a different
+    point of a step each time."""
     import signal
     import time
-    text = with_sbp((MODELS / "mlp.mlir").read_text(), MLP_TP)
-    fbin = compile_text(text, tmp_path / "mesh.fbin", "--mesh=2")
-    inputs = write_inputs(text, tmp_path, np.random.default_rng(0))
-    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1",
-               OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
-               OMPI_MCA_rmaps_base_oversubscribe="1")
-    job = subprocess.Popen([MPIRUN, "-np", "2", str(tool("flow-run")), str(fbin),
-                            *inputs, "--iterations=100000000", "--threads=1"],
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                           env=env, text=True)
-    try:
-        # Wait for both ranks to be running, then kill one.
-        deadline = time.time() + 60
-        pids = []
-        while time.time() < deadline and len(pids) < 2:
-            out = subprocess.run(["pgrep", "-f", f"flow-run {fbin}"],
-                                 capture_output=True, text=True).stdout
-            pids = [int(p) for p in out.split()]
-            time.sleep(0.2)
-        assert len(pids) >= 2, "the ranks did not start"
-        time.sleep(1.0)
-        os.kill(pids[-1], signal.SIGKILL)
-        _, err = job.communicate(timeout=60)
-    finally:
-        if job.poll() is None:
-            job.kill()
-    assert job.returncode != 0
-    assert "exited on signal 9" in err or "aborted" in err
+    fbins, inputs = long_mlp
+    for attempt in range(3):
+        with Job(ranks, [tool("flow-run"), fbins[ranks], *inputs,
+                         "--iterations=1000000000", "--threads=1",
+                         f"--timeout={TIMEOUT}"]) as job:
+            pids = rank_pids(job.proc, ranks)
+            time.sleep(2.0)  # well past the start: stepping
+            assert job.proc.poll() is None, job.proc.communicate()
+            sent = time.monotonic()
+            os.kill(pids[victim], getattr(signal, signal_name))
+            status, err = job.finish(TIMEOUT + GRACE + 30)
+            took = time.monotonic() - sent
+        print(f"{ranks} ranks, {signal_name} rank {victim}: ended "
+              f"{took:.2f} s later")
+        assert status != 0, err
+        if signal_name == "SIGKILL":
+            assert (f"process rank {victim} with PID" in err
+                    and "exited on signal 9" in err), err
+            assert took < GRACE, err
+            continue
+        # One line, from the lowest live rank that waited, naming the
+        # stopped one.
+        lines = [l for l in err.splitlines() if "timed out after" in l]
+        assert len(lines) == 1, err
+        reporter = 1 if victim == 0 else 0
+        assert re.match(rf"flow-run: error: rank {reporter}: "
+                        rf"[a-z-]+ #\d+ timed out after {TIMEOUT} s; "
+                        rf"rank {victim} did not respond \(stopped", lines[0]), err
+        assert TIMEOUT - 0.5 < took < TIMEOUT + GRACE, (took, err)
+
+
+def test_a_rank_that_stops_at_startup_ends_the_job(long_mlp):
+    """A rank stopped before MPI_Init holds the others in MPI_Init, where
+    a watchdog thread ends them; mpirun then ends the stopped one."""
+    import time
+    fbins, inputs = long_mlp
+    for ranks in (2, 4):
+        with Job(ranks, [tool("flow-run"), fbins[ranks], *inputs,
+                         "--iterations=10", "--threads=1",
+                         f"--timeout={TIMEOUT}"],
+                 {"FLOW_TEST_STOP_AT_STARTUP": "1"}) as job:
+            status, err = job.finish(TIMEOUT + GRACE + 30)
+            took = time.monotonic() - job.started
+        print(f"{ranks} ranks, rank 1 stopped at startup: ended after "
+              f"{took:.2f} s")
+        assert status != 0, err
+        assert (f"MPI startup (MPI_Init) did not finish within {TIMEOUT} s; "
+                "a peer process stopped") in err, err
+        assert took < TIMEOUT + GRACE + 5, err  # + loading the executable
+
+
+@pytest.mark.parametrize("how", ["flag", "environment"])
+def test_a_timeout_leaves_healthy_runs_alone(tmp_path, how):
+    """Collectives with a (short) timeout give the results of one process;
+    a step longer than nothing but shorter than the timeout is fine."""
+    text = (MODELS / "mlp.mlir").read_text()
+    inputs = write_inputs(text, tmp_path, np.random.default_rng(0), 0.1)
+    single = compile_text(text, tmp_path / "single.fbin")
+    one = subprocess.run([str(tool("flow-run")), str(single), *inputs,
+                          f"--output-dir={tmp_path / 'one'}", "--threads=1"],
+                         capture_output=True, text=True)
+    assert one.returncode == 0, one.stderr
+    fbin = compile_text(with_sbp(text, MLP_TP), tmp_path / "mesh.fbin",
+                        "--mesh=4")
+    flags, env = ([f"--timeout={TIMEOUT}"], None) if how == "flag" else (
+        [], {"FLOW_COLLECTIVE_TIMEOUT": str(TIMEOUT)})
+    many = mpirun(4, [tool("flow-run"), fbin, *inputs, *flags,
+                      f"--output-dir={tmp_path / 'many'}", "--threads=1",
+                      "--iterations=200"], env_extra=env)
+    assert many.returncode == 0, many.stderr + many.stdout
+    want = np.load(tmp_path / "one" / "result_0.npy")
+    got = np.load(tmp_path / "many" / "result_0.npy")
+    np.testing.assert_allclose(got, want, rtol=1e-5,
+                               atol=1e-5 * float(np.abs(want).max()))
+
+
+def test_bad_timeouts_are_refused(long_mlp):
+    fbins, inputs = long_mlp
+    result = subprocess.run([str(tool("flow-run")), str(fbins[2]), *inputs,
+                             "--timeout=soon"], capture_output=True, text=True)
+    assert result.returncode == 2
+    assert ("--timeout: a timeout is a number of seconds >= 0 (0: wait "
+            "forever), got 'soon'") in result.stderr
+    result = mpirun(2, [tool("flow-run"), fbins[2], *inputs],
+                    env_extra={"FLOW_COLLECTIVE_TIMEOUT": "-1"})
+    assert result.returncode != 0
+    assert "FLOW_COLLECTIVE_TIMEOUT: a timeout is a number of seconds" in \
+        result.stderr
+
+    import flow
+    for bad in (-1, float("nan"), float("inf")):
+        with pytest.raises(ValueError, match="timeout is a number of seconds"):
+            flow.load(fbins[2], timeout=bad)
+
+
+PYTHON_STOP = '''
+import os, signal, sys, time
+import numpy as np
+import flow
+
+text = open(sys.argv[1]).read()
+module = flow.compile_mlir(text, mesh=2, timeout=float(sys.argv[2]))
+x = np.ones((4, 3), np.float32)
+step = 0
+while True:
+    (y,) = module(x)
+    step += 1
+    if step == 50 and module.rank == 1:
+        os.kill(os.getpid(), signal.SIGSTOP)
+'''
+
+
+def test_python_rank_that_stops_ends_the_job(tmp_path):
+    """The same under `mpirun -np 2 python`: flow.compile_mlir(timeout=)."""
+    import sys
+    import time
+    (tmp_path / "m.mlir").write_text(
+        "func.func @forward(%x: tensor<4x3xf32> {flow.sbp = #flow.sbp<[S(0)]>})"
+        " -> tensor<4x3xf32> {\n"
+        "  %y = flow.neg %x : tensor<4x3xf32>\n"
+        "  return %y : tensor<4x3xf32>\n}\n")
+    script = tmp_path / "stop.py"
+    script.write_text(PYTHON_STOP)
+    with Job(2, [sys.executable, script, tmp_path / "m.mlir", TIMEOUT],
+             {"PYTHONPATH": str(build_dir() / "python")}) as job:
+        status, err = job.finish(TIMEOUT + GRACE + 60)
+        took = time.monotonic() - job.started
+    assert status != 0, err
+    assert re.search(rf"flow: error: rank 0: all-gather #\d+ timed out after "
+                     rf"{TIMEOUT} s; rank 1 did not respond", err), err
+    print(f"python, 2 ranks: ended {took:.2f} s after the start")

@@ -15,7 +15,11 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <cstdlib>
 #include <random>
+
+#include <sys/wait.h>
 
 using namespace flow::runtime;
 using namespace flow::test;
@@ -191,4 +195,56 @@ TEST(CollectiveTest, CorruptMeshExecutablesNeverCrash) {
                                   inputs);
   }
   EXPECT_GT(loaded, 0);
+}
+
+TEST(CollectiveTest, ParsesTimeouts) {
+  EXPECT_EQ(*parseCollectiveTimeout("5"), 5.0);
+  EXPECT_EQ(*parseCollectiveTimeout("0.25"), 0.25);
+  EXPECT_EQ(*parseCollectiveTimeout("0"), 0.0); // wait forever
+  EXPECT_EQ(*parseCollectiveTimeout("1e3"), 1000.0);
+  for (const char *bad : {"", "-1", "soon", "5s", "inf", "nan", "0x10", " 5"}) {
+    StatusOr<double> seconds = parseCollectiveTimeout(bad);
+    ASSERT_FALSE(seconds) << bad;
+    EXPECT_EQ(seconds.status().message(),
+              std::string("a timeout is a number of seconds >= 0 (0: wait "
+                          "forever), got '") +
+                  bad + "'");
+  }
+}
+
+TEST(CollectiveTest, TakesTheTimeoutFromTheEnvironment) {
+  const char *saved = std::getenv(kCollectiveTimeoutVariable);
+  std::string restore = saved ? saved : "";
+  unsetenv(kCollectiveTimeoutVariable);
+  EXPECT_EQ(*collectiveTimeoutFromEnvironment(), kDefaultCollectiveTimeout);
+  setenv(kCollectiveTimeoutVariable, "7.5", 1);
+  EXPECT_EQ(*collectiveTimeoutFromEnvironment(), 7.5);
+  setenv(kCollectiveTimeoutVariable, "later", 1);
+  StatusOr<double> bad = collectiveTimeoutFromEnvironment();
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.status().message(),
+            "FLOW_COLLECTIVE_TIMEOUT: a timeout is a number of seconds >= 0 "
+            "(0: wait forever), got 'later'");
+  if (saved)
+    setenv(kCollectiveTimeoutVariable, restore.c_str(), 1);
+  else
+    unsetenv(kCollectiveTimeoutVariable);
+}
+
+TEST(CollectiveTest, FlowRunRefusesABadTimeout) {
+  std::string command =
+      "'" + std::string(FLOW_RUN) + "' x.fbin --timeout=-3 2>&1";
+  FILE *pipe = popen(command.c_str(), "r");
+  ASSERT_TRUE(pipe);
+  std::string output;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof(buf), pipe)) > 0)
+    output.append(buf, n);
+  int status = pclose(pipe);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 2) << output;
+  EXPECT_NE(output.find("flow-run: error: --timeout: a timeout is a number "
+                        "of seconds >= 0 (0: wait forever), got '-3'"),
+            std::string::npos)
+      << output;
 }

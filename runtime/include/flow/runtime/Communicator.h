@@ -12,7 +12,15 @@
 // member) and MPI (built when MPI is found; see MpiCommunicator below).
 //
 // Failures: a primitive that fails returns an error; a peer that dies
-// makes MPI abort the job (Open MPI's default), so no rank waits forever.
+// makes MPI abort the job (Open MPI's default). A peer that stops (a
+// SIGSTOP, a deadlock, an endless loop) is caught by a timeout: the MPI
+// collectives are non-blocking requests polled against a deadline (so
+// are barriers at the start and end of the job and before communicator
+// splits), and when time runs out the waiting ranks ask each other over a
+// side channel who is still there; the lowest live one prints a line
+// naming the rank(s) that did not answer and aborts the job (MPI_Abort).
+// A watchdog thread ends a process whose MPI_Init (or another blocking
+// MPI call) outlives the timeout. So no rank waits forever.
 //
 //===----------------------------------------------------------------------===//
 
@@ -24,6 +32,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <string>
 #include <vector>
 
 namespace flow {
@@ -75,9 +84,36 @@ std::unique_ptr<Communicator> createSingleProcessCommunicator();
 /// True when the runtime was built with MPI.
 bool haveMpi();
 
+/// Seconds a collective (or the start of an MPI job) waits for its peers
+/// unless told otherwise. Long enough for any step of a real model and
+/// for a slow start on a loaded machine (a false alarm ends a healthy job),
+/// short enough that a stuck job gives its nodes back within minutes.
+constexpr double kDefaultCollectiveTimeout = 300;
+
+/// The environment variable that sets the timeout (seconds, 0: none).
+constexpr const char *kCollectiveTimeoutVariable = "FLOW_COLLECTIVE_TIMEOUT";
+
+/// Parses a timeout: a non-negative number of seconds (0: wait forever).
+StatusOr<double> parseCollectiveTimeout(const std::string &text);
+
+/// The timeout FLOW_COLLECTIVE_TIMEOUT sets, or kDefaultCollectiveTimeout
+/// when it is unset; an error when it is not a valid timeout.
+StatusOr<double> collectiveTimeoutFromEnvironment();
+
+struct MpiOptions {
+  /// Seconds every collective, the start of the job and its end may wait
+  /// for the peers before the job is ended with an error; 0 waits
+  /// forever; negative: FLOW_COLLECTIVE_TIMEOUT, or the default.
+  double timeout = -1;
+  /// Starts the line printed when the timeout passes ("flow-run").
+  std::string programName = "flow";
+};
+
 /// The MPI world (initializing MPI if needed), or an error when the
-/// runtime has no MPI.
-StatusOr<std::shared_ptr<Communicator>> mpiWorld();
+/// runtime has no MPI. Every call sets the world's timeout and program
+/// name from `options`.
+StatusOr<std::shared_ptr<Communicator>>
+mpiWorld(const MpiOptions &options = {});
 
 /// True when this process was started by an MPI launcher (mpirun).
 bool launchedByMpi();
