@@ -200,6 +200,8 @@ Status Checker::verify() {
 }
 
 Status Checker::verifyHeader() {
+  if (!isAligned(file.mesh()))
+    return misaligned("mesh");
   if (const auto *mesh = file.mesh()) {
     int64_t devices = 1;
     for (int64_t d : *mesh) {
@@ -360,6 +362,8 @@ Status Checker::verifyFunction(size_t index) {
         !s)
       return s;
   }
+  if (!isAligned(function->ranks()))
+    return misaligned(ctx + ": ranks");
   if (const auto *ranks = function->ranks()) {
     if (impl.mesh.empty())
       return Status::error(ctx + " is a device program but the executable "
@@ -417,6 +421,8 @@ Status Checker::verifyPlacements(
       return Status::error(where + " has no type");
     if (Status s = verifyTensor(p->type(), where, placement.spec, bytes); !s)
       return s;
+    if (!isAligned(p->sbp()))
+      return misaligned(where + ": SBP");
     size_t entries = p->sbp() ? p->sbp()->size() : 0;
     if (entries != impl.mesh.size())
       return Status::error(where + ": SBP has " + std::to_string(entries) +
@@ -463,6 +469,9 @@ Status Checker::verifyCollective(const std::string &ctx,
   std::vector<bool> seen(impl.mesh.size(), false);
   if (!cmd.mesh_axes() || cmd.mesh_axes()->size() == 0)
     return Status::error(ctx + " has no mesh axes");
+  if (!isAligned(cmd.mesh_axes()) || !isAligned(cmd.input_shape()) ||
+      !isAligned(cmd.output_shape()))
+    return misaligned(ctx + ": mesh axes or shapes");
   for (int64_t a : *cmd.mesh_axes()) {
     if (a < 0 || a >= static_cast<int64_t>(impl.mesh.size()) || seen[a])
       return Status::error(ctx + ": invalid mesh axis " + std::to_string(a));

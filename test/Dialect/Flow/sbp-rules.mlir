@@ -50,7 +50,7 @@ func.func @rules(%x: tensor<4x8xf32>, %v: tensor<8xf32>, %w: tensor<8x6xf32>,
 
 // -----
 
-// The other ops: elementwise (casts to floats pass partial sums),
+// The other ops: elementwise (casts to f32 pass partial sums),
 // normalizations, pooling, data movement and constants.
 flow.mesh @m [2]
 func.func @more(%x: tensor<4x8xf32>, %i: tensor<4x8xi32>, %c: tensor<4x8xi1>, %v: tensor<8xf32>,
@@ -75,7 +75,9 @@ func.func @more(%x: tensor<4x8xf32>, %i: tensor<4x8xi32>, %c: tensor<4x8xi1>, %v
   %8 = flow.silu %x : tensor<4x8xf32>
   // CHECK: remark: rules: ([B] -> [B]) ([S(0)] -> [S(0)]) ([S(1)] -> [S(1)])
   %9 = flow.gelu %x : tensor<4x8xf32>
-  // CHECK: remark: rules: ([B] -> [B]) ([S(0)] -> [S(0)]) ([S(1)] -> [S(1)]) ([P] -> [P])
+  // A narrowing cast rounds each piece: no partial sums (and bf16 could not
+  // be reduced anyway).
+  // CHECK: remark: rules: ([B] -> [B]) ([S(0)] -> [S(0)]) ([S(1)] -> [S(1)]){{$}}
   %10 = flow.cast %x : tensor<4x8xf32> to tensor<4x8xbf16>
   // CHECK: remark: rules: ([B] -> [B]) ([S(0)] -> [S(0)]) ([S(1)] -> [S(1)])
   %11 = flow.cast %x : tensor<4x8xf32> to tensor<4x8xi32>
@@ -123,5 +125,33 @@ func.func @more(%x: tensor<4x8xf32>, %i: tensor<4x8xi32>, %c: tensor<4x8xi1>, %v
   %30 = flow.constant dense<1.0> : tensor<4xf32>
   // CHECK: remark: rules: ([B] -> [B]) ([S(0)] -> [S(0)]) ([S(1)] -> [S(1)])
   %31 = flow.relu %i : tensor<4x8xi32>
+  return
+}
+
+// -----
+
+// Rules that would be wrong, or that the collectives could not finish.
+flow.mesh @m [2]
+func.func @refused(%x: tensor<4x8xf32>, %h: tensor<4x8xf16>, %i: tensor<4x8xi32>,
+                   %vi: tensor<8xi32>, %img: tensor<2x4x6x6xf32>,
+                   %g: tensor<8x2x3x3xf32>, %d: tensor<4x1x3x3xf32>) attributes {flow.mesh = @m} {
+  // Integer division rounds each piece: no (P, B) -> P.
+  // CHECK: remark: rules: ([B, B] -> [B]) ([S(0), B] -> [S(0)]) ([S(1), S(0)] -> [S(1)]){{$}}
+  %0 = flow.div %i, %vi : (tensor<4x8xi32>, tensor<8xi32>) -> tensor<4x8xi32>
+  // A cast to f32 keeps partial sums; from f16 there are none to keep.
+  // CHECK: remark: rules: ([B] -> [B]) ([S(0)] -> [S(0)]) ([S(1)] -> [S(1)]) ([P] -> [P])
+  %1 = flow.cast %x : tensor<4x8xf32> to tensor<4x8xf32>
+  // CHECK: remark: rules: ([B] -> [B]) ([S(0)] -> [S(0)]) ([S(1)] -> [S(1)]){{$}}
+  %2 = flow.cast %h : tensor<4x8xf16> to tensor<4x8xf32>
+  // f16 partial sums cannot be reduced: a mean over axis 0 needs it whole.
+  // CHECK: remark: rules: ([B] -> [B]) ([S(1)] -> [S(0)]){{$}}
+  %3 = flow.reduce_mean %h [0] : tensor<4x8xf16> -> tensor<8xf16>
+  // Grouped and depthwise convolutions split only the batch.
+  // CHECK: remark: rules: ([B, B] -> [B]) ([S(0), B] -> [S(0)]){{$}}
+  %4 = flow.conv2d %img, %g strides = [1, 1] padding = [1, 1, 1, 1] dilations = [1, 1] groups = 2
+      : (tensor<2x4x6x6xf32>, tensor<8x2x3x3xf32>) -> tensor<2x8x6x6xf32>
+  // CHECK: remark: rules: ([B, B] -> [B]) ([S(0), B] -> [S(0)]){{$}}
+  %5 = flow.conv2d %img, %d strides = [1, 1] padding = [1, 1, 1, 1] dilations = [1, 1] groups = 4
+      : (tensor<2x4x6x6xf32>, tensor<4x1x3x3xf32>) -> tensor<2x4x6x6xf32>
   return
 }

@@ -115,9 +115,12 @@ Rules sbpRules(ReluOp op) { return sameShape(op); }
 Rules sbpRules(SiluOp op) { return sameShape(op); }
 Rules sbpRules(GeluOp op) { return sameShape(op); }
 Rules sbpRules(CastOp op) {
-  bool floats = isa<FloatType>(typeOf(op.getInput()).getElementType()) &&
-                isa<FloatType>(typeOf(op.getResult()).getElementType());
-  return floats ? sameShape(op, {P}) : sameShape(op);
+  // A partial sum passes a cast from a float to f32, which loses nothing;
+  // a narrowing cast rounds each piece (the sum of rounded pieces is not
+  // the rounded sum): reduce first.
+  bool exact = isa<FloatType>(typeOf(op.getInput()).getElementType()) &&
+               typeOf(op.getResult()).getElementType().isF32();
+  return exact ? sameShape(op, {P}) : sameShape(op);
 }
 
 // Binary elementwise.
@@ -139,7 +142,10 @@ Rules sbpRules(MulOp op) {
 }
 Rules sbpRules(DivOp op) {
   Rules r = broadcasting(op);
-  r.push_back({{P, B}, {P}});
+  // (a + b) / c = a / c + b / c for real division only; integer division
+  // rounds each piece.
+  if (isa<FloatType>(typeOf(op.getResult()).getElementType()))
+    r.push_back({{P, B}, {P}});
   return r;
 }
 Rules sbpRules(MaximumOp op) {
@@ -189,13 +195,16 @@ Rules sbpRules(Conv2dOp op) {
       s.operands.push_back(b);
     return s;
   };
-  // Data parallel over the batch; output channels over the weight's rows;
-  // with one group, input channels give partial sums (the bias counted
-  // once: its P is free to make from B).
+  // Data parallel over the batch; with one group, output channels over the
+  // weight's rows, and input channels give partial sums (the bias counted
+  // once: its P is free to make from B). With groups, a piece of the
+  // output channels reads its own groups' input channels and a local op
+  // would need fewer groups: only the batch splits.
   rules.push_back(sig(S(0), B, B, S(0)));
-  rules.push_back(sig(B, S(0), S(0), S(1)));
-  if (op.getGroups() == 1)
+  if (op.getGroups() == 1) {
+    rules.push_back(sig(B, S(0), S(0), S(1)));
     rules.push_back(sig(S(1), S(1), P, P));
+  }
   return rules;
 }
 
@@ -400,10 +409,33 @@ double computeCost(Operation *op) {
   return elements(op->getResult(0));
 }
 
+/// True if the runtime's collectives can reduce elements of \p type (a
+/// partial value must be reduced some day).
+bool isReducible(Type type) {
+  Type element = cast<RankedTensorType>(type).getElementType();
+  return element.isF32() || element.isInteger(64) || element.isInteger(32);
+}
+
+/// \p rules without those that make or take a partial value of a type that
+/// cannot be reduced (f16, bf16, i1).
+Rules reducibleOnly(Operation *op, Rules rules) {
+  auto partialOk = [](ArrayRef<SbpDim> dims, TypeRange types) {
+    for (auto [d, t] : llvm::zip(dims, types))
+      if (d.isPartial() && !isReducible(t))
+        return false;
+    return true;
+  };
+  llvm::erase_if(rules, [&](const SbpSignature &r) {
+    return !partialOk(r.operands, op->getOperandTypes()) ||
+           !partialOk(r.results, op->getResultTypes());
+  });
+  return rules;
+}
+
 template <typename Op>
 struct SbpModel : SbpOpInterface::ExternalModel<SbpModel<Op>, Op> {
   SmallVector<SbpSignature> getSbpRules(Operation *op) const {
-    return sbpRules(cast<Op>(op));
+    return reducibleOnly(op, sbpRules(cast<Op>(op)));
   }
   double getComputeCost(Operation *op) const { return computeCost(op); }
 };

@@ -170,10 +170,22 @@ FailureOr<Value> DeviceWriter::box(OpBuilder &b, Value global, Value local,
   NdSbp cur = from;
   // Splits are undone innermost axis first and made outermost first, so
   // that pieces of a dimension split over several axes nest in mesh order.
-  for (int axis = static_cast<int>(cur.size()) - 1; axis >= 0; --axis) {
-    if (cur[axis] == to[axis] || !cur[axis].isSplit())
+  // Undoing a split undoes the later axes' splits of the same dimension
+  // first (they are remade afterwards, as pieces of the new layout).
+  SmallVector<bool> undo(cur.size(), false);
+  for (unsigned axis = 0; axis < cur.size(); ++axis) {
+    if (!cur[axis].isSplit())
       continue;
-    SbpDim target = to[axis].isSplit() &&
+    undo[axis] = undo[axis] || cur[axis] != to[axis];
+    if (undo[axis])
+      for (unsigned later = axis + 1; later < cur.size(); ++later)
+        if (cur[later].isSplit() && cur[later].dim == cur[axis].dim)
+          undo[later] = true;
+  }
+  for (int axis = static_cast<int>(cur.size()) - 1; axis >= 0; --axis) {
+    if (!undo[axis])
+      continue;
+    SbpDim target = to[axis].isSplit() && to[axis] != cur[axis] &&
                             !splitElsewhere(cur, axis, to[axis].dim) &&
                             !splitElsewhere(cur, axis, cur[axis].dim)
                         ? to[axis]
@@ -308,6 +320,17 @@ FailureOr<func::FuncOp> DeviceWriter::write(OpBuilder &moduleBuilder,
         if (attr.getName() != sbpName &&
             attr.getName() != FlowDialect::getOperandSbpAttrName())
           state.addAttribute(attr.getName(), attr.getValue());
+      // A slice keeps a split only of a dimension it takes whole: its limit
+      // there is the piece's length.
+      if (auto slice = dyn_cast<SliceOp>(op)) {
+        auto in = cast<RankedTensorType>(operands[0].getType());
+        SmallVector<int64_t> limits = llvm::to_vector(slice.getLimits());
+        for (int64_t d = 0, e = in.getRank(); d < e; ++d)
+          if (in.getDimSize(d) != slice.getInput().getType().getDimSize(d))
+            limits[d] = in.getDimSize(d);
+        state.attributes.set(slice.getLimitsAttrName(),
+                             b.getDenseI64ArrayAttr(limits));
+      }
       local = b.create(state);
     }
     if (auto reshape = dyn_cast<ReshapeOp>(local)) {
