@@ -21,13 +21,17 @@
 //===----------------------------------------------------------------------===//
 
 #include "ExecutableImpl.h"
+#include "flow/runtime/Sha256.h"
 
 #include "flow/runtime/Checksum.h"
 #include "flow/runtime/KernelAbi.h"
 #include "flow/runtime/executable_generated.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
+#include <cstdio>
+#include <cstdlib>
 #include <climits>
 #include <cstring>
 #include <set>
@@ -1027,6 +1031,56 @@ Status readFile(const std::string &path, AlignedBuffer &out) {
   return Status::ok();
 }
 
+/// Refuses \p size bytes at \p data unless their SHA-256 is in the
+/// allow-list the options or the environment name (if any).
+Status checkTrusted(const uint8_t *data, size_t size,
+                    const LoadOptions &options) {
+  std::string path = options.trustedList;
+  const char *variable = std::getenv(kTrustedListVariable);
+  bool fromEnvironment = path.empty() && variable && *variable;
+  if (fromEnvironment)
+    path = variable;
+  if (path.empty())
+    return Status::ok();
+  std::string where =
+      "the allow-list '" + path + "'" +
+      (fromEnvironment ? std::string(" (") + kTrustedListVariable + ")" : "");
+  FILE *list = std::fopen(path.c_str(), "r");
+  if (!list)
+    return Status::error("cannot read " + where + ": " + strerror(errno));
+  std::set<std::string> digests;
+  char line[4096];
+  int number = 0;
+  Status status = Status::ok();
+  while (status && std::fgets(line, sizeof(line), list)) {
+    ++number;
+    std::string text(line);
+    size_t begin = text.find_first_not_of(" \t\r\n");
+    if (begin == std::string::npos || text[begin] == '#')
+      continue;
+    size_t end = text.find_first_of(" \t\r\n", begin);
+    std::string digest = text.substr(begin, end - begin);
+    std::transform(digest.begin(), digest.end(), digest.begin(),
+                   [](unsigned char c) { return std::tolower(c); });
+    bool hex = digest.size() == 64 &&
+               digest.find_first_not_of("0123456789abcdef") ==
+                   std::string::npos;
+    if (!hex)
+      status = Status::error(where + " line " + std::to_string(number) +
+                             " is not a SHA-256 digest (64 hex digits, as "
+                             "sha256sum prints them)");
+    digests.insert(digest);
+  }
+  std::fclose(list);
+  if (!status)
+    return status;
+  std::string digest = sha256Hex(data, size);
+  if (!digests.count(digest))
+    return Status::error("the executable is not trusted: its SHA-256 " +
+                         digest + " is not in " + where);
+  return Status::ok();
+}
+
 /// Verifies the file held in \p file and builds the executable.
 StatusOr<std::unique_ptr<Executable::Impl>> load(AlignedBuffer file,
                                                  const LoadOptions &options) {
@@ -1034,6 +1088,8 @@ StatusOr<std::unique_ptr<Executable::Impl>> load(AlignedBuffer file,
   impl->file = std::move(file);
   const uint8_t *data = impl->file.data();
   size_t size = impl->file.size();
+  if (Status s = checkTrusted(data, size, options); !s)
+    return s;
   if (size < 8)
     return Status::error("not a Flow executable: " + std::to_string(size) +
                          " bytes is too short");

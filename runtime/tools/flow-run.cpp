@@ -6,7 +6,8 @@
 //
 //   flow-run OUT.fbin --input=a.npy --input=b.npy [--output-dir=DIR]
 //            [--function=NAME] [--iterations=N] [--warmup=M] [--threads=T]
-//            [--parameters=FILE.safetensors] [--timeout=SECONDS] [--print]
+//            [--parameters=FILE.safetensors] [--timeout=SECONDS]
+//            [--trusted=LIST] [--print]
 //
 // Exit status: 0 on success, 1 when loading or running fails (an unreadable
 // or invalid file, a wrong input), 2 for a bad command line.
@@ -37,7 +38,7 @@ constexpr const char *kUsage =
     "usage: flow-run FILE.fbin [--input=X.npy]... [--output-dir=DIR]\n"
     "                [--function=NAME] [--iterations=N] [--warmup=M]\n"
     "                [--threads=T] [--parameters=FILE] [--timeout=S]\n"
-    "                [--print]\n"
+    "                [--trusted=LIST] [--print]\n"
     "\n"
     "Runs a function of a Flow executable on .npy inputs (one --input per\n"
     "function input, in order).\n"
@@ -55,6 +56,9 @@ constexpr const char *kUsage =
     "                    end of the job, waits more than S seconds for a peer\n"
     "                    (default: $FLOW_COLLECTIVE_TIMEOUT, else 300; 0:\n"
     "                    wait forever)\n"
+    "  --trusted=LIST    run only executables whose SHA-256 is in LIST (one\n"
+    "                    digest per line, as sha256sum prints them; default:\n"
+    "                    $FLOW_TRUSTED_EXECUTABLES, else no allow-list)\n"
     "  --stats           print the bytes each collective exchanged on each\n"
     "                    rank (mesh executables)\n"
     "  --print           print each result's dtype, shape and first values\n"
@@ -68,6 +72,7 @@ struct Options {
   std::string outputDir;
   std::string function;
   std::string parameters;
+  std::string trusted;
   int64_t iterations = 0;
   int64_t warmup = 1;
   int threads = 0;
@@ -127,7 +132,8 @@ int parseArgs(int argc, char **argv, Options &options) {
     std::string name = arg.substr(0, eq);
     static const char *const kValued[] = {
         "--input",  "--output-dir", "--function",   "--iterations",
-        "--warmup", "--threads",    "--parameters", "--timeout"};
+        "--warmup", "--threads",    "--parameters", "--timeout",
+        "--trusted"};
     if (std::find_if(std::begin(kValued), std::end(kValued),
                      [&](auto *f) { return name == f; }) == std::end(kValued))
       return usageError("unknown option '" + name + "'");
@@ -144,6 +150,8 @@ int parseArgs(int argc, char **argv, Options &options) {
       options.function = value;
     } else if (name == "--parameters") {
       options.parameters = value;
+    } else if (name == "--trusted") {
+      options.trusted = value;
     } else if (name == "--timeout") {
       StatusOr<double> seconds = parseCollectiveTimeout(value);
       if (!seconds)
@@ -227,6 +235,7 @@ int main(int argc, char **argv) {
       Executable::loadFile(options.executable, [&] {
         LoadOptions load;
         load.parameterArchive = options.parameters;
+        load.trustedList = options.trusted;
         return load;
       }());
   if (!loaded)

@@ -153,3 +153,19 @@ def test_corrupted_and_truncated_executables(tmp_path, add_fbin):
             assert rc == 1 and err.startswith("flow-run: error:"), err
     # Nearly every corruption is caught (a flipped padding byte may not be).
     assert failures >= len(variants) * 0.9
+
+
+def test_run_refuses_executables_not_in_the_allow_list(tmp_path, add_fbin):
+    import hashlib
+    digest = hashlib.sha256(add_fbin.read_bytes()).hexdigest()
+    a = save(tmp_path, "a.npy", np.ones((4, 8), np.float32))
+    b = save(tmp_path, "b.npy", np.ones((8,), np.float32))
+    trusted = tmp_path / "trusted.txt"
+    trusted.write_text(f"{digest}  add.fbin\n")
+    rc, err = run([tool("flow-run"), add_fbin, a, b,
+                   f"--trusted={trusted}"])
+    assert rc == 0, err
+    trusted.write_text("0" * 64 + "\n")
+    rc, err = run([tool("flow-run"), add_fbin, a, b,
+                   f"--trusted={trusted}"])
+    assert rc == 1 and f"its SHA-256 {digest} is not in the allow-list" in err

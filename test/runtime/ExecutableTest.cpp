@@ -12,10 +12,12 @@
 #include "FbinBuilder.h"
 
 #include "flow/runtime/Executable.h"
+#include "flow/runtime/Sha256.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cctype>
 #include <climits>
 #include <cstring>
 #include <cstdio>
@@ -454,6 +456,67 @@ TEST(ExecutableTest, MetadataMustMatchTheLibrarysAbiTable) {
   spec = sampleSpec();
   spec.kernels[kWorkgroups].symbol = "unlisted_entry";
   EXPECT_LOAD_ERROR(spec, "is not in the kernel library's ABI table");
+}
+
+TEST(ExecutableTest, Sha256MatchesFips180) {
+  // FIPS 180-4 examples.
+  EXPECT_EQ(sha256Hex("", 0), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934c"
+                              "a495991b7852b855");
+  EXPECT_EQ(sha256Hex("abc", 3), "ba7816bf8f01cfea414140de5dae2223b00361a396177a"
+                                 "9cb410ff61f20015ad");
+  const char *twoBlocks =
+      "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq";
+  EXPECT_EQ(sha256Hex(twoBlocks, std::strlen(twoBlocks)),
+            "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+  std::string million(1000000, 'a');
+  EXPECT_EQ(sha256Hex(million.data(), million.size()),
+            "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+}
+
+TEST(ExecutableTest, AllowListOfTrustedExecutables) {
+  std::vector<uint8_t> bytes = build(sampleSpec());
+  std::string digest = sha256Hex(bytes.data(), bytes.size());
+  char path[] = "/tmp/flow-trusted-XXXXXX";
+  int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  close(fd);
+  auto write = [&](const std::string &text) {
+    FILE *f = std::fopen(path, "w");
+    std::fputs(text.c_str(), f);
+    std::fclose(f);
+  };
+  LoadOptions options;
+  options.trustedList = path;
+  auto loadWith = [&](const std::vector<uint8_t> &file) {
+    auto exe = Executable::loadBytes(file, options);
+    return exe ? std::string() : exe.status().message();
+  };
+  // Listed (sha256sum's format, upper case too): it loads.
+  write("# models we built\n\n" + digest + "  model.fbin\n");
+  EXPECT_EQ(loadWith(bytes), "");
+  std::string upper = digest;
+  for (char &c : upper)
+    c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  write(upper + "\n");
+  EXPECT_EQ(loadWith(bytes), "");
+  // Not listed: refused, even though it is a valid executable.
+  write(std::string(64, '0') + "\n");
+  EXPECT_EQ(loadWith(bytes), "the executable is not trusted: its SHA-256 " +
+                                 digest + " is not in the allow-list '" +
+                                 path + "'");
+  // A malformed list is an error, not an empty list.
+  write(digest + "\nnot-a-digest\n");
+  EXPECT_NE(loadWith(bytes).find("line 2 is not a SHA-256 digest"),
+            std::string::npos);
+  // The environment names the list when the options do not.
+  write(std::string(64, 'f') + "\n");
+  options.trustedList.clear();
+  setenv(kTrustedListVariable, path, 1);
+  EXPECT_NE(loadWith(bytes).find("(FLOW_TRUSTED_EXECUTABLES)"),
+            std::string::npos);
+  unsetenv(kTrustedListVariable);
+  EXPECT_EQ(loadWith(bytes), "");
+  std::remove(path);
 }
 
 TEST(ExecutableTest, RefusesOlderFormatVersions) {

@@ -93,7 +93,16 @@ struct LoadOptions {
   /// The directory a relative archive path is taken from; loadFile uses
   /// the .fbin's directory when this is empty, loadBytes the current one.
   std::string baseDirectory;
+  /// An allow-list of trusted executables: a file of SHA-256 digests, one
+  /// per line as `sha256sum` prints them (`# comments` and blank lines
+  /// allowed). When set (here, or by the FLOW_TRUSTED_EXECUTABLES
+  /// environment variable when this is empty), an executable whose digest
+  /// is not listed is refused before anything else is read.
+  std::string trustedList;
 };
+
+/// The environment variable naming the default allow-list.
+constexpr const char *kTrustedListVariable = "FLOW_TRUSTED_EXECUTABLES";
 
 /// A verified executable, ready to run with a Session.
 class Executable {
