@@ -11,11 +11,13 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 FLOW_CACHE="${FLOW_CACHE:-$HOME/.cache/flow}"
 VENV="$FLOW_CACHE/venv"
 
-# System packages. LLVM/MLIR 22 come from Debian's bookworm repositories.
+# System packages. LLVM/MLIR 22 come from Debian's bookworm repositories;
+# clang-22 and its runtimes build the libFuzzer targets (scripts/fuzz.sh).
 APT_PACKAGES=(
   llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools
   lld-22 cmake ninja-build ccache g++ libgtest-dev
   flatbuffers-compiler libflatbuffers-dev libopenblas-dev openmpi-bin libopenmpi-dev
+  clang-22 libclang-rt-22-dev
   python3 python3-venv
 )
 

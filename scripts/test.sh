@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Sets up, builds, and runs every Flow test: lit (flow-opt, docs), the runtime
-# unit tests (GoogleTest through ctest) and pytest. Exits non-zero if any
+# unit tests (GoogleTest through ctest), a short run of every fuzz target
+# over its corpus (scripts/fuzz.sh --smoke) and pytest. Exits non-zero if any
 # suite fails. pytest lists every test that did not pass and why (-ra): a
 # skip is visible, never silent.
 #
@@ -33,6 +34,8 @@ run() {
 
 run "lit" /usr/lib/llvm-22/bin/lit -sv "$BUILD/test"
 run "runtime unit tests" ctest --test-dir "$BUILD" --output-on-failure
+run "fuzz smoke" env FLOW_FUZZ_SMOKE_SECONDS="${FLOW_FUZZ_SMOKE_SECONDS:-10}" \
+  "$ROOT/scripts/fuzz.sh" --smoke
 run "pytest" env FLOW_BUILD_DIR="$BUILD" \
   "$FLOW_CACHE/venv/bin/python" -m pytest -q -ra "$ROOT/test/python"
 

@@ -405,6 +405,37 @@ Status Checker::verifyFunction(size_t index) {
                            " outputs, the device program " +
                            std::to_string(sig.inputs.size()) + " and " +
                            std::to_string(sig.outputs.size()));
+    // Each device's piece of every global input and output is what the
+    // device program takes and makes (the runtime copies pieces in and out
+    // by these shapes).
+    for (int64_t rank : sig.ranks) {
+      std::vector<int64_t> coords(impl.mesh.size());
+      for (int64_t a = static_cast<int64_t>(impl.mesh.size()) - 1, r = rank;
+           a >= 0; --a) {
+        coords[a] = r % impl.mesh[a];
+        r /= impl.mesh[a];
+      }
+      auto check = [&](const char *kind, const std::vector<Placement> &global,
+                       const std::vector<TensorSpec> &local) -> Status {
+        for (size_t i = 0; i < global.size(); ++i) {
+          std::vector<int64_t> shape, offset;
+          localPiece(global[i].spec.shape, global[i].sbp, impl.mesh, coords,
+                     shape, offset);
+          TensorSpec piece{global[i].spec.dtype, shape};
+          if (piece.dtype != local[i].dtype || piece.shape != local[i].shape)
+            return Status::error(
+                ctx + ": device " + std::to_string(rank) + "'s piece of " +
+                kind + " " + std::to_string(i) + " is " + piece.str() +
+                " but the device program's is " + local[i].str());
+        }
+        return Status::ok();
+      };
+      if (Status s = check("global input", sig.globalInputs, sig.inputs); !s)
+        return s;
+      if (Status s = check("global output", sig.globalOutputs, sig.outputs);
+          !s)
+        return s;
+    }
   }
   impl.signatures.push_back(std::move(sig));
   impl.functions.push_back(std::move(decoded));

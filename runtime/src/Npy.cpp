@@ -11,10 +11,14 @@
 //===----------------------------------------------------------------------===//
 
 #include "flow/runtime/Npy.h"
+#include "flow/runtime/Executable.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <limits>
+#include <new>
 #include <string_view>
 
 #include <fcntl.h>
@@ -28,6 +32,10 @@ namespace {
 constexpr char kMagic[] = "\x93NUMPY";
 constexpr size_t kMagicLen = 6;
 constexpr size_t kAlign = 64;
+/// The longest header accepted (numpy's own reader stops at 10000 bytes by
+/// default): a length field beyond it is taken for a corrupt file, not
+/// read.
+constexpr size_t kMaxHeaderBytes = 1u << 20;
 /// numpy pads the header so the first dimension can grow to this many digits
 /// in place (numpy >= 1.23); matching it keeps serializeNpy byte-exact.
 constexpr size_t kGrowthAxisMaxDigits = 21;
@@ -370,92 +378,230 @@ int64_t HostTensor::numElements() const {
   return checkedByteSize(shape, 1, elements, bytes) ? elements : -1;
 }
 
-StatusOr<HostTensor> flow::runtime::parseNpy(const uint8_t *bytes, size_t size,
-                                             const std::string &name) {
-  auto fail = [&](const std::string &msg) {
-    return Status::error((name.empty() ? "<memory>" : name) + ": " + msg);
-  };
+namespace {
+
+/// What the preamble and header of a .npy file say.
+struct Layout {
+  DType dtype = DType::F32;
+  std::vector<int64_t> shape;
+  /// Where the data starts (the preamble and header length) and how many
+  /// bytes it has.
+  size_t dataOffset = 0;
+  size_t dataBytes = 0;
+};
+
+/// The length of the preamble (magic, version, header length) of the file
+/// starting with the \p size bytes at \p bytes, or 0 when they are too few
+/// to tell; fails on a bad magic or version.
+Status preambleLength(const uint8_t *bytes, size_t size, size_t &length) {
+  length = 0;
   if (size < kMagicLen || memcmp(bytes, kMagic, kMagicLen) != 0)
-    return fail("not a .npy file (bad magic; expected \\x93NUMPY)");
+    return Status::error("not a .npy file (bad magic; expected \\x93NUMPY)");
   if (size < kMagicLen + 2)
-    return fail("truncated: file ends inside the .npy preamble");
+    return Status::ok();
   unsigned major = bytes[6], minor = bytes[7];
   if (major < 1 || major > 3 || minor != 0)
-    return fail("unsupported .npy version " + std::to_string(major) + "." +
-                std::to_string(minor) + " (supported: 1.0, 2.0, 3.0)");
-  size_t lenBytes = major == 1 ? 2 : 4;
-  size_t preamble = kMagicLen + 2 + lenBytes;
-  if (size < preamble)
-    return fail("truncated: file ends inside the .npy preamble");
-  size_t headerLen = readLE(bytes + kMagicLen + 2, lenBytes);
+    return Status::error("unsupported .npy version " + std::to_string(major) +
+                         "." + std::to_string(minor) +
+                         " (supported: 1.0, 2.0, 3.0)");
+  length = kMagicLen + 2 + (major == 1 ? 2 : 4);
+  return Status::ok();
+}
+
+/// Reads the preamble and header at the start of the \p size bytes at
+/// \p bytes (which may end after the header).
+Status parseLayout(const uint8_t *bytes, size_t size, Layout &layout) {
+  size_t preamble;
+  if (Status s = preambleLength(bytes, size, preamble); !s)
+    return s;
+  if (preamble == 0 || size < preamble)
+    return Status::error("truncated: file ends inside the .npy preamble");
+  size_t headerLen = readLE(bytes + kMagicLen + 2, preamble - kMagicLen - 2);
+  if (headerLen > kMaxHeaderBytes)
+    return Status::error("header length " + std::to_string(headerLen) +
+                         " is larger than the limit of " +
+                         std::to_string(kMaxHeaderBytes) +
+                         " bytes (the file is corrupt)");
   if (headerLen > size - preamble)
-    return fail("header length " + std::to_string(headerLen) +
-                " extends past end of file (" + std::to_string(size) +
-                " bytes)");
+    return Status::error("header length " + std::to_string(headerLen) +
+                         " extends past end of file (" + std::to_string(size) +
+                         " bytes)");
 
   Header header;
   std::string_view text(reinterpret_cast<const char *>(bytes + preamble),
                         headerLen);
   if (Status s = HeaderParser(text).parse(header); !s)
-    return fail("invalid header: " + s.message());
-
-  HostTensor tensor;
-  if (Status s = lookupDescr(header.descr, tensor.dtype); !s)
-    return fail(s.message());
+    return Status::error("invalid header: " + s.message());
+  if (Status s = lookupDescr(header.descr, layout.dtype); !s)
+    return s;
   if (header.fortranOrder)
-    return fail("fortran_order=True is not supported; save a C-contiguous "
-                "array (use numpy.ascontiguousarray)");
+    return Status::error("fortran_order=True is not supported; save a "
+                         "C-contiguous array (use numpy.ascontiguousarray)");
   int64_t elements;
-  size_t expected;
-  if (!checkedByteSize(header.shape, dtypeSize(tensor.dtype), elements,
-                       expected))
-    return fail("shape " + shapeRepr(header.shape) +
-                " has too many elements (size overflows)");
-  size_t found = size - preamble - headerLen;
-  if (found < expected)
-    return fail("truncated: expected " + std::to_string(expected) +
-                " data bytes, found " + std::to_string(found));
-  if (found > expected)
-    return fail("expected " + std::to_string(expected) + " data bytes, found " +
-                std::to_string(found) + " (" +
-                std::to_string(found - expected) + " trailing bytes)");
+  if (!checkedByteSize(header.shape, dtypeSize(layout.dtype), elements,
+                       layout.dataBytes))
+    return Status::error("shape " + shapeRepr(header.shape) +
+                         " has too many elements (size overflows)");
+  layout.shape = std::move(header.shape);
+  layout.dataOffset = preamble + headerLen;
+  return Status::ok();
+}
 
-  const uint8_t *data = bytes + preamble + headerLen;
-  if (tensor.dtype == DType::I1) {
-    for (size_t i = 0; i < expected; ++i)
-      if (data[i] > 1)
-        return fail("invalid bool value " + std::to_string(data[i]) +
-                    " at element " + std::to_string(i) + " (must be 0 or 1)");
+/// Checks that the \p count bytes of a bool tensor are 0 or 1.
+Status checkBools(const uint8_t *data, size_t count) {
+  for (size_t i = 0; i < count; ++i)
+    if (data[i] > 1)
+      return Status::error("invalid bool value " + std::to_string(data[i]) +
+                           " at element " + std::to_string(i) +
+                           " (must be 0 or 1)");
+  return Status::ok();
+}
+
+std::string dataSizeError(size_t expected, size_t found) {
+  if (found < expected)
+    return "truncated: expected " + std::to_string(expected) +
+           " data bytes, found " + std::to_string(found);
+  return "expected " + std::to_string(expected) + " data bytes, found " +
+         std::to_string(found) + " (" + std::to_string(found - expected) +
+         " trailing bytes)";
+}
+
+/// Reads up to \p count bytes from \p fd, appending them to \p out;
+/// stops early only at the end of the input.
+Status readUpTo(int fd, size_t count, std::vector<uint8_t> &out,
+                const std::string &path) {
+  size_t done = 0;
+  while (done < count) {
+    size_t start = out.size();
+    // Grow with what arrives, not with what was asked for: an input that
+    // ends early costs no more memory than it holds.
+    size_t chunk = std::min(count - done, std::max<size_t>(start, 1u << 16));
+    out.resize(start + chunk);
+    ssize_t n = ::read(fd, out.data() + start, chunk);
+    if (n < 0 && errno == EINTR) {
+      out.resize(start);
+      continue;
+    }
+    if (n <= 0) {
+      out.resize(start);
+      if (n < 0)
+        return Status::error(errnoMessage("read", path));
+      break;
+    }
+    out.resize(start + static_cast<size_t>(n));
+    done += static_cast<size_t>(n);
   }
-  tensor.shape = std::move(header.shape);
-  tensor.data.assign(data, data + expected);
+  return Status::ok();
+}
+
+/// The most data bytes readNpy accepts: the runtime's buffer limit, or the
+/// machine's memory when that is smaller.
+size_t maxDataBytes() {
+  uint64_t limit = kMaxBufferBytes;
+  long pages = sysconf(_SC_PHYS_PAGES), pageSize = sysconf(_SC_PAGESIZE);
+  if (pages > 0 && pageSize > 0 &&
+      uint64_t(pages) <= std::numeric_limits<uint64_t>::max() / pageSize)
+    limit = std::min<uint64_t>(limit, uint64_t(pages) * uint64_t(pageSize));
+  return static_cast<size_t>(limit);
+}
+
+} // namespace
+
+StatusOr<HostTensor> flow::runtime::parseNpy(const uint8_t *bytes, size_t size,
+                                             const std::string &name) {
+  auto fail = [&](const std::string &msg) {
+    return Status::error((name.empty() ? "<memory>" : name) + ": " + msg);
+  };
+  Layout layout;
+  if (Status s = parseLayout(bytes, size, layout); !s)
+    return fail(s.message());
+  size_t found = size - layout.dataOffset;
+  if (found != layout.dataBytes)
+    return fail(dataSizeError(layout.dataBytes, found));
+  const uint8_t *data = bytes + layout.dataOffset;
+  if (layout.dtype == DType::I1)
+    if (Status s = checkBools(data, layout.dataBytes); !s)
+      return fail(s.message());
+  HostTensor tensor;
+  tensor.dtype = layout.dtype;
+  tensor.shape = std::move(layout.shape);
+  tensor.data.assign(data, data + layout.dataBytes);
   return tensor;
 }
 
 StatusOr<HostTensor> flow::runtime::readNpy(const std::string &path) {
+  auto fail = [&](const std::string &msg) {
+    return Status::error(path + ": " + msg);
+  };
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0)
     return Status::error(errnoMessage("read", path));
-  std::vector<uint8_t> contents;
+  struct FdCloser {
+    int fd;
+    ~FdCloser() { ::close(fd); }
+  } closer{fd};
   struct stat st;
-  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
-    contents.reserve(static_cast<size_t>(st.st_size));
-  uint8_t buf[1 << 16];
-  while (true) {
-    ssize_t n = ::read(fd, buf, sizeof(buf));
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n < 0) {
-      Status s = Status::error(errnoMessage("read", path));
-      ::close(fd);
+  bool regular = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+
+  // Read the header first, then exactly the bytes it declares: the input
+  // may be a pipe or a device that never ends.
+  try {
+    std::vector<uint8_t> head;
+    size_t preamble = 0;
+    if (Status s = readUpTo(fd, kMagicLen + 2, head, path); !s)
       return s;
+    if (Status s = preambleLength(head.data(), head.size(), preamble); !s)
+      return fail(s.message());
+    if (preamble > 0)
+      if (Status s = readUpTo(fd, preamble - head.size(), head, path); !s)
+        return s;
+    if (preamble > 0 && head.size() == preamble) {
+      size_t headerLen = readLE(head.data() + kMagicLen + 2,
+                                preamble - kMagicLen - 2);
+      if (headerLen <= kMaxHeaderBytes)
+        if (Status s = readUpTo(fd, headerLen, head, path); !s)
+          return s;
     }
-    if (n == 0)
-      break;
-    contents.insert(contents.end(), buf, buf + n);
+    Layout layout;
+    if (Status s = parseLayout(head.data(), head.size(), layout); !s)
+      return fail(s.message());
+
+    if (regular && uint64_t(st.st_size) >= layout.dataOffset &&
+        uint64_t(st.st_size) - layout.dataOffset != layout.dataBytes)
+      return fail(dataSizeError(layout.dataBytes,
+                                size_t(st.st_size) - layout.dataOffset));
+    size_t limit = maxDataBytes();
+    if (layout.dataBytes > limit)
+      return fail("shape " + shapeRepr(layout.shape) + " of " +
+                  dtypeName(layout.dtype) + " needs " +
+                  std::to_string(layout.dataBytes) +
+                  " data bytes, more than the limit of " +
+                  std::to_string(limit) + " bytes");
+
+    HostTensor tensor;
+    tensor.dtype = layout.dtype;
+    tensor.shape = std::move(layout.shape);
+    if (regular)
+      tensor.data.reserve(layout.dataBytes); // Checked against the file.
+    if (Status s = readUpTo(fd, layout.dataBytes, tensor.data, path); !s)
+      return s;
+    if (tensor.data.size() != layout.dataBytes)
+      return fail(dataSizeError(layout.dataBytes, tensor.data.size()));
+    // Anything after the declared data is an error, not more data.
+    std::vector<uint8_t> probe;
+    if (Status s = readUpTo(fd, 1, probe, path); !s)
+      return s;
+    if (!probe.empty())
+      return fail("the input continues past the " +
+                  std::to_string(layout.dataBytes) +
+                  " data bytes its header declares");
+    if (tensor.dtype == DType::I1)
+      if (Status s = checkBools(tensor.data.data(), tensor.data.size()); !s)
+        return fail(s.message());
+    return tensor;
+  } catch (const std::bad_alloc &) {
+    return fail("out of memory reading the file");
   }
-  ::close(fd);
-  return parseNpy(contents.data(), contents.size(), path);
 }
 
 std::vector<uint8_t> flow::runtime::serializeNpy(const HostTensor &tensor) {

@@ -135,11 +135,16 @@ private:
       ++p;
     if (p == end || *p < '0' || *p > '9')
       return error("expected a digit");
+    // Magnitudes up to 2^62 (far beyond any real size); checked before
+    // each step so that nothing wraps.
+    constexpr uint64_t kMax = uint64_t(1) << 62;
     uint64_t v = 0;
     while (p != end && *p >= '0' && *p <= '9') {
-      if (v > (uint64_t(1) << 62))
+      uint64_t digit = uint64_t(*p - '0');
+      if (v > (kMax - digit) / 10)
         return error("integer out of range");
-      v = v * 10 + uint64_t(*p++ - '0');
+      v = v * 10 + digit;
+      ++p;
     }
     if (p != end && (*p == '.' || *p == 'e' || *p == 'E'))
       return error("expected an integer");

@@ -83,6 +83,12 @@ void runGemm(const detail::GemmCommand &cmd, const Frame &frame) {
   int lda = std::max(1, cmd.transposeA ? cmd.m : cmd.k);
   int ldb = std::max(1, cmd.transposeB ? cmd.k : cmd.n);
   int64_t matrixC = int64_t(cmd.m) * cmd.n;
+  if (cmd.k == 0) {
+    // Empty products: C is zeros, and A and B (empty, so their batch strides
+    // were never checked against a buffer) are not touched.
+    std::memset(c, 0, cmd.batchCount * matrixC * sizeof(float));
+    return;
+  }
   for (int64_t batch = 0; batch < cmd.batchCount; ++batch) {
     // Operand offsets of this batch index (row-major over batchShape, whose
     // dimensions are >= 1 here).
@@ -94,9 +100,7 @@ void runGemm(const detail::GemmCommand &cmd, const Frame &frame) {
       bOffset += i * cmd.bBatchStrides[d];
     }
     float *cBatch = c + batch * matrixC;
-    if (cmd.k == 0) {
-      std::memset(cBatch, 0, matrixC * sizeof(float));
-    } else if (cmd.m == 1) {
+    if (cmd.m == 1) {
       // A single row (batch-1 inference): a matrix-vector product. op(A) is
       // contiguous either way (a 1 x k row or a k x 1 column), and
       // c = op(B)^T a. OpenBLAS's GEMV is several times faster here than
@@ -164,6 +168,37 @@ Status checkBuffer(const char *kind, const std::vector<TensorSpec> &specs,
     return Status::error(std::string(kind) + " " + std::to_string(i) +
                          ": data pointer is null");
   return Status::ok();
+}
+
+/// Checks that each input and output of the device program \p sig is the
+/// piece of its global placement that the device at \p coords holds.
+Status checkPieces(const FunctionSignature &sig,
+                   const std::vector<int64_t> &mesh,
+                   const std::vector<int64_t> &coords, int64_t rank) {
+  auto check = [&](const char *kind, const std::vector<TensorSpec> &local,
+                   const std::vector<Placement> &global) -> Status {
+    if (local.size() != global.size())
+      return Status::error("function '" + sig.name + "' has " +
+                           std::to_string(local.size()) + " " + kind +
+                           "s but its global signature " +
+                           std::to_string(global.size()));
+    for (size_t i = 0; i < local.size(); ++i) {
+      TensorSpec piece{global[i].spec.dtype, {}};
+      std::vector<int64_t> offset;
+      localPiece(global[i].spec.shape, global[i].sbp, mesh, coords,
+                 piece.shape, offset);
+      if (piece.dtype != local[i].dtype || piece.shape != local[i].shape)
+        return Status::error(
+            "function '" + sig.name + "': " + kind + " " + std::to_string(i) +
+            " is " + local[i].str() + " but device " + std::to_string(rank) +
+            "'s piece of the global " + global[i].spec.str() + " is " +
+            piece.str() + " (the executable is corrupt)");
+    }
+    return Status::ok();
+  };
+  if (Status s = check("input", sig.inputs, sig.globalInputs); !s)
+    return s;
+  return check("output", sig.outputs, sig.globalOutputs);
 }
 
 } // namespace
@@ -395,6 +430,10 @@ Session::runGlobalUnchecked(const std::string &function,
   const FunctionSignature &sig = exe->functions()[*index];
   if (sig.ranks.empty())
     return run(function, inputs);
+  // Splitting the inputs and assembling the outputs trust that this
+  // device's signature holds the pieces its global placements give it.
+  if (Status s = checkPieces(sig, mesh, coords, deviceRank); !s)
+    return s;
   if (inputs.size() != sig.globalInputs.size())
     return Status::error("function '" + function + "' takes " +
                          std::to_string(sig.globalInputs.size()) +

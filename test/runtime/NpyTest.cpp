@@ -8,11 +8,16 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <dirent.h>
+#include <fcntl.h>
 #include <memory>
 #include <random>
+#include <sys/stat.h>
+#include <thread>
 #include <unistd.h>
 
 using namespace flow::runtime;
@@ -491,4 +496,158 @@ TEST(NpyTest, WriteToMissingDirectoryFails) {
   ASSERT_FALSE(s.isOk());
   EXPECT_NE(s.message().find(path), std::string::npos) << s.message();
   EXPECT_NE(s.message().find("No such file"), std::string::npos) << s.message();
+}
+
+//===----------------------------------------------------------------------===//
+// Inputs that are not regular files
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// The most bytes a FIFO writer offers: a reader that stops where the header
+/// says takes a few kilobytes at most.
+constexpr size_t kWriterCap = size_t(64) << 20;
+
+/// Reads a FIFO with readNpy while a thread writes \p prefix into it and
+/// then, when \p endless, zeros until the reader goes away (or kWriterCap
+/// bytes are written). \p written receives the bytes the writer got out.
+StatusOr<HostTensor> readFromFifo(const std::vector<uint8_t> &prefix,
+                                  bool endless, size_t &written,
+                                  std::string *path = nullptr) {
+  TempDir dir;
+  std::string fifo = dir.path + "/pipe.npy";
+  if (path)
+    *path = fifo;
+  if (dir.path.empty() || mkfifo(fifo.c_str(), 0600) != 0)
+    return Status::error("cannot make a FIFO");
+  // A reader that goes away makes write() fail with EPIPE, not kill us.
+  struct sigaction ignore = {}, saved = {};
+  ignore.sa_handler = SIG_IGN;
+  sigaction(SIGPIPE, &ignore, &saved);
+  std::atomic<size_t> total{0};
+  std::thread writer([&] {
+    int fd = ::open(fifo.c_str(), O_WRONLY | O_CLOEXEC);
+    if (fd < 0)
+      return;
+    auto put = [&](const uint8_t *p, size_t n) {
+      while (n > 0) {
+        ssize_t k = ::write(fd, p, n);
+        if (k < 0 && errno == EINTR)
+          continue;
+        if (k <= 0)
+          return false;
+        p += k;
+        n -= size_t(k);
+        total += size_t(k);
+      }
+      return true;
+    };
+    bool open = put(prefix.data(), prefix.size());
+    std::vector<uint8_t> zeros(1 << 16, 0);
+    while (open && endless && total < kWriterCap)
+      open = put(zeros.data(), zeros.size());
+    ::close(fd);
+  });
+  StatusOr<HostTensor> result = readNpy(fifo);
+  // If readNpy failed before opening the FIFO, open it so the writer ends.
+  int unblock = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (unblock >= 0)
+    ::close(unblock);
+  writer.join();
+  sigaction(SIGPIPE, &saved, nullptr);
+  written = total;
+  unlink(fifo.c_str());
+  return result;
+}
+
+/// Expects \p result to be an error naming \p path and containing \p needle.
+void expectReadError(const StatusOr<HostTensor> &result,
+                     const std::string &path, const std::string &needle) {
+  ASSERT_FALSE(result.isOk()) << "expected an error containing: " << needle;
+  const std::string &msg = result.status().message();
+  EXPECT_NE(msg.find(path), std::string::npos) << msg;
+  EXPECT_NE(msg.find(needle), std::string::npos)
+      << "message: " << msg << "\nexpected to contain: " << needle;
+}
+
+} // namespace
+
+TEST(NpyTest, ReadRefusesDevZero) {
+  // Used to read until memory ran out (std::bad_alloc aborted flow-run).
+  expectReadError(readNpy("/dev/zero"), "/dev/zero", "bad magic");
+}
+
+TEST(NpyTest, ReadsFromAPipe) {
+  HostTensor t = makeTensor(DType::F32, {3, 2});
+  size_t written = 0;
+  StatusOr<HostTensor> back =
+      readFromFifo(serializeNpy(t), /*endless=*/false, written);
+  ASSERT_TRUE(back.isOk()) << back.status().message();
+  EXPECT_EQ(back->shape, t.shape);
+  EXPECT_EQ(back->data, t.data);
+}
+
+TEST(NpyTest, ReadRefusesAPipeLongerThanItsHeaderSays) {
+  // A valid f32[3,2] file followed by zeros that never end.
+  size_t written = 0;
+  std::string path;
+  StatusOr<HostTensor> result =
+      readFromFifo(serializeNpy(makeTensor(DType::F32, {3, 2})),
+                   /*endless=*/true, written, &path);
+  expectReadError(result, path, "continues past the 24 data bytes");
+  // The reader stopped at the declared size instead of draining the pipe.
+  EXPECT_LT(written, kWriterCap);
+}
+
+TEST(NpyTest, ReadRefusesATruncatedPipe) {
+  std::vector<uint8_t> bytes = serializeNpy(makeTensor(DType::I32, {8}));
+  bytes.resize(bytes.size() - 5);
+  size_t written = 0;
+  std::string path;
+  StatusOr<HostTensor> result =
+      readFromFifo(bytes, /*endless=*/false, written, &path);
+  expectReadError(result, path, "truncated: expected 32 data bytes, found 27");
+}
+
+TEST(NpyTest, ReadRefusesHugeDeclaredSizes) {
+  // 2^40 f32 values (4 TiB): refused from the header, before any data is
+  // read or memory allocated.
+  size_t written = 0;
+  std::string path;
+  StatusOr<HostTensor> result = readFromFifo(
+      makeNpy("{'descr': '<f4', 'fortran_order': False, "
+              "'shape': (1099511627776,)}",
+              {}),
+      /*endless=*/true, written, &path);
+  expectReadError(result, path, "more than the limit");
+  EXPECT_LT(written, kWriterCap);
+}
+
+TEST(NpyTest, ReadRefusesHeadersThatNeverEnd) {
+  // A version 2.0 preamble whose header length is 4 GiB - 1, then an
+  // endless header.
+  std::vector<uint8_t> preamble = {0x93, 'N', 'U', 'M', 'P', 'Y', 2, 0,
+                                   0xff, 0xff, 0xff, 0xff, '{'};
+  size_t written = 0;
+  std::string path;
+  StatusOr<HostTensor> result =
+      readFromFifo(preamble, /*endless=*/true, written, &path);
+  expectReadError(result, path, "header length 4294967295 is larger than");
+  EXPECT_LT(written, kWriterCap);
+  // parseNpy holds the same limit.
+  std::vector<uint8_t> bytes = preamble;
+  bytes.resize(bytes.size() + 100);
+  expectError(bytes, "header length 4294967295 is larger than");
+}
+
+TEST(NpyTest, ReadRefusesTrailingBytesInAFile) {
+  TempDir dir;
+  std::string path = dir.path + "/t.npy";
+  std::vector<uint8_t> bytes = serializeNpy(makeTensor(DType::I64, {2}));
+  bytes.push_back(0);
+  FILE *f = fopen(path.c_str(), "wb");
+  ASSERT_NE(f, nullptr);
+  fwrite(bytes.data(), 1, bytes.size(), f);
+  fclose(f);
+  expectReadError(readNpy(path), path, "(1 trailing bytes)");
 }

@@ -144,6 +144,25 @@ TEST(SafeTensorsTest, RefusesMalformedHeaders) {
       four, "too large");
 }
 
+TEST(SafeTensorsTest, RefusesIntegersOutOfRange) {
+  std::vector<uint8_t> four = floats({1});
+  // 2^64 + 4 used to wrap around to 4 and be accepted as [0, 4].
+  EXPECT_PARSE_ERROR(
+      R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,18446744073709551620]}})",
+      four, "integer out of range");
+  // -2^63 used to negate INT64_MIN (undefined behaviour).
+  EXPECT_PARSE_ERROR(
+      R"({"a":{"dtype":"F32","shape":[-9223372036854775808],"data_offsets":[0,4]}})",
+      four, "integer out of range");
+  // 2^62 is the largest magnitude read.
+  EXPECT_PARSE_ERROR(
+      R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4611686018427387904]}})",
+      four, "outside the 4-byte data section");
+  EXPECT_PARSE_ERROR(
+      R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4611686018427387905]}})",
+      four, "integer out of range");
+}
+
 TEST(SafeTensorsTest, RandomCorruptionNeverCrashes) {
   std::vector<uint8_t> original =
       archive(kTwoTensors, floats({1, 2, 3, 4, 5, 6}));

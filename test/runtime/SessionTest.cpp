@@ -511,3 +511,64 @@ TEST(SessionTest, RunsSeveralFunctions) {
 }
 
 } // namespace
+
+TEST(SessionTest, RefusesDevicePiecesThatDoNotMatchTheGlobalSignature) {
+  // A one-device mesh program copying an f32[4] input to its output.
+  ExecutableSpec spec;
+  spec.mesh = {1};
+  FunctionSpec f;
+  f.name = "f";
+  f.ranks = {0};
+  f.inputs = {{DType::F32, {4}}};
+  f.outputs = {{DType::F32, {4}}};
+  f.commands = {CopySpec{inputRef(0, 16), outputRef(0, 16)}};
+  spec.functions = {f};
+  std::vector<uint8_t> bytes = build(spec);
+  // Make the global output f32[260], split over the mesh axis: assembling it
+  // read 1040 bytes from the 16-byte piece (found by fuzz-fbin-run).
+  const fbs::Placement *global = fbs::GetExecutable(bytes.data())
+                                     ->functions()
+                                     ->Get(0)
+                                     ->global_outputs()
+                                     ->Get(0);
+  const_cast<int64_t *>(global->type()->shape()->data())[0] = 260;
+  const_cast<uint8_t *>(
+      reinterpret_cast<const uint8_t *>(global->sbp()->Get(0)))[0] =
+      static_cast<uint8_t>(fbs::SbpKind::Split);
+  ASSERT_TRUE(stampChecksum(bytes.data(), bytes.size()));
+
+  // The loader refuses it: every device's piece of each global input and
+  // output must be the device program's.
+  EXPECT_EQ(loadError(bytes),
+            "function 'f': device 0's piece of global output 0 is f32[260] "
+            "but the device program's is f32[4]");
+}
+
+TEST(SessionTest, EmptyGemmIgnoresUncheckedBatchStrides) {
+  // k = 0: A and B are empty, so the loader never bounds their batch
+  // strides; computing batch offsets from them overflowed int64 (found by
+  // fuzz-fbin-run under UBSan). C must simply be zeros.
+  ExecutableSpec spec;
+  FunctionSpec f;
+  f.name = "empty";
+  f.inputs = {{DType::F32, {3, 2, 0}}, {DType::F32, {3, 0, 2}}};
+  f.outputs = {{DType::F32, {3, 2, 2}}};
+  GemmSpec g;
+  g.m = g.n = 2;
+  g.k = 0;
+  g.batchShape = {3};
+  g.aBatchStrides = {INT64_MAX / 2};
+  g.bBatchStrides = {INT64_MAX / 2};
+  g.a = inputRef(0, 0);
+  g.b = inputRef(1, 0);
+  g.c = outputRef(0, 48);
+  f.commands = {g};
+  spec.functions = {f};
+  std::unique_ptr<Session> session = makeSession(load(spec), 1);
+  ASSERT_TRUE(session);
+  std::vector<float> c(12, 7.0f);
+  Status s = session->run(0, {{nullptr, 0}, {nullptr, 0}},
+                          {{c.data(), c.size() * sizeof(float)}});
+  ASSERT_TRUE(s) << s.message();
+  EXPECT_EQ(c, std::vector<float>(12, 0.0f));
+}

@@ -62,7 +62,11 @@ struct HostTensor {
 StatusOr<HostTensor> parseNpy(const uint8_t *bytes, size_t size,
                               const std::string &name);
 
-/// Reads and parses the .npy file at \p path.
+/// Reads and parses the .npy file at \p path, which may be a pipe: the
+/// header first, then exactly the data bytes it declares. An input that goes
+/// on past them (/dev/zero, an endless pipe), a header longer than 1 MiB, or
+/// a declared size above kMaxBufferBytes (64 GiB) or the machine's memory is
+/// refused with an error naming \p path.
 StatusOr<HostTensor> readNpy(const std::string &path);
 
 /// Serializes \p tensor into .npy bytes. The tensor's data must hold exactly

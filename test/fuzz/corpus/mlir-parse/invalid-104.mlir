@@ -1,0 +1,2 @@
+module attributes {flow.parameters = 3} {
+}

@@ -1,0 +1,3 @@
+func.func @f() attributes {flow.mesh = @nowhere} {
+  return
+}

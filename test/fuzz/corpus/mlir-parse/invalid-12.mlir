@@ -1,0 +1,6 @@
+func.func @g() {
+  return
+}
+func.func @f() attributes {flow.mesh = @g} {
+  return
+}

@@ -1,0 +1,3 @@
+func.func @f() attributes {flow.sharding = 2 : i64} {
+  return
+}

@@ -1,0 +1,4 @@
+func.func @f(%a: tensor<4x8xf32>) -> tensor<4xf32> {
+  %0 = flow.reduce_max %a [1, 1] : tensor<4x8xf32> -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}

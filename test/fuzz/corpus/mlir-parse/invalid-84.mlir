@@ -1,0 +1,4 @@
+func.func @f(%a: tensor<4x8xf32>) -> tensor<5x8xf32> {
+  %0 = flow.pad %a low = [1] high = [0, 0] value = 0.0 : tensor<4x8xf32> -> tensor<5x8xf32>
+  return %0 : tensor<5x8xf32>
+}
