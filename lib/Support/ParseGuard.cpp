@@ -225,5 +225,12 @@ bool mlir::flow::parseSurvives(llvm::StringRef text,
           strsignal(signal) + ") on this input";
     return false;
   }
+  // The child exits 0 whatever the parser said; anything else is a crash a
+  // handler turned into an exit (a sanitizer's, for instance).
+  if (WIFEXITED(status) && WEXITSTATUS(status) != 0) {
+    why = "the MLIR parser crashed (its process exited with status " +
+          std::to_string(WEXITSTATUS(status)) + ") on this input";
+    return false;
+  }
   return true;
 }
