@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Sets up, builds, and runs every Flow test: lit (flow-opt, docs), the runtime
 # unit tests (GoogleTest through ctest), a short run of every fuzz target
-# over its corpus (scripts/fuzz.sh --smoke) and pytest. Exits non-zero if any
+# over its corpus (scripts/fuzz.sh --smoke) and pytest, whose end-to-end
+# numeric tests run twice: with fusion (the default) and without. Exits non-zero if any
 # suite fails. pytest lists every test that did not pass and why (-ra): a
 # skip is visible, never silent.
 #
@@ -38,6 +39,11 @@ run "fuzz smoke" env FLOW_FUZZ_SMOKE_SECONDS="${FLOW_FUZZ_SMOKE_SECONDS:-10}" \
   "$ROOT/scripts/fuzz.sh" --smoke
 run "pytest" env FLOW_BUILD_DIR="$BUILD" \
   "$FLOW_CACHE/venv/bin/python" -m pytest -q -ra "$ROOT/test/python"
+# The end-to-end numeric tests once more on one-op kernels: fusion must not
+# be what makes them pass (or fail).
+run "pytest, fusion off" env FLOW_BUILD_DIR="$BUILD" FLOW_TEST_FUSION=off \
+  "$FLOW_CACHE/venv/bin/python" -m pytest -q -ra \
+  "$ROOT"/test/python/test_{e2e_ops,models,torch_import,onnx_import,onnx_conformance,python_api}.py
 
 if ((status)); then echo "Some test suites FAILED"; else echo "All test suites passed"; fi
 exit $status

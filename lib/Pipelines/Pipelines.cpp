@@ -11,8 +11,17 @@
 #include "flow/Dialect/Flow/IR/FlowDialect.h"
 #include "flow/Dialect/Flow/IR/FlowOps.h"
 #include "flow/Dialect/Flow/Transforms/Passes.h"
+#include "flow/Fusion/Passes.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Arith/Transforms/BufferDeallocationOpInterfaceImpl.h"
+#include "mlir/Dialect/Arith/Transforms/BufferViewFlowOpInterfaceImpl.h"
 #include "mlir/Dialect/Arith/Transforms/BufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/ControlFlow/Transforms/BufferDeallocationOpInterfaceImpl.h"
+#include "mlir/Dialect/Linalg/Transforms/AllInterfaces.h"
+#include "mlir/Dialect/MemRef/Transforms/AllocationOpInterfaceImpl.h"
+#include "mlir/Dialect/MemRef/Transforms/BufferViewFlowOpInterfaceImpl.h"
+#include "mlir/Dialect/SCF/Transforms/BufferDeallocationOpInterfaceImpl.h"
+#include "mlir/Dialect/Tensor/IR/TensorInferTypeOpInterfaceImpl.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Bufferization/Transforms/FuncBufferizableOpInterfaceImpl.h"
 #include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
@@ -67,6 +76,18 @@ void mlir::flow::registerCompilerDialects(DialectRegistry &registry) {
   scf::registerBufferizableOpInterfaceExternalModels(registry);
   bufferization::func_ext::registerBufferizableOpInterfaceExternalModels(
       registry);
+  // What the bufferization and deallocation passes ask of memref, arith,
+  // scf and cf ops; without the allocation interface,
+  // buffer-results-to-out-params cannot hoist a result's allocation into
+  // its out-parameter and every kernel would copy its results once more.
+  memref::registerAllocationOpInterfaceExternalModels(registry);
+  memref::registerBufferViewFlowOpInterfaceExternalModels(registry);
+  arith::registerBufferViewFlowOpInterfaceExternalModels(registry);
+  arith::registerBufferDeallocationOpInterfaceExternalModels(registry);
+  scf::registerBufferDeallocationOpInterfaceExternalModels(registry);
+  cf::registerBufferDeallocationOpInterfaceExternalModels(registry);
+  linalg::registerAllDialectInterfaceImplementations(registry);
+  tensor::registerInferTypeOpInterfaceExternalModels(registry);
   registerCpuTargetTranslations(registry);
 }
 
@@ -76,6 +97,7 @@ void mlir::flow::registerCompilerPasses() {
     registerAllPasses();
     registerFlowTransformsPasses();
     registerFlowConversionPasses();
+    registerFlowFusionPasses();
     // runPipeline applies these (defaults unless a tool's command line set
     // them); applying unregistered options fails.
     registerPassManagerCLOptions();
@@ -111,6 +133,42 @@ static LogicalResult applyMesh(ModuleOp module, ArrayRef<int64_t> shape) {
         !func->hasAttr(FlowDialect::getMeshAttrName()))
       func->setAttr(FlowDialect::getMeshAttrName(), ref);
   return success();
+}
+
+/// Each kernel's ops and each refused fusion, for the report.
+static void recordKernels(ModuleOp module, CompileReport &report) {
+  // file:line:col where the location has one, else MLIR's spelling.
+  auto locationText = [](Location loc) {
+    std::string s;
+    llvm::raw_string_ostream os(s);
+    if (auto file = loc->findInstanceOf<FileLineColLoc>())
+      os << file.getFilename().getValue() << ":" << file.getLine() << ":"
+         << file.getColumn();
+    else
+      loc.print(os);
+    return s;
+  };
+  module.walk([&](Operation *op) {
+    if (auto refused = op->getAttrOfType<StringAttr>(
+            FlowDialect::getFusionRefusedAttrName()))
+      report.fusionRefusals.push_back({op->getName().getStringRef().str(),
+                                       locationText(op->getLoc()),
+                                       refused.getValue().str()});
+  });
+  for (func::FuncOp func : module.getOps<func::FuncOp>()) {
+    if (!func->hasAttr(FlowDialect::getKernelAttrName()))
+      continue;
+    CompileReport::Kernel kernel;
+    kernel.name = func.getSymName().str();
+    if (auto rows = func->getAttrOfType<IntegerAttr>(
+            FlowDialect::getWorkgroupExtentAttrName()))
+      kernel.rows = rows.getInt();
+    func.walk([&](Operation *op) {
+      if (isa<FlowDialect>(op->getDialect()) && !isa<ConstantOp>(op))
+        kernel.ops.push_back(op->getName().getStringRef().str());
+    });
+    report.kernels.push_back(std::move(kernel));
+  }
 }
 
 /// Every value of the mesh functions with its SBP, for the report.
@@ -160,8 +218,11 @@ const char *const kPlacePipeline =
     "inline,canonicalize,func.func(flow-propagate-sbp)";
 const char *const kFlowPipeline =
     "flow-partition,func.func(flow-strip-annotations%s),"
-    "flow-outline-kernels{library-matmul=%s},symbol-dce";
-const char *const kLinalgPipeline = "flow-convert-to-linalg,canonicalize,cse";
+    "func.func(flow-form-dispatch-regions{fusion=%s library-matmul=%s}),"
+    "flow-outline-kernels,symbol-dce";
+const char *const kLinalgPipeline =
+    "flow-convert-to-linalg,linalg-generalize-named-ops,"
+    "linalg-fuse-elementwise-ops,canonicalize,cse";
 const char *const kBufferizedPipeline =
     "flow-record-kernel-abi,one-shot-bufferize{bufferize-function-boundaries "
     "function-boundary-type-conversion=identity-layout-map},"
@@ -265,9 +326,10 @@ FailureOr<CompileResult> mlir::flow::compile(ModuleOp module,
     char buffer[512];
     snprintf(buffer, sizeof(buffer), kFlowPipeline,
              options.libraryMatmul ? ",flow-conv-to-gemm" : "",
-             options.libraryMatmul ? "1" : "0");
+             options.fusion ? "1" : "0", options.libraryMatmul ? "1" : "0");
     if (failed(runPipeline(module, buffer, timing)))
       return failure();
+    recordKernels(module, report);
   }
   if (options.compileTo == Phase::Flow)
     return stop(module.clone());
@@ -292,8 +354,13 @@ FailureOr<CompileResult> mlir::flow::compile(ModuleOp module,
       return failure();
     if (options.compileTo == step.phase)
       return stop(kernels.release());
-    if (step.phase == Phase::Bufferized)
+    if (step.phase == Phase::Bufferized) {
       infos = kernelInfos(*kernels);
+      for (CompileReport::Kernel &k : report.kernels)
+        if (auto it = infos.find(k.name); it != infos.end())
+          for (int64_t size : it->second.bindingSizes)
+            k.bytes += size;
+    }
   }
 
   // fbin: the kernel library and the executable.
@@ -369,6 +436,36 @@ void CompileReport::writeJson(raw_ostream &os) const {
                                              {"mesh_axes", std::move(axes)},
                                              {"bytes_per_device", c.bytes}});
          }
+         return list;
+       }()},
+      {"kernel_ops",
+       [&] {
+         llvm::json::Array list;
+         for (const Kernel &k : kernels) {
+           llvm::json::Array ops;
+           for (const std::string &op : k.ops)
+             ops.push_back(op);
+           list.push_back(llvm::json::Object{{"kernel", k.name},
+                                             {"rows", k.rows},
+                                             {"bytes", k.bytes},
+                                             {"ops", std::move(ops)}});
+         }
+         return list;
+       }()},
+      {"kernel_bytes",
+       [&] {
+         int64_t total = 0;
+         for (const Kernel &k : kernels)
+           total += k.bytes;
+         return total;
+       }()},
+      {"fusion_refusals",
+       [&] {
+         llvm::json::Array list;
+         for (const FusionRefusal &r : fusionRefusals)
+           list.push_back(llvm::json::Object{{"op", r.op},
+                                             {"location", r.location},
+                                             {"reason", r.reason}});
          return list;
        }()},
       {"kernel_library_bytes", kernelLibraryBytes},

@@ -91,16 +91,18 @@ def import_onnx(model, *, parameters=None, input_shapes=None, constants=None,
 def compile_mlir(source: str, target: str = "cpu", threads: int = 0,
                  library_matmul: bool = True, parameters: str = "",
                  base_directory: str = "", cpu: str = "host", mesh=None,
-                 timeout: Optional[float] = None) -> CompiledModule:
+                 timeout: Optional[float] = None,
+                 fusion: bool = True) -> CompiledModule:
     """Compiles flow-dialect MLIR text for `target` and loads it.
 
     The options are flow-compile's (`cpu` is its --cpu, the LLVM CPU the
-    kernels are generated for). A relative parameter archive named by the
+    kernels are generated for; `fusion=False` is its --fusion=off, one op
+    per kernel). A relative parameter archive named by the
     module is taken from `base_directory` (default: the current
     directory); `parameters` overrides it. `timeout` is flow.compile's."""
     return CompiledModule(
         _compile(source, target=target, library_matmul=library_matmul,
-                 cpu=cpu, mesh=_mesh_text(mesh)),
+                 cpu=cpu, mesh=_mesh_text(mesh), fusion=fusion),
         threads, parameters, base_directory, timeout)
 
 
@@ -276,7 +278,8 @@ def compile(model: Any, example_args=(), example_kwargs=None, *,
             target: str = "cpu", threads: int = 0,
             parameters: Optional[str] = None,
             library_matmul: bool = True, cpu: str = "host", mesh=None,
-            sbp=None, timeout: Optional[float] = None) -> CompiledModel:
+            sbp=None, timeout: Optional[float] = None,
+            fusion: bool = True) -> CompiledModel:
     """Imports, compiles and loads `model`; returns a callable.
 
     `model` is a torch.nn.Module or torch.export.ExportedProgram (traced
@@ -320,7 +323,7 @@ def compile(model: Any, example_args=(), example_kwargs=None, *,
                                                 _mesh_rank(mesh))
         module = compile_mlir(program.text, target=target, threads=threads,
                               library_matmul=library_matmul, cpu=cpu,
-                              mesh=mesh, timeout=timeout)
+                              mesh=mesh, timeout=timeout, fusion=fusion)
     finally:
         if not keep and os.path.exists(archive):
             os.unlink(archive)

@@ -41,7 +41,8 @@ struct FlowError : std::runtime_error {
 /// Compiles MLIR text. Returns bytes (phase "fbin") or the IR text.
 py::object compile(const std::string &source, const std::string &target,
                    const std::string &compileTo, bool libraryMatmul,
-                   const std::string &cpu, const std::string &mesh) {
+                   const std::string &cpu, const std::string &mesh,
+                   bool fusion) {
   std::optional<std::vector<int64_t>> meshShape;
   if (!mesh.empty()) {
     meshShape = mlir::flow::parseMeshShape(mesh);
@@ -92,6 +93,7 @@ py::object compile(const std::string &source, const std::string &target,
   options.cpu.cpu = cpu;
   options.compileTo = *phase;
   options.libraryMatmul = libraryMatmul;
+  options.fusion = fusion;
   if (meshShape)
     options.mesh = *meshShape;
   mlir::FailureOr<mlir::flow::CompileResult> result;
@@ -317,7 +319,7 @@ PYBIND11_MODULE(_flow, m) {
   mlir::flow::registerCompilerPasses();
   m.def("compile", &compile, py::arg("source"), py::arg("target") = "cpu",
         py::arg("compile_to") = "fbin", py::arg("library_matmul") = true,
-        py::arg("cpu") = "host", py::arg("mesh") = "",
+        py::arg("cpu") = "host", py::arg("mesh") = "", py::arg("fusion") = true,
         "Compiles flow-dialect MLIR text: executable bytes, or the IR of an "
         "earlier phase as text.");
   py::class_<Module>(m, "Module")

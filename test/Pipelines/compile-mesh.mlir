@@ -18,8 +18,7 @@ func.func @forward(%x: tensor<8x16xf32> {flow.sbp = #flow.sbp<[S(0)]>}, %w: tens
 // FLOW-SAME: flow.global_inputs = {{\[\[}}tensor<8x16xf32>, #flow.sbp<[S(0)]>], [tensor<16x32xf32>, #flow.sbp<[B]>], [tensor<32xf32>, #flow.sbp<[B]>{{\]\]}}
 // FLOW-SAME: flow.ranks = array<i64: 0, 1>
 // FLOW: flow.matmul {{.*}} -> tensor<4x32xf32>
-// FLOW: call @forward_k0
-// FLOW: %[[R:.*]] = call @forward_k1
+// FLOW: %[[R:.*]] = call @forward_k0
 // FLOW: %[[G:.*]] = flow.all_gather %[[R]] on @mesh axes = [0] dim = 0 : tensor<4x32xf32> -> tensor<8x32xf32>
 // FLOW: return %[[G]]
 

@@ -5,6 +5,8 @@
 // RUN: flow-compile %s --compile-to=bufferized | FileCheck %s --check-prefix=BUF
 // RUN: flow-compile %s --compile-to=llvm | FileCheck %s --check-prefix=LLVM
 // RUN: flow-compile %s -o %t.fbin --report=%t.json && FileCheck %s --input-file=%t.json --check-prefix=REPORT
+// RUN: not flow-compile %s --fusion=maybe 2>&1 | FileCheck %s --check-prefix=BADFUSION
+// BADFUSION: flow-compile: --fusion must be on or off, got 'maybe'
 
 flow.mesh @mesh [2]
 
@@ -27,16 +29,21 @@ func.func @forward(%x: tensor<8x16xf32>, %w: tensor<16x32xf32>,
 // FLOW-LABEL: func.func @forward
 // FLOW: %[[M:.*]] = flow.matmul
 // FLOW: %[[A:.*]] = call @forward_k0(%[[M]], %{{.*}})
-// FLOW: call @forward_k1(%[[A]])
+// FLOW: return %[[A]]
 // FLOW: func.func private @forward_k0
 // FLOW-SAME: flow.kernel
-// FLOW: func.func private @forward_k1
+// FLOW: flow.add {{.*}}flow.fusion_refused = "its producer flow.matmul runs on the host as a library GEMM"
+// FLOW: flow.relu
+// FLOW-NOT: func.func private
 
 // From here on, the kernels.
 // LINALG-NOT: flow.
 // LINALG: func.func private @forward_k0(%{{.*}}: tensor<8x32xf32>, %{{.*}}: tensor<32xf32>) -> tensor<8x32xf32>
+// Bias and ReLU fuse into one loop nest.
 // LINALG: linalg.generic
 // LINALG: arith.addf
+// LINALG: arith.maximumf
+// LINALG-NOT: linalg.generic
 
 // Results become out-parameters; workgroup id and count are the last two
 // arguments and split the rows.
@@ -50,10 +57,22 @@ func.func @forward(%x: tensor<8x16xf32>, %w: tensor<16x32xf32>,
 // LLVM: llvm.func @forward_k0_entry(%{{.*}}: !llvm.ptr, %{{.*}}: i64, %{{.*}}: i64)
 // LLVM: llvm.call @forward_k0
 
-// Two transient 8x32 f32 buffers live at once (no in-place kernels yet).
-// REPORT: "arena_bytes": 2048
-// REPORT: "dispatches": 2
+// The GEMM's 8x32 f32 result is the one transient buffer.
+// REPORT: "arena_bytes": 1024
+// REPORT: "dispatches": 1
+// REPORT: "fusion_refusals": [
+// REPORT-NEXT: {
+// REPORT-NEXT: "location": "{{.*}}compile-to.mlir:{{[0-9]+}}:8",
+// REPORT-NEXT: "op": "flow.add",
+// REPORT-NEXT: "reason": "its producer flow.matmul runs on the host as a library GEMM"
 // REPORT: "gemms": 1
-// REPORT: "kernels": 2
+// REPORT: "kernel_ops": [
+// REPORT-NEXT: {
+// REPORT-NEXT: "bytes": 2176,
+// REPORT-NEXT: "kernel": "forward_k0",
+// REPORT-NEXT: "ops": [
+// REPORT-NEXT: "flow.add",
+// REPORT-NEXT: "flow.relu"
+// REPORT: "kernels": 1
 // REPORT: "fbin":
-// REPORT: "transient_bytes": 2048
+// REPORT: "transient_bytes": 1024

@@ -66,10 +66,34 @@ def have_gpu() -> bool:
     return proc.returncode == 0 and "GPU" in proc.stdout
 
 
+# FLOW_TEST_FUSION=off runs the tests on one-op kernels (flow-compile
+# --fusion=off, fusion=False in Python): every end-to-end numeric test must
+# pass both ways (scripts/test.sh runs them both ways).
+FUSION = os.environ.get("FLOW_TEST_FUSION", "on")
+if FUSION not in ("on", "off"):
+    raise RuntimeError(f"FLOW_TEST_FUSION must be on or off, got {FUSION!r}")
+
+
+def _without_fusion(function):
+    @functools.wraps(function)
+    def wrapper(*args, **kwargs):
+        kwargs["fusion"] = False
+        return function(*args, **kwargs)
+    return wrapper
+
+
 def pytest_configure(config):
     config.addinivalue_line(
         "markers", "requires_gpu: the test needs an NVIDIA GPU; skipped "
         "(with that reason) on a machine without one")
+    if FUSION == "off":
+        import flow
+        flow.compile = _without_fusion(flow.compile)
+        flow.compile_mlir = _without_fusion(flow.compile_mlir)
+
+
+def pytest_report_header(config):
+    return f"fusion: {FUSION} (FLOW_TEST_FUSION)"
 
 
 def pytest_runtest_setup(item):

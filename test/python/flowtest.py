@@ -6,7 +6,7 @@ import subprocess
 
 import numpy as np
 
-from conftest import build_dir, require
+from conftest import FUSION, build_dir, require
 
 # bf16 arrays; ml_dtypes is in python/requirements.txt, so missing is a failure.
 BF16 = np.dtype(require("ml_dtypes").bfloat16)
@@ -36,7 +36,8 @@ def compile_mlir(text: str, workdir: pathlib.Path, *args) -> pathlib.Path:
     out = workdir / "model.fbin"
     src.write_text(text)
     proc = subprocess.run([str(tool("flow-compile")), str(src), "-o", str(out),
-                           *args], capture_output=True, text=True, timeout=300)
+                           f"--fusion={FUSION}", *args],
+                          capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, f"flow-compile failed:\n{proc.stderr}"
     return out
 

@@ -65,6 +65,11 @@ static cl::opt<bool>
     libraryMatmul("library-matmul",
                   cl::desc("Run f32 matmuls as library GEMMs (default on)"),
                   cl::init(true));
+static cl::opt<std::string>
+    fusion("fusion",
+           cl::desc("Fuse ops into kernels: on (default) or off (one op per "
+                    "kernel, for comparison)"),
+           cl::init("on"));
 
 static cl::opt<std::string>
     meshShape("mesh",
@@ -213,6 +218,12 @@ int main(int argc, char **argv) {
   options.cpu.cpu = cpu;
   options.compileTo = *phase;
   options.libraryMatmul = libraryMatmul;
+  if (fusion != "on" && fusion != "off") {
+    llvm::errs() << "flow-compile: --fusion must be on or off, got '"
+                 << fusion << "'\n";
+    return 1;
+  }
+  options.fusion = fusion == "on";
   if (!meshShape.empty()) {
     std::optional<std::vector<int64_t>> shape = parseMeshShape(meshShape);
     if (!shape) {

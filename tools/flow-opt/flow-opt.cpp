@@ -12,6 +12,7 @@
 #include "flow/Conversion/Passes.h"
 #include "flow/Dialect/Flow/IR/FlowDialect.h"
 #include "flow/Dialect/Flow/Transforms/Passes.h"
+#include "flow/Fusion/Passes.h"
 #include "flow/Support/ParseGuard.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/InitAllDialects.h"
@@ -31,6 +32,7 @@ int main(int argc, char **argv) {
   registerAllPasses();
   flow::registerFlowTransformsPasses();
   flow::registerFlowConversionPasses();
+  flow::registerFlowFusionPasses();
 
   DialectRegistry registry;
   registerAllDialects(registry);

@@ -47,6 +47,9 @@ struct CompileOptions {
   Phase compileTo = Phase::Fbin;
   /// f32 matmuls as library GEMMs (else generated kernels).
   bool libraryMatmul = true;
+  /// Fuse ops into kernels (flow-form-dispatch-regions); false keeps one op
+  /// per kernel.
+  bool fusion = true;
   /// When not empty, public functions without a `flow.mesh` run on a new
   /// mesh of this shape (`--mesh=4`, `--mesh=2x2`).
   std::vector<int64_t> mesh;
@@ -65,6 +68,22 @@ struct CompileReport {
   /// Mesh functions: every value (an argument or an op's result) and the
   /// SBP propagation gave it.
   std::vector<std::tuple<std::string, std::string, std::string>> placements;
+  /// Each kernel: its name, rows (workgroup extent) and the flow ops it
+  /// runs, in order.
+  struct Kernel {
+    std::string name;
+    int64_t rows = 1;
+    std::vector<std::string> ops;
+    /// Bytes of the buffers it reads and writes (set once bufferized).
+    int64_t bytes = 0;
+  };
+  std::vector<Kernel> kernels;
+  /// Each op flow-form-dispatch-regions did not fuse into a producer's
+  /// kernel: the op, where it is, and why.
+  struct FusionRefusal {
+    std::string op, location, reason;
+  };
+  std::vector<FusionRefusal> fusionRefusals;
   /// Writes the report as JSON.
   void writeJson(raw_ostream &os) const;
 };

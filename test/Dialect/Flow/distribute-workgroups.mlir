@@ -119,3 +119,53 @@ func.func @huge(%in: memref<8589934592xi8>, %out: memref<8589934592xi8>) attribu
   }
   return
 }
+
+// -----
+
+// A fused kernel passes values between its loops through buffers: split
+// when each workgroup reads back only the rows it wrote (here through a
+// padding subview that keeps the rows), whole when a loop reads another
+// row (a transpose of an intermediate).
+// CHECK-LABEL: func.func @own_rows
+// CHECK-SAME: flow.max_workgroups = 4 : i64
+// CHECK-LABEL: func.func @other_rows
+// CHECK-SAME: flow.max_workgroups = 1 : i64
+// CHECK-NOT: arith.divui
+func.func @own_rows(%in: memref<4x4xf32>, %out: memref<4x6xf32>) attributes {flow.kernel, flow.workgroup_extent = 4 : i64} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %c6 = arith.constant 6 : index
+  %tmp = memref.alloc() : memref<4x6xf32>
+  %view = memref.subview %tmp[0, 1] [4, 4] [1, 1] : memref<4x6xf32> to memref<4x4xf32, strided<[6, 1], offset: 1>>
+  scf.parallel (%i, %j) = (%c0, %c0) to (%c4, %c4) step (%c1, %c1) {
+    %v = memref.load %in[%i, %j] : memref<4x4xf32>
+    memref.store %v, %view[%i, %j] : memref<4x4xf32, strided<[6, 1], offset: 1>>
+    scf.reduce
+  }
+  scf.parallel (%i, %j) = (%c0, %c0) to (%c4, %c6) step (%c1, %c1) {
+    %v = memref.load %tmp[%i, %j] : memref<4x6xf32>
+    memref.store %v, %out[%i, %j] : memref<4x6xf32>
+    scf.reduce
+  }
+  memref.dealloc %tmp : memref<4x6xf32>
+  return
+}
+func.func @other_rows(%in: memref<4x4xf32>, %out: memref<4x4xf32>) attributes {flow.kernel, flow.workgroup_extent = 4 : i64} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %tmp = memref.alloc() : memref<4x4xf32>
+  scf.parallel (%i, %j) = (%c0, %c0) to (%c4, %c4) step (%c1, %c1) {
+    %v = memref.load %in[%i, %j] : memref<4x4xf32>
+    memref.store %v, %tmp[%i, %j] : memref<4x4xf32>
+    scf.reduce
+  }
+  scf.parallel (%i, %j) = (%c0, %c0) to (%c4, %c4) step (%c1, %c1) {
+    %v = memref.load %tmp[%j, %i] : memref<4x4xf32>
+    memref.store %v, %out[%i, %j] : memref<4x4xf32>
+    scf.reduce
+  }
+  memref.dealloc %tmp : memref<4x4xf32>
+  return
+}

@@ -965,3 +965,59 @@ func.func @op_sbp_split_out_of_range(%x: tensor<4xf32>) -> tensor<4xf32> attribu
   %0 = flow.relu %x {flow.sbp = [#flow.sbp<[S(1)]>]} : tensor<4xf32>
   return %0 : tensor<4xf32>
 }
+
+//===----------------------------------------------------------------------===//
+// Dispatch regions
+//===----------------------------------------------------------------------===//
+
+func.func @region_rows(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{rows must be at least 1, got 0}}
+  %r = flow.dispatch_region rows = 0 -> (tensor<4xf32>) {
+    %0 = flow.relu %x : tensor<4xf32>
+    flow.return %0 : tensor<4xf32>
+  }
+  return %r : tensor<4xf32>
+}
+
+// -----
+
+func.func @region_types(%x: tensor<4xf32>) -> tensor<4xf16> {
+  // expected-error @+1 {{returns 1 values of types 'tensor<4xf32>' but the region has results of types 'tensor<4xf16>'}}
+  %r = flow.dispatch_region -> (tensor<4xf16>) {
+    %0 = flow.relu %x : tensor<4xf32>
+    flow.return %0 : tensor<4xf32>
+  }
+  return %r : tensor<4xf16>
+}
+
+// -----
+
+flow.mesh @m [2]
+func.func @region_collective(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{may hold only flow compute ops, found 'flow.all_reduce'}}
+  %r = flow.dispatch_region -> (tensor<4xf32>) {
+    // expected-note @+1 {{found here}}
+    %0 = flow.all_reduce sum %x on @m axes = [0] : tensor<4xf32>
+    flow.return %0 : tensor<4xf32>
+  }
+  return %r : tensor<4xf32>
+}
+
+// -----
+
+func.func @region_foreign(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{may hold only flow compute ops, found 'func.call'}}
+  %r = flow.dispatch_region -> (tensor<4xf32>) {
+    // expected-note @+1 {{found here}}
+    %0 = func.call @region_foreign(%x) : (tensor<4xf32>) -> tensor<4xf32>
+    flow.return %0 : tensor<4xf32>
+  }
+  return %r : tensor<4xf32>
+}
+
+// -----
+
+func.func @return_outside(%x: tensor<4xf32>) {
+  // expected-error @+1 {{'flow.return' op expects parent op 'flow.dispatch_region'}}
+  flow.return %x : tensor<4xf32>
+}

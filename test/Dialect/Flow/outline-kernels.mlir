@@ -1,5 +1,7 @@
-// RUN: flow-opt %s -split-input-file --flow-outline-kernels | FileCheck %s
-// RUN: flow-opt %s -split-input-file --flow-outline-kernels=library-matmul=0 | FileCheck %s --check-prefix=NOLIB
+// One op per region, then outlined: the kernels flow-compile --fusion=off
+// makes (test/Fusion has the fusion rules).
+// RUN: flow-opt %s -split-input-file --pass-pipeline='builtin.module(func.func(flow-form-dispatch-regions{fusion=0}),flow-outline-kernels)' | FileCheck %s
+// RUN: flow-opt %s -split-input-file --pass-pipeline='builtin.module(func.func(flow-form-dispatch-regions{fusion=0 library-matmul=0}),flow-outline-kernels)' | FileCheck %s --check-prefix=NOLIB
 
 // The host keeps f32 matmuls (library GEMM), reshapes and non-splat
 // constants; every other compute op becomes a kernel, in program order.

@@ -1,5 +1,5 @@
 // RUN: flow-opt %s -split-input-file | FileCheck %s
-// RUN: flow-opt %s -split-input-file -flow-outline-kernels | FileCheck %s --check-prefix=OUTLINE
+// RUN: flow-opt %s -split-input-file --pass-pipeline='builtin.module(func.func(flow-form-dispatch-regions),flow-outline-kernels)' | FileCheck %s --check-prefix=OUTLINE
 
 // Parameters round-trip, stay on the host when kernels are outlined (the
 // runtime binds them from the archive), and a module that uses them must

@@ -158,6 +158,12 @@ LogicalResult FlowDialect::verifyOperationAttribute(Operation *op,
              << "'" << getPartitionOfAttrName() << "' must be a string";
     return success();
   }
+  if (attr.getName() == getFusionRefusedAttrName()) {
+    if (!isa<StringAttr>(attr.getValue()))
+      return op->emitOpError()
+             << "'" << getFusionRefusedAttrName() << "' must be a string";
+    return success();
+  }
   if (attr.getName() == getParametersAttrName()) {
     auto path = dyn_cast<StringAttr>(attr.getValue());
     if (!isa<ModuleOp>(op) || !path || path.getValue().empty())

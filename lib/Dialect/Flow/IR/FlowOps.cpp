@@ -967,3 +967,31 @@ BroadcastOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
 
 #define GET_OP_CLASSES
 #include "flow/Dialect/Flow/IR/FlowOps.cpp.inc"
+
+//===----------------------------------------------------------------------===//
+// Dispatch regions
+//===----------------------------------------------------------------------===//
+
+LogicalResult DispatchRegionOp::verify() {
+  if (getRows() < 1)
+    return emitOpError("rows must be at least 1, got ") << getRows();
+  auto ret = cast<ReturnOp>(getBody().front().getTerminator());
+  if (ret.getOperandTypes() != getResultTypes())
+    return emitOpError("returns ")
+           << ret.getNumOperands() << " values of types "
+           << ret.getOperandTypes() << " but the region has results of types "
+           << getResultTypes();
+  for (Operation &op : getBody().front().without_terminator()) {
+    if (!isa<FlowDialect>(op.getDialect()) || op.getNumRegions() != 0 ||
+        isa<MeshOp, AnnotateOp, ParameterOp, AllReduceOp, AllGatherOp,
+            ReduceScatterOp, AllToAllOp, BroadcastOp>(op))
+    {
+      InFlightDiagnostic diag =
+          emitOpError("may hold only flow compute ops, found '")
+          << op.getName() << "'";
+      diag.attachNote(op.getLoc()) << "found here";
+      return diag;
+    }
+  }
+  return success();
+}

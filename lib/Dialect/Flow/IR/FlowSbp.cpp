@@ -96,6 +96,9 @@ namespace {
 // Structure: placed by propagation itself, or not at all.
 Rules sbpRules(MeshOp) { return {}; }
 Rules sbpRules(AnnotateOp op) { return {}; }
+// Dispatch regions are formed after partitioning, on device programs.
+Rules sbpRules(DispatchRegionOp) { return {}; }
+Rules sbpRules(ReturnOp) { return {}; }
 // Constants are the same on every device; B -> S is a local slice.
 Rules sbpRules(ConstantOp op) { return start(op); }
 Rules sbpRules(ParameterOp op) { return start(op); }

@@ -11,6 +11,7 @@
 #include "mlir/IR/Matchers.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
+#include "llvm/ADT/MapVector.h"
 
 namespace mlir {
 namespace flow {
@@ -65,6 +66,99 @@ static std::optional<int64_t> tripCount(scf::ParallelOp loop, unsigned dim) {
   return ub.getSExtValue();
 }
 
+/// The memref.load or memref.store `op`'s buffer and indices; null buffer
+/// for other ops.
+static std::pair<Value, ValueRange> access(Operation *op) {
+  if (auto load = dyn_cast<memref::LoadOp>(op))
+    return {load.getMemRef(), load.getIndices()};
+  if (auto store = dyn_cast<memref::StoreOp>(op))
+    return {store.getMemRef(), store.getIndices()};
+  return {Value(), ValueRange()};
+}
+
+/// True if each workgroup, running its rows of every split loop, reads
+/// only what it wrote itself: every buffer the kernel both writes and reads
+/// (an intermediate, or a result a later loop reads) is indexed on its rows
+/// by the split induction variable of the loop around the access, and has
+/// `extent` rows. A fused kernel passes values between its loops through
+/// such buffers; a workgroup that read another's rows would read garbage.
+static bool rowsStayLocal(
+    func::FuncOp kernel, int64_t extent,
+    ArrayRef<std::pair<scf::ParallelOp, unsigned>> loops) {
+  DenseMap<Operation *, Value> splitIV;
+  for (auto [loop, dim] : loops)
+    splitIV[loop] = loop.getInductionVars()[dim];
+  Block &body = kernel.getBody().front();
+  // Every op that touches each buffer, and whether it writes it.
+  llvm::MapVector<Value, SmallVector<Operation *>> uses;
+  DenseSet<Value> written;
+  bool unknown = false;
+  kernel.walk([&](Operation *op) {
+    auto effects = dyn_cast<MemoryEffectOpInterface>(op);
+    if (!effects)
+      return;
+    SmallVector<MemoryEffects::EffectInstance> list;
+    effects.getEffects(list);
+    for (MemoryEffects::EffectInstance &e : list) {
+      if (!isa<MemoryEffects::Read, MemoryEffects::Write>(e.getEffect()))
+        continue;
+      Value target = e.getValue();
+      if (!target) {
+        unknown = true;
+        continue;
+      }
+      Value root = viewRoot(target);
+      uses[root].push_back(op);
+      if (isa<MemoryEffects::Write>(e.getEffect()))
+        written.insert(root);
+    }
+  });
+  if (unknown)
+    return false;
+  for (auto &[buffer, ops] : uses) {
+    if (!written.contains(buffer) ||
+        llvm::all_of(ops, [&](Operation *op) {
+          return isa<memref::StoreOp>(op);
+        }))
+      continue;
+    auto type = dyn_cast<MemRefType>(buffer.getType());
+    if (!type || !type.hasStaticShape())
+      return false;
+    int64_t row = 0;
+    while (row < type.getRank() && type.getDimSize(row) == 1)
+      ++row;
+    if (row == type.getRank() || type.getDimSize(row) != extent)
+      return false;
+    for (Operation *op : ops) {
+      auto [memref, indices] = access(op);
+      // A view that keeps every row where it is (a rank-preserving subview
+      // taking all rows, as padding writes through) indexes rows as its
+      // source does.
+      while (memref && memref != buffer) {
+        auto view = memref.getDefiningOp<memref::SubViewOp>();
+        if (!view || view.getSourceType().getRank() !=
+                         view.getType().getRank())
+          return false;
+        ArrayRef<int64_t> offsets = view.getStaticOffsets(),
+                          sizes = view.getStaticSizes(),
+                          strides = view.getStaticStrides();
+        if (offsets[row] != 0 || sizes[row] != extent || strides[row] != 1)
+          return false;
+        memref = view.getSource();
+      }
+      if (memref != buffer)
+        return false; // not a load or store
+      Operation *top = op;
+      while (top->getBlock() != &body)
+        top = top->getParentOp();
+      Value iv = splitIV.lookup(top);
+      if (!iv || indices[row] != iv)
+        return false;
+    }
+  }
+  return true;
+}
+
 namespace {
 struct DistributeWorkgroupsPass
     : flow::impl::DistributeWorkgroupsPassBase<DistributeWorkgroupsPass> {
@@ -106,6 +200,7 @@ struct DistributeWorkgroupsPass
       }
     }
     splittable &= !loops.empty();
+    splittable = splittable && rowsStayLocal(kernel, extent, loops);
     // The runtime never runs more workgroups than it has threads (4096 at
     // most), so a cap loses nothing; it keeps the count within the
     // executable's 32-bit field and `wg * rows` below within 64 bits.

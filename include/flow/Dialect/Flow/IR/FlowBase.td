@@ -73,6 +73,11 @@ def Flow_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral getGlobalOutputsAttrName() {
       return ::llvm::StringLiteral("flow.global_outputs");
     }
+    /// On a compute op: why flow-form-dispatch-regions did not fuse it into
+    /// a producer's region.
+    static constexpr ::llvm::StringLiteral getFusionRefusedAttrName() {
+      return ::llvm::StringLiteral("flow.fusion_refused");
+    }
     /// Marks a function as a kernel (set by flow-outline-kernels).
     static constexpr ::llvm::StringLiteral getKernelAttrName() {
       return ::llvm::StringLiteral("flow.kernel");

@@ -664,6 +664,61 @@ def Flow_PadOp : Flow_Op<"pad", [Pure, InferTypeOpAdaptor,
 }
 
 //===----------------------------------------------------------------------===//
+// Dispatch regions (the ops of one future kernel)
+//===----------------------------------------------------------------------===//
+
+def Flow_DispatchRegionOp : Flow_Op<"dispatch_region", [
+    RecursiveMemoryEffects, SingleBlockImplicitTerminator<"ReturnOp">]> {
+  let summary = "the ops of one kernel, before outlining";
+  let description = [{
+    Holds the compute ops that will run as one kernel, in program order.
+    `flow-form-dispatch-regions` forms them (fusing producers and consumers
+    by its rules) and `flow-outline-kernels` turns each into a kernel
+    function called from the host schedule. The body reads values defined
+    above it (they become the kernel's operands) and returns, through
+    `flow.return`, the values used after it (the kernel's results).
+
+    `rows`, when greater than 1, is the number of independent rows the
+    kernel's work splits into: every op in the body computes row r of its
+    result from row r of the values it reads inside the body, so the
+    runtime may give rows to different workgroups.
+
+    The body holds only flow compute ops: no collectives, meshes,
+    annotations or nested regions.
+
+    ```mlir
+    %r = flow.dispatch_region rows = 8 -> (tensor<8x32xf32>) {
+      %a = flow.add %m, %b : (tensor<8x32xf32>, tensor<32xf32>) -> tensor<8x32xf32>
+      %g = flow.gelu %a : tensor<8x32xf32>
+      flow.return %g : tensor<8x32xf32>
+    }
+    ```
+  }];
+  let arguments = (ins DefaultValuedAttr<Flow_I64Attr, "1">:$rows);
+  let results = (outs Variadic<Flow_Tensor>:$results);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = [{
+    (`rows` `=` $rows^)? attr-dict-with-keyword (`->` `(` type($results)^ `)`)? $body
+  }];
+  let hasVerifier = 1;
+}
+
+def Flow_ReturnOp : Flow_Op<"return", [Pure, Terminator,
+    HasParent<"DispatchRegionOp">]> {
+  let summary = "the results of a dispatch region";
+  let description = [{
+    Ends a `flow.dispatch_region`; its operands are the region's results.
+
+    ```mlir
+    flow.return %g : tensor<8x32xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<Flow_Tensor>:$operands);
+  let builders = [OpBuilder<(ins), [{ build($_builder, $_state, ::mlir::ValueRange()); }]>];
+  let assemblyFormat = "attr-dict ($operands^ `:` type($operands))?";
+}
+
+//===----------------------------------------------------------------------===//
 // Collectives (local SPMD form, after partitioning)
 //===----------------------------------------------------------------------===//
 

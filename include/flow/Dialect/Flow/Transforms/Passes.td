@@ -143,22 +143,29 @@ def ConvToGemmPass : Pass<"flow-conv-to-gemm", "func::FuncOp"> {
 }
 
 def OutlineKernelsPass : Pass<"flow-outline-kernels", "ModuleOp"> {
-  let summary = "Splits each function into a host schedule and kernels";
+  let summary = "Turns each dispatch region into a kernel function";
   let description = [{
-    Every public function becomes a host schedule: each compute op moves into
-    a private kernel function (`@<function>_k<N>`, marked `flow.kernel`) and
-    is replaced by a `func.call` to it. What the host runs itself stays:
-    `flow.constant`, `flow.reshape` (a view of its operand's buffer) and, for
-    `f32`, `flow.matmul` (a library GEMM). Splat constants are cloned into
-    the kernels that use them; other constants are passed as buffers.
+    Runs after `flow-form-dispatch-regions`. Every `flow.dispatch_region` of
+    a public function becomes a private kernel function
+    (`@<function>_k<N>`, marked `flow.kernel`, in program order) and is
+    replaced by a `func.call` to it: the values the region reads from above
+    are the kernel's operands, the values it returns its results. The host
+    schedule keeps what the host runs itself: `flow.constant`,
+    `flow.parameter`, `flow.reshape` (a view of its operand's buffer),
+    library GEMMs (`flow.matmul` outside a region) and collectives. Splat
+    constants are cloned into the kernels that use them; other constants
+    are passed as buffers. A compute op outside any region is an error.
 
-    Each kernel records in `flow.workgroup_extent` how many independent
-    rows (dimension 0 of its result) it may be split into; 1 means it runs
-    as a single workgroup (a reduction over dimension 0, a scalar result).
+    Each kernel records the region's `rows` in `flow.workgroup_extent`: how
+    many independent rows it may be split into (1: it runs as a single
+    workgroup).
 
     ```mlir
     func.func @f(%x: tensor<8x16xf32>) -> tensor<8x16xf32> {
-      %0 = flow.relu %x : tensor<8x16xf32>
+      %0 = flow.dispatch_region rows = 8 -> (tensor<8x16xf32>) {
+        %1 = flow.relu %x : tensor<8x16xf32>
+        flow.return %1 : tensor<8x16xf32>
+      }
       return %0 : tensor<8x16xf32>
     }
     // becomes
@@ -173,10 +180,6 @@ def OutlineKernelsPass : Pass<"flow-outline-kernels", "ModuleOp"> {
     }
     ```
   }];
-  let options = [
-    Option<"libraryMatmul", "library-matmul", "bool", /*default=*/"true",
-           "Leave f32 flow.matmul in the host schedule for a library GEMM">
-  ];
   let statistics = [
     Statistic<"numKernels", "kernels", "Number of kernels outlined">
   ];

@@ -1,0 +1,82 @@
+//===- Passes.td - Flow fusion passes ----------------------*- tablegen -*-===//
+//
+// Part of the Flow project.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FLOW_FUSION_PASSES_TD
+#define FLOW_FUSION_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def FormDispatchRegionsPass
+    : Pass<"flow-form-dispatch-regions", "func::FuncOp"> {
+  let summary = "Groups compute ops into dispatch regions, one per kernel";
+  let description = [{
+    Puts every compute op of a host function (public, not a kernel) into a
+    `flow.dispatch_region`; with `fusion` (the default), a consumer joins
+    its producer's region by these rules, in program order:
+
+    - element-wise and broadcasting ops (unary, binary, `select`, `compare`,
+      `cast`, `gelu`, `broadcast_to`, `batch_norm`), `reshape` and
+      `transpose` join the region of a producer they read; a reshape or
+      transpose becomes indexing inside the kernel;
+    - a reduction (`reduce_sum`, `reduce_mean`, `reduce_max`, `softmax`,
+      `log_softmax`, `layer_norm`, `rms_norm`) joins with its element-wise
+      prologue, and element-wise consumers join it as its epilogue; a region
+      holds at most one reduction, so each norm or softmax is one kernel;
+    - element-wise consumers join a generated `matmul` or `conv2d` (or
+      another root: gather, pooling, concat...) as its epilogue.
+
+    A consumer stays out, with the reason in a `flow.fusion_refused`
+    attribute, when joining would:
+
+    - change the kernel's rows (the region's work splits into independent
+      rows, one workgroup's share each; a consumer that reads another row
+      of an in-region value, or has a different row count, would make the
+      kernel serial or wrong);
+    - put a second reduction or a reduction after a contraction in one
+      kernel;
+    - move a value past an op that uses it (an op outside the region,
+      between the producer and the consumer, reads the producer);
+    - read across a host op: a library GEMM (f32 `matmul` with
+      `library-matmul`) or a collective is never inside a kernel, so its
+      consumers start a new one.
+
+    No op is ever duplicated: a value used inside and outside its region
+    becomes one of the region's results. A trailing `reshape` whose result
+    is used only outside the region is left to the host (a view). Ops with
+    no elements are replaced by empty constants.
+
+    With `fusion=false` every compute op is a region of its own (one op, one
+    kernel), for comparison.
+
+    ```mlir
+    %m = flow.matmul %x, %w : (tensor<8x16xf32>, tensor<16x32xf32>) -> tensor<8x32xf32>
+    %a = flow.add %m, %b : (tensor<8x32xf32>, tensor<32xf32>) -> tensor<8x32xf32>
+    %g = flow.gelu %a : tensor<8x32xf32>
+    // becomes (the matmul is a library GEMM on the host)
+    %r = flow.dispatch_region rows = 8 -> (tensor<8x32xf32>) {
+      %a = flow.add %m, %b : (tensor<8x32xf32>, tensor<32xf32>) -> tensor<8x32xf32>
+      %g = flow.gelu %a : tensor<8x32xf32>
+      flow.return %g : tensor<8x32xf32>
+    }
+    // and %a carries flow.fusion_refused = "its producer flow.matmul runs
+    // on the host as a library GEMM"
+    ```
+  }];
+  let options = [
+    Option<"fusion", "fusion", "bool", /*default=*/"true",
+           "Fuse producers and consumers (false: one op per region)">,
+    Option<"libraryMatmul", "library-matmul", "bool", /*default=*/"true",
+           "Leave f32 flow.matmul in the host schedule for a library GEMM">
+  ];
+  let statistics = [
+    Statistic<"numRegions", "regions", "Number of dispatch regions formed">,
+    Statistic<"numFused", "fused-ops", "Number of ops fused into a producer's region">,
+    Statistic<"numRefused", "refusals", "Number of fusion candidates refused">
+  ];
+  let dependentDialects = ["::mlir::flow::FlowDialect"];
+}
+
+#endif // FLOW_FUSION_PASSES_TD

@@ -1,0 +1,194 @@
+// RUN: flow-opt %s -split-input-file --pass-pipeline='builtin.module(func.func(flow-form-dispatch-regions))' | FileCheck %s
+// RUN: flow-opt %s -split-input-file --pass-pipeline='builtin.module(func.func(flow-form-dispatch-regions{fusion=0}))' | FileCheck %s --check-prefix=OFF
+
+// An element-wise chain is one region; the bias add after a library GEMM
+// says why it did not join the GEMM.
+// CHECK-LABEL: func.func @chain
+// CHECK: %[[M:.*]] = flow.matmul
+// CHECK: %[[R:.*]] = flow.dispatch_region rows = 8 -> (tensor<8x32xf32>) {
+// CHECK-NEXT: %[[A:.*]] = flow.add %[[M]], %{{.*}} {flow.fusion_refused = "its producer flow.matmul runs on the host as a library GEMM"}
+// CHECK-NEXT: %[[G:.*]] = flow.gelu %[[A]]
+// CHECK-NEXT: %[[S:.*]] = flow.mul %[[G]], %{{.*}}
+// CHECK-NEXT: flow.return %[[S]]
+// CHECK-NEXT: }
+// CHECK-NEXT: return %[[R]]
+// Without fusion: a region per op, and no reasons.
+// OFF-LABEL: func.func @chain
+// OFF-NOT: fusion_refused
+// OFF-COUNT-3: flow.dispatch_region rows = 8
+// OFF-NOT: flow.dispatch_region
+// OFF: return
+func.func @chain(%x: tensor<8x16xf32>, %w: tensor<16x32xf32>, %b: tensor<32xf32>) -> tensor<8x32xf32> {
+  %half = flow.constant dense<0.5> : tensor<f32>
+  %m = flow.matmul %x, %w : (tensor<8x16xf32>, tensor<16x32xf32>) -> tensor<8x32xf32>
+  %a = flow.add %m, %b : (tensor<8x32xf32>, tensor<32xf32>) -> tensor<8x32xf32>
+  %g = flow.gelu %a : tensor<8x32xf32>
+  %s = flow.mul %g, %half : (tensor<8x32xf32>, tensor<f32>) -> tensor<8x32xf32>
+  return %s : tensor<8x32xf32>
+}
+
+// -----
+
+// A norm takes its element-wise prologue (residual add) and epilogue; a
+// value also used outside the region is one of its results.
+// CHECK-LABEL: func.func @norm
+// CHECK: %[[R:.*]]:2 = flow.dispatch_region rows = 16 -> (tensor<16x64xf32>, tensor<16x64xf32>) {
+// CHECK-NEXT: %[[S:.*]] = flow.add
+// CHECK-NEXT: %[[N:.*]] = flow.layer_norm %[[S]]
+// CHECK-NEXT: %[[T:.*]] = flow.tanh %[[N]]
+// CHECK-NEXT: flow.return %[[S]], %[[T]]
+// CHECK: return %[[R]]#0, %[[R]]#1
+func.func @norm(%x: tensor<16x64xf32>, %y: tensor<16x64xf32>, %g: tensor<64xf32>) -> (tensor<16x64xf32>, tensor<16x64xf32>) {
+  %s = flow.add %x, %y : (tensor<16x64xf32>, tensor<16x64xf32>) -> tensor<16x64xf32>
+  %n = flow.layer_norm %s weight %g axis = 1 epsilon = 1.0e-05 : (tensor<16x64xf32>, tensor<64xf32>) -> tensor<16x64xf32>
+  %t = flow.tanh %n : tensor<16x64xf32>
+  return %s, %t : tensor<16x64xf32>, tensor<16x64xf32>
+}
+
+// -----
+
+// One reduction per kernel: the second softmax starts its own.
+// CHECK-LABEL: func.func @two_softmax
+// CHECK: flow.dispatch_region rows = 4
+// CHECK-NEXT: flow.softmax
+// CHECK-NEXT: flow.return
+// CHECK: flow.dispatch_region rows = 4
+// CHECK-NEXT: flow.softmax {{.*}}flow.fusion_refused = "the producer's kernel already has a reduction (one reduction, norm or softmax per kernel)"
+func.func @two_softmax(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %0 = flow.softmax %x axis = 1 : tensor<4x8xf32>
+  %1 = flow.softmax %0 axis = 1 : tensor<4x8xf32>
+  return %1 : tensor<4x8xf32>
+}
+
+// -----
+
+// Reshapes and transposes that keep the rows become indexing in the
+// kernel; a trailing reshape whose result only the host uses stays a view.
+// CHECK-LABEL: func.func @heads
+// CHECK: %[[R:.*]] = flow.dispatch_region rows = 2 -> (tensor<2x4x16x16xf32>) {
+// CHECK-NEXT: flow.add
+// CHECK-NEXT: flow.reshape
+// CHECK-NEXT: flow.transpose
+// CHECK-NEXT: flow.return
+// CHECK: %[[V:.*]] = flow.reshape %[[R]] : tensor<2x4x16x16xf32> -> tensor<2x64x16xf32>
+// CHECK: return %[[V]]
+func.func @heads(%x: tensor<2x16x64xf32>, %b: tensor<64xf32>) -> tensor<2x64x16xf32> {
+  %a = flow.add %x, %b : (tensor<2x16x64xf32>, tensor<64xf32>) -> tensor<2x16x64xf32>
+  %r = flow.reshape %a : tensor<2x16x64xf32> -> tensor<2x16x4x16xf32>
+  %t = flow.transpose %r [0, 2, 1, 3] : tensor<2x16x4x16xf32> -> tensor<2x4x16x16xf32>
+  %v = flow.reshape %t : tensor<2x4x16x16xf32> -> tensor<2x64x16xf32>
+  return %v : tensor<2x64x16xf32>
+}
+
+// -----
+
+// A transpose that moves the rows would read other workgroups' rows: it
+// starts a kernel of its own, and says why.
+// CHECK-LABEL: func.func @moves_rows
+// CHECK: flow.dispatch_region rows = 16
+// CHECK-NEXT: flow.relu
+// CHECK: flow.dispatch_region rows = 8
+// CHECK-NEXT: flow.transpose {{.*}}flow.fusion_refused = "its rows (8) differ from the kernel's (16)"
+// A square transpose has the same row count but still reads across rows.
+// CHECK-LABEL: func.func @square
+// CHECK: flow.dispatch_region rows = 8
+// CHECK-NEXT: flow.relu
+// CHECK: flow.dispatch_region rows = 8
+// CHECK-NEXT: flow.transpose {{.*}}flow.fusion_refused = "it reads other rows of a value computed in the kernel (the kernel's work splits into 8 independent rows)"
+func.func @moves_rows(%x: tensor<16x8xf32>) -> tensor<8x16xf32> {
+  %0 = flow.relu %x : tensor<16x8xf32>
+  %1 = flow.transpose %0 [1, 0] : tensor<16x8xf32> -> tensor<8x16xf32>
+  return %1 : tensor<8x16xf32>
+}
+func.func @square(%x: tensor<8x8xf32>) -> tensor<8x8xf32> {
+  %0 = flow.relu %x : tensor<8x8xf32>
+  %1 = flow.transpose %0 [1, 0] : tensor<8x8xf32> -> tensor<8x8xf32>
+  return %1 : tensor<8x8xf32>
+}
+
+// -----
+
+// A reduction across the rows would make the fused kernel serial.
+// CHECK-LABEL: func.func @serializes
+// CHECK: flow.dispatch_region rows = 8
+// CHECK-NEXT: flow.exp
+// CHECK: flow.dispatch_region ->
+// CHECK-NEXT: flow.reduce_sum {{.*}}flow.fusion_refused = "it would make a kernel of 8 independent rows run as one"
+// Broadcasting a value computed in the kernel along the rows reads rows
+// other workgroups computed.
+// CHECK-LABEL: func.func @broadcast_rows
+// CHECK: flow.dispatch_region rows = 8
+// CHECK-NEXT: flow.exp
+// CHECK: flow.dispatch_region rows = 4
+// CHECK-NEXT: flow.add {{.*}}flow.fusion_refused = "its rows (4) differ from the kernel's (8)"
+func.func @serializes(%x: tensor<8x4xf32>) -> tensor<4xf32> {
+  %0 = flow.exp %x : tensor<8x4xf32>
+  %1 = flow.reduce_sum %0 [0] : tensor<8x4xf32> -> tensor<4xf32>
+  return %1 : tensor<4xf32>
+}
+func.func @broadcast_rows(%x: tensor<8xf32>, %y: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %0 = flow.exp %x : tensor<8xf32>
+  %1 = flow.add %y, %0 : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
+  return %1 : tensor<4x8xf32>
+}
+
+// -----
+
+// A region goes where its last op is: an op between producer and consumer
+// that reads the producer keeps them apart.
+// CHECK-LABEL: func.func @in_between
+// CHECK: %[[E:.*]] = flow.dispatch_region rows = 8
+// CHECK-NEXT: flow.exp
+// CHECK: flow.matmul %[[E]]
+// CHECK: flow.dispatch_region rows = 8
+// CHECK-NEXT: flow.add {{.*}}flow.fusion_refused = "flow.matmul at {{.*}}, between them, uses flow.exp's result"
+func.func @in_between(%x: tensor<8x8xf32>) -> (tensor<8x8xf32>, tensor<8x8xf32>) {
+  %e = flow.exp %x : tensor<8x8xf32>
+  %m = flow.matmul %e, %x : (tensor<8x8xf32>, tensor<8x8xf32>) -> tensor<8x8xf32>
+  %a = flow.add %e, %m : (tensor<8x8xf32>, tensor<8x8xf32>) -> tensor<8x8xf32>
+  return %m, %a : tensor<8x8xf32>, tensor<8x8xf32>
+}
+
+// -----
+
+// Element-wise consumers join a generated matmul (f16) as its epilogue; a
+// gather starts a kernel and its consumers join it.
+// CHECK-LABEL: func.func @epilogue
+// CHECK: flow.dispatch_region rows = 4
+// CHECK-NEXT: flow.matmul
+// CHECK-NEXT: flow.relu
+// CHECK-NEXT: flow.return
+// CHECK-LABEL: func.func @gather
+// CHECK: flow.dispatch_region rows = 6
+// CHECK-NEXT: flow.gather
+// CHECK-NEXT: flow.add
+// CHECK-NEXT: flow.layer_norm
+// CHECK-NEXT: flow.return
+func.func @epilogue(%a: tensor<4x8xf16>, %b: tensor<8x4xf16>) -> tensor<4x4xf16> {
+  %m = flow.matmul %a, %b : (tensor<4x8xf16>, tensor<8x4xf16>) -> tensor<4x4xf16>
+  %r = flow.relu %m : tensor<4x4xf16>
+  return %r : tensor<4x4xf16>
+}
+func.func @gather(%table: tensor<100x16xf32>, %ids: tensor<6xi64>, %pos: tensor<6x16xf32>) -> tensor<6x16xf32> {
+  %e = flow.gather %table[%ids] axis = 0 : (tensor<100x16xf32>, tensor<6xi64>) -> tensor<6x16xf32>
+  %a = flow.add %e, %pos : (tensor<6x16xf32>, tensor<6x16xf32>) -> tensor<6x16xf32>
+  %n = flow.layer_norm %a axis = 1 epsilon = 1.0e-05 : (tensor<6x16xf32>) -> tensor<6x16xf32>
+  return %n : tensor<6x16xf32>
+}
+
+// -----
+
+// Collectives stay on the host: their consumers start a kernel.
+flow.mesh @mesh [2]
+// CHECK-LABEL: func.func @collective
+// CHECK: flow.dispatch_region rows = 4
+// CHECK-NEXT: flow.relu
+// CHECK: %[[S:.*]] = flow.all_reduce
+// CHECK: flow.dispatch_region rows = 4
+// CHECK-NEXT: flow.exp %[[S]] {flow.fusion_refused = "its producer flow.all_reduce runs on the host (a kernel never spans a host op)"}
+func.func @collective(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %0 = flow.relu %x : tensor<4x8xf32>
+  %1 = flow.all_reduce sum %0 on @mesh axes = [0] : tensor<4x8xf32>
+  %2 = flow.exp %1 : tensor<4x8xf32>
+  return %2 : tensor<4x8xf32>
+}
