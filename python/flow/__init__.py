@@ -23,13 +23,22 @@ from typing import Any, Optional
 import numpy as np
 
 from ._flow import FlowError, Module as _Module, compile as _compile
+from ._flow import blas_info as _blas_info
 from ._emitter import UnsupportedOpsError
 from .torch_import import import_torch
 from . import sbp
 
 __all__ = ["FlowError", "UnsupportedOpsError", "CompiledModule",
            "CompiledModel", "compile", "compile_mlir", "compile_ir", "load",
-           "import_torch", "import_onnx", "sbp"]
+           "import_torch", "import_onnx", "sbp", "blas_info"]
+
+
+def blas_info() -> dict:
+    """The BLAS library Flow's GEMMs run on and the kernels it runs:
+    `library`, `kernels` (OpenBLAS's own name, e.g. "SkylakeX"), `chosen_by`
+    (Flow from the CPU's features, or OPENBLAS_CORETYPE) and `warning`
+    (non-empty when the kernels are slower than the CPU allows)."""
+    return dict(_blas_info())
 
 
 class CompiledModule:

@@ -12,6 +12,7 @@
 
 #include "flow/Pipelines/Pipelines.h"
 #include "flow/Support/ParseGuard.h"
+#include "flow/runtime/Blas.h"
 #include "flow/runtime/Communicator.h"
 #include "flow/runtime/Executable.h"
 #include "flow/runtime/Session.h"
@@ -322,6 +323,21 @@ PYBIND11_MODULE(_flow, m) {
         py::arg("cpu") = "host", py::arg("mesh") = "", py::arg("fusion") = true,
         "Compiles flow-dialect MLIR text: executable bytes, or the IR of an "
         "earlier phase as text.");
+  m.def(
+      "blas_info",
+      []() {
+        flow::runtime::StatusOr<flow::runtime::BlasInfo> info =
+            flow::runtime::loadBlas();
+        if (!info)
+          throw FlowError(info.status().message());
+        py::dict d;
+        d["library"] = info->library;
+        d["kernels"] = info->kernels;
+        d["chosen_by"] = info->chosenBy;
+        d["warning"] = info->warning;
+        return d;
+      },
+      "The BLAS library GEMMs run on and the kernels it runs.");
   py::class_<Module>(m, "Module")
       .def(py::init<py::bytes, int, const std::string &, const std::string &,
                     double>(),

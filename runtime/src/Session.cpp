@@ -11,9 +11,11 @@
 //===----------------------------------------------------------------------===//
 
 #include "flow/runtime/Session.h"
+#include "BlasCalls.h"
 #include "Collectives.h"
 
 #include "ExecutableImpl.h"
+#include "flow/runtime/Blas.h"
 #include "flow/runtime/ThreadPool.h"
 
 #include <algorithm>
@@ -22,8 +24,8 @@
 #include <cstring>
 #include <memory>
 #include <new>
+#include <variant>
 
-#include <cblas.h>
 
 using namespace flow::runtime;
 using detail::BufferRef;
@@ -33,15 +35,19 @@ namespace {
 /// Dispatches estimated to touch fewer elements run as one workgroup.
 constexpr uint64_t kParallelWork = 32768;
 
+/// True if \p f runs a GEMM.
+bool runsGemm(const detail::Function &f) {
+  for (const detail::Command &c : f.commands)
+    if (std::holds_alternative<detail::GemmCommand>(c))
+      return true;
+  return false;
+}
+
 /// Sets the BLAS thread count (process-wide) when it changes.
 void setBlasThreads(int threads) {
-#ifdef FLOW_HAVE_OPENBLAS
   static std::atomic<int> current{0};
   if (current.exchange(threads) != threads)
-    openblas_set_num_threads(threads);
-#else
-  (void)threads;
-#endif
+    detail::blasSetThreads(threads);
 }
 
 /// The buffers of one call.
@@ -105,15 +111,12 @@ void runGemm(const detail::GemmCommand &cmd, const Frame &frame) {
       // contiguous either way (a 1 x k row or a k x 1 column), and
       // c = op(B)^T a. OpenBLAS's GEMV is several times faster here than
       // its GEMM with m = 1.
-      cblas_sgemv(CblasRowMajor, cmd.transposeB ? CblasNoTrans : CblasTrans,
-                  cmd.transposeB ? cmd.n : cmd.k,
-                  cmd.transposeB ? cmd.k : cmd.n, 1.0f, b + bOffset, ldb,
-                  a + aOffset, 1, 0.0f, cBatch, 1);
+      detail::blasSgemv(!cmd.transposeB, cmd.transposeB ? cmd.n : cmd.k,
+                        cmd.transposeB ? cmd.k : cmd.n, b + bOffset, ldb,
+                        a + aOffset, cBatch);
     } else {
-      cblas_sgemm(CblasRowMajor, cmd.transposeA ? CblasTrans : CblasNoTrans,
-                  cmd.transposeB ? CblasTrans : CblasNoTrans, cmd.m, cmd.n,
-                  cmd.k, 1.0f, a + aOffset, lda, b + bOffset, ldb, 0.0f, cBatch,
-                  cmd.n);
+      detail::blasSgemm(cmd.transposeA, cmd.transposeB, cmd.m, cmd.n, cmd.k,
+                        a + aOffset, lda, b + bOffset, ldb, cBatch, cmd.n);
     }
   }
 }
@@ -225,6 +228,14 @@ Session::create(std::shared_ptr<const Executable> executable,
     return Status::error("thread count must be >= 0 (0 means one per "
                          "hardware thread), got " +
                          std::to_string(options.threads));
+  // GEMMs need the BLAS: load it now, so that a missing library is an
+  // error here rather than at the first call.
+  for (const detail::Function &f : executable->impl->functions)
+    if (runsGemm(f)) {
+      if (StatusOr<BlasInfo> blas = loadBlas(); !blas)
+        return blas.status();
+      break;
+    }
   std::unique_ptr<Session> session(
       new Session(std::move(executable), options.threads));
   const std::vector<int64_t> &mesh = session->exe->mesh();

@@ -14,6 +14,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "flow/runtime/Blas.h"
 #include "flow/runtime/Communicator.h"
 #include "flow/runtime/Executable.h"
 #include "flow/runtime/Npy.h"
@@ -59,7 +60,8 @@ constexpr const char *kUsage =
     "  --trusted=LIST    run only executables whose SHA-256 is in LIST (one\n"
     "                    digest per line, as sha256sum prints them; default:\n"
     "                    $FLOW_TRUSTED_EXECUTABLES, else no allow-list)\n"
-    "  --stats           print the bytes each collective exchanged on each\n"
+    "  --stats           print the GEMM library and the kernels it runs, and\n"
+    "                    the bytes each collective exchanged on each\n"
     "                    rank (mesh executables)\n"
     "  --print           print each result's dtype, shape and first values\n"
     "                    (the default when there is no --output-dir)\n"
@@ -266,6 +268,7 @@ int main(int argc, char **argv) {
             message.c_str());
     fflush(stderr);
     comm->abort(1);
+    return 1; // abort does not return; this keeps the lambda's type whole
   };
   bool writer = !comm || comm->rank() == 0;
 
@@ -340,6 +343,13 @@ int main(int argc, char **argv) {
            median, times.back());
   }
 
+  if (options.stats) {
+    if (StatusOr<BlasInfo> blas = loadBlas(); blas)
+      printf("gemm: %s, %s kernels (%s)\n", blas->library.c_str(),
+             blas->kernels.c_str(), blas->chosenBy.c_str());
+    else
+      printf("gemm: %s\n", blas.status().message().c_str());
+  }
   if (options.stats && comm)
     for (size_t i = 0; i < (*session)->collectiveBytes().size(); ++i)
       printf("rank %d collective %zu: %llu bytes\n", comm->rank(), i,

@@ -1,0 +1,52 @@
+//===- Blas.h - The BLAS library GEMMs run on -------------------*- C++ -*-===//
+//
+// Part of the Flow project.
+//
+// GEMM commands run on OpenBLAS, loaded at the first session that needs it.
+// OpenBLAS picks its kernels once, when it is loaded, from the processor's
+// model; an OpenBLAS older than the processor falls back to its generic
+// kernels (several times slower). So unless the user set
+// OPENBLAS_CORETYPE, Flow chooses the kernels from the CPU's features
+// (AVX-512 with BF16, AVX-512, AVX2 with FMA) and sets the variable for the
+// load only. Which kernels run is always OpenBLAS's own answer
+// (openblas_get_corename), reported by `flow-run --stats` and by Python's
+// `flow.blas_info()`.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FLOW_RUNTIME_BLAS_H
+#define FLOW_RUNTIME_BLAS_H
+
+#include "flow/runtime/Status.h"
+
+#include <string>
+
+namespace flow {
+namespace runtime {
+
+struct BlasInfo {
+  /// The library and its build ("OpenBLAS 0.3.21 DYNAMIC_ARCH ...").
+  std::string library;
+  /// The kernels it runs ("SkylakeX", "Haswell", "Prescott"...).
+  std::string kernels;
+  /// Why those: "chosen by Flow from the CPU's features (avx512f ...)",
+  /// "OPENBLAS_CORETYPE=...", "OpenBLAS's own choice".
+  std::string chosenBy;
+  /// Set when the kernels are weaker than the CPU supports.
+  std::string warning;
+};
+
+/// Loads the BLAS (once per process) and says what it runs; an error when
+/// it cannot be loaded.
+StatusOr<BlasInfo> loadBlas();
+
+/// The OpenBLAS kernel set Flow picks for a CPU with these features, empty
+/// when OpenBLAS's generic choice is the best (exposed for tests).
+std::string chooseOpenBlasCore(bool avx2, bool fma, bool avx512f,
+                               bool avx512bw, bool avx512vl, bool avx512dq,
+                               bool avx512bf16);
+
+} // namespace runtime
+} // namespace flow
+
+#endif // FLOW_RUNTIME_BLAS_H

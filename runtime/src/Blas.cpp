@@ -1,0 +1,244 @@
+//===- Blas.cpp - Loading the BLAS and choosing its kernels ---------------===//
+//
+// Part of the Flow project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "flow/runtime/Blas.h"
+#include "BlasCalls.h"
+
+#include <cpuid.h>
+#include <dlfcn.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
+#include <string>
+
+#ifndef FLOW_HAVE_OPENBLAS
+#include <cblas.h>
+#endif
+
+using namespace flow::runtime;
+
+std::string flow::runtime::chooseOpenBlasCore(bool avx2, bool fma,
+                                              bool avx512f, bool avx512bw,
+                                              bool avx512vl, bool avx512dq,
+                                              bool avx512bf16) {
+  // OpenBLAS's SkylakeX kernels need AVX-512 F, BW, VL and DQ; Cooperlake
+  // adds BF16 (the same SGEMM); Haswell needs AVX2 and FMA.
+  bool skylakeX = avx512f && avx512bw && avx512vl && avx512dq && avx2 && fma;
+  if (skylakeX && avx512bf16)
+    return "Cooperlake";
+  if (skylakeX)
+    return "SkylakeX";
+  if (avx2 && fma)
+    return "Haswell";
+  return "";
+}
+
+namespace {
+
+struct CpuFeatures {
+  bool avx2 = false, fma = false, avx512f = false, avx512bw = false,
+       avx512vl = false, avx512dq = false, avx512bf16 = false;
+
+  std::string names() const {
+    std::string s;
+    auto add = [&](bool on, const char *name) {
+      if (on)
+        s += s.empty() ? name : std::string(" ") + name;
+    };
+    add(avx2, "avx2");
+    add(fma, "fma");
+    add(avx512f, "avx512f");
+    add(avx512bw, "avx512bw");
+    add(avx512vl, "avx512vl");
+    add(avx512dq, "avx512dq");
+    add(avx512bf16, "avx512_bf16");
+    return s.empty() ? "none of avx2, fma, avx512" : s;
+  }
+};
+
+/// What the CPU and the OS (which must save the wider registers) support.
+CpuFeatures detectCpu() {
+  CpuFeatures f;
+  unsigned eax, ebx, ecx, edx;
+  if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx))
+    return f;
+  bool osxsave = ecx & (1u << 27);
+  bool fma = ecx & (1u << 12);
+  unsigned long long xcr0 = 0;
+  if (osxsave) {
+    unsigned lo, hi;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    xcr0 = (static_cast<unsigned long long>(hi) << 32) | lo;
+  }
+  bool avxState = (xcr0 & 0x6) == 0x6;
+  bool avx512State = (xcr0 & 0xe6) == 0xe6;
+  if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx))
+    return f;
+  f.fma = fma && avxState;
+  f.avx2 = (ebx & (1u << 5)) && avxState;
+  f.avx512f = (ebx & (1u << 16)) && avx512State;
+  f.avx512dq = (ebx & (1u << 17)) && avx512State;
+  f.avx512bw = (ebx & (1u << 30)) && avx512State;
+  f.avx512vl = (ebx & (1u << 31)) && avx512State;
+  if (__get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx))
+    f.avx512bf16 = (eax & (1u << 5)) && avx512State;
+  return f;
+}
+
+/// True if OpenBLAS kernel set `name` uses AVX-512 / AVX2.
+bool isAvx512Core(const std::string &name) {
+  return name == "SkylakeX" || name == "Cooperlake" ||
+         name == "SapphireRapids";
+}
+bool isAvx2Core(const std::string &name) {
+  return isAvx512Core(name) || name == "Haswell" || name == "Zen";
+}
+
+struct Loaded {
+  Status status = Status::ok();
+  BlasInfo info;
+#ifdef FLOW_HAVE_OPENBLAS
+  void (*sgemm)(int, int, int, int, int, int, float, const float *, int,
+                const float *, int, float, float *, int) = nullptr;
+  void (*sgemv)(int, int, int, int, float, const float *, int, const float *,
+                int, float, float *, int) = nullptr;
+  void (*setThreads)(int) = nullptr;
+#endif
+};
+
+#ifdef FLOW_HAVE_OPENBLAS
+Loaded load() {
+  Loaded l;
+  CpuFeatures cpu = detectCpu();
+  const char *user = std::getenv("OPENBLAS_CORETYPE");
+  std::string chosen;
+  if (user && *user) {
+    l.info.chosenBy = std::string("OPENBLAS_CORETYPE=") + user;
+  } else {
+    chosen = chooseOpenBlasCore(cpu.avx2, cpu.fma, cpu.avx512f, cpu.avx512bw,
+                                cpu.avx512vl, cpu.avx512dq, cpu.avx512bf16);
+    l.info.chosenBy = chosen.empty()
+                          ? "OpenBLAS's own choice (the CPU has " +
+                                cpu.names() + ")"
+                          : "chosen by Flow from the CPU's features (" +
+                                cpu.names() + ")";
+    // For this load only: the process's environment is left as it was.
+    if (!chosen.empty())
+      ::setenv("OPENBLAS_CORETYPE", chosen.c_str(), 1);
+  }
+  void *handle = nullptr;
+  std::string errors;
+  for (const char *name : {"libopenblas.so.0", FLOW_OPENBLAS_PATH}) {
+    handle = ::dlopen(name, RTLD_NOW | RTLD_LOCAL);
+    if (handle)
+      break;
+    const char *e = ::dlerror();
+    errors += std::string("\n  ") + (e ? e : name);
+  }
+  if (!chosen.empty())
+    ::unsetenv("OPENBLAS_CORETYPE");
+  if (!handle) {
+    l.status = Status::error("cannot load OpenBLAS for the GEMMs (install "
+                             "libopenblas0):" +
+                             errors);
+    return l;
+  }
+  auto sym = [&](const char *name) { return ::dlsym(handle, name); };
+  l.sgemm = reinterpret_cast<decltype(l.sgemm)>(sym("cblas_sgemm"));
+  l.sgemv = reinterpret_cast<decltype(l.sgemv)>(sym("cblas_sgemv"));
+  l.setThreads =
+      reinterpret_cast<decltype(l.setThreads)>(sym("openblas_set_num_threads"));
+  auto corename = reinterpret_cast<char *(*)()>(sym("openblas_get_corename"));
+  auto config = reinterpret_cast<char *(*)()>(sym("openblas_get_config"));
+  if (!l.sgemm || !l.sgemv || !l.setThreads || !corename || !config) {
+    l.status = Status::error("the OpenBLAS library that was loaded lacks "
+                             "cblas_sgemm, cblas_sgemv or its OpenBLAS "
+                             "functions");
+    return l;
+  }
+  l.info.library = config();
+  l.info.kernels = corename();
+  if (l.info.kernels.empty())
+    l.info.kernels = "unknown";
+  bool avx512 = cpu.avx512f && cpu.avx512bw && cpu.avx512vl && cpu.avx512dq;
+  if ((avx512 && !isAvx512Core(l.info.kernels)) ||
+      (cpu.avx2 && cpu.fma && !isAvx2Core(l.info.kernels)))
+    l.info.warning = "OpenBLAS runs its " + l.info.kernels +
+                     " kernels, slower than this CPU allows (" + cpu.names() +
+                     ")" +
+                     (user && *user ? "; unset OPENBLAS_CORETYPE to let Flow "
+                                      "choose"
+                                    : "");
+  // Never silently slow: say it once per process.
+  if (!l.info.warning.empty())
+    std::fprintf(stderr, "flow: warning: %s\n", l.info.warning.c_str());
+  return l;
+}
+#else
+Loaded load() {
+  Loaded l;
+  l.info.library = "a CBLAS linked at build time (not OpenBLAS)";
+  l.info.kernels = "unknown";
+  l.info.chosenBy = "the library";
+  return l;
+}
+#endif
+
+const Loaded &loaded() {
+  static const Loaded l = load();
+  return l;
+}
+
+} // namespace
+
+StatusOr<BlasInfo> flow::runtime::loadBlas() {
+  const Loaded &l = loaded();
+  if (!l.status)
+    return l.status;
+  return l.info;
+}
+
+namespace flow {
+namespace runtime {
+namespace detail {
+
+void blasSetThreads(int threads) {
+#ifdef FLOW_HAVE_OPENBLAS
+  if (loaded().setThreads)
+    loaded().setThreads(threads);
+#else
+  (void)threads;
+#endif
+}
+
+void blasSgemm(bool transA, bool transB, int m, int n, int k, const float *a,
+               int lda, const float *b, int ldb, float *c, int ldc) {
+  // CBLAS's enum values: row-major 101, no-transpose 111, transpose 112.
+#ifdef FLOW_HAVE_OPENBLAS
+  loaded().sgemm(101, transA ? 112 : 111, transB ? 112 : 111, m, n, k, 1.0f,
+                 a, lda, b, ldb, 0.0f, c, ldc);
+#else
+  cblas_sgemm(CblasRowMajor, transA ? CblasTrans : CblasNoTrans,
+              transB ? CblasTrans : CblasNoTrans, m, n, k, 1.0f, a, lda, b,
+              ldb, 0.0f, c, ldc);
+#endif
+}
+
+void blasSgemv(bool trans, int m, int n, const float *a, int lda,
+               const float *x, float *y) {
+#ifdef FLOW_HAVE_OPENBLAS
+  loaded().sgemv(101, trans ? 112 : 111, m, n, 1.0f, a, lda, x, 1, 0.0f, y,
+                 1);
+#else
+  cblas_sgemv(CblasRowMajor, trans ? CblasTrans : CblasNoTrans, m, n, 1.0f, a,
+              lda, x, 1, 0.0f, y, 1);
+#endif
+}
+
+} // namespace detail
+} // namespace runtime
+} // namespace flow
