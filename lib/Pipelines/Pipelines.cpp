@@ -11,6 +11,8 @@
 #include "flow/Dialect/Flow/IR/FlowDialect.h"
 #include "flow/Dialect/Flow/IR/FlowOps.h"
 #include "flow/Dialect/Flow/Transforms/Passes.h"
+#include "flow/Codegen/CPU/Passes.h"
+#include "flow/Codegen/Common/Passes.h"
 #include "flow/Fusion/Passes.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Arith/Transforms/BufferDeallocationOpInterfaceImpl.h"
@@ -98,6 +100,8 @@ void mlir::flow::registerCompilerPasses() {
     registerFlowTransformsPasses();
     registerFlowConversionPasses();
     registerFlowFusionPasses();
+    registerFlowCodegenCommonPasses();
+    registerFlowCodegenCPUPasses();
     // runPipeline applies these (defaults unless a tool's command line set
     // them); applying unregistered options fails.
     registerPassManagerCLOptions();
@@ -211,32 +215,110 @@ static void recordPlacements(ModuleOp module, CompileReport &report) {
   }
 }
 
-namespace {
-/// The pass pipelines of each phase on the module, as flow-opt would spell
-/// them inside `builtin.module(...)`.
-const char *const kPlacePipeline =
-    "inline,canonicalize,func.func(flow-propagate-sbp)";
-const char *const kFlowPipeline =
-    "flow-partition,func.func(flow-strip-annotations%s),"
-    "func.func(flow-form-dispatch-regions{fusion=%s library-matmul=%s}),"
-    "flow-outline-kernels,symbol-dce";
-const char *const kLinalgPipeline =
-    "flow-convert-to-linalg,linalg-generalize-named-ops,"
-    "linalg-fuse-elementwise-ops,canonicalize,cse";
-const char *const kBufferizedPipeline =
-    "flow-record-kernel-abi,one-shot-bufferize{bufferize-function-boundaries "
-    "function-boundary-type-conversion=identity-layout-map},"
-    "buffer-results-to-out-params{hoist-static-allocs},canonicalize,"
-    "buffer-deallocation-pipeline,flow-copies-to-linalg,"
-    "convert-linalg-to-parallel-loops,"
-    "flow-distribute-workgroups,canonicalize,cse";
-const char *const kLLVMPipeline =
-    "flow-approximate-math,convert-scf-to-cf,expand-strided-metadata,"
-    "lower-affine,"
-    "convert-math-to-llvm,convert-math-to-libm,finalize-memref-to-llvm,"
-    "convert-arith-to-llvm,convert-func-to-llvm{use-bare-ptr-memref-call-conv},"
-    "convert-cf-to-llvm,reconcile-unrealized-casts,flow-emit-kernel-entries";
+//===----------------------------------------------------------------------===//
+// The phase pipelines, built here and registered by name (flow-opt runs each
+// alone: `flow-opt --flow-graph-pipeline`, ...). Each is spelled as flow-opt
+// would spell it inside `builtin.module(...)`.
+//===----------------------------------------------------------------------===//
 
+/// Adds `text` to `pm`; the texts are Flow's own, so a failure is a bug.
+static void addPipeline(OpPassManager &pm, StringRef text) {
+  std::string errors;
+  llvm::raw_string_ostream os(errors);
+  if (failed(parsePassPipeline(text, pm, os)))
+    llvm::report_fatal_error(llvm::Twine("bad Flow pipeline '") + text +
+                             "': " + errors);
+}
+
+void mlir::flow::buildFlowPlacePipeline(OpPassManager &pm) {
+  addPipeline(pm, "inline,canonicalize,func.func(flow-propagate-sbp)");
+}
+
+void mlir::flow::buildFlowGraphPipeline(OpPassManager &pm,
+                                        const GraphPipelineOptions &options) {
+  std::string text =
+      std::string("flow-partition,func.func(flow-strip-annotations") +
+      (options.libraryMatmul ? ",flow-conv-to-gemm" : "") +
+      "),func.func(flow-form-dispatch-regions{fusion=" +
+      (options.fusion ? "1" : "0") +
+      " library-matmul=" + (options.libraryMatmul ? "1" : "0") +
+      "}),flow-outline-kernels,symbol-dce";
+  addPipeline(pm, text);
+}
+
+void mlir::flow::buildKernelLinalgPipeline(OpPassManager &pm) {
+  addPipeline(pm, "flow-convert-to-linalg,linalg-generalize-named-ops,"
+                  "linalg-fuse-elementwise-ops,canonicalize,cse");
+}
+
+void mlir::flow::buildKernelBufferizePipeline(OpPassManager &pm) {
+  addPipeline(pm,
+              "flow-record-kernel-abi,one-shot-bufferize{bufferize-function-"
+              "boundaries function-boundary-type-conversion=identity-layout-"
+              "map},buffer-results-to-out-params{hoist-static-allocs},"
+              "canonicalize,buffer-deallocation-pipeline,flow-copies-to-linalg,"
+              "convert-linalg-to-parallel-loops,flow-distribute-workgroups,"
+              "canonicalize,cse");
+}
+
+void mlir::flow::buildKernelCpuLLVMPipeline(OpPassManager &pm) {
+  addPipeline(pm,
+              "flow-approximate-math,convert-scf-to-cf,expand-strided-metadata,"
+              "lower-affine,convert-math-to-llvm,convert-math-to-libm,"
+              "finalize-memref-to-llvm,convert-arith-to-llvm,"
+              "convert-func-to-llvm{use-bare-ptr-memref-call-conv},"
+              "convert-cf-to-llvm,reconcile-unrealized-casts,"
+              "flow-emit-kernel-entries");
+}
+
+namespace {
+struct GraphPipelineCLOptions
+    : public PassPipelineOptions<GraphPipelineCLOptions> {
+  Option<bool> fusion{*this, "fusion",
+                      llvm::cl::desc("Fuse ops into kernels"),
+                      llvm::cl::init(true)};
+  Option<bool> libraryMatmul{
+      *this, "library-matmul",
+      llvm::cl::desc("Leave f32 matmuls (and convolutions, as im2col and a "
+                     "GEMM) to the library"),
+      llvm::cl::init(true)};
+};
+} // namespace
+
+void mlir::flow::registerCompilerPipelines() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    PassPipelineRegistration<>(
+        "flow-place-pipeline",
+        "The flow phase, first half: inline, canonicalize, choose every "
+        "value's SBP on mesh functions",
+        buildFlowPlacePipeline);
+    PassPipelineRegistration<GraphPipelineCLOptions>(
+        "flow-graph-pipeline",
+        "The flow phase, second half: partition mesh functions, drop "
+        "annotations, form dispatch regions, outline them as kernels",
+        [](OpPassManager &pm, const GraphPipelineCLOptions &o) {
+          buildFlowGraphPipeline(pm, {o.fusion, o.libraryMatmul});
+        });
+    PassPipelineRegistration<>(
+        "flow-kernel-linalg-pipeline",
+        "The linalg phase: a kernels module lowered to linalg on tensors, "
+        "each fused kernel one loop nest where its ops allow",
+        buildKernelLinalgPipeline);
+    PassPipelineRegistration<>(
+        "flow-kernel-bufferize-pipeline",
+        "The bufferized phase: kernels on memrefs, as loops split over "
+        "workgroups, with their ABI recorded",
+        buildKernelBufferizePipeline);
+    PassPipelineRegistration<>(
+        "flow-kernel-cpu-llvm-pipeline",
+        "The llvm phase for the CPU: kernels in the LLVM dialect with their "
+        "entry points",
+        buildKernelCpuLLVMPipeline);
+  });
+}
+
+namespace {
 /// Times a phase into the report.
 struct PhaseTimer {
   CompileReport &report;
@@ -252,20 +334,19 @@ struct PhaseTimer {
 };
 } // namespace
 
-static LogicalResult runPipeline(ModuleOp module, StringRef pipeline,
-                                 TimingScope *timing) {
+/// Runs the pipeline `build` adds on `module`, timed under `name`.
+static LogicalResult
+runPipeline(ModuleOp module, StringRef name, TimingScope *timing,
+            llvm::function_ref<void(OpPassManager &)> build) {
   PassManager pm(module->getContext(), ModuleOp::getOperationName());
   if (failed(applyPassManagerCLOptions(pm)))
     return failure();
   std::optional<TimingScope> scope;
   if (timing) {
-    scope.emplace(timing->nest(pipeline.str()));
+    scope.emplace(timing->nest(name.str()));
     pm.enableTiming(*scope);
   }
-  std::string errors;
-  llvm::raw_string_ostream errorStream(errors);
-  if (failed(parsePassPipeline(pipeline, pm, errorStream)))
-    return module.emitError("internal error: bad pipeline: ") << errors;
+  build(pm);
   return pm.run(module);
 }
 
@@ -320,14 +401,15 @@ FailureOr<CompileResult> mlir::flow::compile(ModuleOp module,
   // flow: the host schedule and its kernels, still in the flow dialect.
   {
     PhaseTimer t{report, "flow"};
-    if (failed(runPipeline(module, kPlacePipeline, timing)))
+    if (failed(runPipeline(module, "flow-place-pipeline", timing,
+                           buildFlowPlacePipeline)))
       return failure();
     recordPlacements(module, report);
-    char buffer[512];
-    snprintf(buffer, sizeof(buffer), kFlowPipeline,
-             options.libraryMatmul ? ",flow-conv-to-gemm" : "",
-             options.fusion ? "1" : "0", options.libraryMatmul ? "1" : "0");
-    if (failed(runPipeline(module, buffer, timing)))
+    GraphPipelineOptions graph{options.fusion, options.libraryMatmul};
+    if (failed(runPipeline(module, "flow-graph-pipeline", timing,
+                           [&](OpPassManager &pm) {
+                             buildFlowGraphPipeline(pm, graph);
+                           })))
       return failure();
     recordKernels(module, report);
   }
@@ -343,14 +425,18 @@ FailureOr<CompileResult> mlir::flow::compile(ModuleOp module,
 
   struct Step {
     Phase phase;
-    const char *pipeline;
-  } steps[] = {{Phase::Linalg, kLinalgPipeline},
-               {Phase::Bufferized, kBufferizedPipeline},
-               {Phase::LLVM, kLLVMPipeline}};
+    const char *name;
+    void (*build)(OpPassManager &);
+  } steps[] = {
+      {Phase::Linalg, "flow-kernel-linalg-pipeline", buildKernelLinalgPipeline},
+      {Phase::Bufferized, "flow-kernel-bufferize-pipeline",
+       buildKernelBufferizePipeline},
+      {Phase::LLVM, "flow-kernel-cpu-llvm-pipeline",
+       buildKernelCpuLLVMPipeline}};
   llvm::StringMap<KernelInfo> infos;
   for (const Step &step : steps) {
     PhaseTimer t{report, phaseName(step.phase).str()};
-    if (failed(runPipeline(*kernels, step.pipeline, timing)))
+    if (failed(runPipeline(*kernels, step.name, timing, step.build)))
       return failure();
     if (options.compileTo == step.phase)
       return stop(kernels.release());

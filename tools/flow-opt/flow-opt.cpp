@@ -2,17 +2,21 @@
 //
 // Part of the Flow project.
 //
-// mlir-opt with the flow dialect and Flow's passes, plus every upstream
-// dialect and pass, so any phase of Flow's pipelines can be run alone. The
+// mlir-opt with the flow dialect, Flow's passes and its phase pipelines
+// (--flow-graph-pipeline, --flow-kernel-linalg-pipeline, ...), plus every
+// upstream dialect and pass, so any pass or phase can be run alone. The
 // input is checked for constructs the MLIR parser crashes on before it is
 // parsed (flow/Support/ParseGuard.h).
 //
 //===----------------------------------------------------------------------===//
 
+#include "flow/Codegen/CPU/Passes.h"
+#include "flow/Codegen/Common/Passes.h"
 #include "flow/Conversion/Passes.h"
 #include "flow/Dialect/Flow/IR/FlowDialect.h"
 #include "flow/Dialect/Flow/Transforms/Passes.h"
 #include "flow/Fusion/Passes.h"
+#include "flow/Pipelines/Pipelines.h"
 #include "flow/Support/ParseGuard.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/InitAllDialects.h"
@@ -33,6 +37,9 @@ int main(int argc, char **argv) {
   flow::registerFlowTransformsPasses();
   flow::registerFlowConversionPasses();
   flow::registerFlowFusionPasses();
+  flow::registerFlowCodegenCommonPasses();
+  flow::registerFlowCodegenCPUPasses();
+  flow::registerCompilerPipelines();
 
   DialectRegistry registry;
   registerAllDialects(registry);

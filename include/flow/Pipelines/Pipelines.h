@@ -31,6 +31,7 @@
 
 namespace mlir {
 class DialectRegistry;
+class OpPassManager;
 class TimingScope;
 namespace flow {
 
@@ -102,6 +103,26 @@ void registerCompilerDialects(DialectRegistry &registry);
 
 /// Registers every pass the phase pipelines name (idempotent, thread-safe).
 void registerCompilerPasses();
+
+/// Registers the phase pipelines by name, for flow-opt (idempotent):
+/// flow-place-pipeline, flow-graph-pipeline{fusion library-matmul},
+/// flow-kernel-linalg-pipeline, flow-kernel-bufferize-pipeline,
+/// flow-kernel-cpu-llvm-pipeline. The kernel pipelines run on a module of
+/// kernels (what `--compile-to=flow` prints after its host functions, and
+/// what each later phase prints).
+void registerCompilerPipelines();
+
+struct GraphPipelineOptions {
+  bool fusion = true;
+  bool libraryMatmul = true;
+};
+/// The phases' pipelines, as compile() runs them.
+void buildFlowPlacePipeline(OpPassManager &pm);
+void buildFlowGraphPipeline(OpPassManager &pm,
+                            const GraphPipelineOptions &options);
+void buildKernelLinalgPipeline(OpPassManager &pm);
+void buildKernelBufferizePipeline(OpPassManager &pm);
+void buildKernelCpuLLVMPipeline(OpPassManager &pm);
 
 /// Compiles `module` (which it modifies). Diagnostics go to the context's
 /// handler; `timing`, if given, receives per-pass timing.

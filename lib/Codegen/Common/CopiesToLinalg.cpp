@@ -4,13 +4,13 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "flow/Dialect/Flow/Transforms/Passes.h"
+#include "flow/Codegen/Common/Passes.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 
 namespace mlir {
 namespace flow {
 #define GEN_PASS_DEF_COPIESTOLINALGPASS
-#include "flow/Dialect/Flow/Transforms/Passes.h.inc"
+#include "flow/Codegen/Common/Passes.h.inc"
 } // namespace flow
 } // namespace mlir
 

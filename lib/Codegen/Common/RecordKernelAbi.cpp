@@ -5,14 +5,14 @@
 //===----------------------------------------------------------------------===//
 
 #include "flow/Dialect/Flow/IR/FlowDialect.h"
-#include "flow/Dialect/Flow/Transforms/Passes.h"
+#include "flow/Codegen/Common/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinTypes.h"
 
 namespace mlir {
 namespace flow {
 #define GEN_PASS_DEF_RECORDKERNELABIPASS
-#include "flow/Dialect/Flow/Transforms/Passes.h.inc"
+#include "flow/Codegen/Common/Passes.h.inc"
 } // namespace flow
 } // namespace mlir
 

@@ -4,14 +4,14 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "flow/Dialect/Flow/Transforms/Passes.h"
+#include "flow/Codegen/CPU/Passes.h"
 #include "mlir/Dialect/Math/Transforms/Passes.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 namespace mlir {
 namespace flow {
 #define GEN_PASS_DEF_APPROXIMATEMATHPASS
-#include "flow/Dialect/Flow/Transforms/Passes.h.inc"
+#include "flow/Codegen/CPU/Passes.h.inc"
 } // namespace flow
 } // namespace mlir
 

@@ -4,7 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "flow/Dialect/Flow/Transforms/Passes.h"
+#include "flow/Codegen/Common/Passes.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -16,7 +16,7 @@
 namespace mlir {
 namespace flow {
 #define GEN_PASS_DEF_DISTRIBUTEWORKGROUPSPASS
-#include "flow/Dialect/Flow/Transforms/Passes.h.inc"
+#include "flow/Codegen/Common/Passes.h.inc"
 } // namespace flow
 } // namespace mlir
 

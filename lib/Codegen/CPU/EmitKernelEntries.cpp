@@ -5,13 +5,13 @@
 //===----------------------------------------------------------------------===//
 
 #include "flow/Dialect/Flow/IR/FlowDialect.h"
-#include "flow/Dialect/Flow/Transforms/Passes.h"
+#include "flow/Codegen/CPU/Passes.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 
 namespace mlir {
 namespace flow {
 #define GEN_PASS_DEF_EMITKERNELENTRIESPASS
-#include "flow/Dialect/Flow/Transforms/Passes.h.inc"
+#include "flow/Codegen/CPU/Passes.h.inc"
 } // namespace flow
 } // namespace mlir
 

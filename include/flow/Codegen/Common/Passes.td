@@ -1,0 +1,70 @@
+//===- Passes.td - Flow kernel codegen passes ---------------*- tablegen -*-===//
+//
+// Part of the Flow project.
+//
+// Kernel codegen that every target shares: after the kernels are lowered to
+// linalg, on buffers and loops (the kernel ABI, copies, workgroups).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FLOW_CODEGEN_COMMON_PASSES_TD
+#define FLOW_CODEGEN_COMMON_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def RecordKernelAbiPass : Pass<"flow-record-kernel-abi", "ModuleOp"> {
+  let summary = "Records each kernel's buffers before bufferization";
+  let description = [{
+    Runs on the outlined kernels (`func.func` with `flow.kernel`) while they
+    still take and return tensors. Each gets `flow.binding_sizes`: the bytes
+    of every buffer the runtime will pass it (operands, then results, which
+    bufferization turns into trailing out-parameters; one byte per `i1`),
+    and `flow.num_outputs`: how many of them it writes. The host schedule
+    writer and `flow-emit-kernel-entries` read these, so the metadata in the
+    executable and the table inside the kernel library come from one rule.
+
+    ```mlir
+    func.func @k(%a: tensor<4xf32>) -> tensor<4xf32>
+        attributes {flow.kernel, flow.binding_sizes = array<i64: 16, 16>,
+                    flow.num_outputs = 1 : i64}
+    ```
+  }];
+}
+
+def CopiesToLinalgPass : Pass<"flow-copies-to-linalg", "ModuleOp"> {
+  let summary = "Turns memref.copy into linalg.copy";
+  let description = [{
+    `memref.copy` between non-contiguous views would lower to a call into
+    MLIR's C runner library, which a Flow kernel library cannot depend on.
+    As `linalg.copy` it becomes loops like every other linalg op (and is
+    split over workgroups with them).
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect"];
+}
+
+def DistributeWorkgroupsPass : Pass<"flow-distribute-workgroups", "ModuleOp"> {
+  let summary = "Splits each kernel's loops over a grid of workgroups";
+  let description = [{
+    Runs on kernels (`flow.kernel` functions) after bufferization and
+    conversion to `scf.parallel` loops. Every kernel gets two trailing
+    `index` arguments, the workgroup id and the workgroup count, so all
+    kernels share one calling convention. When the kernel's
+    `flow.workgroup_extent` is N > 1 and every top-level `scf.parallel`
+    starts with a dimension of N iterations, workgroup `w` of `n` runs rows
+    `[w * N / n, (w + 1) * N / n)` of each; otherwise the kernel runs whole
+    in every call and the runtime launches it once. The result is recorded
+    in `flow.max_workgroups`.
+
+    ```mlir
+    scf.parallel (%i, %j) = (%c0, %c0) to (%c8, %c16) step (%c1, %c1) { ... }
+    // becomes, with %wg and %nwg the new arguments
+    %lo = arith.divui (%wg * 8), %nwg
+    %hi = arith.divui ((%wg + 1) * 8), %nwg
+    scf.parallel (%i, %j) = (%lo, %c0) to (%hi, %c16) step (%c1, %c1) { ... }
+    ```
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::scf::SCFDialect"];
+}
+
+#endif // FLOW_CODEGEN_COMMON_PASSES_TD
