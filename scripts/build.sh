@@ -36,7 +36,9 @@ fi
 if (($#)); then
   targets=("$@")
 else
-  targets=(flow-opt flow-compile flow-run flow-runtime-tests flow-python FlowDialectDocGen FlowPassesDocGen
-           FlowConversionPassesDocGen)
+  targets=(flow-opt flow-compile flow-run flow-runtime-tests flow-support-tests
+           flow-python FlowDialectDocGen FlowPassesDocGen
+           FlowConversionPassesDocGen FlowFusionPassesDocGen
+           FlowCodegenCommonPassesDocGen FlowCodegenCPUPassesDocGen)
 fi
 ninja -C "$BUILD" -j "${FLOW_JOBS:-$(nproc)}" "${targets[@]}"

@@ -38,9 +38,7 @@ enum class Kind {
 } // namespace
 
 static Kind kindOf(Operation *op) {
-  if (op->hasTrait<OpTrait::Elementwise>() ||
-      isa<AddOp, SubOp, MulOp, DivOp, MaximumOp, MinimumOp, PowOp, CompareOp,
-          SelectOp, BroadcastToOp, BatchNormOp>(op))
+  if (isElementwise(op))
     return Kind::Elementwise;
   if (isa<ReshapeOp>(op))
     return Kind::Reshape;

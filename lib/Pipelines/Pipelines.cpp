@@ -375,6 +375,10 @@ static llvm::StringMap<KernelInfo> kernelInfos(ModuleOp kernels) {
     if (auto n = func->getAttrOfType<IntegerAttr>(
             FlowDialect::getMaxWorkgroupsAttrName()))
       info.maxWorkgroups = n.getInt();
+    if (auto operands = func->getAttrOfType<DenseI64ArrayAttr>(
+            FlowDialect::getInPlaceOperandsAttrName()))
+      info.inPlaceOperands.assign(operands.asArrayRef().begin(),
+                                  operands.asArrayRef().end());
     infos[func.getSymName()] = info;
   }
   return infos;
@@ -552,6 +556,31 @@ void CompileReport::writeJson(raw_ostream &os) const {
            list.push_back(llvm::json::Object{{"op", r.op},
                                              {"location", r.location},
                                              {"reason", r.reason}});
+         return list;
+       }()},
+      {"arena_lower_bound", executable.arenaLowerBound},
+      {"in_place_buffers", executable.numInPlace},
+      {"memory_plans",
+       [&] {
+         llvm::json::Array list;
+         for (const ExecutableStats::FunctionPlan &p : executable.plans) {
+           llvm::json::Array buffers;
+           for (const PlannedBuffer &b : p.buffers)
+             buffers.push_back(llvm::json::Object{
+                 {"value", b.name},
+                 {"offset", b.offset},
+                 {"size", b.size},
+                 {"first", b.begin},
+                 {"last", b.end},
+                 {"in_place", b.reuses >= 0}});
+           list.push_back(llvm::json::Object{
+               {"function", p.function},
+               {"arena_bytes", p.result.arenaBytes},
+               {"lower_bound", p.result.lowerBound},
+               {"unplanned_bytes", p.result.unplannedBytes},
+               {"heuristic", p.result.heuristic},
+               {"buffers", std::move(buffers)}});
+         }
          return list;
        }()},
       {"kernel_library_bytes", kernelLibraryBytes},

@@ -18,6 +18,8 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/DialectResourceBlobManager.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/Support/Path.h"
 
 using namespace mlir;
 using namespace mlir::flow;
@@ -143,6 +145,9 @@ private:
     int64_t size = 0;
     /// For arena values: position of the definition and the last use.
     int64_t begin = 0, end = 0;
+    /// For arena values: the value whose slice this one takes over in
+    /// place (null if none).
+    Value reuses;
   };
 
   fb::BufferRef ref(Value v) {
@@ -161,7 +166,7 @@ private:
         return v;
     }
   }
-  void planArena(int64_t &arenaSize);
+  LogicalResult planArena(func::FuncOp func, int64_t &arenaSize);
 
   flatbuffers::FlatBufferBuilder &fbb;
   const llvm::StringMap<KernelInfo> &kernels;
@@ -172,34 +177,55 @@ private:
 };
 } // namespace
 
-void FunctionWriter::planArena(int64_t &arenaSize) {
-  // Best fit by offset: place each buffer, in order of definition, at the
-  // lowest offset that overlaps no buffer live at the same time.
-  struct Placed {
-    int64_t offset, size, begin, end;
-  };
-  std::vector<Placed> placed;
-  arenaSize = 0;
+LogicalResult FunctionWriter::planArena(func::FuncOp func,
+                                        int64_t &arenaSize) {
+  // The arena's buffers, in order of definition, for the planner
+  // (flow/Support/MemoryPlan.h).
+  std::vector<PlannedBuffer> buffers;
+  llvm::DenseMap<Value, int64_t> indexOf;
   for (auto &[value, slot] : slots) {
     if (slot.space != fb::Space::Arena)
       continue;
-    int64_t size = alignUp(std::max<int64_t>(slot.size, 1));
-    std::vector<std::pair<int64_t, int64_t>> busy;
-    for (const Placed &p : placed)
-      if (p.begin <= slot.end && slot.begin <= p.end)
-        busy.push_back({p.offset, p.offset + p.size});
-    llvm::sort(busy);
-    int64_t offset = 0;
-    for (auto [lo, hi] : busy) {
-      if (offset + size <= lo)
-        break;
-      offset = std::max(offset, hi);
+    PlannedBuffer b;
+    b.size = slot.size;
+    b.begin = slot.begin;
+    b.end = slot.end;
+    if (slot.reuses)
+      b.reuses = indexOf.lookup(slot.reuses);
+    std::string name;
+    llvm::raw_string_ostream os(name);
+    if (Operation *def = value.getDefiningOp()) {
+      if (auto call = dyn_cast<func::CallOp>(def))
+        os << "@" << call.getCallee();
+      else
+        os << def->getName();
+      if (auto file = def->getLoc()->findInstanceOf<FileLineColLoc>())
+        os << " (" << llvm::sys::path::filename(file.getFilename().getValue())
+           << ":" << file.getLine() << ":" << file.getColumn() << ")";
     }
-    slot.offset = offset;
-    placed.push_back({offset, size, slot.begin, slot.end});
-    arenaSize = std::max(arenaSize, offset + size);
+    b.name = name;
+    indexOf[value] = buffers.size();
+    buffers.push_back(std::move(b));
     stats.transientBytes += slot.size;
   }
+  MemoryPlanResult plan = planMemory(buffers, kAlignment);
+  if (std::optional<std::string> error =
+          verifyMemoryPlan(buffers, kAlignment, plan.arenaBytes))
+    return func.emitError("internal error: the arena plan is unsound: ")
+           << *error;
+  for (auto &[value, slot] : slots)
+    if (slot.space == fb::Space::Arena) {
+      const PlannedBuffer &b = buffers[indexOf.lookup(value)];
+      slot.offset = b.offset;
+      stats.numInPlace += b.reuses >= 0 && b.offset == buffers[b.reuses].offset;
+    }
+  arenaSize = plan.arenaBytes;
+  if (arenaSize >= stats.arenaBytes) {
+    stats.arenaLowerBound = plan.lowerBound;
+  }
+  stats.plans.push_back(
+      {func.getSymName().str(), std::move(buffers), std::move(plan)});
+  return success();
 }
 
 FailureOr<flatbuffers::Offset<fb::Function>>
@@ -256,6 +282,7 @@ FunctionWriter::write(func::FuncOp func) {
 
   // Assign buffers and live ranges in program order.
   int64_t position = 0;
+  SmallVector<std::pair<func::CallOp, int64_t>> callPositions;
   for (Operation &op : body) {
     ++position;
     for (Value operand : op.getOperands()) {
@@ -311,6 +338,8 @@ FunctionWriter::write(func::FuncOp func) {
     if (!isa<func::CallOp, MatmulOp>(op) && !isCollective(&op))
       return op.emitError("the CPU executable cannot run '")
              << op.getName() << "' on the host";
+    if (auto call = dyn_cast<func::CallOp>(op))
+      callPositions.push_back({call, position});
     for (Value result : op.getResults()) {
       int64_t size = byteSize(cast<RankedTensorType>(result.getType()));
       auto direct = directOutput.find(result);
@@ -320,8 +349,33 @@ FunctionWriter::write(func::FuncOp func) {
         slots[result] = {fb::Space::Arena, 0, 0, size, position, position};
     }
   }
+  // In place: an element-wise kernel's first result takes over the slice of
+  // an operand that dies at it.
+  llvm::DenseSet<Value> taken;
+  for (auto [call, position] : callPositions) {
+    auto info = kernels.find(call.getCallee());
+    if (info == kernels.end() || call.getNumResults() == 0)
+      continue;
+    auto result = slots.find(call.getResult(0));
+    if (result == slots.end() || result->second.space != fb::Space::Arena)
+      continue;
+    for (int64_t k : info->second.inPlaceOperands) {
+      if (k < 0 || k >= (int64_t)call.getNumOperands())
+        continue;
+      Value root = rootOf(call.getOperand(k));
+      auto operand = slots.find(root);
+      if (operand == slots.end() || operand->second.space != fb::Space::Arena ||
+          operand->second.end != position ||
+          operand->second.size < result->second.size || taken.contains(root))
+        continue;
+      result->second.reuses = root;
+      taken.insert(root);
+      break;
+    }
+  }
   int64_t arenaSize = 0;
-  planArena(arenaSize);
+  if (failed(planArena(func, arenaSize)))
+    return failure();
   stats.arenaBytes = std::max(stats.arenaBytes, arenaSize);
 
   // Commands.

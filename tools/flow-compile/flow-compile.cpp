@@ -57,6 +57,12 @@ static cl::opt<std::string>
 static cl::opt<std::string>
     reportFile("report", cl::desc("Write a JSON compile report to this file"),
                cl::value_desc("filename"), cl::init(""));
+static cl::opt<std::string> memoryPlot(
+    "memory-plot",
+    cl::desc("Draw the arena plan of the function with the largest arena as "
+             "SVG: buffers as rectangles over schedule position and offset, "
+             "with the lower bound marked"),
+    cl::value_desc("file.svg"), cl::init(""));
 static cl::opt<std::string> cpu("cpu",
                                 cl::desc("LLVM CPU name for CPU kernels "
                                          "(default: host)"),
@@ -261,6 +267,27 @@ int main(int argc, char **argv) {
     }
     result->report.writeJson(report->os());
     report->keep();
+  }
+  if (!memoryPlot.empty()) {
+    // The function with the largest arena.
+    const ExecutableStats::FunctionPlan *largest = nullptr;
+    for (const ExecutableStats::FunctionPlan &p :
+         result->report.executable.plans)
+      if (!largest || p.result.arenaBytes > largest->result.arenaBytes)
+        largest = &p;
+    if (!largest) {
+      llvm::errs() << "flow-compile: error: --memory-plot needs an "
+                      "executable (compile to fbin)\n";
+      return 1;
+    }
+    auto plot = openOutputFile(memoryPlot, &error);
+    if (!plot) {
+      llvm::errs() << "flow-compile: error: " << error << "\n";
+      return 1;
+    }
+    writeMemoryPlot(plot->os(), largest->buffers, largest->result,
+                    "@" + largest->function, /*alignment=*/64);
+    plot->keep();
   }
   return 0;
 }

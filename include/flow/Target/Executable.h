@@ -7,6 +7,7 @@
 #ifndef FLOW_TARGET_EXECUTABLE_H
 #define FLOW_TARGET_EXECUTABLE_H
 
+#include "flow/Support/MemoryPlan.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Support/LLVM.h"
 #include "llvm/ADT/StringMap.h"
@@ -29,6 +30,9 @@ struct KernelInfo {
   /// bindings it writes.
   std::vector<uint64_t> bindingSizes;
   unsigned numOutputs = 0;
+  /// Operands whose buffer the first result may take over in place (the
+  /// kernel is element-wise in them; `flow.inplace_operands`).
+  std::vector<int64_t> inPlaceOperands;
 };
 
 /// Figures about the executable, for the compile report.
@@ -56,6 +60,18 @@ struct ExecutableStats {
   int64_t collectiveBytes = 0;
   /// Bytes of the parameters read from the archive.
   int64_t parameterBytes = 0;
+  /// Each function's arena plan: its buffers and the packing's figures.
+  struct FunctionPlan {
+    std::string function;
+    std::vector<PlannedBuffer> buffers;
+    MemoryPlanResult result;
+  };
+  std::vector<FunctionPlan> plans;
+  /// The lower bound of the function with the largest arena (most bytes
+  /// alive at one point), and how many buffers took over an operand's slice
+  /// in place, over all functions.
+  int64_t arenaLowerBound = 0;
+  int64_t numInPlace = 0;
 };
 
 /// Serializes the host schedule in `host` (public functions of flow.constant,

@@ -13,9 +13,11 @@
 // CHECK: %[[R:.*]] = call @mlp_k1(%[[A]])
 // CHECK: %[[V:.*]] = flow.reshape %[[R]]
 // CHECK: return %[[V]]
-// The splat constant is rebuilt inside the kernel that uses it.
+// The splat constant is rebuilt inside the kernel that uses it. Element-wise
+// kernels may write their result over an operand of the result's shape
+// (flow.inplace_operands); the broadcast bias is not one.
 // CHECK: func.func private @mlp_k0(%{{.*}}: tensor<8x32xf32>, %{{.*}}: tensor<32xf32>) -> tensor<8x32xf32>
-// CHECK-SAME: attributes {flow.kernel, flow.workgroup_extent = 8 : i64}
+// CHECK-SAME: attributes {flow.inplace_operands = array<i64: 0>, flow.kernel, flow.workgroup_extent = 8 : i64}
 // CHECK-NEXT: flow.add
 // CHECK: func.func private @mlp_k1(%[[I:.*]]: tensor<8x32xf32>) -> tensor<8x32xf32>
 // CHECK-NEXT: %[[H:.*]] = flow.constant dense<5.000000e-01> : tensor<f32>
@@ -40,6 +42,7 @@ func.func @mlp(%x: tensor<8x16xf32>, %w: tensor<16x32xf32>) -> tensor<256xf32> {
 // Rows that depend on each other make a single-workgroup kernel; f16
 // matmuls are generated kernels.
 // CHECK-LABEL: func.func private @rows_k0
+// CHECK-NOT: flow.inplace_operands
 // CHECK-SAME: flow.workgroup_extent = 1 : i64
 // CHECK-NEXT: flow.softmax %{{.*}} axis = 0
 // CHECK-LABEL: func.func private @rows_k1

@@ -186,6 +186,15 @@ LogicalResult FlowDialect::verifyOperationAttribute(Operation *op,
                                << "' must be a positive integer";
     return success();
   }
+  if (attr.getName() == getInPlaceOperandsAttrName()) {
+    auto indices = dyn_cast<DenseI64ArrayAttr>(attr.getValue());
+    if (!indices || llvm::any_of(indices.asArrayRef(),
+                                 [](int64_t i) { return i < 0; }))
+      return op->emitOpError()
+             << "'" << getInPlaceOperandsAttrName()
+             << "' must be an array<i64> of operand indices";
+    return success();
+  }
   if (attr.getName() == getBindingSizesAttrName()) {
     auto sizes = dyn_cast<DenseI64ArrayAttr>(attr.getValue());
     if (!sizes || llvm::any_of(sizes.asArrayRef(),

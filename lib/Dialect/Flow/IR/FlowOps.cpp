@@ -995,3 +995,9 @@ LogicalResult DispatchRegionOp::verify() {
   }
   return success();
 }
+
+bool mlir::flow::isElementwise(Operation *op) {
+  return op->hasTrait<OpTrait::Elementwise>() ||
+         isa<AddOp, SubOp, MulOp, DivOp, MaximumOp, MinimumOp, PowOp,
+             CompareOp, SelectOp, BroadcastToOp, BatchNormOp>(op);
+}

@@ -38,6 +38,38 @@ static bool isSplatConstant(Value v) {
   return dense && dense.isSplat();
 }
 
+/// The operands (indices into `args`) whose buffer the region's first result
+/// may take over: every op is element-wise, and reads the operand at the
+/// result's own shape (no broadcast), so each result element is written
+/// after the only read of the operand element at the same place.
+static SmallVector<int64_t> inPlaceOperands(DispatchRegionOp region,
+                                            ArrayRef<Value> args) {
+  SmallVector<int64_t> indices;
+  Block &body = region.getBody().front();
+  if (region.getNumResults() == 0 ||
+      !llvm::all_of(body.without_terminator(),
+                    [](Operation &op) { return isElementwise(&op); }))
+    return indices;
+  auto resultType = cast<RankedTensorType>(region.getResult(0).getType());
+  for (auto [i, arg] : llvm::enumerate(args)) {
+    auto type = cast<RankedTensorType>(arg.getType());
+    if (type != resultType)
+      continue;
+    bool sameShapeUses = llvm::all_of(arg.getUses(), [&](OpOperand &use) {
+      Operation *user = use.getOwner();
+      if (!region->isAncestor(user))
+        return true;
+      return llvm::all_of(user->getResults(), [&](Value r) {
+        return cast<RankedTensorType>(r.getType()).getShape() ==
+               type.getShape();
+      });
+    });
+    if (sameShapeUses)
+      indices.push_back(i);
+  }
+  return indices;
+}
+
 namespace {
 struct OutlineKernelsPass
     : flow::impl::OutlineKernelsPassBase<OutlineKernelsPass> {
@@ -94,6 +126,11 @@ struct OutlineKernelsPass
         regionBody.getTerminator()->getOperands(),
         [&](Value v) { return mapping.lookupOrDefault(v); });
     func::ReturnOp::create(builder, region.getLoc(), results);
+
+    SmallVector<int64_t> inPlace = inPlaceOperands(region, args);
+    if (!inPlace.empty())
+      kernel->setAttr(FlowDialect::getInPlaceOperandsAttrName(),
+                      builder.getDenseI64ArrayAttr(inPlace));
 
     builder.setInsertionPoint(region);
     auto call = func::CallOp::create(builder, region.getLoc(), kernel, args);

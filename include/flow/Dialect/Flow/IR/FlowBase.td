@@ -78,6 +78,11 @@ def Flow_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral getFusionRefusedAttrName() {
       return ::llvm::StringLiteral("flow.fusion_refused");
     }
+    /// On a kernel: operands whose buffer its first result may take over in
+    /// place (it is element-wise in them; set by flow-outline-kernels).
+    static constexpr ::llvm::StringLiteral getInPlaceOperandsAttrName() {
+      return ::llvm::StringLiteral("flow.inplace_operands");
+    }
     /// Marks a function as a kernel (set by flow-outline-kernels).
     static constexpr ::llvm::StringLiteral getKernelAttrName() {
       return ::llvm::StringLiteral("flow.kernel");

@@ -30,6 +30,11 @@ FailureOr<SmallVector<int64_t>>
 broadcastShapes(ArrayRef<ArrayRef<int64_t>> shapes,
                 function_ref<InFlightDiagnostic()> emitError = nullptr);
 
+/// True for ops that compute each result element from the operand elements
+/// at the same (broadcast) position: the unary and binary ops, compare,
+/// select, cast, gelu, broadcast_to and batch_norm.
+bool isElementwise(Operation *op);
+
 /// Looks up the `flow.mesh` named `name` from `from`; null if none.
 MeshOp lookupMesh(Operation *from, FlatSymbolRefAttr name,
                   SymbolTableCollection *symbolTable = nullptr);
