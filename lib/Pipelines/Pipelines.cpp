@@ -242,7 +242,7 @@ void mlir::flow::buildFlowGraphPipeline(OpPassManager &pm,
       "),func.func(flow-form-dispatch-regions{fusion=" +
       (options.fusion ? "1" : "0") +
       " library-matmul=" + (options.libraryMatmul ? "1" : "0") +
-      "}),flow-outline-kernels,symbol-dce";
+      "}),flow-outline-kernels,symbol-dce,flow-plan-memory";
   addPipeline(pm, text);
 }
 
@@ -296,7 +296,8 @@ void mlir::flow::registerCompilerPipelines() {
     PassPipelineRegistration<GraphPipelineCLOptions>(
         "flow-graph-pipeline",
         "The flow phase, second half: partition mesh functions, drop "
-        "annotations, form dispatch regions, outline them as kernels",
+        "annotations, form dispatch regions, outline them as kernels, plan "
+        "each host schedule's buffers",
         [](OpPassManager &pm, const GraphPipelineCLOptions &o) {
           buildFlowGraphPipeline(pm, {o.fusion, o.libraryMatmul});
         });
@@ -375,10 +376,7 @@ static llvm::StringMap<KernelInfo> kernelInfos(ModuleOp kernels) {
     if (auto n = func->getAttrOfType<IntegerAttr>(
             FlowDialect::getMaxWorkgroupsAttrName()))
       info.maxWorkgroups = n.getInt();
-    if (auto operands = func->getAttrOfType<DenseI64ArrayAttr>(
-            FlowDialect::getInPlaceOperandsAttrName()))
-      info.inPlaceOperands.assign(operands.asArrayRef().begin(),
-                                  operands.asArrayRef().end());
+
     infos[func.getSymName()] = info;
   }
   return infos;

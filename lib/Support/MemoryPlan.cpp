@@ -6,7 +6,11 @@
 
 #include "flow/Support/MemoryPlan.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Location.h"
+#include "mlir/IR/Operation.h"
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/Format.h"
 
 #include <algorithm>
@@ -15,6 +19,19 @@
 #include <numeric>
 
 using namespace mlir::flow;
+
+std::string mlir::flow::bufferName(Operation *op) {
+  std::string name;
+  llvm::raw_string_ostream os(name);
+  if (auto call = dyn_cast<func::CallOp>(op))
+    os << "@" << call.getCallee();
+  else
+    os << op->getName();
+  if (auto file = op->getLoc()->findInstanceOf<FileLineColLoc>())
+    os << " (" << llvm::sys::path::filename(file.getFilename().getValue())
+       << ":" << file.getLine() << ":" << file.getColumn() << ")";
+  return name;
+}
 
 namespace {
 

@@ -4,8 +4,9 @@
 //
 // Each public function becomes a command list. Every SSA value gets a
 // buffer: inputs and outputs are the caller's, constants live in the
-// executable, reshapes are views of their operand, and everything else is a
-// slice of one arena whose offsets are planned here from live ranges.
+// executable, reshapes are views of their operand, and everything a command
+// computes is where flow-plan-memory put it: an output, or a slice of the
+// function's arena. This file only serializes.
 //
 //===----------------------------------------------------------------------===//
 
@@ -30,10 +31,6 @@ namespace fb = ::flow::fbs;
 static constexpr uint32_t kFormatVersion = ::flow::runtime::kExecutableVersion;
 /// Alignment of every arena slice.
 static constexpr int64_t kAlignment = 64;
-
-static int64_t alignUp(int64_t n) {
-  return (n + kAlignment - 1) / kAlignment * kAlignment;
-}
 
 static FailureOr<fb::DType> dtypeOf(Type t) {
   if (t.isF32())
@@ -143,11 +140,6 @@ private:
     uint32_t index = 0;
     int64_t offset = 0;
     int64_t size = 0;
-    /// For arena values: position of the definition and the last use.
-    int64_t begin = 0, end = 0;
-    /// For arena values: the value whose slice this one takes over in
-    /// place (null if none).
-    Value reuses;
   };
 
   fb::BufferRef ref(Value v) {
@@ -166,7 +158,7 @@ private:
         return v;
     }
   }
-  LogicalResult planArena(func::FuncOp func, int64_t &arenaSize);
+  void recordPlan(func::FuncOp func, ArenaPlanAttr arena);
 
   flatbuffers::FlatBufferBuilder &fbb;
   const llvm::StringMap<KernelInfo> &kernels;
@@ -177,55 +169,39 @@ private:
 };
 } // namespace
 
-LogicalResult FunctionWriter::planArena(func::FuncOp func,
-                                        int64_t &arenaSize) {
-  // The arena's buffers, in order of definition, for the planner
-  // (flow/Support/MemoryPlan.h).
-  std::vector<PlannedBuffer> buffers;
-  llvm::DenseMap<Value, int64_t> indexOf;
-  for (auto &[value, slot] : slots) {
-    if (slot.space != fb::Space::Arena)
-      continue;
-    PlannedBuffer b;
-    b.size = slot.size;
-    b.begin = slot.begin;
-    b.end = slot.end;
-    if (slot.reuses)
-      b.reuses = indexOf.lookup(slot.reuses);
-    std::string name;
-    llvm::raw_string_ostream os(name);
-    if (Operation *def = value.getDefiningOp()) {
-      if (auto call = dyn_cast<func::CallOp>(def))
-        os << "@" << call.getCallee();
-      else
-        os << def->getName();
-      if (auto file = def->getLoc()->findInstanceOf<FileLineColLoc>())
-        os << " (" << llvm::sys::path::filename(file.getFilename().getValue())
-           << ":" << file.getLine() << ":" << file.getColumn() << ")";
+/// The function's arena plan as flow-plan-memory recorded it, for the
+/// report and the plot.
+void FunctionWriter::recordPlan(func::FuncOp func, ArenaPlanAttr arena) {
+  ExecutableStats::FunctionPlan plan;
+  plan.function = func.getSymName().str();
+  plan.result.arenaBytes = arena.getBytes();
+  plan.result.lowerBound = arena.getLowerBound();
+  plan.result.unplannedBytes = arena.getUnplanned();
+  plan.result.heuristic = arena.getHeuristic().str();
+  func.walk([&](Operation *op) {
+    auto list = op->getAttrOfType<ArrayAttr>(FlowDialect::getBuffersAttrName());
+    if (!list)
+      return;
+    for (Attribute a : list) {
+      auto slice = dyn_cast<ArenaSliceAttr>(a);
+      if (!slice)
+        continue;
+      PlannedBuffer b;
+      b.size = slice.getSize();
+      b.begin = slice.getFirst();
+      b.end = slice.getLast();
+      b.offset = slice.getOffset();
+      b.reuses = slice.getInPlace() ? 0 : -1;
+      b.name = bufferName(op);
+      stats.transientBytes += b.size;
+      stats.numInPlace += slice.getInPlace();
+      plan.buffers.push_back(std::move(b));
     }
-    b.name = name;
-    indexOf[value] = buffers.size();
-    buffers.push_back(std::move(b));
-    stats.transientBytes += slot.size;
-  }
-  MemoryPlanResult plan = planMemory(buffers, kAlignment);
-  if (std::optional<std::string> error =
-          verifyMemoryPlan(buffers, kAlignment, plan.arenaBytes))
-    return func.emitError("internal error: the arena plan is unsound: ")
-           << *error;
-  for (auto &[value, slot] : slots)
-    if (slot.space == fb::Space::Arena) {
-      const PlannedBuffer &b = buffers[indexOf.lookup(value)];
-      slot.offset = b.offset;
-      stats.numInPlace += b.reuses >= 0 && b.offset == buffers[b.reuses].offset;
-    }
-  arenaSize = plan.arenaBytes;
-  if (arenaSize >= stats.arenaBytes) {
-    stats.arenaLowerBound = plan.lowerBound;
-  }
-  stats.plans.push_back(
-      {func.getSymName().str(), std::move(buffers), std::move(plan)});
-  return success();
+  });
+  if (plan.result.arenaBytes >= stats.arenaBytes)
+    stats.arenaLowerBound = plan.result.lowerBound;
+  stats.arenaBytes = std::max(stats.arenaBytes, plan.result.arenaBytes);
+  stats.plans.push_back(std::move(plan));
 }
 
 FailureOr<flatbuffers::Offset<fb::Function>>
@@ -263,33 +239,19 @@ FunctionWriter::write(func::FuncOp func) {
     slots[arg] = {fb::Space::Input, (uint32_t)i, 0,
                   byteSize(cast<RankedTensorType>(arg.getType()))};
 
-  // Returned values computed by a command are written straight into the
-  // output buffer; the rest are copied there at the end.
+  // The buffers flow-plan-memory chose: a slice of the arena, or an output
+  // the command writes straight into (returned values in no output buffer
+  // are copied there at the end).
   auto ret = cast<func::ReturnOp>(body.getTerminator());
-  SmallVector<int64_t> outputOf(ret.getNumOperands(), -1);
-  llvm::DenseMap<Value, unsigned> directOutput;
-  for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
-    Value root = rootOf(v);
-    Operation *def = root.getDefiningOp();
-    if (def && (isa<func::CallOp, MatmulOp>(def) || isCollective(def)) &&
-        !directOutput.count(root) &&
-        byteSize(cast<RankedTensorType>(root.getType())) ==
-            byteSize(cast<RankedTensorType>(v.getType()))) {
-      directOutput[root] = i;
-      outputOf[i] = i;
-    }
-  }
+  auto arena = func->getAttrOfType<ArenaPlanAttr>(FlowDialect::getArenaAttrName());
+  if (!arena)
+    return func.emitError("function has no memory plan: run flow-plan-memory "
+                          "before writing the executable");
+  if (arena.getBytes() < 0)
+    return func.emitError("arena size must be non-negative");
 
-  // Assign buffers and live ranges in program order.
-  int64_t position = 0;
-  SmallVector<std::pair<func::CallOp, int64_t>> callPositions;
+  // Assign buffers in program order.
   for (Operation &op : body) {
-    ++position;
-    for (Value operand : op.getOperands()) {
-      auto it = slots.find(rootOf(operand));
-      if (it != slots.end())
-        it->second.end = position;
-    }
     if (isa<ReshapeOp, AnnotateOp, func::ReturnOp>(op))
       continue;
     if (auto constant = dyn_cast<ConstantOp>(op)) {
@@ -338,45 +300,35 @@ FunctionWriter::write(func::FuncOp func) {
     if (!isa<func::CallOp, MatmulOp>(op) && !isCollective(&op))
       return op.emitError("the CPU executable cannot run '")
              << op.getName() << "' on the host";
-    if (auto call = dyn_cast<func::CallOp>(op))
-      callPositions.push_back({call, position});
-    for (Value result : op.getResults()) {
+    auto list = op.getAttrOfType<ArrayAttr>(FlowDialect::getBuffersAttrName());
+    if (!list || list.size() != op.getNumResults())
+      return op.emitError("has no buffers: run flow-plan-memory before "
+                          "writing the executable");
+    for (auto [result, buffer] : llvm::zip(op.getResults(), list)) {
       int64_t size = byteSize(cast<RankedTensorType>(result.getType()));
-      auto direct = directOutput.find(result);
-      if (direct != directOutput.end())
-        slots[result] = {fb::Space::Output, direct->second, 0, size};
-      else
-        slots[result] = {fb::Space::Arena, 0, 0, size, position, position};
+      if (auto output = dyn_cast<OutputBufferAttr>(buffer)) {
+        if (output.getIndex() < 0 ||
+            output.getIndex() >= (int64_t)ret.getNumOperands() ||
+            byteSize(cast<RankedTensorType>(
+                ret.getOperand(output.getIndex()).getType())) != size)
+          return op.emitError("buffer ")
+                 << output << " is not an output of this size";
+        slots[result] = {fb::Space::Output, (uint32_t)output.getIndex(), 0,
+                         size};
+        continue;
+      }
+      auto slice = cast<ArenaSliceAttr>(buffer);
+      if (slice.getSize() != size || slice.getOffset() < 0 ||
+          slice.getOffset() % kAlignment ||
+          slice.getOffset() + size > arena.getBytes())
+        return op.emitError("buffer ")
+               << slice << " does not hold this " << size
+               << "-byte result within the arena of " << arena.getBytes()
+               << " bytes";
+      slots[result] = {fb::Space::Arena, 0, slice.getOffset(), size};
     }
   }
-  // In place: an element-wise kernel's first result takes over the slice of
-  // an operand that dies at it.
-  llvm::DenseSet<Value> taken;
-  for (auto [call, position] : callPositions) {
-    auto info = kernels.find(call.getCallee());
-    if (info == kernels.end() || call.getNumResults() == 0)
-      continue;
-    auto result = slots.find(call.getResult(0));
-    if (result == slots.end() || result->second.space != fb::Space::Arena)
-      continue;
-    for (int64_t k : info->second.inPlaceOperands) {
-      if (k < 0 || k >= (int64_t)call.getNumOperands())
-        continue;
-      Value root = rootOf(call.getOperand(k));
-      auto operand = slots.find(root);
-      if (operand == slots.end() || operand->second.space != fb::Space::Arena ||
-          operand->second.end != position ||
-          operand->second.size < result->second.size || taken.contains(root))
-        continue;
-      result->second.reuses = root;
-      taken.insert(root);
-      break;
-    }
-  }
-  int64_t arenaSize = 0;
-  if (failed(planArena(func, arenaSize)))
-    return failure();
-  stats.arenaBytes = std::max(stats.arenaBytes, arenaSize);
+  recordPlan(func, arena);
 
   // Commands.
   std::vector<flatbuffers::Offset<void>> commands;
@@ -451,7 +403,9 @@ FunctionWriter::write(func::FuncOp func) {
     }
   }
   for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
-    if (outputOf[i] >= 0)
+    const Slot &slot = slots[rootOf(v)];
+    if (slot.space == fb::Space::Output && slot.index == i &&
+        slot.size == byteSize(cast<RankedTensorType>(v.getType())))
       continue;
     fb::BufferRef src = ref(v);
     fb::BufferRef dst(fb::Space::Output, (uint32_t)i, 0, src.size());
@@ -492,7 +446,7 @@ FunctionWriter::write(func::FuncOp func) {
   }
   return fb::CreateFunctionDirect(
       fbb, func.getSymName().str().c_str(), &*inputs, &*outputs, &commandTypes,
-      &commands, arenaSize, ranks.empty() ? nullptr : &ranks,
+      &commands, arena.getBytes(), ranks.empty() ? nullptr : &ranks,
       globalName.empty() ? nullptr : globalName.c_str(),
       globalInputs.empty() && ranks.empty() ? nullptr : &globalInputs,
       globalOutputs.empty() && ranks.empty() ? nullptr : &globalOutputs);

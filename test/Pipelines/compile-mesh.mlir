@@ -19,7 +19,7 @@ func.func @forward(%x: tensor<8x16xf32> {flow.sbp = #flow.sbp<[S(0)]>}, %w: tens
 // FLOW-SAME: flow.ranks = array<i64: 0, 1>
 // FLOW: flow.matmul {{.*}} -> tensor<4x32xf32>
 // FLOW: %[[R:.*]] = call @forward_k0
-// FLOW: %[[G:.*]] = flow.all_gather %[[R]] on @mesh axes = [0] dim = 0 : tensor<4x32xf32> -> tensor<8x32xf32>
+// FLOW: %[[G:.*]] = flow.all_gather %[[R]] on @mesh axes = [0] dim = 0 {flow.buffers = [#flow.output<index = 0>]} : tensor<4x32xf32> -> tensor<8x32xf32>
 // FLOW: return %[[G]]
 
 // REPORT: "collective_ops": [

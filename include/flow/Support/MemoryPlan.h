@@ -24,7 +24,12 @@
 #include <vector>
 
 namespace mlir {
+class Operation;
 namespace flow {
+
+/// A buffer's name in plans, plots and messages: the kernel it comes from
+/// (`@f_k3`) or the op, and its file:line:col when it has one.
+std::string bufferName(Operation *definingOp);
 
 struct PlannedBuffer {
   /// Bytes; the plan aligns each buffer's slice.

@@ -30,9 +30,6 @@ struct KernelInfo {
   /// bindings it writes.
   std::vector<uint64_t> bindingSizes;
   unsigned numOutputs = 0;
-  /// Operands whose buffer the first result may take over in place (the
-  /// kernel is element-wise in them; `flow.inplace_operands`).
-  std::vector<int64_t> inPlaceOperands;
 };
 
 /// Figures about the executable, for the compile report.
@@ -75,9 +72,10 @@ struct ExecutableStats {
 };
 
 /// Serializes the host schedule in `host` (public functions of flow.constant,
-/// flow.reshape, f32 flow.matmul and calls to kernels) into a .fbin:
-/// commands, a planned arena per function, constants and the kernel
-/// library. Errors are reported on the offending op.
+/// flow.parameter, flow.reshape, f32 flow.matmul, collectives and calls to
+/// kernels, with the buffers flow-plan-memory gave them) into a .fbin:
+/// commands, the arena of each function, constants and the kernel library.
+/// Errors are reported on the offending op.
 FailureOr<std::vector<uint8_t>>
 writeExecutable(ModuleOp host, const llvm::StringMap<KernelInfo> &kernels,
                 ArrayRef<uint8_t> kernelLibrary, ExecutableStats &stats);

@@ -9,15 +9,15 @@
 // CHECK-SAME: (%[[X:.*]]: tensor<8x16xf32>, %[[W:.*]]: tensor<16x32xf32>)
 // CHECK: %[[B:.*]] = flow.constant dense<{{.*}}> : tensor<32xf32>
 // CHECK: %[[M:.*]] = flow.matmul %[[X]], %[[W]]
-// CHECK: %[[A:.*]] = call @mlp_k0(%[[M]], %[[B]])
+// CHECK: %[[A:.*]] = call @mlp_k0(%[[M]], %[[B]]) {flow.inplace_operands = array<i64: 0>}
 // CHECK: %[[R:.*]] = call @mlp_k1(%[[A]])
 // CHECK: %[[V:.*]] = flow.reshape %[[R]]
 // CHECK: return %[[V]]
 // The splat constant is rebuilt inside the kernel that uses it. Element-wise
 // kernels may write their result over an operand of the result's shape
-// (flow.inplace_operands); the broadcast bias is not one.
+// (flow.inplace_operands on the call); the broadcast bias is not one.
 // CHECK: func.func private @mlp_k0(%{{.*}}: tensor<8x32xf32>, %{{.*}}: tensor<32xf32>) -> tensor<8x32xf32>
-// CHECK-SAME: attributes {flow.inplace_operands = array<i64: 0>, flow.kernel, flow.workgroup_extent = 8 : i64}
+// CHECK-SAME: attributes {flow.kernel, flow.workgroup_extent = 8 : i64}
 // CHECK-NEXT: flow.add
 // CHECK: func.func private @mlp_k1(%[[I:.*]]: tensor<8x32xf32>) -> tensor<8x32xf32>
 // CHECK-NEXT: %[[H:.*]] = flow.constant dense<5.000000e-01> : tensor<f32>

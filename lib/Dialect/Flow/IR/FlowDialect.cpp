@@ -186,6 +186,23 @@ LogicalResult FlowDialect::verifyOperationAttribute(Operation *op,
                                << "' must be a positive integer";
     return success();
   }
+  if (attr.getName() == getBuffersAttrName()) {
+    auto list = dyn_cast<ArrayAttr>(attr.getValue());
+    if (!list || list.size() != op->getNumResults() ||
+        !llvm::all_of(list, [](Attribute a) {
+          return isa<ArenaSliceAttr, OutputBufferAttr>(a);
+        }))
+      return op->emitOpError()
+             << "'" << getBuffersAttrName()
+             << "' must list one #flow.arena or #flow.output per result";
+    return success();
+  }
+  if (attr.getName() == getArenaAttrName()) {
+    if (!isa<ArenaPlanAttr>(attr.getValue()))
+      return op->emitOpError()
+             << "'" << getArenaAttrName() << "' must be a #flow.arena_plan";
+    return success();
+  }
   if (attr.getName() == getInPlaceOperandsAttrName()) {
     auto indices = dyn_cast<DenseI64ArrayAttr>(attr.getValue());
     if (!indices || llvm::any_of(indices.asArrayRef(),

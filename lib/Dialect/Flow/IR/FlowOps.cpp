@@ -1001,3 +1001,9 @@ bool mlir::flow::isElementwise(Operation *op) {
          isa<AddOp, SubOp, MulOp, DivOp, MaximumOp, MinimumOp, PowOp,
              CompareOp, SelectOp, BroadcastToOp, BatchNormOp>(op);
 }
+
+int64_t mlir::flow::storageBytes(RankedTensorType type) {
+  Type t = type.getElementType();
+  int64_t width = t.isInteger(1) ? 1 : t.getIntOrFloatBitWidth() / 8;
+  return type.getNumElements() * width;
+}

@@ -127,13 +127,12 @@ struct OutlineKernelsPass
         [&](Value v) { return mapping.lookupOrDefault(v); });
     func::ReturnOp::create(builder, region.getLoc(), results);
 
-    SmallVector<int64_t> inPlace = inPlaceOperands(region, args);
-    if (!inPlace.empty())
-      kernel->setAttr(FlowDialect::getInPlaceOperandsAttrName(),
-                      builder.getDenseI64ArrayAttr(inPlace));
-
     builder.setInsertionPoint(region);
     auto call = func::CallOp::create(builder, region.getLoc(), kernel, args);
+    SmallVector<int64_t> inPlace = inPlaceOperands(region, args);
+    if (!inPlace.empty())
+      call->setAttr(FlowDialect::getInPlaceOperandsAttrName(),
+                    builder.getDenseI64ArrayAttr(inPlace));
     region->replaceAllUsesWith(call.getResults());
     region->erase();
     ++numKernels;

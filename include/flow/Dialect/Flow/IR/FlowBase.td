@@ -78,10 +78,20 @@ def Flow_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral getFusionRefusedAttrName() {
       return ::llvm::StringLiteral("flow.fusion_refused");
     }
-    /// On a kernel: operands whose buffer its first result may take over in
-    /// place (it is element-wise in them; set by flow-outline-kernels).
+    /// On a call to a kernel: operands whose buffer its first result may
+    /// take over in place (the kernel is element-wise in them; set by
+    /// flow-outline-kernels).
     static constexpr ::llvm::StringLiteral getInPlaceOperandsAttrName() {
       return ::llvm::StringLiteral("flow.inplace_operands");
+    }
+    /// On a host op: where each result lives (#flow.arena or #flow.output);
+    /// on a host function: its arena (#flow.arena_plan). Set by
+    /// flow-plan-memory.
+    static constexpr ::llvm::StringLiteral getBuffersAttrName() {
+      return ::llvm::StringLiteral("flow.buffers");
+    }
+    static constexpr ::llvm::StringLiteral getArenaAttrName() {
+      return ::llvm::StringLiteral("flow.arena");
     }
     /// Marks a function as a kernel (set by flow-outline-kernels).
     static constexpr ::llvm::StringLiteral getKernelAttrName() {

@@ -35,6 +35,10 @@ broadcastShapes(ArrayRef<ArrayRef<int64_t>> shapes,
 /// select, cast, gelu, broadcast_to and batch_norm.
 bool isElementwise(Operation *op);
 
+/// Bytes a tensor of `type` takes in a Flow executable (an i1 takes a
+/// byte).
+int64_t storageBytes(RankedTensorType type);
+
 /// Looks up the `flow.mesh` named `name` from `from`; null if none.
 MeshOp lookupMesh(Operation *from, FlatSymbolRefAttr name,
                   SymbolTableCollection *symbolTable = nullptr);

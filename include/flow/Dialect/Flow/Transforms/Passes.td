@@ -158,7 +158,10 @@ def OutlineKernelsPass : Pass<"flow-outline-kernels", "ModuleOp"> {
 
     Each kernel records the region's `rows` in `flow.workgroup_extent`: how
     many independent rows it may be split into (1: it runs as a single
-    workgroup).
+    workgroup). When every op of the region is element-wise, the call lists
+    in `flow.inplace_operands` the operands of the result's type that the
+    region reads only at the result's own positions: the result may take
+    over such an operand's buffer (`flow-plan-memory` decides).
 
     ```mlir
     func.func @f(%x: tensor<8x16xf32>) -> tensor<8x16xf32> {
@@ -185,6 +188,48 @@ def OutlineKernelsPass : Pass<"flow-outline-kernels", "ModuleOp"> {
   ];
   let dependentDialects = ["::mlir::flow::FlowDialect",
                            "::mlir::func::FuncDialect"];
+}
+
+def PlanMemoryPass : Pass<"flow-plan-memory", "ModuleOp"> {
+  let summary = "Gives every value the host schedule computes its buffer";
+  let description = [{
+    Runs on the host schedules (public functions after
+    `flow-outline-kernels`). Every value a command computes (a kernel call,
+    a library GEMM, a collective) gets a buffer, recorded on its op as
+    `flow.buffers` (one per result):
+
+    - `#flow.output<index = i>` when the function returns it as output `i`
+      (the first time it is returned, at its full size): the command writes
+      straight into the caller's buffer;
+    - otherwise `#flow.arena<offset, size, first, last, in_place>`, a slice
+      of the function's arena. Lifetimes come from the schedule order:
+      `first` is the defining op's position, `last` the last use of the
+      value or of a view of it (`flow.reshape`). A kernel call's first
+      result takes over the slice of an operand listed in the call's
+      `flow.inplace_operands` when that operand dies at the call
+      (`in_place`).
+
+    The offsets come from the arena planner (flow/Support/MemoryPlan.h):
+    four packing orders, the smallest arena kept, and a check that no two
+    buffers alive at once overlap (an unsound plan is an error). The
+    function records its arena as `flow.arena = #flow.arena_plan<bytes,
+    lower_bound, unplanned, heuristic>`. The `.fbin` writer serializes
+    these buffers as they are.
+
+    ```mlir
+    %0 = call @f_k0(%x) : (tensor<256xf32>) -> tensor<256xf32>
+    %1 = call @f_k1(%0) {flow.inplace_operands = array<i64: 0>} : ...
+    return %1
+    // becomes
+    %0 = call @f_k0(%x) {flow.buffers = [#flow.arena<offset = 0,
+        size = 1024, first = 1, last = 2, in_place = false>]} : ...
+    %1 = call @f_k1(%0) {flow.buffers = [#flow.output<index = 0>], ...} : ...
+    ```
+  }];
+  let statistics = [
+    Statistic<"numInPlace", "in-place", "Number of values computed in place">
+  ];
+  let dependentDialects = ["::mlir::flow::FlowDialect"];
 }
 
 #endif // FLOW_DIALECT_FLOW_TRANSFORMS_PASSES_TD
