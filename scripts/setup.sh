@@ -16,7 +16,8 @@ VENV="$FLOW_CACHE/venv"
 APT_PACKAGES=(
   llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools
   lld-22 cmake ninja-build ccache g++ libgtest-dev
-  flatbuffers-compiler libflatbuffers-dev libopenblas-dev openmpi-bin libopenmpi-dev
+  flatbuffers-compiler libflatbuffers-dev libopenblas-dev libdnnl-dev openmpi-bin
+  libopenmpi-dev
   clang-22 libclang-rt-22-dev
   python3 python3-venv
 )

@@ -34,10 +34,13 @@ __all__ = ["FlowError", "UnsupportedOpsError", "CompiledModule",
 
 
 def blas_info() -> dict:
-    """The BLAS library Flow's GEMMs run on and the kernels it runs:
-    `library`, `kernels` (OpenBLAS's own name, e.g. "SkylakeX"), `chosen_by`
-    (Flow from the CPU's features, or OPENBLAS_CORETYPE) and `warning`
-    (non-empty when the kernels are slower than the CPU allows)."""
+    """The libraries Flow's GEMMs run on and the kernels they run:
+    `gemm_library` and `gemm_kernels` (oneDNN and its instruction set when
+    installed, unless FLOW_GEMM=openblas; else OpenBLAS), and OpenBLAS (the
+    matrix-vector products): `library`, `kernels` (its own name, e.g.
+    "SkylakeX"), `chosen_by` (Flow from the CPU's features, or
+    OPENBLAS_CORETYPE) and `warning` (non-empty when its kernels are slower
+    than the CPU allows)."""
     return dict(_blas_info())
 
 

@@ -331,6 +331,8 @@ PYBIND11_MODULE(_flow, m) {
         if (!info)
           throw FlowError(info.status().message());
         py::dict d;
+        d["gemm_library"] = info->gemmLibrary;
+        d["gemm_kernels"] = info->gemmKernels;
         d["library"] = info->library;
         d["kernels"] = info->kernels;
         d["chosen_by"] = info->chosenBy;

@@ -60,8 +60,8 @@ constexpr const char *kUsage =
     "  --trusted=LIST    run only executables whose SHA-256 is in LIST (one\n"
     "                    digest per line, as sha256sum prints them; default:\n"
     "                    $FLOW_TRUSTED_EXECUTABLES, else no allow-list)\n"
-    "  --stats           print the GEMM library and the kernels it runs, and\n"
-    "                    the bytes each collective exchanged on each\n"
+    "  --stats           print the GEMM libraries and the kernels they run,\n"
+    "                    and the bytes each collective exchanged on each\n"
     "                    rank (mesh executables)\n"
     "  --print           print each result's dtype, shape and first values\n"
     "                    (the default when there is no --output-dir)\n"
@@ -344,11 +344,14 @@ int main(int argc, char **argv) {
   }
 
   if (options.stats) {
-    if (StatusOr<BlasInfo> blas = loadBlas(); blas)
-      printf("gemm: %s, %s kernels (%s)\n", blas->library.c_str(),
+    if (StatusOr<BlasInfo> blas = loadBlas(); blas) {
+      printf("gemm: %s, %s kernels\n", blas->gemmLibrary.c_str(),
+             blas->gemmKernels.c_str());
+      printf("openblas: %s, %s kernels (%s)\n", blas->library.c_str(),
              blas->kernels.c_str(), blas->chosenBy.c_str());
-    else
+    } else {
       printf("gemm: %s\n", blas.status().message().c_str());
+    }
   }
   if (options.stats && comm)
     for (size_t i = 0; i < (*session)->collectiveBytes().size(); ++i)

@@ -32,7 +32,7 @@ def expected_kernels(flags):
     return None  # OpenBLAS's own choice
 
 
-def run_stats(tmp_path, env):
+def run_stats(tmp_path, env, out="out"):
     fbin = compile_mlir(GEMM, tmp_path)
     rng = np.random.default_rng(0)
     args = []
@@ -41,7 +41,7 @@ def run_stats(tmp_path, env):
         np.save(path, rng.standard_normal((64, 64)).astype(np.float32))
         args.append(f"--input={path}")
     return subprocess.run([str(tool("flow-run")), str(fbin), *args, "--stats",
-                           f"--output-dir={tmp_path / 'out'}"],
+                           f"--output-dir={tmp_path / out}"],
                           capture_output=True, text=True, timeout=120, env=env)
 
 
@@ -50,7 +50,8 @@ def test_kernels_follow_the_cpu_features(tmp_path):
            if k not in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")}
     proc = run_stats(tmp_path, env)
     assert proc.returncode == 0, proc.stderr
-    line = next(l for l in proc.stdout.splitlines() if l.startswith("gemm:"))
+    line = next(l for l in proc.stdout.splitlines()
+                if l.startswith("openblas:"))
     want = expected_kernels(cpu_flags())
     if want is not None:
         assert "chosen by Flow from the CPU's features" in line, line
@@ -68,8 +69,34 @@ def test_slow_kernels_are_never_silent(tmp_path):
                 "this CPU allows") in proc.stderr, proc.stderr
 
 
+ONEDNN = pathlib.Path("/usr/lib/x86_64-linux-gnu/libdnnl.so.2").exists()
+
+
+def test_gemm_library_is_onednn_when_installed(tmp_path):
+    # scripts/setup.sh installs libdnnl-dev; FLOW_GEMM=openblas opts out.
+    env = {k: v for k, v in os.environ.items() if k != "FLOW_GEMM"}
+    proc = run_stats(tmp_path, env)
+    assert proc.returncode == 0, proc.stderr
+    gemm = next(l for l in proc.stdout.splitlines() if l.startswith("gemm:"))
+    assert gemm.startswith("gemm: oneDNN" if ONEDNN else "gemm: OpenBLAS"), gemm
+    env["FLOW_GEMM"] = "openblas"
+    proc = run_stats(tmp_path, env, out="out-openblas")
+    assert proc.returncode == 0, proc.stderr
+    gemm = next(l for l in proc.stdout.splitlines() if l.startswith("gemm:"))
+    assert gemm.startswith("gemm: OpenBLAS"), gemm
+    # The same product either way, and numpy's: f32 sums of 64 products of
+    # unit normals, whose summation orders differ (a few ulp of the ~8
+    # magnitude of each entry).
+    a, b = (np.load(tmp_path / f"in{i}.npy") for i in range(2))
+    want = a.astype(np.float64) @ b.astype(np.float64)
+    for out in ("out", "out-openblas"):
+        got = np.load(tmp_path / out / "result_0.npy")
+        np.testing.assert_allclose(got, want, rtol=0, atol=1e-4)
+
+
 def test_python_reports_the_blas():
     info = flow.blas_info()
     assert info["library"].startswith("OpenBLAS"), info
     assert info["kernels"] and info["kernels"] != "unknown", info
     assert info["chosen_by"], info
+    assert info["gemm_library"].startswith("oneDNN" if ONEDNN else "OpenBLAS")

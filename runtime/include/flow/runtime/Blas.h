@@ -2,8 +2,10 @@
 //
 // Part of the Flow project.
 //
-// GEMM commands run on OpenBLAS, loaded at the first session that needs it.
-// OpenBLAS picks its kernels once, when it is loaded, from the processor's
+// GEMM commands run on oneDNN's JIT SGEMM when libdnnl is installed (unless
+// FLOW_GEMM=openblas), else on OpenBLAS; matrix-vector products (m = 1)
+// always run on OpenBLAS. Both are loaded at the first session that needs
+// them. OpenBLAS picks its kernels once, when it is loaded, from the processor's
 // model; an OpenBLAS older than the processor falls back to its generic
 // kernels (several times slower). So unless the user set
 // OPENBLAS_CORETYPE, Flow chooses the kernels from the CPU's features
@@ -25,7 +27,10 @@ namespace flow {
 namespace runtime {
 
 struct BlasInfo {
-  /// The library and its build ("OpenBLAS 0.3.21 DYNAMIC_ARCH ...").
+  /// What runs the GEMMs: "oneDNN 2.6.3" with its instruction set
+  /// ("avx512_core_amx JIT"), or OpenBLAS (then the same as below).
+  std::string gemmLibrary, gemmKernels;
+  /// OpenBLAS and its build ("OpenBLAS 0.3.21 DYNAMIC_ARCH ...").
   std::string library;
   /// The kernels it runs ("SkylakeX", "Haswell", "Prescott"...).
   std::string kernels;
