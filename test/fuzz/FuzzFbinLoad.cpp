@@ -23,9 +23,7 @@ using namespace flow::runtime;
 static fuzz::TrustedLibraries trusted;
 
 extern "C" int LLVMFuzzerInitialize(int *, char ***) {
-  trusted.load();
-  if (trusted.size() == 0)
-    abort(); // The test kernel library is missing: rebuild.
+  trusted.loadOrAbort();
   return 0;
 }
 

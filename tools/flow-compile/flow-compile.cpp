@@ -57,6 +57,11 @@ static cl::opt<std::string>
 static cl::opt<std::string>
     reportFile("report", cl::desc("Write a JSON compile report to this file"),
                cl::value_desc("filename"), cl::init(""));
+static cl::opt<bool> inPlace(
+    "in-place",
+    cl::desc("Let element-wise kernels write over an operand that dies at "
+             "them (off by default: it measured slower)"),
+    cl::init(false));
 static cl::opt<std::string> memoryPlot(
     "memory-plot",
     cl::desc("Draw the arena plan of the function with the largest arena as "
@@ -230,6 +235,7 @@ int main(int argc, char **argv) {
     return 1;
   }
   options.fusion = fusion == "on";
+  options.inPlace = inPlace;
   if (!meshShape.empty()) {
     std::optional<std::vector<int64_t>> shape = parseMeshShape(meshShape);
     if (!shape) {

@@ -51,6 +51,9 @@ struct CompileOptions {
   /// Fuse ops into kernels (flow-form-dispatch-regions); false keeps one op
   /// per kernel.
   bool fusion = true;
+  /// Let element-wise kernels write over a dying operand
+  /// (flow-plan-memory{in-place}); off by default (it measured slower).
+  bool inPlace = false;
   /// When not empty, public functions without a `flow.mesh` run on a new
   /// mesh of this shape (`--mesh=4`, `--mesh=2x2`).
   std::vector<int64_t> mesh;
@@ -105,7 +108,7 @@ void registerCompilerDialects(DialectRegistry &registry);
 void registerCompilerPasses();
 
 /// Registers the phase pipelines by name, for flow-opt (idempotent):
-/// flow-place-pipeline, flow-graph-pipeline{fusion library-matmul},
+/// flow-place-pipeline, flow-graph-pipeline{fusion library-matmul in-place},
 /// flow-kernel-linalg-pipeline, flow-kernel-bufferize-pipeline,
 /// flow-kernel-cpu-llvm-pipeline. The kernel pipelines run on a module of
 /// kernels (what `--compile-to=flow` prints after its host functions, and
@@ -115,6 +118,7 @@ void registerCompilerPipelines();
 struct GraphPipelineOptions {
   bool fusion = true;
   bool libraryMatmul = true;
+  bool inPlace = false;
 };
 /// The phases' pipelines, as compile() runs them.
 void buildFlowPlacePipeline(OpPassManager &pm);

@@ -1,4 +1,8 @@
-// RUN: flow-opt %s -split-input-file --flow-plan-memory | FileCheck %s
+// RUN: flow-opt %s -split-input-file --flow-plan-memory=in-place=1 | FileCheck %s
+// RUN: flow-opt %s -split-input-file --flow-plan-memory | FileCheck %s --check-prefix=APART
+
+// In place is an option, off by default.
+// APART-NOT: in_place = true
 
 // Outputs are written in place by the command computing them; transient
 // values get arena slices, reused once dead; an element-wise kernel takes

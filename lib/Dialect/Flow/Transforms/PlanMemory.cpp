@@ -44,6 +44,8 @@ static int64_t bytesOf(Value v) {
 
 namespace {
 struct PlanMemoryPass : flow::impl::PlanMemoryPassBase<PlanMemoryPass> {
+  using PlanMemoryPassBase::PlanMemoryPassBase;
+
   void runOnOperation() override {
     for (func::FuncOp func : getOperation().getOps<func::FuncOp>()) {
       if (func.isExternal() || func.isPrivate() ||
@@ -99,7 +101,7 @@ struct PlanMemoryPass : flow::impl::PlanMemoryPassBase<PlanMemoryPass> {
     for (auto [call, at] : calls) {
       auto operands = call->getAttrOfType<DenseI64ArrayAttr>(
           FlowDialect::getInPlaceOperandsAttrName());
-      if (!operands || call.getNumResults() == 0)
+      if (!inPlace || !operands || call.getNumResults() == 0)
         continue;
       auto result = arena.find(call.getResult(0));
       if (result == arena.end())
