@@ -2,12 +2,14 @@
 # Sets up, builds, and runs every Flow test: lit (flow-opt, docs), the runtime
 # unit tests (GoogleTest through ctest), a short run of every fuzz target
 # over its corpus (scripts/fuzz.sh --smoke) and pytest, whose end-to-end
-# numeric tests run twice: with fusion (the default) and without. Exits non-zero if any
+# numeric tests run twice: with fusion (the default) and without; then lit,
+# the unit tests and pytest again under ASan and UBSan
+# (scripts/test-sanitized.sh, about 11 minutes more). Exits non-zero if any
 # suite fails. pytest lists every test that did not pass and why (-ra): a
 # skip is visible, never silent.
 #
-#   scripts/test.sh --sanitize   the same suites built and run under ASan and
-#                                UBSan (scripts/test-sanitized.sh, build-asan/)
+#   scripts/test.sh --sanitize   only the sanitized suites
+#                                (scripts/test-sanitized.sh, build-asan/)
 set -uo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -44,6 +46,10 @@ run "pytest" env FLOW_BUILD_DIR="$BUILD" \
 run "pytest, fusion off" env FLOW_BUILD_DIR="$BUILD" FLOW_TEST_FUSION=off \
   "$FLOW_CACHE/venv/bin/python" -m pytest -q -ra \
   "$ROOT"/test/python/test_{e2e_ops,models,torch_import,onnx_import,onnx_conformance,python_api}.py
+
+# The same suites (lit, unit tests, pytest) built and run under ASan and
+# UBSan (build-asan/): any sanitizer report fails the run.
+run "sanitized suites" "$ROOT/scripts/test-sanitized.sh"
 
 if ((status)); then echo "Some test suites FAILED"; else echo "All test suites passed"; fi
 exit $status
