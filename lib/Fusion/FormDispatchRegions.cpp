@@ -11,6 +11,7 @@
 
 #include "flow/Dialect/Flow/IR/FlowOps.h"
 #include "flow/Fusion/Passes.h"
+#include "flow/Support/Location.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/TypeSwitch.h"
@@ -215,18 +216,11 @@ struct FormDispatchRegionsPass
           continue;
         if (user->getBlock() != op->getBlock() || user->isBeforeInBlock(op))
           return (user->getName().getStringRef() + " at " +
-                  locationString(user) + ", between them, uses " +
+                  locationText(user->getLoc()) + ", between them, uses " +
                   member->getName().getStringRef() + "'s result")
               .str();
       }
     return "";
-  }
-
-  static std::string locationString(Operation *op) {
-    std::string s;
-    llvm::raw_string_ostream os(s);
-    op->getLoc().print(os);
-    return s;
   }
 
   void runOnOperation() override {
@@ -257,7 +251,8 @@ struct FormDispatchRegionsPass
     std::vector<std::unique_ptr<Group>> groups;
     DenseMap<Operation *, Group *> groupOf;
     auto refuse = [&](Operation *op, StringRef why) {
-      op->setAttr(FlowDialect::getFusionRefusedAttrName(), StringAttr::get(ctx, why));
+      op->setAttr(FlowDialect::getFusionRefusedAttrName(),
+                  StringAttr::get(ctx, why));
       ++numRefused;
     };
     for (Operation &opRef : block) {
@@ -364,9 +359,9 @@ struct FormDispatchRegionsPass
           results.push_back(v);
     OpBuilder b(last->getContext());
     b.setInsertionPointAfter(last);
-    auto region = DispatchRegionOp::create(
-        b, last->getLoc(), ValueRange(results).getTypes(),
-        b.getI64IntegerAttr(group.rows));
+    auto region = DispatchRegionOp::create(b, last->getLoc(),
+                                           ValueRange(results).getTypes(),
+                                           b.getI64IntegerAttr(group.rows));
     Block *body = b.createBlock(&region.getBody());
     for (Operation *op : group.ops)
       op->moveBefore(body, body->end());

@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "flow/Pipelines/Pipelines.h"
+#include "flow/Support/Location.h"
 #include "flow/Dialect/Flow/IR/FlowSbp.h"
 #include "mlir/IR/Verifier.h"
 #include "flow/Conversion/Passes.h"
@@ -141,17 +142,6 @@ static LogicalResult applyMesh(ModuleOp module, ArrayRef<int64_t> shape) {
 
 /// Each kernel's ops and each refused fusion, for the report.
 static void recordKernels(ModuleOp module, CompileReport &report) {
-  // file:line:col where the location has one, else MLIR's spelling.
-  auto locationText = [](Location loc) {
-    std::string s;
-    llvm::raw_string_ostream os(s);
-    if (auto file = loc->findInstanceOf<FileLineColLoc>())
-      os << file.getFilename().getValue() << ":" << file.getLine() << ":"
-         << file.getColumn();
-    else
-      loc.print(os);
-    return s;
-  };
   module.walk([&](Operation *op) {
     if (auto refused = op->getAttrOfType<StringAttr>(
             FlowDialect::getFusionRefusedAttrName()))

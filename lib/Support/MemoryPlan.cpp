@@ -5,13 +5,14 @@
 //===----------------------------------------------------------------------===//
 
 #include "flow/Support/MemoryPlan.h"
+#include "flow/Support/Location.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Location.h"
 #include "mlir/IR/Operation.h"
 #include "llvm/ADT/STLExtras.h"
-#include "llvm/Support/Path.h"
 #include "llvm/Support/Format.h"
+#include "llvm/Support/Path.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -27,9 +28,10 @@ std::string mlir::flow::bufferName(Operation *op) {
     os << "@" << call.getCallee();
   else
     os << op->getName();
-  if (auto file = op->getLoc()->findInstanceOf<FileLineColLoc>())
-    os << " (" << llvm::sys::path::filename(file.getFilename().getValue())
-       << ":" << file.getLine() << ":" << file.getColumn() << ")";
+  // The file's name without its directory: plots and reports stay short.
+  std::string where = locationText(op->getLoc());
+  if (op->getLoc()->findInstanceOf<FileLineColLoc>())
+    os << " (" << llvm::sys::path::filename(where) << ")";
   return name;
 }
 
@@ -57,8 +59,7 @@ std::vector<Group> makeGroups(const std::vector<PlannedBuffer> &buffers,
     const PlannedBuffer &b = buffers[i];
     int64_t size = alignUp(std::max<int64_t>(b.size, 1), alignment);
     int64_t r = b.reuses;
-    if (r >= 0 && size_t(r) < i && !reused[r] &&
-        buffers[r].end == b.begin &&
+    if (r >= 0 && size_t(r) < i && !reused[r] && buffers[r].end == b.begin &&
         alignUp(std::max<int64_t>(buffers[r].size, 1), alignment) >= size) {
       reused[r] = true;
       Group &g = groups[groupOf[r]];
@@ -192,15 +193,16 @@ mlir::flow::verifyMemoryPlan(const std::vector<PlannedBuffer> &buffers,
   };
   for (size_t i = 0; i < buffers.size(); ++i) {
     const PlannedBuffer &a = buffers[i];
-    if (a.offset < 0 || a.offset % alignment || a.offset + sizeOf(a) > arenaBytes)
+    if (a.offset < 0 || a.offset % alignment ||
+        a.offset + sizeOf(a) > arenaBytes)
       return "buffer " + describe(i) + " lies outside the arena of " +
              std::to_string(arenaBytes) + " bytes or is misaligned";
     for (size_t j = i + 1; j < buffers.size(); ++j) {
       const PlannedBuffer &b = buffers[j];
-      bool inPlace = (b.reuses == int64_t(i) && a.end == b.begin &&
-                      a.offset == b.offset) ||
-                     (a.reuses == int64_t(j) && b.end == a.begin &&
-                      a.offset == b.offset);
+      bool inPlace =
+          (b.reuses == int64_t(i) && a.end == b.begin &&
+           a.offset == b.offset) ||
+          (a.reuses == int64_t(j) && b.end == a.begin && a.offset == b.offset);
       if (inPlace)
         continue;
       bool sameTime = a.begin <= b.end && b.begin <= a.end;
@@ -277,8 +279,8 @@ void mlir::flow::writeMemoryPlot(llvm::raw_ostream &os,
   os << "<line x1=\"" << f(left) << "\" y1=\"" << f(top + plotH) << "\" x2=\""
      << f(left + plotW) << "\" y2=\"" << f(top + plotH)
      << "\" stroke=\"black\"/>\n";
-  os << "<line x1=\"" << f(left) << "\" y1=\"" << f(top) << "\" x2=\"" << f(left)
-     << "\" y2=\"" << f(top + plotH) << "\" stroke=\"black\"/>\n";
+  os << "<line x1=\"" << f(left) << "\" y1=\"" << f(top) << "\" x2=\""
+     << f(left) << "\" y2=\"" << f(top + plotH) << "\" stroke=\"black\"/>\n";
   os << "<text x=\"" << f(left) << "\" y=\"" << f(top + plotH + 18) << "\">"
      << first << "</text>\n";
   os << "<text x=\"" << f(left + plotW - 30) << "\" y=\"" << f(top + plotH + 18)
@@ -292,21 +294,20 @@ void mlir::flow::writeMemoryPlot(llvm::raw_ostream &os,
     int64_t size = alignUp(std::max<int64_t>(b.size, 1), alignment);
     double x0 = x(b.begin), x1 = x(b.end + 1);
     double y0 = y(b.offset + size), y1 = y(b.offset);
-    os << "<rect x=\"" << f(x0) << "\" y=\""
-       << f(y0) << "\" width=\""
+    os << "<rect x=\"" << f(x0) << "\" y=\"" << f(y0) << "\" width=\""
        << f(std::max(x1 - x0, 0.5)) << "\" height=\""
-       << f(std::max(y1 - y0, 0.5)) << "\" fill=\""
-       << colors[i % 8] << "\" fill-opacity=\"0.75\" stroke=\"#333\" "
+       << f(std::max(y1 - y0, 0.5)) << "\" fill=\"" << colors[i % 8]
+       << "\" fill-opacity=\"0.75\" stroke=\"#333\" "
        << "stroke-width=\"0.3\"><title>" << escape(b.name) << ": " << b.size
-       << " bytes at offset " << b.offset << ", positions " << b.begin
-       << ".." << b.end << (b.reuses >= 0 ? ", in place" : "")
-       << "</title></rect>\n";
+       << " bytes at offset " << b.offset << ", positions " << b.begin << ".."
+       << b.end << (b.reuses >= 0 ? ", in place" : "") << "</title></rect>\n";
   }
   // The arena's top and the lower bound.
-  os << "<line x1=\"" << f(left) << "\" y1=\"" << f(y(plan.arenaBytes)) << "\" x2=\""
-     << f(left + plotW) << "\" y2=\"" << f(y(plan.arenaBytes))
+  os << "<line x1=\"" << f(left) << "\" y1=\"" << f(y(plan.arenaBytes))
+     << "\" x2=\"" << f(left + plotW) << "\" y2=\"" << f(y(plan.arenaBytes))
      << "\" stroke=\"black\" stroke-width=\"1\"/>\n";
-  os << "<text x=\"4\" y=\"" << f(y(plan.arenaBytes) + 4) << "\">arena</text>\n";
+  os << "<text x=\"4\" y=\"" << f(y(plan.arenaBytes) + 4)
+     << "\">arena</text>\n";
   os << "<line x1=\"" << f(left) << "\" y1=\"" << f(y(plan.lowerBound))
      << "\" x2=\"" << f(left + plotW) << "\" y2=\"" << f(y(plan.lowerBound))
      << "\" stroke=\"#d62728\" stroke-width=\"1.5\" "

@@ -19,8 +19,6 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/DialectResourceBlobManager.h"
 #include "llvm/ADT/DenseMap.h"
-#include "llvm/ADT/DenseSet.h"
-#include "llvm/Support/Path.h"
 
 using namespace mlir;
 using namespace mlir::flow;
@@ -51,13 +49,6 @@ static FailureOr<fb::DType> dtypeOf(Type t) {
 /// True if \p value fits the executable's 32-bit (uint) fields.
 static bool fitsU32(uint64_t value) { return value <= UINT32_MAX; }
 
-/// Bytes of a tensor (i1 takes one byte per element).
-static int64_t byteSize(RankedTensorType type) {
-  Type t = type.getElementType();
-  int64_t width = t.isInteger(1) ? 1 : t.getIntOrFloatBitWidth() / 8;
-  return type.getNumElements() * width;
-}
-
 /// True if the tensor's byte size is representable (at most 2^48 bytes).
 static bool fitsInMemory(RankedTensorType type) {
   int64_t bytes = 1;
@@ -73,7 +64,7 @@ static bool fitsInMemory(RankedTensorType type) {
 static FailureOr<std::vector<uint8_t>> constantBytes(ConstantOp op) {
   auto type = cast<RankedTensorType>(op.getType());
   std::vector<uint8_t> bytes;
-  bytes.reserve(byteSize(type));
+  bytes.reserve(storageBytes(type));
   if (auto dense = dyn_cast<DenseElementsAttr>(op.getValue())) {
     if (type.getElementType().isInteger(1)) {
       for (bool b : dense.getValues<bool>())
@@ -91,9 +82,9 @@ static FailureOr<std::vector<uint8_t>> constantBytes(ConstantOp op) {
     if (!blob)
       return op.emitError("constant refers to a resource with no data");
     ArrayRef<char> raw = blob->getData();
-    if ((int64_t)raw.size() != byteSize(type))
+    if ((int64_t)raw.size() != storageBytes(type))
       return op.emitError("constant resource holds ")
-             << raw.size() << " bytes, expected " << byteSize(type);
+             << raw.size() << " bytes, expected " << storageBytes(type);
     bytes.assign(raw.begin(), raw.end());
     return bytes;
   }
@@ -143,20 +134,10 @@ private:
   };
 
   fb::BufferRef ref(Value v) {
-    Value root = rootOf(v);
+    Value root = bufferRoot(v);
     Slot &s = slots[root];
     return fb::BufferRef(s.space, s.index, s.offset,
-                         byteSize(cast<RankedTensorType>(v.getType())));
-  }
-  /// The value whose buffer `v` is a view of.
-  Value rootOf(Value v) const {
-    while (true) {
-      Operation *def = v.getDefiningOp();
-      if (def && isa<ReshapeOp, AnnotateOp>(def))
-        v = def->getOperand(0);
-      else
-        return v;
-    }
+                         storageBytes(cast<RankedTensorType>(v.getType())));
   }
   void recordPlan(func::FuncOp func, ArenaPlanAttr arena);
 
@@ -237,13 +218,14 @@ FunctionWriter::write(func::FuncOp func) {
                           "inputs and outputs");
   for (auto [i, arg] : llvm::enumerate(body.getArguments()))
     slots[arg] = {fb::Space::Input, (uint32_t)i, 0,
-                  byteSize(cast<RankedTensorType>(arg.getType()))};
+                  storageBytes(cast<RankedTensorType>(arg.getType()))};
 
   // The buffers flow-plan-memory chose: a slice of the arena, or an output
   // the command writes straight into (returned values in no output buffer
   // are copied there at the end).
   auto ret = cast<func::ReturnOp>(body.getTerminator());
-  auto arena = func->getAttrOfType<ArenaPlanAttr>(FlowDialect::getArenaAttrName());
+  auto arena =
+      func->getAttrOfType<ArenaPlanAttr>(FlowDialect::getArenaAttrName());
   if (!arena)
     return func.emitError("function has no memory plan: run flow-plan-memory "
                           "before writing the executable");
@@ -280,7 +262,7 @@ FunctionWriter::write(func::FuncOp func) {
           parameter.getName(), constants.entries.size());
       if (inserted) {
         constants.entries.push_back({{}, parameter.getName().str(), type});
-        stats.parameterBytes += byteSize(type);
+        stats.parameterBytes += storageBytes(type);
       } else if (constants.entries[it->second].type != type) {
         return parameter.emitError("parameter '")
                << parameter.getName() << "' is used with type " << type
@@ -288,7 +270,7 @@ FunctionWriter::write(func::FuncOp func) {
                << " elsewhere";
       }
       slots[parameter.getResult()] = {fb::Space::Constant, it->second, 0,
-                                      byteSize(type)};
+                                      storageBytes(type)};
       continue;
     }
     if (isCollective(&op) && !func->hasAttr(FlowDialect::getRanksAttrName()))
@@ -305,11 +287,11 @@ FunctionWriter::write(func::FuncOp func) {
       return op.emitError("has no buffers: run flow-plan-memory before "
                           "writing the executable");
     for (auto [result, buffer] : llvm::zip(op.getResults(), list)) {
-      int64_t size = byteSize(cast<RankedTensorType>(result.getType()));
+      int64_t size = storageBytes(cast<RankedTensorType>(result.getType()));
       if (auto output = dyn_cast<OutputBufferAttr>(buffer)) {
         if (output.getIndex() < 0 ||
             output.getIndex() >= (int64_t)ret.getNumOperands() ||
-            byteSize(cast<RankedTensorType>(
+            storageBytes(cast<RankedTensorType>(
                 ret.getOperand(output.getIndex()).getType())) != size)
           return op.emitError("buffer ")
                  << output << " is not an output of this size";
@@ -403,9 +385,9 @@ FunctionWriter::write(func::FuncOp func) {
     }
   }
   for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
-    const Slot &slot = slots[rootOf(v)];
+    const Slot &slot = slots[bufferRoot(v)];
     if (slot.space == fb::Space::Output && slot.index == i &&
-        slot.size == byteSize(cast<RankedTensorType>(v.getType())))
+        slot.size == storageBytes(cast<RankedTensorType>(v.getType())))
       continue;
     fb::BufferRef src = ref(v);
     fb::BufferRef dst(fb::Space::Output, (uint32_t)i, 0, src.size());
@@ -452,8 +434,7 @@ FunctionWriter::write(func::FuncOp func) {
       globalOutputs.empty() && ranks.empty() ? nullptr : &globalOutputs);
 }
 
-FailureOr<flatbuffers::Offset<void>>
-FunctionWriter::collective(Operation &op) {
+FailureOr<flatbuffers::Offset<void>> FunctionWriter::collective(Operation &op) {
   Value input = op.getOperand(0), output = op.getResult(0);
   auto inType = cast<RankedTensorType>(input.getType());
   auto outType = cast<RankedTensorType>(output.getType());
@@ -491,7 +472,8 @@ FunctionWriter::collective(Operation &op) {
   fb::BufferRef in = ref(input), out = ref(output);
   // What the device exchanges: the gathered or exchanged result, or the
   // tensor that is reduced.
-  int64_t bytes = isa<ReduceScatterOp>(op) ? byteSize(inType) : byteSize(outType);
+  int64_t bytes =
+      isa<ReduceScatterOp>(op) ? storageBytes(inType) : storageBytes(outType);
   stats.collectiveBytes += bytes;
   stats.collectives.push_back(
       {op.getParentOfType<func::FuncOp>().getSymName().str(),
@@ -523,8 +505,9 @@ FailureOr<std::vector<uint8_t>> mlir::flow::writeExecutable(
     if (info.maxWorkgroups < 1 || !fitsU32(info.maxWorkgroups) ||
         !fitsU32(info.numBindings) || !fitsU32(info.numOutputs))
       return host.emitError("kernel '")
-             << name << "' does not fit the executable format: "
-             << info.maxWorkgroups << " workgroups, " << info.numBindings
+             << name
+             << "' does not fit the executable format: " << info.maxWorkgroups
+             << " workgroups, " << info.numBindings
              << " buffers (each must be in [1, 2^32-1])";
     kernelTables.push_back(
         fb::CreateKernelDirect(fbb, info.symbol.c_str(), info.numBindings,
@@ -560,8 +543,8 @@ FailureOr<std::vector<uint8_t>> mlir::flow::writeExecutable(
     constantTables.push_back(fb::CreateConstant(fbb, fbb.CreateVector(data)));
   }
   flatbuffers::Offset<flatbuffers::String> archive;
-  if (auto path = host->getAttrOfType<StringAttr>(
-          FlowDialect::getParametersAttrName()))
+  if (auto path =
+          host->getAttrOfType<StringAttr>(FlowDialect::getParametersAttrName()))
     archive = fbb.CreateString(path.getValue().str());
   else if (!constants.parameterIndex.empty())
     return host.emitError("the module uses flow.parameter but has no '")
@@ -572,8 +555,8 @@ FailureOr<std::vector<uint8_t>> mlir::flow::writeExecutable(
   // The mesh of the device programs (they share one).
   std::vector<int64_t> meshShape;
   for (func::FuncOp func : host.getOps<func::FuncOp>()) {
-    auto ref = func->getAttrOfType<FlatSymbolRefAttr>(
-        FlowDialect::getMeshAttrName());
+    auto ref =
+        func->getAttrOfType<FlatSymbolRefAttr>(FlowDialect::getMeshAttrName());
     if (!ref || !func->hasAttr(FlowDialect::getRanksAttrName()))
       continue;
     MeshOp mesh = lookupMesh(func, ref);

@@ -1007,3 +1007,12 @@ int64_t mlir::flow::storageBytes(RankedTensorType type) {
   int64_t width = t.isInteger(1) ? 1 : t.getIntOrFloatBitWidth() / 8;
   return type.getNumElements() * width;
 }
+
+Value mlir::flow::bufferRoot(Value v) {
+  while (Operation *def = v.getDefiningOp()) {
+    if (!isa<ReshapeOp, AnnotateOp>(def))
+      break;
+    v = def->getOperand(0);
+  }
+  return v;
+}

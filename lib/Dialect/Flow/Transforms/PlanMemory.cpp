@@ -24,18 +24,8 @@ static constexpr int64_t kAlignment = 64;
 
 /// Ops of the host schedule that compute their results into buffers.
 static bool computes(Operation *op) {
-  return isa<func::CallOp, MatmulOp, AllReduceOp, AllGatherOp,
-             ReduceScatterOp, AllToAllOp>(op);
-}
-
-/// The value whose buffer `v` is a view of.
-static Value rootOf(Value v) {
-  while (Operation *def = v.getDefiningOp()) {
-    if (!isa<ReshapeOp, AnnotateOp>(def))
-      break;
-    v = def->getOperand(0);
-  }
-  return v;
+  return isa<func::CallOp, MatmulOp, AllReduceOp, AllGatherOp, ReduceScatterOp,
+             AllToAllOp>(op);
 }
 
 static int64_t bytesOf(Value v) {
@@ -64,7 +54,7 @@ struct PlanMemoryPass : flow::impl::PlanMemoryPassBase<PlanMemoryPass> {
     // Returned values a command computes go straight into the output.
     llvm::DenseMap<Value, int64_t> outputOf;
     for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
-      Value root = rootOf(v);
+      Value root = bufferRoot(v);
       Operation *def = root.getDefiningOp();
       if (def && computes(def) && !outputOf.count(root) &&
           bytesOf(root) == bytesOf(v))
@@ -82,7 +72,7 @@ struct PlanMemoryPass : flow::impl::PlanMemoryPassBase<PlanMemoryPass> {
     for (Operation &op : body) {
       ++position;
       for (Value operand : op.getOperands()) {
-        auto it = arena.find(rootOf(operand));
+        auto it = arena.find(bufferRoot(operand));
         if (it != arena.end())
           it->second.end = position;
       }
@@ -109,11 +99,10 @@ struct PlanMemoryPass : flow::impl::PlanMemoryPassBase<PlanMemoryPass> {
       for (int64_t k : operands.asArrayRef()) {
         if (k < 0 || k >= (int64_t)call.getNumOperands())
           continue;
-        Value root = rootOf(call.getOperand(k));
+        Value root = bufferRoot(call.getOperand(k));
         auto operand = arena.find(root);
         if (operand == arena.end() || operand->second.end != at ||
-            bytesOf(root) < bytesOf(call.getResult(0)) ||
-            taken.contains(root))
+            bytesOf(root) < bytesOf(call.getResult(0)) || taken.contains(root))
           continue;
         result->second.reuses = root;
         taken.insert(root);
@@ -150,14 +139,12 @@ struct PlanMemoryPass : flow::impl::PlanMemoryPassBase<PlanMemoryPass> {
           continue;
         }
         const PlannedBuffer &b = buffers[indexOf.lookup(result)];
-        bool inPlace =
-            b.reuses >= 0 && buffers[b.reuses].offset == b.offset;
+        bool inPlace = b.reuses >= 0 && buffers[b.reuses].offset == b.offset;
         numInPlace += inPlace;
         list.push_back(ArenaSliceAttr::get(ctx, b.offset, b.size, b.begin,
                                            b.end, inPlace));
       }
-      op.setAttr(FlowDialect::getBuffersAttrName(),
-                 ArrayAttr::get(ctx, list));
+      op.setAttr(FlowDialect::getBuffersAttrName(), ArrayAttr::get(ctx, list));
     }
     func->setAttr(FlowDialect::getArenaAttrName(),
                   ArenaPlanAttr::get(ctx, plan.arenaBytes, plan.lowerBound,

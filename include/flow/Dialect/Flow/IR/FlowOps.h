@@ -35,6 +35,10 @@ broadcastShapes(ArrayRef<ArrayRef<int64_t>> shapes,
 /// select, cast, gelu, broadcast_to and batch_norm.
 bool isElementwise(Operation *op);
 
+/// The value whose buffer `v` is a view of: through `flow.reshape` and
+/// `flow.annotate`, which move no data.
+Value bufferRoot(Value v);
+
 /// Bytes a tensor of `type` takes in a Flow executable (an i1 takes a
 /// byte).
 int64_t storageBytes(RankedTensorType type);
