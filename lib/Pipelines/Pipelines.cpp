@@ -52,8 +52,8 @@
 using namespace mlir;
 using namespace mlir::flow;
 
-static const char *const kPhaseNames[] = {"input",      "flow", "linalg",
-                                          "bufferized", "llvm", "fbin"};
+static const char *const kPhaseNames[] = {
+    "input", "flow", "host", "linalg", "bufferized", "llvm", "fbin"};
 
 std::optional<Phase> mlir::flow::parsePhase(StringRef name) {
   for (auto [i, n] : llvm::enumerate(kPhaseNames))
@@ -232,9 +232,15 @@ void mlir::flow::buildFlowGraphPipeline(OpPassManager &pm,
       "),func.func(flow-form-dispatch-regions{fusion=" +
       (options.fusion ? "1" : "0") +
       " library-matmul=" + (options.libraryMatmul ? "1" : "0") +
-      "}),flow-outline-kernels,symbol-dce,flow-plan-memory{in-place=" +
-      (options.inPlace ? "1" : "0") + "}";
+      "}),flow-outline-kernels,symbol-dce";
   addPipeline(pm, text);
+}
+
+void mlir::flow::buildHostPipeline(OpPassManager &pm,
+                                   const HostPipelineOptions &options) {
+  addPipeline(pm, std::string("flow-build-host-schedule,flow-plan-memory{"
+                              "in-place=") +
+                      (options.inPlace ? "1" : "0") + "}");
 }
 
 void mlir::flow::buildKernelLinalgPipeline(OpPassManager &pm) {
@@ -273,6 +279,9 @@ struct GraphPipelineCLOptions
       llvm::cl::desc("Leave f32 matmuls (and convolutions, as im2col and a "
                      "GEMM) to the library"),
       llvm::cl::init(true)};
+};
+struct HostPipelineCLOptions
+    : public PassPipelineOptions<HostPipelineCLOptions> {
   Option<bool> inPlace{
       *this, "in-place",
       llvm::cl::desc("Let element-wise kernels write over a dying operand"),
@@ -291,10 +300,16 @@ void mlir::flow::registerCompilerPipelines() {
     PassPipelineRegistration<GraphPipelineCLOptions>(
         "flow-graph-pipeline",
         "The flow phase, second half: partition mesh functions, drop "
-        "annotations, form dispatch regions, outline them as kernels, plan "
-        "each host schedule's buffers",
+        "annotations, form dispatch regions, outline them as kernels",
         [](OpPassManager &pm, const GraphPipelineCLOptions &o) {
-          buildFlowGraphPipeline(pm, {o.fusion, o.libraryMatmul, o.inPlace});
+          buildFlowGraphPipeline(pm, {o.fusion, o.libraryMatmul});
+        });
+    PassPipelineRegistration<HostPipelineCLOptions>(
+        "flow-host-pipeline",
+        "The host phase: each public function as a host schedule on "
+        "buffers, its transient buffers placed in one arena",
+        [](OpPassManager &pm, const HostPipelineCLOptions &o) {
+          buildHostPipeline(pm, {o.inPlace});
         });
     PassPipelineRegistration<>(
         "flow-kernel-linalg-pipeline",
@@ -402,8 +417,7 @@ FailureOr<CompileResult> mlir::flow::compile(ModuleOp module,
                            buildFlowPlacePipeline)))
       return failure();
     recordPlacements(module, report);
-    GraphPipelineOptions graph{options.fusion, options.libraryMatmul,
-                               options.inPlace};
+    GraphPipelineOptions graph{options.fusion, options.libraryMatmul};
     if (failed(runPipeline(module, "flow-graph-pipeline", timing,
                            [&](OpPassManager &pm) {
                              buildFlowGraphPipeline(pm, graph);
@@ -412,6 +426,18 @@ FailureOr<CompileResult> mlir::flow::compile(ModuleOp module,
     recordKernels(module, report);
   }
   if (options.compileTo == Phase::Flow)
+    return stop(module.clone());
+
+  // host: the schedules on buffers, memory-planned.
+  {
+    PhaseTimer t{report, "host"};
+    if (failed(runPipeline(module, "flow-host-pipeline", timing,
+                           [&](OpPassManager &pm) {
+                             buildHostPipeline(pm, {options.inPlace});
+                           })))
+      return failure();
+  }
+  if (options.compileTo == Phase::Host)
     return stop(module.clone());
 
   // Split: the kernels go to a module of their own.

@@ -24,7 +24,9 @@ using namespace mlir::flow;
 std::string mlir::flow::bufferName(Operation *op) {
   std::string name;
   llvm::raw_string_ostream os(name);
-  if (auto call = dyn_cast<func::CallOp>(op))
+  if (auto kernel = op->getAttrOfType<FlatSymbolRefAttr>("kernel"))
+    os << "@" << kernel.getValue();
+  else if (auto call = dyn_cast<func::CallOp>(op))
     os << "@" << call.getCallee();
   else
     os << op->getName();

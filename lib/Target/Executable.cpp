@@ -2,11 +2,11 @@
 //
 // Part of the Flow project.
 //
-// Each public function becomes a command list. Every SSA value gets a
-// buffer: inputs and outputs are the caller's, constants live in the
-// executable, reshapes are views of their operand, and everything a command
-// computes is where flow-plan-memory put it: an output, or a slice of the
-// function's arena. This file only serializes.
+// Each host schedule (flow-build-host-schedule, flow-plan-memory) becomes a
+// function of the executable, op by op: its arguments are the caller's
+// inputs and outputs, constants and parameters live in the executable,
+// slices in the function's arena, views share their source's bytes, and
+// each command becomes one command of the list. This file only serializes.
 //
 //===----------------------------------------------------------------------===//
 
@@ -27,8 +27,6 @@ namespace fb = ::flow::fbs;
 /// The executable format version this writer produces: the one the runtime
 /// reads.
 static constexpr uint32_t kFormatVersion = ::flow::runtime::kExecutableVersion;
-/// Alignment of every arena slice.
-static constexpr int64_t kAlignment = 64;
 
 static FailureOr<fb::DType> dtypeOf(Type t) {
   if (t.isF32())
@@ -61,8 +59,8 @@ static bool fitsInMemory(RankedTensorType type) {
 }
 
 /// Row-major little-endian bytes of a constant, one byte per i1.
-static FailureOr<std::vector<uint8_t>> constantBytes(ConstantOp op) {
-  auto type = cast<RankedTensorType>(op.getType());
+static FailureOr<std::vector<uint8_t>> constantBytes(HostConstantOp op) {
+  auto type = cast<ShapedType>(op.getValue().getType());
   std::vector<uint8_t> bytes;
   bytes.reserve(storageBytes(type));
   if (auto dense = dyn_cast<DenseElementsAttr>(op.getValue())) {
@@ -91,11 +89,6 @@ static FailureOr<std::vector<uint8_t>> constantBytes(ConstantOp op) {
   return op.emitError("unsupported constant attribute kind");
 }
 
-/// Collectives run on the host schedule, between kernels and GEMMs.
-static bool isCollective(Operation *op) {
-  return isa<AllReduceOp, AllGatherOp, ReduceScatterOp, AllToAllOp>(op);
-}
-
 namespace {
 /// One constant of the executable: inline bytes, or a parameter of the
 /// archive (by name, with its type).
@@ -111,7 +104,7 @@ struct ConstantTable {
   llvm::StringMap<unsigned> parameterIndex;
 };
 
-/// Writes one function: assigns buffers, plans the arena, emits commands.
+/// Serializes one host schedule: its buffers, then its commands.
 class FunctionWriter {
 public:
   FunctionWriter(flatbuffers::FlatBufferBuilder &fbb,
@@ -122,62 +115,71 @@ public:
         constants(constants), stats(stats) {}
 
   FailureOr<flatbuffers::Offset<fb::Function>> write(func::FuncOp func);
-  FailureOr<flatbuffers::Offset<void>> collective(Operation &op);
 
 private:
-  /// A value's buffer; arena offsets are filled in after planning.
+  /// Where a buffer of the schedule lives.
   struct Slot {
     fb::Space space;
     uint32_t index = 0;
     int64_t offset = 0;
-    int64_t size = 0;
   };
 
   fb::BufferRef ref(Value v) {
-    Value root = bufferRoot(v);
-    Slot &s = slots[root];
+    const Slot &s = slots.lookup(bufferRoot(v));
     return fb::BufferRef(s.space, s.index, s.offset,
-                         storageBytes(cast<RankedTensorType>(v.getType())));
+                         storageBytes(cast<ShapedType>(v.getType())));
   }
-  void recordPlan(func::FuncOp func, ArenaPlanAttr arena);
+  LogicalResult buffer(Operation &op, int64_t arenaBytes);
+  FailureOr<flatbuffers::Offset<void>> dispatch(HostDispatchOp op);
+  flatbuffers::Offset<void> gemm(HostGemmOp op);
+  FailureOr<flatbuffers::Offset<void>> collective(HostCollectiveOp op);
+  void recordPlan(func::FuncOp func, HostArenaOp arena);
 
   flatbuffers::FlatBufferBuilder &fbb;
   const llvm::StringMap<KernelInfo> &kernels;
   const llvm::StringMap<unsigned> &kernelIndex;
   ConstantTable &constants;
   ExecutableStats &stats;
-  llvm::MapVector<Value, Slot> slots;
+  llvm::DenseMap<Value, Slot> slots;
 };
 } // namespace
 
-/// The function's arena plan as flow-plan-memory recorded it, for the
-/// report and the plot.
-void FunctionWriter::recordPlan(func::FuncOp func, ArenaPlanAttr arena) {
+/// The function's arena plan, for the report and the plot.
+void FunctionWriter::recordPlan(func::FuncOp func, HostArenaOp arena) {
   ExecutableStats::FunctionPlan plan;
   plan.function = func.getSymName().str();
-  plan.result.arenaBytes = arena.getBytes();
-  plan.result.lowerBound = arena.getLowerBound();
-  plan.result.unplannedBytes = arena.getUnplanned();
-  plan.result.heuristic = arena.getHeuristic().str();
-  func.walk([&](Operation *op) {
-    auto list = op->getAttrOfType<ArrayAttr>(FlowDialect::getBuffersAttrName());
-    if (!list)
-      return;
-    for (Attribute a : list) {
-      auto slice = dyn_cast<ArenaSliceAttr>(a);
-      if (!slice)
-        continue;
-      PlannedBuffer b;
-      b.size = slice.getSize();
-      b.begin = slice.getFirst();
-      b.end = slice.getLast();
-      b.offset = slice.getOffset();
-      b.reuses = slice.getInPlace() ? 0 : -1;
-      b.name = bufferName(op);
-      stats.transientBytes += b.size;
-      stats.numInPlace += slice.getInPlace();
-      plan.buffers.push_back(std::move(b));
-    }
+  ArenaPlanAttr attr = arena.getPlan();
+  plan.result.arenaBytes = attr.getBytes();
+  plan.result.lowerBound = attr.getLowerBound();
+  plan.result.unplannedBytes = attr.getUnplanned();
+  plan.result.heuristic = attr.getHeuristic().str();
+  for (Operation *user : arena->getUsers()) {
+    auto slice = dyn_cast<HostSliceOp>(user);
+    if (!slice)
+      continue;
+    PlannedBuffer b;
+    b.size = storageBytes(slice.getType());
+    b.begin = slice.getFirst();
+    b.end = slice.getLast();
+    b.offset = slice.getOffset();
+    b.reuses = slice.getInPlace() ? 0 : -1;
+    // Named after the first command writing it.
+    Operation *writer = nullptr;
+    for (Operation *op = slice->getNextNode(); op && !writer;
+         op = op->getNextNode())
+      if (isa<HostDispatchOp, HostGemmOp, HostCopyOp, HostCollectiveOp>(op) &&
+          llvm::any_of(op->getOperands(), [&](Value v) {
+            return bufferRoot(v) == slice.getResult();
+          }))
+        writer = op;
+    b.name = bufferName(writer ? writer : slice.getOperation());
+    stats.transientBytes += b.size;
+    stats.numInPlace += slice.getInPlace();
+    plan.buffers.push_back(std::move(b));
+  }
+  llvm::sort(plan.buffers, [](const PlannedBuffer &x, const PlannedBuffer &y) {
+    return std::tie(x.begin, x.end, x.offset) <
+           std::tie(y.begin, y.end, y.offset);
   });
   if (plan.result.arenaBytes >= stats.arenaBytes)
     stats.arenaLowerBound = plan.result.lowerBound;
@@ -185,17 +187,168 @@ void FunctionWriter::recordPlan(func::FuncOp func, ArenaPlanAttr arena) {
   stats.plans.push_back(std::move(plan));
 }
 
+/// Records where the buffer `op` defines lives.
+LogicalResult FunctionWriter::buffer(Operation &op, int64_t arenaBytes) {
+  if (auto constant = dyn_cast<HostConstantOp>(op)) {
+    FailureOr<std::vector<uint8_t>> bytes = constantBytes(constant);
+    if (failed(bytes))
+      return failure();
+    if (!fitsU32(constants.entries.size()))
+      return constant.emitError("an executable holds at most 2^32-1 "
+                                "constants");
+    stats.constantBytes += bytes->size();
+    slots[constant.getResult()] = {fb::Space::Constant,
+                                   (uint32_t)constants.entries.size(), 0};
+    constants.entries.push_back({std::move(*bytes), "", {}});
+    return success();
+  }
+  if (auto parameter = dyn_cast<HostParameterOp>(op)) {
+    MemRefType buffer = parameter.getType();
+    auto type =
+        RankedTensorType::get(buffer.getShape(), buffer.getElementType());
+    if (!fitsInMemory(type) || failed(dtypeOf(type.getElementType())))
+      return parameter.emitError("parameter type ")
+             << type << " cannot be stored in an executable";
+    if (!fitsU32(constants.entries.size()))
+      return parameter.emitError("an executable holds at most 2^32-1 "
+                                 "constants");
+    auto [it, inserted] = constants.parameterIndex.try_emplace(
+        parameter.getName(), constants.entries.size());
+    if (inserted) {
+      constants.entries.push_back({{}, parameter.getName().str(), type});
+      stats.parameterBytes += storageBytes(type);
+    } else if (constants.entries[it->second].type != type) {
+      return parameter.emitError("parameter '")
+             << parameter.getName() << "' is used with type " << type
+             << " here and " << constants.entries[it->second].type
+             << " elsewhere";
+    }
+    slots[parameter.getResult()] = {fb::Space::Constant, it->second, 0};
+    return success();
+  }
+  if (auto slice = dyn_cast<HostSliceOp>(op)) {
+    if (slice.getArena().getType().getDimSize(0) != arenaBytes)
+      return slice.emitError("slices an arena other than its function's");
+    slots[slice.getResult()] = {fb::Space::Arena, 0, slice.getOffset()};
+    return success();
+  }
+  if (isa<HostAllocOp>(op))
+    return op.emitError("transient buffer has no place in the arena: run "
+                        "flow-plan-memory before writing the executable");
+  return op.emitError("the executable cannot hold '")
+         << op.getName() << "' in a host schedule";
+}
+
+FailureOr<flatbuffers::Offset<void>>
+FunctionWriter::dispatch(HostDispatchOp op) {
+  auto info = kernels.find(op.getKernel());
+  if (info == kernels.end())
+    return op.emitError("dispatch of '")
+           << op.getKernel() << "', which is not a compiled kernel";
+  std::vector<fb::BufferRef> bindings;
+  uint64_t work = 0;
+  for (Value v : op->getOperands()) {
+    bindings.push_back(ref(v));
+    work += cast<MemRefType>(v.getType()).getNumElements();
+  }
+  if (bindings.size() != info->second.numBindings)
+    return op.emitError("kernel '")
+           << op.getKernel() << "' takes " << info->second.numBindings
+           << " buffers but is dispatched with " << bindings.size();
+  for (auto [i, b] : llvm::enumerate(bindings))
+    if (b.size() != info->second.bindingSizes[i])
+      return op.emitError("kernel '")
+             << op.getKernel() << "' binding " << i << " holds "
+             << info->second.bindingSizes[i] << " bytes, not " << b.size();
+  return fb::CreateDispatchDirect(fbb, kernelIndex.lookup(op.getKernel()),
+                                  info->second.maxWorkgroups, &bindings, work)
+      .Union();
+}
+
+flatbuffers::Offset<void> FunctionWriter::gemm(HostGemmOp op) {
+  MemRefType a = op.getLhs().getType(), b = op.getRhs().getType(),
+             c = op.getOut().getType();
+  int64_t batch = c.getRank() - 2;
+  std::vector<int64_t> batchShape(c.getShape().begin(), c.getShape().end() - 2);
+  // Element strides of each operand's matrices over the result's batch
+  // dimensions (0 where the operand broadcasts).
+  auto strides = [&](MemRefType t) {
+    std::vector<int64_t> out(batch, 0);
+    int64_t offset = batch - (t.getRank() - 2);
+    int64_t stride =
+        t.getDimSize(t.getRank() - 1) * t.getDimSize(t.getRank() - 2);
+    for (int64_t d = t.getRank() - 3; d >= 0; --d) {
+      if (!(t.getDimSize(d) == 1 && c.getDimSize(offset + d) != 1))
+        out[offset + d] = stride;
+      stride *= t.getDimSize(d);
+    }
+    return out;
+  };
+  std::vector<int64_t> aStrides = strides(a), bStrides = strides(b);
+  fb::BufferRef ra = ref(op.getLhs()), rb = ref(op.getRhs()),
+                rc = ref(op.getOut());
+  return fb::CreateGemmDirect(fbb, op.getM(), op.getN(), op.getK(),
+                              op.getTransposeLhs(), op.getTransposeRhs(),
+                              &batchShape, &aStrides, &bStrides, &ra, &rb, &rc)
+      .Union();
+}
+
+FailureOr<flatbuffers::Offset<void>>
+FunctionWriter::collective(HostCollectiveOp op) {
+  MemRefType inType = op.getInput().getType(), outType = op.getOutput().getType();
+  FailureOr<fb::DType> dtype = dtypeOf(inType.getElementType());
+  if (failed(dtype))
+    return op.emitError("unsupported element type for a collective");
+  static const fb::CollectiveKind kinds[] = {
+      fb::CollectiveKind::AllReduce, fb::CollectiveKind::AllGather,
+      fb::CollectiveKind::ReduceScatter, fb::CollectiveKind::AllToAll};
+  fb::CollectiveKind kind = kinds[static_cast<int>(op.getKind())];
+  fb::Reduction reduction = op.getReduction() == ReductionKind::max
+                                ? fb::Reduction::Max
+                                : fb::Reduction::Sum;
+  std::vector<int64_t> meshAxes = op.getMeshAxes().vec();
+  std::vector<int64_t> inShape = inType.getShape().vec();
+  std::vector<int64_t> outShape = outType.getShape().vec();
+  fb::BufferRef in = ref(op.getInput()), out = ref(op.getOutput());
+  // What the device exchanges: the gathered or exchanged result, or the
+  // tensor that is reduced.
+  int64_t bytes = op.getKind() == CollectiveKind::reduce_scatter
+                      ? storageBytes(inType)
+                      : storageBytes(outType);
+  stats.collectiveBytes += bytes;
+  static const char *const names[] = {"all_reduce", "all_gather",
+                                      "reduce_scatter", "all_to_all"};
+  stats.collectives.push_back(
+      {op->getParentOfType<func::FuncOp>().getSymName().str(),
+       names[static_cast<int>(op.getKind())], meshAxes, bytes});
+  return fb::CreateCollectiveDirect(
+             fbb, kind, reduction, &meshAxes, *dtype, &inShape, &outShape,
+             op.getDim().value_or(0), op.getSplitDim().value_or(0),
+             op.getConcatDim().value_or(0), &in, &out)
+      .Union();
+}
+
 FailureOr<flatbuffers::Offset<fb::Function>>
 FunctionWriter::write(func::FuncOp func) {
+  auto numOutputsAttr =
+      func->getAttrOfType<IntegerAttr>(FlowDialect::getHostOutputsAttrName());
+  if (!numOutputsAttr || !func.getBody().hasOneBlock())
+    return func.emitError("function is not a host schedule: run "
+                          "flow-build-host-schedule and flow-plan-memory "
+                          "before writing the executable");
   Block &body = func.getBody().front();
+  int64_t numOutputs = numOutputsAttr.getInt();
+  int64_t numInputs = func.getNumArguments() - numOutputs;
   auto signature = [&](TypeRange types)
       -> FailureOr<std::vector<flatbuffers::Offset<fb::TensorType>>> {
     std::vector<flatbuffers::Offset<fb::TensorType>> out;
     for (Type t : types) {
-      auto tensor = dyn_cast<RankedTensorType>(t);
+      auto buffer = dyn_cast<MemRefType>(t);
       FailureOr<fb::DType> dtype = failure();
-      if (tensor && tensor.hasStaticShape() && fitsInMemory(tensor))
-        dtype = dtypeOf(tensor.getElementType());
+      if (buffer && buffer.hasStaticShape() &&
+          fitsInMemory(RankedTensorType::get(buffer.getShape(),
+                                             buffer.getElementType())))
+        dtype = dtypeOf(buffer.getElementType());
       if (failed(dtype)) {
         func.emitError("function signature type ")
             << t
@@ -203,197 +356,67 @@ FunctionWriter::write(func::FuncOp func) {
                "shape (at most 2^48 bytes) of f32, f16, bf16, i64, i32 or i1";
         return failure();
       }
-      std::vector<int64_t> shape = tensor.getShape().vec();
+      std::vector<int64_t> shape = buffer.getShape().vec();
       out.push_back(fb::CreateTensorTypeDirect(fbb, *dtype, &shape));
     }
     return out;
   };
-  auto inputs = signature(func.getArgumentTypes());
-  auto outputs = signature(func.getResultTypes());
+  TypeRange argTypes = func.getArgumentTypes();
+  auto inputs = signature(argTypes.take_front(numInputs));
+  auto outputs = signature(argTypes.drop_front(numInputs));
   if (failed(inputs) || failed(outputs))
     return failure();
-
-  if (!fitsU32(func.getNumArguments()) || !fitsU32(func.getNumResults()))
+  if (!fitsU32(numInputs) || !fitsU32(numOutputs))
     return func.emitError("a function of the executable takes at most 2^32-1 "
                           "inputs and outputs");
   for (auto [i, arg] : llvm::enumerate(body.getArguments()))
-    slots[arg] = {fb::Space::Input, (uint32_t)i, 0,
-                  storageBytes(cast<RankedTensorType>(arg.getType()))};
+    slots[arg] = (int64_t)i < numInputs
+                     ? Slot{fb::Space::Input, (uint32_t)i, 0}
+                     : Slot{fb::Space::Output, (uint32_t)(i - numInputs), 0};
 
-  // The buffers flow-plan-memory chose: a slice of the arena, or an output
-  // the command writes straight into (returned values in no output buffer
-  // are copied there at the end).
-  auto ret = cast<func::ReturnOp>(body.getTerminator());
-  auto arena =
-      func->getAttrOfType<ArenaPlanAttr>(FlowDialect::getArenaAttrName());
-  if (!arena)
-    return func.emitError("function has no memory plan: run flow-plan-memory "
-                          "before writing the executable");
-  if (arena.getBytes() < 0)
-    return func.emitError("arena size must be non-negative");
+  auto arenas = llvm::to_vector(body.getOps<HostArenaOp>());
+  if (arenas.size() != 1)
+    return func.emitError("host schedule has ")
+           << arenas.size()
+           << " arenas, not one: run flow-plan-memory before writing the "
+              "executable";
+  int64_t arenaBytes = arenas.front().getPlan().getBytes();
+  recordPlan(func, arenas.front());
 
-  // Assign buffers in program order.
-  for (Operation &op : body) {
-    if (isa<ReshapeOp, AnnotateOp, func::ReturnOp>(op))
-      continue;
-    if (auto constant = dyn_cast<ConstantOp>(op)) {
-      FailureOr<std::vector<uint8_t>> bytes = constantBytes(constant);
-      if (failed(bytes))
-        return failure();
-      if (!fitsU32(constants.entries.size()))
-        return constant.emitError("an executable holds at most 2^32-1 "
-                                  "constants");
-      stats.constantBytes += bytes->size();
-      slots[constant.getResult()] = {fb::Space::Constant,
-                                     (uint32_t)constants.entries.size(), 0,
-                                     (int64_t)bytes->size()};
-      constants.entries.push_back({std::move(*bytes), "", {}});
-      continue;
-    }
-    if (auto parameter = dyn_cast<ParameterOp>(op)) {
-      auto type = cast<RankedTensorType>(parameter.getType());
-      if (!fitsInMemory(type) || failed(dtypeOf(type.getElementType())))
-        return parameter.emitError("parameter type ")
-               << type << " cannot be stored in an executable";
-      if (!fitsU32(constants.entries.size()))
-        return parameter.emitError("an executable holds at most 2^32-1 "
-                                   "constants");
-      auto [it, inserted] = constants.parameterIndex.try_emplace(
-          parameter.getName(), constants.entries.size());
-      if (inserted) {
-        constants.entries.push_back({{}, parameter.getName().str(), type});
-        stats.parameterBytes += storageBytes(type);
-      } else if (constants.entries[it->second].type != type) {
-        return parameter.emitError("parameter '")
-               << parameter.getName() << "' is used with type " << type
-               << " here and " << constants.entries[it->second].type
-               << " elsewhere";
-      }
-      slots[parameter.getResult()] = {fb::Space::Constant, it->second, 0,
-                                      storageBytes(type)};
-      continue;
-    }
-    if (isCollective(&op) && !func->hasAttr(FlowDialect::getRanksAttrName()))
-      return op.emitError("'")
-             << op.getName()
-             << "' has no single-device lowering: collectives run in the "
-                "device programs of mesh functions (give the function a "
-                "'flow.mesh')";
-    if (!isa<func::CallOp, MatmulOp>(op) && !isCollective(&op))
-      return op.emitError("the CPU executable cannot run '")
-             << op.getName() << "' on the host";
-    auto list = op.getAttrOfType<ArrayAttr>(FlowDialect::getBuffersAttrName());
-    if (!list || list.size() != op.getNumResults())
-      return op.emitError("has no buffers: run flow-plan-memory before "
-                          "writing the executable");
-    for (auto [result, buffer] : llvm::zip(op.getResults(), list)) {
-      int64_t size = storageBytes(cast<RankedTensorType>(result.getType()));
-      if (auto output = dyn_cast<OutputBufferAttr>(buffer)) {
-        if (output.getIndex() < 0 ||
-            output.getIndex() >= (int64_t)ret.getNumOperands() ||
-            storageBytes(cast<RankedTensorType>(
-                ret.getOperand(output.getIndex()).getType())) != size)
-          return op.emitError("buffer ")
-                 << output << " is not an output of this size";
-        slots[result] = {fb::Space::Output, (uint32_t)output.getIndex(), 0,
-                         size};
-        continue;
-      }
-      auto slice = cast<ArenaSliceAttr>(buffer);
-      if (slice.getSize() != size || slice.getOffset() < 0 ||
-          slice.getOffset() % kAlignment ||
-          slice.getOffset() + size > arena.getBytes())
-        return op.emitError("buffer ")
-               << slice << " does not hold this " << size
-               << "-byte result within the arena of " << arena.getBytes()
-               << " bytes";
-      slots[result] = {fb::Space::Arena, 0, slice.getOffset(), size};
-    }
-  }
-  recordPlan(func, arena);
-
-  // Commands.
   std::vector<flatbuffers::Offset<void>> commands;
   std::vector<fb::Command> commandTypes;
   for (Operation &op : body) {
-    if (auto call = dyn_cast<func::CallOp>(op)) {
-      auto info = kernels.find(call.getCallee());
-      if (info == kernels.end())
-        return call.emitError("call to '")
-               << call.getCallee() << "', which is not a compiled kernel";
-      std::vector<fb::BufferRef> bindings;
-      uint64_t work = 0;
-      for (Value v :
-           llvm::concat<Value>(call.getOperands(), call.getResults())) {
-        bindings.push_back(ref(v));
-        work += cast<RankedTensorType>(v.getType()).getNumElements();
-      }
-      if (bindings.size() != info->second.numBindings)
-        return call.emitError("kernel '")
-               << call.getCallee() << "' takes " << info->second.numBindings
-               << " buffers but is called with " << bindings.size();
-      for (auto [i, b] : llvm::enumerate(bindings))
-        if (b.size() != info->second.bindingSizes[i])
-          return call.emitError("kernel '")
-                 << call.getCallee() << "' binding " << i << " holds "
-                 << info->second.bindingSizes[i] << " bytes, not " << b.size();
-      commands.push_back(
-          fb::CreateDispatchDirect(fbb, kernelIndex.lookup(call.getCallee()),
-                                   info->second.maxWorkgroups, &bindings, work)
-              .Union());
-      commandTypes.push_back(fb::Command::Dispatch);
-      ++stats.numDispatches;
-    } else if (auto matmul = dyn_cast<MatmulOp>(op)) {
-      auto a = cast<RankedTensorType>(matmul.getLhs().getType());
-      auto b = cast<RankedTensorType>(matmul.getRhs().getType());
-      auto c = cast<RankedTensorType>(matmul.getType());
-      int64_t rank = c.getRank(), batch = rank - 2;
-      std::vector<int64_t> batchShape(c.getShape().begin(),
-                                      c.getShape().end() - 2);
-      auto strides = [&](RankedTensorType t) {
-        std::vector<int64_t> out(batch, 0);
-        int64_t offset = batch - (t.getRank() - 2);
-        int64_t stride =
-            t.getDimSize(t.getRank() - 1) * t.getDimSize(t.getRank() - 2);
-        for (int64_t d = t.getRank() - 3; d >= 0; --d) {
-          if (!(t.getDimSize(d) == 1 && c.getDimSize(offset + d) != 1))
-            out[offset + d] = stride;
-          stride *= t.getDimSize(d);
-        }
-        return out;
-      };
-      std::vector<int64_t> aStrides = strides(a), bStrides = strides(b);
-      int64_t m = c.getDimSize(rank - 2), n = c.getDimSize(rank - 1);
-      int64_t k = matmul.getTransposeLhs() ? a.getDimSize(a.getRank() - 2)
-                                           : a.getDimSize(a.getRank() - 1);
-      fb::BufferRef ra = ref(matmul.getLhs()), rb = ref(matmul.getRhs()),
-                    rc = ref(matmul.getResult());
-      commands.push_back(
-          fb::CreateGemmDirect(fbb, m, n, k, matmul.getTransposeLhs(),
-                               matmul.getTransposeRhs(), &batchShape, &aStrides,
-                               &bStrides, &ra, &rb, &rc)
-              .Union());
-      commandTypes.push_back(fb::Command::Gemm);
-      ++stats.numGemms;
-    } else if (isCollective(&op)) {
-      FailureOr<flatbuffers::Offset<void>> c = collective(op);
+    if (isa<HostArenaOp, HostViewOp, func::ReturnOp>(op))
+      continue;
+    if (auto d = dyn_cast<HostDispatchOp>(op)) {
+      auto c = dispatch(d);
       if (failed(c))
         return failure();
       commands.push_back(*c);
+      commandTypes.push_back(fb::Command::Dispatch);
+      ++stats.numDispatches;
+    } else if (auto g = dyn_cast<HostGemmOp>(op)) {
+      commands.push_back(gemm(g));
+      commandTypes.push_back(fb::Command::Gemm);
+      ++stats.numGemms;
+    } else if (auto copy = dyn_cast<HostCopyOp>(op)) {
+      fb::BufferRef src = ref(copy.getSource()), dst = ref(copy.getTarget());
+      commands.push_back(fb::CreateCopy(fbb, &src, &dst).Union());
+      commandTypes.push_back(fb::Command::Copy);
+      ++stats.numCopies;
+    } else if (auto c = dyn_cast<HostCollectiveOp>(op)) {
+      if (!func->hasAttr(FlowDialect::getRanksAttrName()))
+        return op.emitError("collectives run in the device programs of mesh "
+                            "functions (give the function a 'flow.mesh')");
+      auto command = collective(c);
+      if (failed(command))
+        return failure();
+      commands.push_back(*command);
       commandTypes.push_back(fb::Command::Collective);
       ++stats.numCollectives;
+    } else if (failed(buffer(op, arenaBytes))) {
+      return failure();
     }
-  }
-  for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
-    const Slot &slot = slots[bufferRoot(v)];
-    if (slot.space == fb::Space::Output && slot.index == i &&
-        slot.size == storageBytes(cast<RankedTensorType>(v.getType())))
-      continue;
-    fb::BufferRef src = ref(v);
-    fb::BufferRef dst(fb::Space::Output, (uint32_t)i, 0, src.size());
-    commands.push_back(fb::CreateCopy(fbb, &src, &dst).Union());
-    commandTypes.push_back(fb::Command::Copy);
-    ++stats.numCopies;
   }
   // A device program of a mesh function: who runs it, and the global
   // signature.
@@ -428,60 +451,10 @@ FunctionWriter::write(func::FuncOp func) {
   }
   return fb::CreateFunctionDirect(
       fbb, func.getSymName().str().c_str(), &*inputs, &*outputs, &commandTypes,
-      &commands, arena.getBytes(), ranks.empty() ? nullptr : &ranks,
+      &commands, arenaBytes, ranks.empty() ? nullptr : &ranks,
       globalName.empty() ? nullptr : globalName.c_str(),
       globalInputs.empty() && ranks.empty() ? nullptr : &globalInputs,
       globalOutputs.empty() && ranks.empty() ? nullptr : &globalOutputs);
-}
-
-FailureOr<flatbuffers::Offset<void>> FunctionWriter::collective(Operation &op) {
-  Value input = op.getOperand(0), output = op.getResult(0);
-  auto inType = cast<RankedTensorType>(input.getType());
-  auto outType = cast<RankedTensorType>(output.getType());
-  FailureOr<fb::DType> dtype = dtypeOf(inType.getElementType());
-  if (failed(dtype))
-    return op.emitError("unsupported element type for a collective");
-  fb::CollectiveKind kind = fb::CollectiveKind::AllReduce;
-  fb::Reduction reduction = fb::Reduction::Sum;
-  int64_t dim = 0, splitDim = 0, concatDim = 0;
-  ArrayRef<int64_t> axes;
-  if (auto r = dyn_cast<AllReduceOp>(op)) {
-    axes = r.getMeshAxes();
-    reduction = r.getKind() == ReductionKind::max ? fb::Reduction::Max
-                                                  : fb::Reduction::Sum;
-  } else if (auto g = dyn_cast<AllGatherOp>(op)) {
-    kind = fb::CollectiveKind::AllGather;
-    axes = g.getMeshAxes();
-    dim = g.getDim();
-  } else if (auto s = dyn_cast<ReduceScatterOp>(op)) {
-    kind = fb::CollectiveKind::ReduceScatter;
-    axes = s.getMeshAxes();
-    dim = s.getDim();
-    reduction = s.getKind() == ReductionKind::max ? fb::Reduction::Max
-                                                  : fb::Reduction::Sum;
-  } else {
-    auto a = cast<AllToAllOp>(op);
-    kind = fb::CollectiveKind::AllToAll;
-    axes = a.getMeshAxes();
-    splitDim = a.getSplitDim();
-    concatDim = a.getConcatDim();
-  }
-  std::vector<int64_t> meshAxes = axes.vec();
-  std::vector<int64_t> inShape = inType.getShape().vec();
-  std::vector<int64_t> outShape = outType.getShape().vec();
-  fb::BufferRef in = ref(input), out = ref(output);
-  // What the device exchanges: the gathered or exchanged result, or the
-  // tensor that is reduced.
-  int64_t bytes =
-      isa<ReduceScatterOp>(op) ? storageBytes(inType) : storageBytes(outType);
-  stats.collectiveBytes += bytes;
-  stats.collectives.push_back(
-      {op.getParentOfType<func::FuncOp>().getSymName().str(),
-       op.getName().stripDialect().str(), meshAxes, bytes});
-  return fb::CreateCollectiveDirect(fbb, kind, reduction, &meshAxes, *dtype,
-                                    &inShape, &outShape, dim, splitDim,
-                                    concatDim, &in, &out)
-      .Union();
 }
 
 FailureOr<std::vector<uint8_t>> mlir::flow::writeExecutable(

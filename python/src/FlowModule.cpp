@@ -53,7 +53,7 @@ py::object compile(const std::string &source, const std::string &target,
   std::optional<mlir::flow::Phase> phase = mlir::flow::parsePhase(compileTo);
   if (!phase)
     throw FlowError("unknown phase '" + compileTo +
-                    "' (input, flow, linalg, bufferized, llvm, fbin)");
+                    "' (input, flow, host, linalg, bufferized, llvm, fbin)");
   mlir::DialectRegistry registry;
   mlir::flow::registerCompilerDialects(registry);
   // Text from the user must not take this process down: refuse what the

@@ -2,6 +2,7 @@
 // are propagated, the program partitioned, and the collectives run on the
 // host schedule between kernels and GEMMs.
 // RUN: flow-compile %s --compile-to=flow | FileCheck %s --check-prefix=FLOW
+// RUN: flow-compile %s --compile-to=host | FileCheck %s --check-prefix=HOST
 // RUN: flow-compile %s -o %t.fbin --report=%t.json && FileCheck %s --input-file=%t.json --check-prefix=REPORT
 
 flow.mesh @mesh [2]
@@ -19,8 +20,20 @@ func.func @forward(%x: tensor<8x16xf32> {flow.sbp = #flow.sbp<[S(0)]>}, %w: tens
 // FLOW-SAME: flow.ranks = array<i64: 0, 1>
 // FLOW: flow.matmul {{.*}} -> tensor<4x32xf32>
 // FLOW: %[[R:.*]] = call @forward_k0
-// FLOW: %[[G:.*]] = flow.all_gather %[[R]] on @mesh axes = [0] dim = 0 {flow.buffers = [#flow.output<index = 0>]} : tensor<4x32xf32> -> tensor<8x32xf32>
+// FLOW: %[[G:.*]] = flow.all_gather %[[R]] on @mesh axes = [0] dim = 0 : tensor<4x32xf32> -> tensor<8x32xf32>
 // FLOW: return %[[G]]
+
+// On the host schedule the collective gathers the kernel's slice straight
+// into the output buffer.
+// HOST-LABEL: func.func @forward
+// HOST-SAME: (%{{.*}}: memref<4x16xf32>, %{{.*}}: memref<16x32xf32>, %{{.*}}: memref<32xf32>, %[[OUT:.*]]: memref<8x32xf32>)
+// HOST-SAME: flow.host_outputs = 1
+// HOST-SAME: flow.ranks = array<i64: 0, 1>
+// HOST: flow.host.gemm
+// HOST: %[[S:.*]] = flow.host.slice
+// HOST: flow.host.dispatch @forward_k0({{.*}}) outs(%[[S]])
+// HOST: flow.host.collective all_gather %[[S]] -> %[[OUT]] on @mesh axes = [0] {dim = 0 : i64} : memref<4x32xf32> -> memref<8x32xf32>
+// HOST-NEXT: return
 
 // REPORT: "collective_ops": [
 // REPORT: "bytes_per_device": 1024,

@@ -1,6 +1,7 @@
 // Each phase of flow-compile, stopped with --compile-to.
 // RUN: flow-compile %s --compile-to=input | FileCheck %s --check-prefix=INPUT
 // RUN: flow-compile %s --compile-to=flow | FileCheck %s --check-prefix=FLOW
+// RUN: flow-compile %s --compile-to=host | FileCheck %s --check-prefix=HOST
 // RUN: flow-compile %s --compile-to=linalg | FileCheck %s --check-prefix=LINALG
 // RUN: flow-compile %s --compile-to=bufferized | FileCheck %s --check-prefix=BUF
 // RUN: flow-compile %s --compile-to=llvm | FileCheck %s --check-prefix=LLVM
@@ -35,6 +36,18 @@ func.func @forward(%x: tensor<8x16xf32>, %w: tensor<16x32xf32>,
 // FLOW: flow.add {{.*}}flow.fusion_refused = "its producer flow.matmul runs on the host as a library GEMM"
 // FLOW: flow.relu
 // FLOW-NOT: func.func private
+
+// The host schedule on buffers: inputs, then the output buffer; the GEMM
+// writes an arena slice the kernel reads, and the kernel writes the output.
+// HOST-LABEL: func.func @forward
+// HOST-SAME: (%[[X:.*]]: memref<8x16xf32>, %[[W:.*]]: memref<16x32xf32>, %[[B:.*]]: memref<32xf32>, %[[OUT:.*]]: memref<8x32xf32>)
+// HOST-SAME: flow.host_outputs = 1
+// HOST: %[[ARENA:.*]] = flow.host.arena <bytes = 1024, lower_bound = 1024, unplanned = 1024, {{.*}}> : memref<1024xi8>
+// HOST: %[[M:.*]] = flow.host.slice %[[ARENA]][0] live[1, 2] : memref<1024xi8> -> memref<8x32xf32>
+// HOST: flow.host.gemm %[[X]], %[[W]] -> %[[M]]
+// HOST: flow.host.dispatch @forward_k0(%[[M]], %[[B]]) outs(%[[OUT]])
+// HOST-NEXT: return
+// HOST: func.func private @forward_k0
 
 // From here on, the kernels.
 // LINALG-NOT: flow.

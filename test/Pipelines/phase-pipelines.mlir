@@ -2,6 +2,10 @@
 // giving what flow-compile gives at that phase.
 // RUN: flow-opt %s --flow-place-pipeline --flow-graph-pipeline | FileCheck %s --check-prefix=GRAPH
 // RUN: flow-opt %s --flow-place-pipeline --flow-graph-pipeline=fusion=0 | FileCheck %s --check-prefix=UNFUSED
+// RUN: flow-compile %s --compile-to=flow -o %t.flow.mlir
+// RUN: flow-compile %s --compile-to=host -o %t.host.mlir
+// RUN: flow-opt %t.flow.mlir --flow-host-pipeline -o %t.host2.mlir
+// RUN: diff %t.host.mlir %t.host2.mlir
 // RUN: flow-compile %s --compile-to=linalg -o %t.linalg.mlir
 // RUN: flow-compile %s --compile-to=bufferized -o %t.bufferized.mlir
 // RUN: flow-compile %s --compile-to=llvm -o %t.llvm.mlir

@@ -51,7 +51,7 @@ static cl::opt<std::string>
     target("target", cl::desc("Target device: cpu (default)"), cl::init("cpu"));
 static cl::opt<std::string>
     compileTo("compile-to",
-              cl::desc("Stop after a phase and print its IR: input, flow, "
+              cl::desc("Stop after a phase and print its IR: input, flow, host, "
                        "linalg, bufferized, llvm, fbin (default)"),
               cl::init("fbin"));
 static cl::opt<std::string>
@@ -175,7 +175,7 @@ int main(int argc, char **argv) {
   std::optional<Phase> phase = parsePhase(compileTo);
   if (!phase) {
     llvm::errs() << "flow-compile: error: unknown phase '" << compileTo
-                 << "' for --compile-to (input, flow, linalg, bufferized, "
+                 << "' for --compile-to (input, flow, host, linalg, bufferized, "
                     "llvm, fbin)\n";
     return 1;
   }

@@ -4,10 +4,12 @@
 //
 // The phase pipeline `flow-compile` (and the Python extension) runs:
 //
-//   input -> flow -> linalg -> bufferized -> llvm -> fbin
+//   input -> flow -> host -> linalg -> bufferized -> llvm -> fbin
 //
-//   flow        canonicalized, single-device, split into a host schedule
-//               (public functions) and kernels (flow.kernel functions)
+//   flow        canonicalized, single-device (SPMD), fused and outlined:
+//               public functions call kernels (flow.kernel functions)
+//   host        the public functions as host schedules on buffers
+//               (flow.host.*), memory-planned into one arena each
 //   linalg      kernels lowered to linalg/tensor/arith/math on tensors
 //   bufferized  kernels on memrefs, as workgroup-distributed scf loops
 //   llvm        kernels in the LLVM dialect with their entry points
@@ -35,7 +37,7 @@ class OpPassManager;
 class TimingScope;
 namespace flow {
 
-enum class Phase { Input, Flow, Linalg, Bufferized, LLVM, Fbin };
+enum class Phase { Input, Flow, Host, Linalg, Bufferized, LLVM, Fbin };
 
 /// "input", "flow", ... -> Phase; nullopt for an unknown name.
 std::optional<Phase> parsePhase(StringRef name);
@@ -96,7 +98,7 @@ struct CompileResult {
   /// The executable (when compiling to Fbin).
   std::vector<uint8_t> executable;
   /// The IR where compilation stopped (when compiling to an earlier phase):
-  /// the host schedule at Flow, the kernels afterwards.
+  /// the whole module at Flow and Host, the kernels afterwards.
   OwningOpRef<ModuleOp> module;
   CompileReport report;
 };
@@ -108,22 +110,25 @@ void registerCompilerDialects(DialectRegistry &registry);
 void registerCompilerPasses();
 
 /// Registers the phase pipelines by name, for flow-opt (idempotent):
-/// flow-place-pipeline, flow-graph-pipeline{fusion library-matmul in-place},
-/// flow-kernel-linalg-pipeline, flow-kernel-bufferize-pipeline,
-/// flow-kernel-cpu-llvm-pipeline. The kernel pipelines run on a module of
-/// kernels (what `--compile-to=flow` prints after its host functions, and
-/// what each later phase prints).
+/// flow-place-pipeline, flow-graph-pipeline{fusion library-matmul},
+/// flow-host-pipeline{in-place}, flow-kernel-linalg-pipeline,
+/// flow-kernel-bufferize-pipeline, flow-kernel-cpu-llvm-pipeline. The kernel
+/// pipelines run on a module of kernels (what `--compile-to=host` prints
+/// after its host schedules, and what each later phase prints).
 void registerCompilerPipelines();
 
 struct GraphPipelineOptions {
   bool fusion = true;
   bool libraryMatmul = true;
+};
+struct HostPipelineOptions {
   bool inPlace = false;
 };
 /// The phases' pipelines, as compile() runs them.
 void buildFlowPlacePipeline(OpPassManager &pm);
 void buildFlowGraphPipeline(OpPassManager &pm,
                             const GraphPipelineOptions &options);
+void buildHostPipeline(OpPassManager &pm, const HostPipelineOptions &options);
 void buildKernelLinalgPipeline(OpPassManager &pm);
 void buildKernelBufferizePipeline(OpPassManager &pm);
 void buildKernelCpuLLVMPipeline(OpPassManager &pm);

@@ -1021,19 +1021,3 @@ func.func @return_outside(%x: tensor<4xf32>) {
   // expected-error @+1 {{'flow.return' op expects parent op 'flow.dispatch_region'}}
   flow.return %x : tensor<4xf32>
 }
-
-// -----
-
-func.func private @k(tensor<4xf32>) -> tensor<4xf32>
-func.func @buffers_count(%x: tensor<4xf32>) -> tensor<4xf32> {
-  // expected-error @+1 {{'flow.buffers' must list one #flow.arena or #flow.output per result}}
-  %0 = call @k(%x) {flow.buffers = []} : (tensor<4xf32>) -> tensor<4xf32>
-  return %0 : tensor<4xf32>
-}
-
-// -----
-
-// expected-error @+1 {{'flow.arena' must be a #flow.arena_plan}}
-func.func @arena_kind(%x: tensor<4xf32>) -> tensor<4xf32> attributes {flow.arena = 3 : i64} {
-  return %x : tensor<4xf32>
-}

@@ -1,49 +1,75 @@
-// RUN: flow-opt %s -split-input-file --flow-plan-memory=in-place=1 | FileCheck %s
-// RUN: flow-opt %s -split-input-file --flow-plan-memory | FileCheck %s --check-prefix=APART
+// RUN: flow-opt %s -split-input-file -verify-diagnostics --flow-plan-memory=in-place=1 | FileCheck %s
+// RUN: flow-opt %s -split-input-file -verify-diagnostics --flow-plan-memory | FileCheck %s --check-prefix=APART
 
 // In place is an option, off by default.
-// APART-NOT: in_place = true
+// APART-NOT: in_place :
 
-// Outputs are written in place by the command computing them; transient
-// values get arena slices, reused once dead; an element-wise kernel takes
-// over its dying operand's slice; a view (reshape) keeps its source alive.
-// Positions count every op of the schedule: %a is defined at 1 and its view
-// is read at 5.
+// Transient buffers become slices of one arena, reused once dead; an
+// element-wise kernel takes over its dying input's slice; a view keeps its
+// source alive. Positions count commands: %a is written at 1 and its view
+// read at 4.
 // CHECK-LABEL: func.func @chain
-// CHECK-SAME: flow.arena = #flow.arena_plan<bytes = 2048, lower_bound = 2048, unplanned = 3072, heuristic = "{{.*}}">
-// CHECK: %[[A:.*]] = call @ew(%{{.*}}) {flow.buffers = [#flow.arena<offset = [[OA:[0-9]+]], size = 1024, first = 1, last = 5, in_place = false>]}
-// CHECK: %[[V:.*]] = flow.reshape %[[A]]
-// CHECK: %[[B:.*]] = call @mix(%[[A]]) {flow.buffers = [#flow.arena<offset = [[OB:[0-9]+]], size = 1024, first = 3, last = 4, in_place = false>]}
-// CHECK: %[[C:.*]] = call @ew(%[[B]]) {flow.buffers = [#flow.arena<offset = [[OB]], size = 1024, first = 4, last = 5, in_place = true>], flow.inplace_operands = array<i64: 0>}
-// CHECK: call @add(%[[C]], %[[V]]) {flow.buffers = [#flow.output<index = 0>]}
+// CHECK: %[[ARENA:.*]] = flow.host.arena <bytes = 2048, lower_bound = 2048, unplanned = 3072, heuristic = "{{.*}}"> : memref<2048xi8>
+// CHECK: %[[A:.*]] = flow.host.slice %[[ARENA]][[[OA:[0-9]+]]] live[1, 4] : memref<2048xi8> -> memref<256xf32>
+// CHECK: %[[B:.*]] = flow.host.slice %[[ARENA]][[[OB:[0-9]+]]] live[2, 3] : memref<2048xi8> -> memref<256xf32>
+// CHECK: %[[C:.*]] = flow.host.slice %[[ARENA]][[[OB]]] live[3, 4] in_place : memref<2048xi8> -> memref<256xf32>
+// CHECK: flow.host.dispatch @add(%[[C]], %{{.*}}) outs(%{{.*}})
 func.func private @ew(tensor<256xf32>) -> tensor<256xf32>
 func.func private @mix(tensor<256xf32>) -> tensor<256xf32>
 func.func private @add(tensor<256xf32>, tensor<16x16xf32>) -> tensor<256xf32>
-func.func @chain(%x: tensor<256xf32>) -> tensor<256xf32> {
-  %a = call @ew(%x) : (tensor<256xf32>) -> tensor<256xf32>
-  %v = flow.reshape %a : tensor<256xf32> -> tensor<16x16xf32>
-  %b = call @mix(%a) : (tensor<256xf32>) -> tensor<256xf32>
-  %c = call @ew(%b) {flow.inplace_operands = array<i64: 0>} : (tensor<256xf32>) -> tensor<256xf32>
-  %d = call @add(%c, %v) : (tensor<256xf32>, tensor<16x16xf32>) -> tensor<256xf32>
-  return %d : tensor<256xf32>
+func.func @chain(%x: memref<256xf32>, %out: memref<256xf32>) attributes {flow.host_outputs = 1 : i64} {
+  %a = flow.host.alloc : memref<256xf32>
+  flow.host.dispatch @ew(%x) outs(%a) : (memref<256xf32>) -> (memref<256xf32>)
+  %v = flow.host.view %a : memref<256xf32> -> memref<16x16xf32>
+  %b = flow.host.alloc : memref<256xf32>
+  flow.host.dispatch @mix(%a) outs(%b) : (memref<256xf32>) -> (memref<256xf32>)
+  %c = flow.host.alloc : memref<256xf32>
+  flow.host.dispatch @ew(%b) outs(%c) {in_place_operands = array<i64: 0>} : (memref<256xf32>) -> (memref<256xf32>)
+  flow.host.dispatch @add(%c, %v) outs(%out) : (memref<256xf32>, memref<16x16xf32>) -> (memref<256xf32>)
+  return
 }
 
 // -----
 
-// A value returned twice is written into the first output (the second is
-// a copy at the end); an operand still alive after the call is never
-// overwritten in place.
-// CHECK-LABEL: func.func @twice
-// CHECK: %[[A:.*]] = call @ew(%{{.*}}) {flow.buffers = [#flow.arena<offset = 0, size = 1024, first = 1, last = 3, in_place = false>]}
-// CHECK: call @ew(%[[A]]) {flow.buffers = [#flow.arena<offset = 1024, size = 1024, first = 2, last = 3, in_place = false>], flow.inplace_operands = array<i64: 0>}
-// CHECK: call @add(%{{.*}}, %[[A]]) {flow.buffers = [#flow.output<index = 0>]}
-// CHECK: flow.matmul {{.*}}{flow.buffers = [#flow.output<index = 1>]}
+// An input still alive after the dispatch is never written over in place;
+// buffers alive at once never share bytes.
+// CHECK-LABEL: func.func @alive
+// CHECK: flow.host.arena <bytes = 2048, lower_bound = 2048, unplanned = 2048
+// CHECK: flow.host.slice %{{.*}}[0] live[1, 3]
+// CHECK: flow.host.slice %{{.*}}[1024] live[2, 3] :
 func.func private @ew(tensor<256xf32>) -> tensor<256xf32>
 func.func private @add(tensor<256xf32>, tensor<256xf32>) -> tensor<256xf32>
-func.func @twice(%x: tensor<256xf32>, %m: tensor<4x4xf32>) -> (tensor<256xf32>, tensor<4x4xf32>, tensor<4x4xf32>) {
-  %a = call @ew(%x) : (tensor<256xf32>) -> tensor<256xf32>
-  %b = call @ew(%a) {flow.inplace_operands = array<i64: 0>} : (tensor<256xf32>) -> tensor<256xf32>
-  %c = call @add(%b, %a) : (tensor<256xf32>, tensor<256xf32>) -> tensor<256xf32>
-  %p = flow.matmul %m, %m : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
-  return %c, %p, %p : tensor<256xf32>, tensor<4x4xf32>, tensor<4x4xf32>
+func.func @alive(%x: memref<256xf32>, %out: memref<256xf32>) attributes {flow.host_outputs = 1 : i64} {
+  %a = flow.host.alloc : memref<256xf32>
+  flow.host.dispatch @ew(%x) outs(%a) : (memref<256xf32>) -> (memref<256xf32>)
+  %b = flow.host.alloc : memref<256xf32>
+  flow.host.dispatch @ew(%a) outs(%b) {in_place_operands = array<i64: 0>} : (memref<256xf32>) -> (memref<256xf32>)
+  flow.host.dispatch @add(%b, %a) outs(%out) : (memref<256xf32>, memref<256xf32>) -> (memref<256xf32>)
+  return
+}
+
+// -----
+
+// A schedule with nothing transient still gets its (empty) arena.
+// CHECK-LABEL: func.func @nothing
+// CHECK: flow.host.arena <bytes = 0, lower_bound = 0, unplanned = 0
+// CHECK-NEXT: flow.host.copy
+func.func @nothing(%x: memref<4xf32>, %out: memref<4xf32>) attributes {flow.host_outputs = 1 : i64} {
+  flow.host.copy %x -> %out : memref<4xf32> -> memref<4xf32>
+  return
+}
+
+// -----
+
+// expected-error @+1 {{is not a host schedule: run flow-build-host-schedule before flow-plan-memory}}
+func.func @tensors(%x: tensor<4xf32>) -> tensor<4xf32> {
+  return %x : tensor<4xf32>
+}
+
+// -----
+
+func.func @unused(%out: memref<4xf32>) attributes {flow.host_outputs = 1 : i64} {
+  // expected-error @+1 {{transient buffer is used by no command}}
+  %a = flow.host.alloc : memref<4xf32>
+  return
 }

@@ -39,6 +39,10 @@ void FlowDialect::initialize() {
 #define GET_OP_LIST
 #include "flow/Dialect/Flow/IR/FlowOps.cpp.inc"
       >();
+  addOperations<
+#define GET_OP_LIST
+#include "flow/Dialect/Flow/IR/FlowHostOps.cpp.inc"
+      >();
   registerAttributes();
   addInterfaces<FlowInlinerInterface>();
   registerSbpInterfaceModels(getContext());
@@ -186,21 +190,14 @@ LogicalResult FlowDialect::verifyOperationAttribute(Operation *op,
                                << "' must be a positive integer";
     return success();
   }
-  if (attr.getName() == getBuffersAttrName()) {
-    auto list = dyn_cast<ArrayAttr>(attr.getValue());
-    if (!list || list.size() != op->getNumResults() ||
-        !llvm::all_of(list, [](Attribute a) {
-          return isa<ArenaSliceAttr, OutputBufferAttr>(a);
-        }))
+  if (attr.getName() == getHostOutputsAttrName()) {
+    auto value = dyn_cast<IntegerAttr>(attr.getValue());
+    auto func = dyn_cast<FunctionOpInterface>(op);
+    if (!value || !func || value.getInt() < 0 ||
+        value.getInt() > (int64_t)func.getNumArguments())
       return op->emitOpError()
-             << "'" << getBuffersAttrName()
-             << "' must list one #flow.arena or #flow.output per result";
-    return success();
-  }
-  if (attr.getName() == getArenaAttrName()) {
-    if (!isa<ArenaPlanAttr>(attr.getValue()))
-      return op->emitOpError()
-             << "'" << getArenaAttrName() << "' must be a #flow.arena_plan";
+             << "'" << getHostOutputsAttrName()
+             << "' must be a function's count of trailing output buffers";
     return success();
   }
   if (attr.getName() == getInPlaceOperandsAttrName()) {

@@ -799,7 +799,7 @@ verifyCollective(Operation *op, ArrayRef<int64_t> axes,
       return op->emitOpError()
              << "mesh axis " << a << " appears more than once";
   }
-  int64_t rank = cast<RankedTensorType>(op->getOperand(0).getType()).getRank();
+  int64_t rank = cast<ShapedType>(op->getOperand(0).getType()).getRank();
   for (auto [name, d] : dims)
     if (d < 0 || d >= rank)
       return op->emitOpError()
@@ -965,8 +965,204 @@ BroadcastOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
   return success();
 }
 
+//===----------------------------------------------------------------------===//
+// The host schedule
+//===----------------------------------------------------------------------===//
+
+/// Host buffers are plain row-major memory.
+static LogicalResult verifyIdentityLayout(Operation *op, Type type) {
+  if (!cast<MemRefType>(type).getLayout().isIdentity())
+    return op->emitOpError() << "buffer " << type
+                             << " must have the identity layout";
+  return success();
+}
+
+LogicalResult HostConstantOp::verify() {
+  auto value = cast<ShapedType>(getValue().getType());
+  MemRefType type = getType();
+  if (value.getShape() != type.getShape() ||
+      value.getElementType() != type.getElementType())
+    return emitOpError() << "value of type " << value
+                         << " does not fill a buffer " << type;
+  return verifyIdentityLayout(*this, type);
+}
+
+LogicalResult HostParameterOp::verify() {
+  if (getName().empty())
+    return emitOpError() << "needs a parameter name";
+  return verifyIdentityLayout(*this, getType());
+}
+
+LogicalResult HostAllocOp::verify() {
+  return verifyIdentityLayout(*this, getType());
+}
+
+LogicalResult HostArenaOp::verify() {
+  ArenaPlanAttr plan = getPlan();
+  if (plan.getBytes() < 0 || plan.getLowerBound() < 0 ||
+      plan.getLowerBound() > plan.getBytes() ||
+      plan.getUnplanned() < plan.getLowerBound())
+    return emitOpError() << "plan " << plan
+                         << " must have 0 <= lower_bound <= bytes and "
+                            "lower_bound <= unplanned";
+  if (getType().getDimSize(0) != plan.getBytes())
+    return emitOpError() << "arena of type " << getType() << " must hold the "
+                         << plan.getBytes() << " bytes of its plan";
+  return success();
+}
+
+LogicalResult HostSliceOp::verify() {
+  int64_t bytes = storageBytes(getType());
+  int64_t arena = getArena().getType().getDimSize(0);
+  if (getOffset() < 0 || getOffset() % 64 != 0)
+    return emitOpError() << "offset " << getOffset()
+                         << " must be a non-negative multiple of 64";
+  if (getOffset() > arena || bytes > arena - getOffset())
+    return emitOpError() << "slice of " << bytes << " bytes at offset "
+                         << getOffset() << " does not fit the arena of "
+                         << arena << " bytes";
+  if (getFirst() < 0 || getLast() < getFirst())
+    return emitOpError() << "live range [" << getFirst() << ", " << getLast()
+                         << "] is empty or negative";
+  return verifyIdentityLayout(*this, getType());
+}
+
+LogicalResult HostViewOp::verify() {
+  MemRefType from = getSource().getType(), to = getType();
+  if (from.getElementType() != to.getElementType() ||
+      from.getNumElements() != to.getNumElements())
+    return emitOpError() << "cannot view " << from << " as " << to
+                         << ": element type and count must match";
+  if (failed(verifyIdentityLayout(*this, from)))
+    return failure();
+  return verifyIdentityLayout(*this, to);
+}
+
+LogicalResult HostDispatchOp::verify() {
+  if (auto inPlace = getInPlaceOperands())
+    for (int64_t i : *inPlace)
+      if (i < 0 || i >= (int64_t)getInputs().size())
+        return emitOpError() << "in-place operand " << i
+                             << " is not one of its " << getInputs().size()
+                             << " inputs";
+  return success();
+}
+
+int64_t HostGemmOp::getM() {
+  return getOut().getType().getDimSize(getOut().getType().getRank() - 2);
+}
+int64_t HostGemmOp::getN() {
+  return getOut().getType().getDimSize(getOut().getType().getRank() - 1);
+}
+int64_t HostGemmOp::getK() {
+  MemRefType a = getLhs().getType();
+  return a.getDimSize(a.getRank() - (getTransposeLhs() ? 2 : 1));
+}
+
+LogicalResult HostGemmOp::verify() {
+  MemRefType a = getLhs().getType(), b = getRhs().getType(),
+             c = getOut().getType();
+  for (MemRefType t : {a, b, c}) {
+    if (!t.getElementType().isF32())
+      return emitOpError() << "runs on f32 buffers, got " << t;
+    if (t.getRank() < 2)
+      return emitOpError() << "needs matrices (rank >= 2), got " << t;
+  }
+  int64_t ra = a.getRank(), rb = b.getRank(), rc = c.getRank();
+  if (ra > rc || rb > rc)
+    return emitOpError() << "operands may not have more batch dimensions "
+                            "than the result";
+  int64_t m = a.getDimSize(ra - (getTransposeLhs() ? 1 : 2));
+  int64_t kb = b.getDimSize(rb - (getTransposeRhs() ? 1 : 2));
+  int64_t n = b.getDimSize(rb - (getTransposeRhs() ? 2 : 1));
+  if (getK() != kb || m != getM() || n != getN())
+    return emitOpError() << "shapes " << a << " x " << b << " do not give "
+                         << c;
+  for (MemRefType t : {a, b})
+    for (int64_t d = 0; d < t.getRank() - 2; ++d) {
+      int64_t size = t.getDimSize(d);
+      int64_t out = c.getDimSize(rc - t.getRank() + d);
+      if (size != 1 && size != out)
+        return emitOpError() << "batch dimensions of " << t
+                             << " do not broadcast to " << c;
+    }
+  for (Value v : {getLhs(), getRhs(), getOut()})
+    if (failed(verifyIdentityLayout(*this, v.getType())))
+      return failure();
+  return success();
+}
+
+LogicalResult HostCopyOp::verify() {
+  if (storageBytes(getSource().getType()) !=
+      storageBytes(getTarget().getType()))
+    return emitOpError() << "copies " << getSource().getType() << " into "
+                         << getTarget().getType()
+                         << ": the byte sizes differ";
+  return success();
+}
+
+LogicalResult HostCollectiveOp::verify() {
+  if (getInput().getType().getElementType() !=
+      getOutput().getType().getElementType())
+    return emitOpError() << "input and output element types differ";
+  CollectiveKind kind = getKind();
+  bool reduces =
+      kind == CollectiveKind::all_reduce || kind == CollectiveKind::reduce_scatter;
+  bool hasDim =
+      kind == CollectiveKind::all_gather || kind == CollectiveKind::reduce_scatter;
+  bool exchanges = kind == CollectiveKind::all_to_all;
+  if (reduces != getReduction().has_value() || hasDim != getDim().has_value() ||
+      exchanges != getSplitDim().has_value() ||
+      exchanges != getConcatDim().has_value())
+    return emitOpError()
+           << stringifyCollectiveKind(kind)
+           << " takes exactly "
+           << (reduces && hasDim ? "'reduction' and 'dim'"
+               : reduces         ? "'reduction'"
+               : hasDim          ? "'dim'"
+                                 : "'split_dim' and 'concat_dim'");
+  SmallVector<std::pair<StringRef, int64_t>> dims;
+  if (hasDim)
+    dims.push_back({"dim", *getDim()});
+  if (exchanges) {
+    dims.push_back({"split_dim", *getSplitDim()});
+    dims.push_back({"concat_dim", *getConcatDim()});
+  }
+  if (kind == CollectiveKind::all_reduce &&
+      getInput().getType().getShape() != getOutput().getType().getShape())
+    return emitOpError() << "all_reduce keeps the shape";
+  return verifyCollective(*this, getMeshAxes(), dims);
+}
+
+LogicalResult
+HostCollectiveOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  FailureOr<int64_t> g =
+      resolveGroup(*this, getMeshAttr(), getMeshAxes(), symbolTable);
+  if (failed(g))
+    return failure();
+  auto asTensor = [](MemRefType t) {
+    return RankedTensorType::get(t.getShape(), t.getElementType());
+  };
+  RankedTensorType in = asTensor(getInput().getType()),
+                   out = asTensor(getOutput().getType());
+  switch (getKind()) {
+  case CollectiveKind::all_reduce:
+    return success();
+  case CollectiveKind::all_gather:
+    return verifyPieces(*this, in, out, {{*getDim(), *g}}, {});
+  case CollectiveKind::reduce_scatter:
+    return verifyPieces(*this, in, out, {}, {{*getDim(), *g}});
+  case CollectiveKind::all_to_all:
+    return verifyPieces(*this, in, out, {{*getConcatDim(), *g}},
+                        {{*getSplitDim(), *g}});
+  }
+  return success();
+}
+
 #define GET_OP_CLASSES
 #include "flow/Dialect/Flow/IR/FlowOps.cpp.inc"
+#define GET_OP_CLASSES
+#include "flow/Dialect/Flow/IR/FlowHostOps.cpp.inc"
 
 //===----------------------------------------------------------------------===//
 // Dispatch regions
@@ -1002,7 +1198,7 @@ bool mlir::flow::isElementwise(Operation *op) {
              CompareOp, SelectOp, BroadcastToOp, BatchNormOp>(op);
 }
 
-int64_t mlir::flow::storageBytes(RankedTensorType type) {
+int64_t mlir::flow::storageBytes(ShapedType type) {
   Type t = type.getElementType();
   int64_t width = t.isInteger(1) ? 1 : t.getIntOrFloatBitWidth() / 8;
   return type.getNumElements() * width;
@@ -1010,7 +1206,7 @@ int64_t mlir::flow::storageBytes(RankedTensorType type) {
 
 Value mlir::flow::bufferRoot(Value v) {
   while (Operation *def = v.getDefiningOp()) {
-    if (!isa<ReshapeOp, AnnotateOp>(def))
+    if (!isa<ReshapeOp, AnnotateOp, HostViewOp>(def))
       break;
     v = def->getOperand(0);
   }

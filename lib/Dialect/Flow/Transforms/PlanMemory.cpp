@@ -1,4 +1,4 @@
-//===- PlanMemory.cpp - Buffers and the arena of each host schedule -------===//
+//===- PlanMemory.cpp - One arena for each host schedule ------------------===//
 //
 // Part of the Flow project.
 //
@@ -22,14 +22,14 @@ using namespace mlir::flow;
 /// Alignment of every arena slice (the runtime's arena is 64-byte aligned).
 static constexpr int64_t kAlignment = 64;
 
-/// Ops of the host schedule that compute their results into buffers.
-static bool computes(Operation *op) {
-  return isa<func::CallOp, MatmulOp, AllReduceOp, AllGatherOp, ReduceScatterOp,
-             AllToAllOp>(op);
+/// The commands of a host schedule: what takes a position in it.
+static bool isCommand(Operation *op) {
+  return isa<HostDispatchOp, HostGemmOp, HostCopyOp, HostCollectiveOp>(op);
 }
 
-static int64_t bytesOf(Value v) {
-  return storageBytes(cast<RankedTensorType>(v.getType()));
+/// The allocation `v` is (a view of), or null.
+static HostAllocOp allocOf(Value v) {
+  return bufferRoot(v).getDefiningOp<HostAllocOp>();
 }
 
 namespace {
@@ -41,85 +41,94 @@ struct PlanMemoryPass : flow::impl::PlanMemoryPassBase<PlanMemoryPass> {
       if (func.isExternal() || func.isPrivate() ||
           func->hasAttr(FlowDialect::getKernelAttrName()))
         continue;
+      if (!func->hasAttr(FlowDialect::getHostOutputsAttrName())) {
+        func.emitError("is not a host schedule: run flow-build-host-schedule "
+                       "before flow-plan-memory");
+        return signalPassFailure();
+      }
+      if (!func.getOps<HostArenaOp>().empty())
+        continue; // planned already
       if (failed(plan(func)))
         return signalPassFailure();
     }
   }
 
   LogicalResult plan(func::FuncOp func) {
-    MLIRContext *ctx = &getContext();
     Block &body = func.getBody().front();
-    auto ret = cast<func::ReturnOp>(body.getTerminator());
 
-    // Returned values a command computes go straight into the output.
-    llvm::DenseMap<Value, int64_t> outputOf;
-    for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
-      Value root = bufferRoot(v);
-      Operation *def = root.getDefiningOp();
-      if (def && computes(def) && !outputOf.count(root) &&
-          bytesOf(root) == bytesOf(v))
-        outputOf[root] = i;
-    }
-
-    // Arena values in order of definition, with their live ranges.
+    // Live ranges in command positions, allocations in program order.
     struct Live {
       int64_t begin = 0, end = 0;
-      Value reuses;
+      HostAllocOp reuses;
     };
-    llvm::MapVector<Value, Live> arena;
-    SmallVector<std::pair<func::CallOp, int64_t>> calls;
+    llvm::MapVector<Operation *, Live> live;
+    SmallVector<std::pair<HostDispatchOp, int64_t>> dispatches;
     int64_t position = 0;
     for (Operation &op : body) {
-      ++position;
-      for (Value operand : op.getOperands()) {
-        auto it = arena.find(bufferRoot(operand));
-        if (it != arena.end())
-          it->second.end = position;
+      if (auto alloc = dyn_cast<HostAllocOp>(op)) {
+        live[alloc] = {};
+        continue;
       }
-      if (!computes(&op))
+      if (!isCommand(&op))
         continue;
-      if (auto call = dyn_cast<func::CallOp>(op))
-        calls.push_back({call, position});
-      for (Value result : op.getResults())
-        if (!outputOf.count(result))
-          arena[result] = {position, position, Value()};
+      ++position;
+      for (Value operand : op.getOperands())
+        if (HostAllocOp alloc = allocOf(operand)) {
+          Live &l = live[alloc];
+          if (l.begin == 0)
+            l.begin = position;
+          l.end = position;
+        }
+      if (auto dispatch = dyn_cast<HostDispatchOp>(op))
+        dispatches.push_back({dispatch, position});
     }
+    for (auto &[op, l] : live)
+      if (l.begin == 0)
+        return op->emitError("transient buffer is used by no command");
 
-    // In place: a kernel's first result takes over the slice of an operand
-    // the kernel is element-wise in, when that operand dies at the call.
-    llvm::DenseSet<Value> taken;
-    for (auto [call, at] : calls) {
-      auto operands = call->getAttrOfType<DenseI64ArrayAttr>(
-          FlowDialect::getInPlaceOperandsAttrName());
-      if (!inPlace || !operands || call.getNumResults() == 0)
+    // In place: a dispatch's first output takes over the buffer of an
+    // input it is element-wise in, when that input dies at the dispatch.
+    llvm::DenseSet<Operation *> taken;
+    for (auto [dispatch, at] : dispatches) {
+      std::optional<ArrayRef<int64_t>> operands =
+          dispatch.getInPlaceOperands();
+      if (!inPlace || !operands)
         continue;
-      auto result = arena.find(call.getResult(0));
-      if (result == arena.end())
+      Value out = dispatch.getOutputs().front();
+      HostAllocOp result = out.getDefiningOp<HostAllocOp>();
+      if (!result || live[result].begin != at)
         continue;
-      for (int64_t k : operands.asArrayRef()) {
-        if (k < 0 || k >= (int64_t)call.getNumOperands())
+      int64_t bytes = storageBytes(result.getType());
+      for (int64_t k : *operands) {
+        HostAllocOp operand = allocOf(dispatch.getInputs()[k]);
+        if (!operand || live[operand].end != at ||
+            storageBytes(operand.getType()) < bytes ||
+            taken.contains(operand))
           continue;
-        Value root = bufferRoot(call.getOperand(k));
-        auto operand = arena.find(root);
-        if (operand == arena.end() || operand->second.end != at ||
-            bytesOf(root) < bytesOf(call.getResult(0)) || taken.contains(root))
-          continue;
-        result->second.reuses = root;
-        taken.insert(root);
+        live[result].reuses = operand;
+        taken.insert(operand);
         break;
       }
     }
 
+    // The first command writing each buffer names it.
+    llvm::DenseMap<Operation *, Operation *> writer;
+    for (Operation &op : body)
+      if (isCommand(&op))
+        for (Value operand : op.getOperands())
+          if (HostAllocOp alloc = allocOf(operand))
+            writer.try_emplace(alloc, &op);
+
     std::vector<PlannedBuffer> buffers;
-    llvm::DenseMap<Value, int64_t> indexOf;
-    for (auto &[value, live] : arena) {
+    llvm::DenseMap<Operation *, int64_t> indexOf;
+    for (auto &[op, l] : live) {
       PlannedBuffer b;
-      b.size = bytesOf(value);
-      b.begin = live.begin;
-      b.end = live.end;
-      b.reuses = live.reuses ? indexOf.lookup(live.reuses) : -1;
-      b.name = bufferName(value.getDefiningOp());
-      indexOf[value] = buffers.size();
+      b.size = storageBytes(cast<HostAllocOp>(op).getType());
+      b.begin = l.begin;
+      b.end = l.end;
+      b.reuses = l.reuses ? indexOf.lookup(l.reuses) : -1;
+      b.name = bufferName(writer.lookup(op));
+      indexOf[op] = buffers.size();
       buffers.push_back(std::move(b));
     }
     MemoryPlanResult plan = planMemory(buffers, kAlignment);
@@ -128,27 +137,25 @@ struct PlanMemoryPass : flow::impl::PlanMemoryPassBase<PlanMemoryPass> {
       return func.emitError("internal error: the arena plan is unsound: ")
              << *error;
 
-    // Record it.
-    for (Operation &op : body) {
-      if (!computes(&op))
-        continue;
-      SmallVector<Attribute> list;
-      for (Value result : op.getResults()) {
-        if (auto it = outputOf.find(result); it != outputOf.end()) {
-          list.push_back(OutputBufferAttr::get(ctx, it->second));
-          continue;
-        }
-        const PlannedBuffer &b = buffers[indexOf.lookup(result)];
-        bool inPlace = b.reuses >= 0 && buffers[b.reuses].offset == b.offset;
-        numInPlace += inPlace;
-        list.push_back(ArenaSliceAttr::get(ctx, b.offset, b.size, b.begin,
-                                           b.end, inPlace));
-      }
-      op.setAttr(FlowDialect::getBuffersAttrName(), ArrayAttr::get(ctx, list));
+    // The arena, and each allocation as its slice.
+    MLIRContext *ctx = &getContext();
+    OpBuilder b = OpBuilder::atBlockBegin(&body);
+    auto arena = HostArenaOp::create(
+        b, func.getLoc(),
+        MemRefType::get({plan.arenaBytes}, IntegerType::get(ctx, 8)),
+        ArenaPlanAttr::get(ctx, plan.arenaBytes, plan.lowerBound,
+                           plan.unplannedBytes, plan.heuristic));
+    for (auto &[op, l] : live) {
+      auto alloc = cast<HostAllocOp>(op);
+      const PlannedBuffer &p = buffers[indexOf.lookup(op)];
+      bool shared = p.reuses >= 0 && buffers[p.reuses].offset == p.offset;
+      numInPlace += shared;
+      b.setInsertionPoint(alloc);
+      auto slice = HostSliceOp::create(b, alloc.getLoc(), alloc.getType(),
+                                       arena, p.offset, p.begin, p.end, shared);
+      alloc.replaceAllUsesWith(slice.getResult());
+      alloc.erase();
     }
-    func->setAttr(FlowDialect::getArenaAttrName(),
-                  ArenaPlanAttr::get(ctx, plan.arenaBytes, plan.lowerBound,
-                                     plan.unplannedBytes, plan.heuristic));
     return success();
   }
 };

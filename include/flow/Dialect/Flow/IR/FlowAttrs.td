@@ -42,6 +42,17 @@ def Flow_ReductionKindAttr : I32EnumAttr<"ReductionKind",
   let cppNamespace = "::mlir::flow";
 }
 
+def Flow_CollectiveAllReduce : I32EnumAttrCase<"all_reduce", 0>;
+def Flow_CollectiveAllGather : I32EnumAttrCase<"all_gather", 1>;
+def Flow_CollectiveReduceScatter : I32EnumAttrCase<"reduce_scatter", 2>;
+def Flow_CollectiveAllToAll : I32EnumAttrCase<"all_to_all", 3>;
+def Flow_CollectiveKindAttr : I32EnumAttr<"CollectiveKind",
+    "a collective of the host schedule",
+    [Flow_CollectiveAllReduce, Flow_CollectiveAllGather,
+     Flow_CollectiveReduceScatter, Flow_CollectiveAllToAll]> {
+  let cppNamespace = "::mlir::flow";
+}
+
 //===----------------------------------------------------------------------===//
 // SBP
 //===----------------------------------------------------------------------===//
@@ -93,54 +104,19 @@ def Flow_SbpAttr : AttrDef<Flow_Dialect, "Sbp"> {
 // The memory plan of a host schedule (set by flow-plan-memory)
 //===----------------------------------------------------------------------===//
 
-def Flow_ArenaSliceAttr : AttrDef<Flow_Dialect, "ArenaSlice"> {
-  let mnemonic = "arena";
-  let summary = "a transient buffer's slice of its function's arena";
-  let description = [{
-    Where a value computed by the host schedule lives: `size` bytes at
-    byte `offset` of the function's arena, alive from schedule position
-    `first` (its definition) to `last` (its last use, views included).
-    `in_place` marks a value that took over the slice of an operand dying at
-    its definition (an element-wise kernel).
-
-    ```mlir
-    %1 = call @f_k0(%0) {flow.buffers = [#flow.arena<offset = 0, size = 1024,
-        first = 2, last = 3, in_place = true>]} : ...
-    ```
-  }];
-  let parameters = (ins "int64_t":$offset, "int64_t":$size, "int64_t":$first,
-                        "int64_t":$last, "bool":$in_place);
-  let assemblyFormat = "`<` struct(params) `>`";
-}
-
-def Flow_OutputBufferAttr : AttrDef<Flow_Dialect, "OutputBuffer"> {
-  let mnemonic = "output";
-  let summary = "a value computed straight into a function output";
-  let description = [{
-    The value is written into the caller's buffer of output `index` (no
-    arena slice, no copy at the end).
-
-    ```mlir
-    %2 = flow.matmul %a, %b {flow.buffers = [#flow.output<index = 0>]} : ...
-    ```
-  }];
-  let parameters = (ins "int64_t":$index);
-  let assemblyFormat = "`<` struct(params) `>`";
-}
-
 def Flow_ArenaPlanAttr : AttrDef<Flow_Dialect, "ArenaPlan"> {
   let mnemonic = "arena_plan";
   let summary = "a function's arena: its size and how good the packing is";
   let description = [{
-    On a host function: the arena's `bytes`, the `lower_bound` (the most
-    bytes alive at one schedule position: no packing does better), the
-    `unplanned` total (every buffer its own memory) and the packing order
-    (`heuristic`) that gave the smallest arena.
+    On a host schedule's `flow.host.arena`: the arena's `bytes`, the
+    `lower_bound` (the most bytes alive at one schedule position: no packing
+    does better), the `unplanned` total (every buffer its own memory) and
+    the packing order (`heuristic`) that gave the smallest arena.
 
     ```mlir
-    func.func @f(...) attributes {flow.arena = #flow.arena_plan<bytes = 2048,
+    %arena = flow.host.arena #flow.arena_plan<bytes = 2048,
         lower_bound = 2048, unplanned = 4096,
-        heuristic = "schedule order, first fit">}
+        heuristic = "schedule order, first fit"> : memref<2048xi8>
     ```
   }];
   let parameters = (ins "int64_t":$bytes, "int64_t":$lower_bound,

@@ -84,14 +84,10 @@ def Flow_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral getInPlaceOperandsAttrName() {
       return ::llvm::StringLiteral("flow.inplace_operands");
     }
-    /// On a host op: where each result lives (#flow.arena or #flow.output);
-    /// on a host function: its arena (#flow.arena_plan). Set by
-    /// flow-plan-memory.
-    static constexpr ::llvm::StringLiteral getBuffersAttrName() {
-      return ::llvm::StringLiteral("flow.buffers");
-    }
-    static constexpr ::llvm::StringLiteral getArenaAttrName() {
-      return ::llvm::StringLiteral("flow.arena");
+    /// On a host schedule (set by flow-build-host-schedule): how many of
+    /// the function's trailing arguments are the caller's output buffers.
+    static constexpr ::llvm::StringLiteral getHostOutputsAttrName() {
+      return ::llvm::StringLiteral("flow.host_outputs");
     }
     /// Marks a function as a kernel (set by flow-outline-kernels).
     static constexpr ::llvm::StringLiteral getKernelAttrName() {

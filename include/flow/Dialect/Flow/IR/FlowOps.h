@@ -19,6 +19,8 @@
 
 #define GET_OP_CLASSES
 #include "flow/Dialect/Flow/IR/FlowOps.h.inc"
+#define GET_OP_CLASSES
+#include "flow/Dialect/Flow/IR/FlowHostOps.h.inc"
 
 namespace mlir {
 namespace flow {
@@ -35,13 +37,13 @@ broadcastShapes(ArrayRef<ArrayRef<int64_t>> shapes,
 /// select, cast, gelu, broadcast_to and batch_norm.
 bool isElementwise(Operation *op);
 
-/// The value whose buffer `v` is a view of: through `flow.reshape` and
-/// `flow.annotate`, which move no data.
+/// The value whose buffer `v` is a view of: through `flow.reshape`,
+/// `flow.annotate` and `flow.host.view`, which move no data.
 Value bufferRoot(Value v);
 
-/// Bytes a tensor of `type` takes in a Flow executable (an i1 takes a
-/// byte).
-int64_t storageBytes(RankedTensorType type);
+/// Bytes a tensor or buffer of `type` takes in a Flow executable (an i1
+/// takes a byte).
+int64_t storageBytes(ShapedType type);
 
 /// Looks up the `flow.mesh` named `name` from `from`; null if none.
 MeshOp lookupMesh(Operation *from, FlatSymbolRefAttr name,

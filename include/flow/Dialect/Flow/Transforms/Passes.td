@@ -190,43 +190,77 @@ def OutlineKernelsPass : Pass<"flow-outline-kernels", "ModuleOp"> {
                            "::mlir::func::FuncDialect"];
 }
 
-def PlanMemoryPass : Pass<"flow-plan-memory", "ModuleOp"> {
-  let summary = "Gives every value the host schedule computes its buffer";
+def BuildHostSchedulePass : Pass<"flow-build-host-schedule", "ModuleOp"> {
+  let summary = "Turns each host function into its schedule on buffers";
   let description = [{
-    Runs on the host schedules (public functions after
-    `flow-outline-kernels`). Every value a command computes (a kernel call,
-    a library GEMM, a collective) gets a buffer, recorded on its op as
-    `flow.buffers` (one per result):
+    Runs on the public functions after `flow-outline-kernels` and rewrites
+    each into the host schedule (`flow.host.*` ops on memrefs), in
+    destination style:
 
-    - `#flow.output<index = i>` when the function returns it as output `i`
-      (the first time it is returned, at its full size): the command writes
-      straight into the caller's buffer;
-    - otherwise `#flow.arena<offset, size, first, last, in_place>`, a slice
-      of the function's arena. Lifetimes come from the schedule order:
-      `first` is the defining op's position, `last` the last use of the
-      value or of a view of it (`flow.reshape`). With `in-place`, a kernel
-      call's first result takes over the slice of an operand listed in the
-      call's `flow.inplace_operands` when that operand dies at the call
-      (`in_place`). It is off by default: measured, it made ResNet-50's
-      arena larger (14.5 MB against 13.6) and its kernels slower (51-53 ms
-      against 48), since a kernel whose input and output alias fails
-      LLVM's run-time overlap checks and runs its scalar loop.
+    - the function takes its inputs and then one buffer per output
+      (`flow.host_outputs` counts them) and returns nothing;
+    - `flow.constant` and `flow.parameter` become `flow.host.constant` and
+      `flow.host.parameter`, `flow.reshape` a `flow.host.view`;
+    - each command (a kernel call, a library `flow.matmul`, a collective)
+      becomes `flow.host.dispatch`, `flow.host.gemm` or
+      `flow.host.collective`, writing each result into a buffer: the
+      caller's output buffer when the function returns the result (the
+      first time it is returned; through a view when it is returned
+      reshaped), otherwise a new `flow.host.alloc`;
+    - an output no command wrote (an input, a constant, a value returned
+      twice) is filled by a `flow.host.copy` at the end.
+
+    An op the host cannot run is an error naming it.
+
+    ```mlir
+    func.func @f(%x: tensor<8x16xf32>) -> tensor<8x16xf32> {
+      %0 = call @f_k0(%x) : (tensor<8x16xf32>) -> tensor<8x16xf32>
+      %1 = call @f_k1(%0) : (tensor<8x16xf32>) -> tensor<8x16xf32>
+      return %1 : tensor<8x16xf32>
+    }
+    // becomes
+    func.func @f(%x: memref<8x16xf32>, %out: memref<8x16xf32>)
+        attributes {flow.host_outputs = 1 : i64} {
+      %0 = flow.host.alloc : memref<8x16xf32>
+      flow.host.dispatch @f_k0(%x) outs(%0) : (memref<8x16xf32>) -> (memref<8x16xf32>)
+      flow.host.dispatch @f_k1(%0) outs(%out) : (memref<8x16xf32>) -> (memref<8x16xf32>)
+      return
+    }
+    ```
+  }];
+  let dependentDialects = ["::mlir::flow::FlowDialect"];
+}
+
+def PlanMemoryPass : Pass<"flow-plan-memory", "ModuleOp"> {
+  let summary = "Places every transient buffer of a host schedule in one arena";
+  let description = [{
+    Runs on the host schedules `flow-build-host-schedule` built. Commands
+    are numbered from 1 in order; each `flow.host.alloc` lives from the
+    first command that uses it to the last one that uses it or a view of
+    it. With `in-place`, a dispatch's first output takes over the buffer of
+    an input listed in its `in_place_operands` when that input dies at the
+    dispatch. It is off by default: measured, it made ResNet-50's arena
+    larger (14.5 MB against 13.6) and its kernels slower (51-53 ms against
+    48), since a kernel whose input and output alias fails LLVM's run-time
+    overlap checks and runs its scalar loop.
 
     The offsets come from the arena planner (flow/Support/MemoryPlan.h):
     four packing orders, the smallest arena kept, and a check that no two
-    buffers alive at once overlap (an unsound plan is an error). The
-    function records its arena as `flow.arena = #flow.arena_plan<bytes,
-    lower_bound, unplanned, heuristic>`. The `.fbin` writer serializes
-    these buffers as they are.
+    buffers alive at once overlap (an unsound plan is an error). The pass
+    puts one `flow.host.arena` at the top of the function, recording the
+    plan (`#flow.arena_plan<bytes, lower_bound, unplanned, heuristic>`),
+    and replaces each allocation by a `flow.host.slice` of it with its
+    offset and live range. The `.fbin` writer serializes these as they are.
 
     ```mlir
-    %0 = call @f_k0(%x) : (tensor<256xf32>) -> tensor<256xf32>
-    %1 = call @f_k1(%0) {flow.inplace_operands = array<i64: 0>} : ...
-    return %1
+    %0 = flow.host.alloc : memref<256xf32>
+    flow.host.dispatch @f_k0(%x) outs(%0) : (memref<256xf32>) -> (memref<256xf32>)
+    flow.host.dispatch @f_k1(%0) outs(%out) : (memref<256xf32>) -> (memref<256xf32>)
     // becomes
-    %0 = call @f_k0(%x) {flow.buffers = [#flow.arena<offset = 0,
-        size = 1024, first = 1, last = 2, in_place = false>]} : ...
-    %1 = call @f_k1(%0) {flow.buffers = [#flow.output<index = 0>], ...} : ...
+    %arena = flow.host.arena #flow.arena_plan<bytes = 1024,
+        lower_bound = 1024, unplanned = 1024, heuristic = "..."> : memref<1024xi8>
+    %0 = flow.host.slice %arena[0] live [1, 2] : memref<1024xi8> -> memref<256xf32>
+    ...
     ```
   }];
   let options = [

@@ -1,0 +1,252 @@
+//===- FlowHostOps.td - The host schedule ------------------*- tablegen -*-===//
+//
+// Part of the Flow project.
+//
+// The host schedule: what the runtime does, in order, to run one function.
+// `flow-build-host-schedule` turns a function of the flow phase (kernel
+// calls, library matmuls and collectives on tensors) into these ops on
+// memrefs, written in destination style: the function takes its inputs and
+// then one buffer per output, each command names the buffers it reads and
+// writes, and every transient buffer is a `flow.host.alloc`.
+// `flow-plan-memory` then replaces the allocations by slices of one arena.
+// The `.fbin` writer serializes the result op by op.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FLOW_DIALECT_FLOW_IR_FLOWHOSTOPS_TD
+#define FLOW_DIALECT_FLOW_IR_FLOWHOSTOPS_TD
+
+include "flow/Dialect/Flow/IR/FlowBase.td"
+include "flow/Dialect/Flow/IR/FlowAttrs.td"
+include "mlir/IR/SymbolInterfaces.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+/// A buffer of the host schedule: static shape, identity layout (checked by
+/// the verifiers), a supported element type.
+def Flow_HostBuffer : StaticShapeMemRefOf<[F32, F16, BF16, I64, I32, I1]>;
+/// The arena: bytes.
+def Flow_ArenaBuffer : MemRefRankOf<[I8], [1]>;
+
+class Flow_HostOp<string mnemonic, list<Trait> traits = []>
+    : Flow_Op<"host." # mnemonic, traits>;
+
+//===----------------------------------------------------------------------===//
+// Buffers
+//===----------------------------------------------------------------------===//
+
+def Flow_HostConstantOp : Flow_HostOp<"constant", [Pure]> {
+  let summary = "a constant buffer stored in the executable";
+  let description = [{
+    The bytes of `value` (row-major, one byte per i1), stored in the
+    executable and read in place; nothing writes to it.
+
+    ```mlir
+    %c = flow.host.constant dense<1.0> : tensor<4xf32> : memref<4xf32>
+    ```
+  }];
+  let arguments = (ins ElementsAttr:$value);
+  let results = (outs Flow_HostBuffer:$result);
+  let assemblyFormat = "$value attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+def Flow_HostParameterOp : Flow_HostOp<"parameter", [Pure]> {
+  let summary = "a weight of the module's parameter archive, read in place";
+  let description = [{
+    The tensor called `name` in the safetensors archive the module's
+    `flow.parameters` attribute names; the runtime maps it at load time.
+
+    ```mlir
+    %w = flow.host.parameter "fc1.weight" : memref<784x256xf32>
+    ```
+  }];
+  let arguments = (ins StrAttr:$name);
+  let results = (outs Flow_HostBuffer:$result);
+  let assemblyFormat = "$name attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+def Flow_HostAllocOp : Flow_HostOp<"alloc", [
+    MemoryEffects<[MemAlloc<DefaultResource>]>]> {
+  let summary = "a transient buffer, not yet placed";
+  let description = [{
+    A buffer a command writes and later commands read. It lives from the
+    first command that uses it (directly or through a `flow.host.view`) to
+    the last; `flow-plan-memory` gives it a slice of the function's arena.
+    The executable writer refuses a schedule that still allocates.
+
+    ```mlir
+    %t = flow.host.alloc : memref<8x32xf32>
+    ```
+  }];
+  let results = (outs Flow_HostBuffer:$result);
+  let assemblyFormat = "attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+def Flow_HostArenaOp : Flow_HostOp<"arena", [Pure]> {
+  let summary = "the function's arena, with its plan";
+  let description = [{
+    One per planned host schedule: the bytes every transient buffer is a
+    slice of. `plan` records the size next to the lower bound and the
+    unplanned total (see `#flow.arena_plan`); the result's length is the
+    plan's `bytes`.
+
+    ```mlir
+    %arena = flow.host.arena #flow.arena_plan<bytes = 2048,
+        lower_bound = 2048, unplanned = 3072,
+        heuristic = "size order, best fit"> : memref<2048xi8>
+    ```
+  }];
+  let arguments = (ins Flow_ArenaPlanAttr:$plan);
+  let results = (outs Flow_ArenaBuffer:$result);
+  let assemblyFormat = "$plan attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+def Flow_HostSliceOp : Flow_HostOp<"slice", [Pure]> {
+  let summary = "a transient buffer placed in the arena";
+  let description = [{
+    The buffer at byte `offset` (a multiple of 64) of `arena`, alive from
+    schedule position `first` to `last` (commands are numbered from 1 in
+    order). `in_place` marks a buffer that took over the slice of an
+    operand dying at the command writing it.
+
+    ```mlir
+    %t = flow.host.slice %arena[1024] live [2, 3] : memref<2048xi8> -> memref<256xf32>
+    ```
+  }];
+  let arguments = (ins Flow_ArenaBuffer:$arena, Flow_I64Attr:$offset,
+                       Flow_I64Attr:$first, Flow_I64Attr:$last,
+                       UnitAttr:$in_place);
+  let results = (outs Flow_HostBuffer:$result);
+  let assemblyFormat = [{
+    $arena `[` $offset `]` `live` `[` $first `,` $last `]` (`in_place` $in_place^)?
+    attr-dict `:` type($arena) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Flow_HostViewOp : Flow_HostOp<"view", [Pure]> {
+  let summary = "the same bytes under another shape";
+  let description = [{
+    A reshape on the host: the result reads and writes `source`'s bytes
+    (same element type, same number of elements). Commands may write
+    through a view; the buffer stays alive while any view of it is used.
+
+    ```mlir
+    %v = flow.host.view %t : memref<8x32xf32> -> memref<256xf32>
+    ```
+  }];
+  let arguments = (ins Flow_HostBuffer:$source);
+  let results = (outs Flow_HostBuffer:$result);
+  let assemblyFormat = "$source attr-dict `:` type($source) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Commands
+//===----------------------------------------------------------------------===//
+
+def Flow_HostDispatchOp : Flow_HostOp<"dispatch", [
+    AttrSizedOperandSegments]> {
+  let summary = "runs a kernel over its workgroups";
+  let description = [{
+    Runs the kernel function `kernel` (outlined by `flow-outline-kernels`)
+    on the buffers `inputs`, writing `outputs`; the runtime splits its work
+    into workgroups on its thread pool. `in_place_operands` lists the inputs
+    whose buffer the first output may share (the kernel is element-wise in
+    them).
+
+    ```mlir
+    flow.host.dispatch @forward_k0(%m, %b) outs(%out)
+        : (memref<8x32xf32>, memref<32xf32>) -> (memref<8x32xf32>)
+    ```
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$kernel,
+                       Variadic<Flow_HostBuffer>:$inputs,
+                       Variadic<Flow_HostBuffer>:$outputs,
+                       OptionalAttr<DenseI64ArrayAttr>:$in_place_operands);
+  let assemblyFormat = [{
+    $kernel `(` $inputs `)` `outs` `(` $outputs `)` attr-dict
+    `:` `(` type($inputs) `)` `->` `(` type($outputs) `)`
+  }];
+  let hasVerifier = 1;
+}
+
+def Flow_HostGemmOp : Flow_HostOp<"gemm"> {
+  let summary = "a library GEMM: out = op(lhs) x op(rhs), batched";
+  let description = [{
+    f32 matrix products on the runtime's GEMM library. The last two
+    dimensions are the matrices (transposed where `transpose_lhs` or
+    `transpose_rhs` is set); leading dimensions are batch dimensions of
+    `out`, which `lhs` and `rhs` broadcast to (size 1, or missing).
+
+    ```mlir
+    flow.host.gemm %a, %w -> %out
+        : memref<8x16xf32>, memref<16x32xf32> -> memref<8x32xf32>
+    ```
+  }];
+  let arguments = (ins Flow_HostBuffer:$lhs, Flow_HostBuffer:$rhs,
+                       Flow_HostBuffer:$out, UnitAttr:$transpose_lhs,
+                       UnitAttr:$transpose_rhs);
+  let assemblyFormat = [{
+    $lhs `,` $rhs `->` $out attr-dict `:` type($lhs) `,` type($rhs) `->` type($out)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// Rows and columns of `out`'s matrices, and the contracted size.
+    int64_t getM();
+    int64_t getN();
+    int64_t getK();
+  }];
+}
+
+def Flow_HostCopyOp : Flow_HostOp<"copy"> {
+  let summary = "copies one buffer's bytes into another";
+  let description = [{
+    Copies `source` into `target` (the same number of bytes): a function
+    output that is an input, a constant, or returned twice.
+
+    ```mlir
+    flow.host.copy %t -> %out : memref<256xf32> -> memref<256xf32>
+    ```
+  }];
+  let arguments = (ins Flow_HostBuffer:$source, Flow_HostBuffer:$target);
+  let assemblyFormat = [{
+    $source `->` $target attr-dict `:` type($source) `->` type($target)
+  }];
+  let hasVerifier = 1;
+}
+
+def Flow_HostCollectiveOp : Flow_HostOp<"collective", [
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "a collective over a group of the mesh's devices";
+  let description = [{
+    The host form of `flow.all_reduce`, `flow.all_gather`,
+    `flow.reduce_scatter` and `flow.all_to_all`: reads `input`, writes
+    `output`, over the devices that share their coordinates outside
+    `mesh_axes`. `reduction` is given for all_reduce and reduce_scatter,
+    `dim` for all_gather and reduce_scatter, `split_dim` and `concat_dim`
+    for all_to_all.
+
+    ```mlir
+    flow.host.collective all_gather %x -> %out on @mesh axes = [0] {dim = 0 : i64}
+        : memref<4x32xf32> -> memref<8x32xf32>
+    ```
+  }];
+  let arguments = (ins Flow_CollectiveKindAttr:$kind, Flow_HostBuffer:$input,
+                       Flow_HostBuffer:$output, FlatSymbolRefAttr:$mesh,
+                       DenseI64ArrayAttr:$mesh_axes,
+                       OptionalAttr<Flow_ReductionKindAttr>:$reduction,
+                       OptionalAttr<Flow_I64Attr>:$dim,
+                       OptionalAttr<Flow_I64Attr>:$split_dim,
+                       OptionalAttr<Flow_I64Attr>:$concat_dim);
+  let assemblyFormat = [{
+    $kind $input `->` $output `on` $mesh `axes` `=` $mesh_axes attr-dict
+    `:` type($input) `->` type($output)
+  }];
+  let hasVerifier = 1;
+}
+
+#endif // FLOW_DIALECT_FLOW_IR_FLOWHOSTOPS_TD

@@ -1,0 +1,65 @@
+// RUN: flow-opt %s -split-input-file -verify-diagnostics --flow-build-host-schedule | FileCheck %s
+
+// Inputs, then one buffer per output; each command writes a new buffer, or
+// the output it is returned as (through a view when returned reshaped);
+// constants, parameters and reshapes become buffers and views.
+// CHECK-LABEL: func.func @chain
+// CHECK-SAME: (%[[X:.*]]: memref<256xf32>, %[[OUT:.*]]: memref<16x16xf32>)
+// CHECK-SAME: flow.host_outputs = 1
+// CHECK: %[[C:.*]] = flow.host.constant dense<{{.*}}> : tensor<2xf32> : memref<2xf32>
+// CHECK: %[[W:.*]] = flow.host.parameter "w" : memref<4x4xf32>
+// CHECK: %[[A:.*]] = flow.host.alloc : memref<256xf32>
+// CHECK: flow.host.dispatch @ew(%[[X]], %[[C]]) outs(%[[A]]) {in_place_operands = array<i64: 0>} : (memref<256xf32>, memref<2xf32>) -> (memref<256xf32>)
+// CHECK: %[[V:.*]] = flow.host.view %[[A]] : memref<256xf32> -> memref<16x16xf32>
+// CHECK: %[[P:.*]] = flow.host.alloc : memref<4x4xf32>
+// CHECK: flow.host.gemm %[[W]], %[[W]] -> %[[P]] {transpose_rhs}
+// CHECK: %[[O:.*]] = flow.host.view %[[OUT]] : memref<16x16xf32> -> memref<256xf32>
+// CHECK: flow.host.dispatch @mix(%[[V]], %[[P]]) outs(%[[O]])
+// CHECK-NEXT: return
+func.func private @ew(tensor<256xf32>, tensor<2xf32>) -> tensor<256xf32>
+func.func private @mix(tensor<16x16xf32>, tensor<4x4xf32>) -> tensor<256xf32>
+func.func @chain(%x: tensor<256xf32>) -> tensor<16x16xf32> {
+  %c = flow.constant dense<[1.0, 2.0]> : tensor<2xf32>
+  %w = flow.parameter "w" : tensor<4x4xf32>
+  %a = call @ew(%x, %c) {flow.inplace_operands = array<i64: 0>} : (tensor<256xf32>, tensor<2xf32>) -> tensor<256xf32>
+  %v = flow.reshape %a : tensor<256xf32> -> tensor<16x16xf32>
+  %p = flow.matmul %w, %w {transpose_rhs} : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
+  %b = call @mix(%v, %p) : (tensor<16x16xf32>, tensor<4x4xf32>) -> tensor<256xf32>
+  %r = flow.reshape %b : tensor<256xf32> -> tensor<16x16xf32>
+  return %r : tensor<16x16xf32>
+}
+
+// -----
+
+// A value returned twice is written into the first output and copied into
+// the second; a returned input is copied.
+// CHECK-LABEL: func.func @twice
+// CHECK-SAME: (%[[X:.*]]: memref<4xf32>, %[[O0:.*]]: memref<4xf32>, %[[O1:.*]]: memref<4xf32>, %[[O2:.*]]: memref<4xf32>)
+// CHECK-SAME: flow.host_outputs = 3
+// CHECK: flow.host.dispatch @k(%[[X]]) outs(%[[O0]])
+// CHECK: flow.host.copy %[[O0]] -> %[[O1]]
+// CHECK: flow.host.copy %[[X]] -> %[[O2]]
+func.func private @k(tensor<4xf32>) -> tensor<4xf32>
+func.func @twice(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) {
+  %a = call @k(%x) : (tensor<4xf32>) -> tensor<4xf32>
+  return %a, %a, %x : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>
+}
+
+// -----
+
+// The host runs commands only.
+func.func @loose(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{the host cannot run 'flow.relu': it belongs in a kernel}}
+  %r = flow.relu %x : tensor<4xf32>
+  return %r : tensor<4xf32>
+}
+
+// -----
+
+// A collective needs a mesh function's device program.
+flow.mesh @mesh [2]
+func.func @lonely(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'flow.all_reduce' has no single-device lowering}}
+  %r = flow.all_reduce sum %x on @mesh axes = [0] : tensor<4xf32>
+  return %r : tensor<4xf32>
+}

@@ -1,0 +1,124 @@
+// The host schedule's verifiers.
+// RUN: flow-opt %s -split-input-file -verify-diagnostics
+
+func.func @view(%x: memref<4xf32>) {
+  // expected-error @+1 {{cannot view 'memref<4xf32>' as 'memref<2x3xf32>': element type and count must match}}
+  %v = flow.host.view %x : memref<4xf32> -> memref<2x3xf32>
+  return
+}
+
+// -----
+
+func.func @arena() {
+  // expected-error @+1 {{arena of type 'memref<64xi8>' must hold the 128 bytes of its plan}}
+  %a = flow.host.arena <bytes = 128, lower_bound = 64, unplanned = 128, heuristic = "x"> : memref<64xi8>
+  return
+}
+
+// -----
+
+func.func @plan() {
+  // expected-error @+1 {{must have 0 <= lower_bound <= bytes and lower_bound <= unplanned}}
+  %a = flow.host.arena <bytes = 64, lower_bound = 128, unplanned = 128, heuristic = "x"> : memref<64xi8>
+  return
+}
+
+// -----
+
+func.func @slice_outside() {
+  %a = flow.host.arena <bytes = 128, lower_bound = 128, unplanned = 128, heuristic = "x"> : memref<128xi8>
+  // expected-error @+1 {{slice of 128 bytes at offset 64 does not fit the arena of 128 bytes}}
+  %s = flow.host.slice %a[64] live[1, 2] : memref<128xi8> -> memref<32xf32>
+  return
+}
+
+// -----
+
+func.func @slice_misaligned() {
+  %a = flow.host.arena <bytes = 128, lower_bound = 128, unplanned = 128, heuristic = "x"> : memref<128xi8>
+  // expected-error @+1 {{offset 4 must be a non-negative multiple of 64}}
+  %s = flow.host.slice %a[4] live[1, 2] : memref<128xi8> -> memref<4xf32>
+  return
+}
+
+// -----
+
+func.func @slice_range() {
+  %a = flow.host.arena <bytes = 128, lower_bound = 128, unplanned = 128, heuristic = "x"> : memref<128xi8>
+  // expected-error @+1 {{live range [3, 2] is empty or negative}}
+  %s = flow.host.slice %a[0] live[3, 2] : memref<128xi8> -> memref<4xf32>
+  return
+}
+
+// -----
+
+func.func @gemm_shapes(%a: memref<4x8xf32>, %b: memref<4x8xf32>, %c: memref<4x8xf32>) {
+  // expected-error @+1 {{shapes 'memref<4x8xf32>' x 'memref<4x8xf32>' do not give 'memref<4x8xf32>'}}
+  flow.host.gemm %a, %b -> %c : memref<4x8xf32>, memref<4x8xf32> -> memref<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @gemm_batch(%a: memref<3x4x8xf32>, %b: memref<8x4xf32>, %c: memref<2x4x4xf32>) {
+  // expected-error @+1 {{batch dimensions of 'memref<3x4x8xf32>' do not broadcast to 'memref<2x4x4xf32>'}}
+  flow.host.gemm %a, %b -> %c : memref<3x4x8xf32>, memref<8x4xf32> -> memref<2x4x4xf32>
+  return
+}
+
+// -----
+
+func.func @gemm_type(%a: memref<4x8xf16>, %b: memref<8x4xf16>, %c: memref<4x4xf16>) {
+  // expected-error @+1 {{runs on f32 buffers, got 'memref<4x8xf16>'}}
+  flow.host.gemm %a, %b -> %c : memref<4x8xf16>, memref<8x4xf16> -> memref<4x4xf16>
+  return
+}
+
+// -----
+
+func.func @copy(%a: memref<4xf32>, %b: memref<8xf32>) {
+  // expected-error @+1 {{the byte sizes differ}}
+  flow.host.copy %a -> %b : memref<4xf32> -> memref<8xf32>
+  return
+}
+
+// -----
+
+func.func @dispatch(%a: memref<4xf32>, %b: memref<4xf32>) {
+  // expected-error @+1 {{in-place operand 1 is not one of its 1 inputs}}
+  flow.host.dispatch @k(%a) outs(%b) {in_place_operands = array<i64: 1>} : (memref<4xf32>) -> (memref<4xf32>)
+  return
+}
+
+// -----
+
+flow.mesh @mesh [2]
+func.func @collective_attrs(%a: memref<4xf32>, %b: memref<8xf32>) {
+  // expected-error @+1 {{all_gather takes exactly 'dim'}}
+  flow.host.collective all_gather %a -> %b on @mesh axes = [0] : memref<4xf32> -> memref<8xf32>
+  return
+}
+
+// -----
+
+flow.mesh @mesh [2]
+func.func @collective_pieces(%a: memref<4xf32>, %b: memref<6xf32>) {
+  // expected-error @+1 {{operand dimension 0 (4) is not a piece of the result's 6 over 2 devices}}
+  flow.host.collective all_gather %a -> %b on @mesh axes = [0] {dim = 0 : i64} : memref<4xf32> -> memref<6xf32>
+  return
+}
+
+// -----
+
+func.func @layout(%a: memref<4xf32, strided<[2]>>) {
+  // expected-error @+1 {{must have the identity layout}}
+  %v = flow.host.view %a : memref<4xf32, strided<[2]>> -> memref<2x2xf32>
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'flow.host_outputs' must be a function's count of trailing output buffers}}
+func.func @outputs(%a: memref<4xf32>) attributes {flow.host_outputs = 2 : i64} {
+  return
+}
