@@ -228,6 +228,9 @@ Loaded load() {
                              "functions");
     return l;
   }
+  // Flow's thread pool runs GEMMs in pieces, each on one thread: OpenBLAS
+  // runs on the calling thread only.
+  l.setThreads(1);
   l.info.library = config();
   l.info.kernels = corename();
   l.info.gemmLibrary = l.info.library;
@@ -279,22 +282,18 @@ namespace flow {
 namespace runtime {
 namespace detail {
 
-void blasSetThreads(int threads) {
-#ifdef FLOW_HAVE_OPENBLAS
-  if (loaded().setThreads)
-    loaded().setThreads(threads);
-  if (loaded().ompSetThreads)
-    loaded().ompSetThreads(threads);
-#else
-  (void)threads;
-#endif
-}
-
 void blasSgemm(bool transA, bool transB, int m, int n, int k, const float *a,
                int lda, const float *b, int ldb, float *c, int ldc) {
   // CBLAS's enum values: row-major 101, no-transpose 111, transpose 112.
 #ifdef FLOW_HAVE_OPENBLAS
   if (loaded().dnnlSgemm) {
+    // oneDNN runs on OpenMP: one thread per calling thread (the setting is
+    // the calling thread's own), so only Flow's pool uses the cores.
+    static thread_local bool single = false;
+    if (!single && loaded().ompSetThreads) {
+      loaded().ompSetThreads(1);
+      single = true;
+    }
     loaded().dnnlSgemm(transA ? 'T' : 'N', transB ? 'T' : 'N', m, n, k, 1.0f,
                        a, lda, b, ldb, 0.0f, c, ldc);
     return;

@@ -13,7 +13,6 @@ namespace flow {
 namespace runtime {
 namespace detail {
 
-void blasSetThreads(int threads);
 /// C[m x n] = op(A) op(B).
 void blasSgemm(bool transA, bool transB, int m, int n, int k, const float *a,
                int lda, const float *b, int ldb, float *c, int ldc);

@@ -43,13 +43,6 @@ bool runsGemm(const detail::Function &f) {
   return false;
 }
 
-/// Sets the BLAS thread count (process-wide) when it changes.
-void setBlasThreads(int threads) {
-  static std::atomic<int> current{0};
-  if (current.exchange(threads) != threads)
-    detail::blasSetThreads(threads);
-}
-
 /// The buffers of one call.
 struct Frame {
   const std::vector<ConstBuffer> &inputs;
@@ -80,7 +73,18 @@ struct Frame {
   }
 };
 
-void runGemm(const detail::GemmCommand &cmd, const Frame &frame) {
+/// GEMMs with fewer multiply-adds than this run on the calling thread.
+constexpr int64_t kParallelGemm = int64_t(1) << 18;
+/// Pieces of a split GEMM span a multiple of this many rows or columns.
+constexpr int64_t kGemmBlock = 16;
+
+/// Runs a GEMM command on the session's thread pool: the library runs
+/// single-threaded inside each piece, so Flow's pool is the only one using
+/// the cores. Batches are spread over the threads; when there are fewer
+/// batches than threads, each matrix is cut into blocks of C's rows (or of
+/// its columns, when C is wider than tall or a single row).
+void runGemm(const detail::GemmCommand &cmd, const Frame &frame,
+             ThreadPool &pool) {
   if (cmd.m == 0 || cmd.n == 0 || cmd.batchCount == 0)
     return;
   const auto *a = reinterpret_cast<const float *>(frame.pointer(cmd.a));
@@ -95,7 +99,22 @@ void runGemm(const detail::GemmCommand &cmd, const Frame &frame) {
     std::memset(c, 0, cmd.batchCount * matrixC * sizeof(float));
     return;
   }
-  for (int64_t batch = 0; batch < cmd.batchCount; ++batch) {
+  int64_t threads = pool.size();
+  int64_t macs = matrixC * cmd.k * cmd.batchCount;
+  bool parallel = threads > 1 && macs >= kParallelGemm;
+  bool splitRows = cmd.m > 1 && cmd.m >= cmd.n;
+  int64_t extent = splitRows ? cmd.m : cmd.n;
+  int64_t tiles = 1;
+  if (parallel && cmd.batchCount < threads)
+    tiles = std::min((threads + cmd.batchCount - 1) / cmd.batchCount,
+                     std::max<int64_t>(1, extent / kGemmBlock));
+  int64_t step = (extent + tiles - 1) / tiles;
+  step = (step + kGemmBlock - 1) / kGemmBlock * kGemmBlock;
+  tiles = (extent + step - 1) / step;
+
+  auto piece = [&](int64_t index) {
+    int64_t batch = index / tiles, tile = index % tiles;
+    int64_t begin = tile * step, end = std::min(extent, begin + step);
     // Operand offsets of this batch index (row-major over batchShape, whose
     // dimensions are >= 1 here).
     int64_t aOffset = 0, bOffset = 0, rest = batch;
@@ -105,20 +124,37 @@ void runGemm(const detail::GemmCommand &cmd, const Frame &frame) {
       aOffset += i * cmd.aBatchStrides[d];
       bOffset += i * cmd.bBatchStrides[d];
     }
-    float *cBatch = c + batch * matrixC;
-    if (cmd.m == 1) {
+    const float *pa = a + aOffset, *pb = b + bOffset;
+    float *pc = c + batch * matrixC;
+    int m = cmd.m, n = cmd.n;
+    if (splitRows) {
+      pa += cmd.transposeA ? begin : begin * lda;
+      pc += begin * cmd.n;
+      m = static_cast<int>(end - begin);
+    } else {
+      pb += cmd.transposeB ? begin * ldb : begin;
+      pc += begin;
+      n = static_cast<int>(end - begin);
+    }
+    if (m == 1) {
       // A single row (batch-1 inference): a matrix-vector product. op(A) is
       // contiguous either way (a 1 x k row or a k x 1 column), and
       // c = op(B)^T a. OpenBLAS's GEMV is several times faster here than
       // its GEMM with m = 1.
-      detail::blasSgemv(!cmd.transposeB, cmd.transposeB ? cmd.n : cmd.k,
-                        cmd.transposeB ? cmd.k : cmd.n, b + bOffset, ldb,
-                        a + aOffset, cBatch);
+      detail::blasSgemv(!cmd.transposeB, cmd.transposeB ? n : cmd.k,
+                        cmd.transposeB ? cmd.k : n, pb, ldb, pa, pc);
     } else {
-      detail::blasSgemm(cmd.transposeA, cmd.transposeB, cmd.m, cmd.n, cmd.k,
-                        a + aOffset, lda, b + bOffset, ldb, cBatch, cmd.n);
+      detail::blasSgemm(cmd.transposeA, cmd.transposeB, m, n, cmd.k, pa, lda,
+                        pb, ldb, pc, cmd.n);
     }
+  };
+  int64_t count = cmd.batchCount * tiles;
+  if (!parallel || count == 1) {
+    for (int64_t i = 0; i < count; ++i)
+      piece(i);
+    return;
   }
+  pool.parallelFor(count, piece);
 }
 
 /// Runs a kernel's workgroups: one if the dispatch is small, else as many
@@ -393,8 +429,7 @@ Status Session::run(size_t function, const std::vector<ConstBuffer> &inputs,
           !s)
         return s;
     } else if (const auto *gemm = std::get_if<detail::GemmCommand>(&command)) {
-      setBlasThreads(pool->size());
-      runGemm(*gemm, frame);
+      runGemm(*gemm, frame, *pool);
     } else if (const auto *col =
                    std::get_if<detail::CollectiveCommand>(&command)) {
       StatusOr<Group *> g = group(col->meshAxes);

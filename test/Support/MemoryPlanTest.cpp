@@ -68,6 +68,20 @@ TEST(MemoryPlanTest, KeepsTheSmallestPacking) {
   EXPECT_FALSE(verifyMemoryPlan(buffers, 64, plan.arenaBytes));
 }
 
+// Where every fixed order leaves a gap (here each gives 576 bytes against
+// a lower bound of 448), the search over jittered orders meets the bound.
+TEST(MemoryPlanTest, SearchMeetsTheLowerBound) {
+  std::vector<PlannedBuffer> buffers = {buffer(128, 7, 8), buffer(128, 4, 6),
+                                        buffer(320, 5, 7), buffer(128, 1, 4),
+                                        buffer(320, 1, 1)};
+  MemoryPlanResult plan = planMemory(buffers, 64);
+  EXPECT_EQ(plan.lowerBound, 448);
+  EXPECT_EQ(plan.arenaBytes, 448) << plan.heuristic;
+  EXPECT_NE(plan.heuristic.find("jittered"), std::string::npos)
+      << plan.heuristic;
+  EXPECT_FALSE(verifyMemoryPlan(buffers, 64, plan.arenaBytes));
+}
+
 // The verifier names two buffers alive at once that overlap.
 TEST(MemoryPlanTest, VerifierCatchesOverlap) {
   std::vector<PlannedBuffer> buffers = {buffer(128, 0, 2), buffer(128, 1, 3)};

@@ -447,9 +447,20 @@ TEST(SessionTest, Gemm) {
       {4, 3, 0, false, false, {}, {}, {}},
       {4, 3, 0, true, true, {2}, {0}, {0}},
       {4, 3, 2, false, false, {0}, {8}, {6}},
+      // Large enough (2^18 multiply-adds and more) to be cut into pieces
+      // for the pool: blocks of rows, of columns (C wider than tall), of a
+      // single row's columns (GEMV), and pieces of two batches.
+      {100, 37, 80, false, false, {}, {}, {}, 3, 1},
+      {100, 37, 80, true, true, {}, {}, {}},
+      {20, 200, 70, false, true, {}, {}, {}, 0, 7},
+      {20, 200, 70, true, false, {}, {}, {}},
+      {1, 2000, 150, false, false, {}, {}, {}, 1, 0},
+      {1, 2000, 150, true, true, {}, {}, {}},
+      {70, 40, 50, false, false, {2}, {3500}, {2000}},
+      {70, 40, 50, true, true, {2}, {3500}, {0}},
   };
   for (const GemmCase &g : cases)
-    for (int threads : {1, 3})
+    for (int threads : {1, 2, 3})
       checkGemm(g, threads);
 }
 
