@@ -51,3 +51,54 @@ def median_ms(fn, iterations, warmup):
 
 def tmpdir():
     return tempfile.TemporaryDirectory(prefix="flow-bench-")
+
+
+def eager_peak_bytes(model, inputs):
+    """The most bytes of tensors PyTorch eager holds at once during one
+    forward pass of `model` (no grad): every op's output storage counts from
+    the op until the last tensor using it is freed (views share their base's
+    storage; inputs and parameters are not counted). This is what eager must
+    allocate for activations, the figure Flow's arena compares with."""
+    import weakref
+
+    import torch
+    from torch.utils._python_dispatch import TorchDispatchMode
+    from torch.utils._pytree import tree_flatten
+
+    class Live(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.live = self.peak = 0
+            self.refs = {}
+
+        def release(self, key, nbytes):
+            self.refs[key] -= 1
+            if self.refs[key] == 0:
+                del self.refs[key]
+                self.live -= nbytes
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            out = func(*args, **(kwargs or {}))
+            given = {t.untyped_storage().data_ptr()
+                     for t in tree_flatten((args, kwargs))[0]
+                     if isinstance(t, torch.Tensor)}
+            for t in tree_flatten(out)[0]:
+                if not isinstance(t, torch.Tensor) or t.device.type != "cpu":
+                    continue
+                storage = t.untyped_storage()
+                key, nbytes = storage.data_ptr(), storage.nbytes()
+                if key in self.refs:
+                    self.refs[key] += 1
+                elif key in given:
+                    continue  # a view of an input or a parameter
+                else:
+                    self.refs[key] = 1
+                    self.live += nbytes
+                    self.peak = max(self.peak, self.live)
+                weakref.finalize(t, self.release, key, nbytes)
+            return out
+
+    tracker = Live()
+    with torch.no_grad(), tracker:
+        model(*inputs)
+    return tracker.peak

@@ -7,7 +7,10 @@ Each model is compiled twice by flow-compile, with --fusion=on and
 --fusion=off, and the compile reports are compared: generated kernels
 (`kernels`), commands in the schedule (`dispatches`, `gemms`), bytes the
 generated kernels read and write per call (`kernel_bytes`: the sum over
-kernels of the buffers each binds), the arena and the compile time. With
+kernels of the buffers each binds), the arena and the compile time. For the
+models imported from PyTorch, the arena is set against the most bytes of
+tensors PyTorch eager holds at once in the same forward pass
+(common.eager_peak_bytes). With
 latency on, both executables run side by side (flow-run --iterations,
 medians of `repeats` runs).
 
@@ -28,7 +31,7 @@ import time
 
 import numpy as np
 
-from common import BIN, BUILD, ROOT, flow_median_ms
+from common import BIN, BUILD, ROOT, eager_peak_bytes, flow_median_ms
 
 sys.path.insert(0, str(BUILD / "python"))
 
@@ -38,14 +41,15 @@ def transformer(batch):
     rng = np.random.default_rng(0)
     shapes = [(2, 16, 64)] + [(64, 64), (64,)] * 4 + [(64,), (64,)] + \
         [(64, 256), (256,), (256, 64), (64,), (64,), (64,)]
-    return text, [rng.standard_normal(s).astype(np.float32) for s in shapes]
+    return text, [rng.standard_normal(s).astype(np.float32) for s in shapes], None
 
 
 def _torch_program(model, inputs, workdir):
     from flow.torch_import import import_program
     program = import_program(model, inputs, None,
                              parameters=os.path.join(workdir, "w.safetensors"))
-    return program.text, [x.numpy() for x in inputs]
+    return (program.text, [x.numpy() for x in inputs],
+            eager_peak_bytes(model, inputs))
 
 
 def bert(batch, workdir):
@@ -98,8 +102,8 @@ def main():
     for key in args.models.split(","):
         label, make = MODELS[key]
         with tempfile.TemporaryDirectory() as tmp:
-            text, inputs = make(args.batch, tmp)
-            row = {"model": label}
+            text, inputs, eager_peak = make(args.batch, tmp)
+            row = {"model": label, "eager_peak_bytes": eager_peak}
             fbins = {}
             for fusion in ("off", "on"):
                 fbin, report, seconds = compile_with(text, tmp, fusion)
@@ -126,17 +130,20 @@ def main():
 
     print()
     print("| model | kernels off -> on | kernel MB moved off -> on | "
-          "arena MB off -> on (lower bound) | latency ms off -> on |")
-    print("|---|---|---|---|---|")
+          "arena MB off -> on (lower bound) | eager peak MB | "
+          "latency ms off -> on |")
+    print("|---|---|---|---|---|---|")
     mb = 1 / (1 << 20)
     for r in rows:
         off, on = r["off"], r["on"]
         ms = (f"{off['ms']:.2f} -> {on['ms']:.2f}" if "ms" in on else "-")
+        peak = r["eager_peak_bytes"]
+        eager = "-" if peak is None else f"{peak * mb:.2f}"
         print(f"| {r['model']} | {off['kernels']} -> {on['kernels']} | "
               f"{off['kernel_bytes'] * mb:.1f} -> {on['kernel_bytes'] * mb:.1f}"
               f" | {off['arena_bytes'] * mb:.2f} ({off['arena_lower_bound'] * mb:.2f})"
               f" -> {on['arena_bytes'] * mb:.2f} ({on['arena_lower_bound'] * mb:.2f})"
-              f" | {ms} |")
+              f" | {eager} | {ms} |")
 
 
 if __name__ == "__main__":
