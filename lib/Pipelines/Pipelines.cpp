@@ -238,8 +238,9 @@ void mlir::flow::buildFlowGraphPipeline(OpPassManager &pm,
 
 void mlir::flow::buildHostPipeline(OpPassManager &pm,
                                    const HostPipelineOptions &options) {
-  addPipeline(pm, std::string("flow-build-host-schedule,flow-plan-memory{"
-                              "in-place=") +
+  addPipeline(pm, std::string("flow-build-host-schedule,") +
+                      (options.gemmEpilogues ? "flow-fuse-gemm-epilogues," : "") +
+                      "flow-plan-memory{in-place=" +
                       (options.inPlace ? "1" : "0") + "}");
 }
 
@@ -286,6 +287,11 @@ struct HostPipelineCLOptions
       *this, "in-place",
       llvm::cl::desc("Let element-wise kernels write over a dying operand"),
       llvm::cl::init(false)};
+  Option<bool> gemmEpilogues{
+      *this, "gemm-epilogues",
+      llvm::cl::desc("Run element-wise kernels as epilogues of the GEMM "
+                     "before them"),
+      llvm::cl::init(false)};
 };
 } // namespace
 
@@ -307,9 +313,10 @@ void mlir::flow::registerCompilerPipelines() {
     PassPipelineRegistration<HostPipelineCLOptions>(
         "flow-host-pipeline",
         "The host phase: each public function as a host schedule on "
-        "buffers, its transient buffers placed in one arena",
+        "buffers (element-wise kernels as GEMM epilogues with "
+        "gemm-epilogues), its transient buffers placed in one arena",
         [](OpPassManager &pm, const HostPipelineCLOptions &o) {
-          buildHostPipeline(pm, {o.inPlace});
+          buildHostPipeline(pm, {o.inPlace, o.gemmEpilogues});
         });
     PassPipelineRegistration<>(
         "flow-kernel-linalg-pipeline",
@@ -433,7 +440,8 @@ FailureOr<CompileResult> mlir::flow::compile(ModuleOp module,
     PhaseTimer t{report, "host"};
     if (failed(runPipeline(module, "flow-host-pipeline", timing,
                            [&](OpPassManager &pm) {
-                             buildHostPipeline(pm, {options.inPlace});
+                             buildHostPipeline(pm, {options.inPlace,
+                                                    options.gemmEpilogues});
                            })))
       return failure();
   }
@@ -520,6 +528,7 @@ void CompileReport::writeJson(raw_ostream &os) const {
       {"kernels", numKernels},
       {"dispatches", executable.numDispatches},
       {"gemms", executable.numGemms},
+      {"gemm_epilogues", executable.numGemmEpilogues},
       {"copies", executable.numCopies},
       {"arena_bytes", executable.arenaBytes},
       {"transient_bytes", executable.transientBytes},

@@ -260,8 +260,11 @@ FunctionWriter::dispatch(HostDispatchOp op) {
       return op.emitError("kernel '")
              << op.getKernel() << "' binding " << i << " holds "
              << info->second.bindingSizes[i] << " bytes, not " << b.size();
+  if (op.getGemmEpilogue())
+    ++stats.numGemmEpilogues;
   return fb::CreateDispatchDirect(fbb, kernelIndex.lookup(op.getKernel()),
-                                  info->second.maxWorkgroups, &bindings, work)
+                                  info->second.maxWorkgroups, &bindings, work,
+                                  op.getGemmEpilogue())
       .Union();
 }
 

@@ -365,6 +365,13 @@ Status Checker::verifyFunction(size_t index) {
                                  values->Get(i), decoded.commands.back());
         !s)
       return s;
+    const auto *d =
+        std::get_if<detail::DispatchCommand>(&decoded.commands.back());
+    if (d && d->gemmEpilogue &&
+        (i == 0 || !std::holds_alternative<detail::GemmCommand>(
+                       decoded.commands[i - 1])))
+      return Status::error(cmdCtx + " is marked a GEMM epilogue but does "
+                                    "not follow a gemm command");
   }
   if (!isAligned(function->ranks()))
     return misaligned(ctx + ": ranks");
@@ -687,6 +694,7 @@ Status Checker::verifyDispatch(const std::string &ctx, const fbs::Dispatch &cmd,
   out.kernel = cmd.kernel();
   out.maxWorkgroups = cmd.max_workgroups();
   out.work = cmd.work();
+  out.gemmEpilogue = cmd.gemm_epilogue();
   size_t numKernels = file.kernels() ? file.kernels()->size() : 0;
   if (out.kernel >= numKernels)
     return Status::error(ctx + ": kernel " + std::to_string(out.kernel) +
@@ -982,6 +990,7 @@ Status Checker::loadKernels() {
           "] bytes (" + std::to_string(abi->num_outputs) + " written)");
     }
     impl.kernels.push_back(reinterpret_cast<detail::KernelFn>(address));
+    impl.kernelNames.push_back(symbol);
   }
   return Status::ok();
 }

@@ -45,6 +45,9 @@ struct DispatchCommand {
   uint32_t maxWorkgroups = 1;
   uint64_t work = 0;
   std::vector<BufferRef> bindings;
+  /// An epilogue of the GemmCommand just before it (checked at load): it may
+  /// run tile by tile with the GEMM's pieces of the same rows.
+  bool gemmEpilogue = false;
 };
 
 /// Sizes fit in int (cblas) and batch strides are in elements, >= 0.
@@ -100,6 +103,8 @@ struct Executable::Impl {
   /// The mapped parameter archive parameters point into.
   std::unique_ptr<SafeTensorsFile> parameters;
   std::vector<detail::KernelFn> kernels;
+  /// Each kernel's symbol, for profiles and messages.
+  std::vector<std::string> kernelNames;
   std::vector<FunctionSignature> signatures;
   std::vector<detail::Function> functions;
 };

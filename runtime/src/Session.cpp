@@ -20,6 +20,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <set>
 #include <cstring>
 #include <memory>
@@ -83,10 +84,19 @@ constexpr int64_t kGemmBlock = 16;
 /// the cores. Batches are spread over the threads; when there are fewer
 /// batches than threads, each matrix is cut into blocks of C's rows (or of
 /// its columns, when C is wider than tall or a single row).
-void runGemm(const detail::GemmCommand &cmd, const Frame &frame,
-             ThreadPool &pool) {
+/// An epilogue kernel run tile by tile after a GEMM's pieces: workgroup t
+/// of `tiles` covers the rows t * m / tiles up to (t + 1) * m / tiles, the
+/// same rows as GEMM piece t.
+struct Epilogue {
+  detail::KernelFn fn = nullptr;
+  void **args = nullptr;
+};
+
+/// Returns true if it also ran `epilogue` (false: the caller runs it).
+bool runGemm(const detail::GemmCommand &cmd, const Frame &frame,
+             ThreadPool &pool, const Epilogue *epilogue = nullptr) {
   if (cmd.m == 0 || cmd.n == 0 || cmd.batchCount == 0)
-    return;
+    return false;
   const auto *a = reinterpret_cast<const float *>(frame.pointer(cmd.a));
   const auto *b = reinterpret_cast<const float *>(frame.pointer(cmd.b));
   auto *c = reinterpret_cast<float *>(frame.pointer(cmd.c));
@@ -97,12 +107,12 @@ void runGemm(const detail::GemmCommand &cmd, const Frame &frame,
     // Empty products: C is zeros, and A and B (empty, so their batch strides
     // were never checked against a buffer) are not touched.
     std::memset(c, 0, cmd.batchCount * matrixC * sizeof(float));
-    return;
+    return false;
   }
   int64_t threads = pool.size();
   int64_t macs = matrixC * cmd.k * cmd.batchCount;
   bool parallel = threads > 1 && macs >= kParallelGemm;
-  bool splitRows = cmd.m > 1 && cmd.m >= cmd.n;
+  bool splitRows = cmd.m > 1 && (cmd.m >= cmd.n || epilogue);
   int64_t extent = splitRows ? cmd.m : cmd.n;
   int64_t tiles = 1;
   if (parallel && cmd.batchCount < threads)
@@ -111,10 +121,17 @@ void runGemm(const detail::GemmCommand &cmd, const Frame &frame,
   int64_t step = (extent + tiles - 1) / tiles;
   step = (step + kGemmBlock - 1) / kGemmBlock * kGemmBlock;
   tiles = (extent + step - 1) / step;
+  // With an epilogue the pieces are the epilogue's workgroups' rows.
+  if (epilogue)
+    tiles = std::min<int64_t>(threads, cmd.m);
 
   auto piece = [&](int64_t index) {
     int64_t batch = index / tiles, tile = index % tiles;
     int64_t begin = tile * step, end = std::min(extent, begin + step);
+    if (epilogue) {
+      begin = tile * extent / tiles;
+      end = (tile + 1) * extent / tiles;
+    }
     // Operand offsets of this batch index (row-major over batchShape, whose
     // dimensions are >= 1 here).
     int64_t aOffset = 0, bOffset = 0, rest = batch;
@@ -147,14 +164,19 @@ void runGemm(const detail::GemmCommand &cmd, const Frame &frame,
       detail::blasSgemm(cmd.transposeA, cmd.transposeB, m, n, cmd.k, pa, lda,
                         pb, ldb, pc, cmd.n);
     }
+    if (epilogue)
+      epilogue->fn(epilogue->args, tile, tiles);
   };
   int64_t count = cmd.batchCount * tiles;
   if (!parallel || count == 1) {
+    if (epilogue) // the caller runs the epilogue whole
+      return runGemm(cmd, frame, pool, nullptr);
     for (int64_t i = 0; i < count; ++i)
       piece(i);
-    return;
+    return false;
   }
   pool.parallelFor(count, piece);
+  return epilogue != nullptr;
 }
 
 /// Runs a kernel's workgroups: one if the dispatch is small, else as many
@@ -341,6 +363,44 @@ StatusOr<Group *> Session::group(const std::vector<int64_t> &axes) {
 
 int Session::threads() const { return pool->size(); }
 
+void Session::setProfiling(bool on) {
+  std::lock_guard<std::mutex> lock(runMutex);
+  profiling = on;
+  if (on)
+    commandTimes.clear();
+}
+
+std::vector<Session::CommandProfile> Session::profile() const {
+  const Executable::Impl &impl = *exe->impl;
+  std::vector<CommandProfile> out;
+  for (size_t f = 0; f < commandTimes.size(); ++f)
+    for (size_t i = 0; i < commandTimes[f].size(); ++i) {
+      const detail::Command &command = impl.functions[f].commands[i];
+      CommandProfile p;
+      p.function = impl.signatures[f].name;
+      p.seconds = commandTimes[f][i].first;
+      p.calls = commandTimes[f][i].second;
+      if (const auto *d = std::get_if<detail::DispatchCommand>(&command)) {
+        p.kind = "dispatch";
+        p.what = impl.kernelNames[d->kernel];
+      } else if (const auto *g = std::get_if<detail::GemmCommand>(&command)) {
+        p.kind = "gemm";
+        p.what = std::to_string(g->batchCount) + " x " + std::to_string(g->m) +
+                 "x" + std::to_string(g->n) + "x" + std::to_string(g->k);
+      } else if (const auto *c = std::get_if<detail::CopyCommand>(&command)) {
+        p.kind = "copy";
+        p.what = std::to_string(c->src.size) + " bytes";
+      } else {
+        p.kind = "collective";
+        p.what = std::to_string(
+            std::get<detail::CollectiveCommand>(command).kind);
+      }
+      if (p.calls)
+        out.push_back(std::move(p));
+    }
+  return out;
+}
+
 StatusOr<std::vector<HostTensor>>
 Session::run(const std::string &function,
              const std::vector<HostTensor> &inputs) {
@@ -422,14 +482,55 @@ Status Session::run(size_t function, const std::vector<ConstBuffer> &inputs,
   }
   Frame frame{inputs, outputs, arena.memory.data(), impl.constants};
   lastCollectiveBytes.clear();
-  for (const detail::Command &command : impl.functions[function].commands) {
+  const std::vector<detail::Command> &commands =
+      impl.functions[function].commands;
+  std::vector<std::pair<double, uint64_t>> *times = nullptr;
+  if (profiling) {
+    if (commandTimes.size() < impl.functions.size())
+      commandTimes.resize(impl.functions.size());
+    times = &commandTimes[function];
+    times->resize(commands.size());
+  }
+  using Clock = std::chrono::steady_clock;
+  Clock::time_point last = times ? Clock::now() : Clock::time_point();
+  bool skipEpilogue = false;
+  for (size_t index = 0; index < commands.size(); ++index) {
+    const detail::Command &command = commands[index];
+    if (times && index > 0) {
+      Clock::time_point now = Clock::now();
+      (*times)[index - 1].first +=
+          std::chrono::duration<double>(now - last).count();
+      ++(*times)[index - 1].second;
+      last = now;
+    }
     if (const auto *dispatch = std::get_if<detail::DispatchCommand>(&command)) {
+      if (skipEpilogue) { // it ran with the GEMM before it
+        skipEpilogue = false;
+        continue;
+      }
       if (Status s = runDispatch(*dispatch, impl.kernels[dispatch->kernel],
                                  frame, *pool);
           !s)
         return s;
     } else if (const auto *gemm = std::get_if<detail::GemmCommand>(&command)) {
-      runGemm(*gemm, frame, *pool);
+      // A GEMM epilogue next runs tile by tile with the GEMM's pieces, when
+      // its workgroups are the GEMM's rows.
+      const auto *next =
+          index + 1 < commands.size()
+              ? std::get_if<detail::DispatchCommand>(&commands[index + 1])
+              : nullptr;
+      constexpr size_t kInline = 32;
+      if (next && next->gemmEpilogue && gemm->batchCount == 1 &&
+          next->maxWorkgroups == static_cast<uint32_t>(gemm->m) &&
+          next->bindings.size() <= kInline) {
+        void *args[kInline];
+        for (size_t i = 0; i < next->bindings.size(); ++i)
+          args[i] = frame.pointer(next->bindings[i]);
+        Epilogue epilogue{impl.kernels[next->kernel], args};
+        skipEpilogue = runGemm(*gemm, frame, *pool, &epilogue);
+      } else {
+        runGemm(*gemm, frame, *pool);
+      }
     } else if (const auto *col =
                    std::get_if<detail::CollectiveCommand>(&command)) {
       StatusOr<Group *> g = group(col->meshAxes);
@@ -448,6 +549,11 @@ Status Session::run(size_t function, const std::vector<ConstBuffer> &inputs,
         std::memmove(frame.pointer(copy.dst), frame.pointer(copy.src),
                      copy.src.size);
     }
+  }
+  if (times && !commands.empty()) {
+    (*times)[commands.size() - 1].first +=
+        std::chrono::duration<double>(Clock::now() - last).count();
+    ++(*times)[commands.size() - 1].second;
   }
   return Status::ok();
 }

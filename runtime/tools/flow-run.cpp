@@ -26,6 +26,7 @@
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -60,6 +61,9 @@ constexpr const char *kUsage =
     "  --trusted=LIST    run only executables whose SHA-256 is in LIST (one\n"
     "                    digest per line, as sha256sum prints them; default:\n"
     "                    $FLOW_TRUSTED_EXECUTABLES, else no allow-list)\n"
+    "  --profile         with --iterations: print where the time of the timed\n"
+    "                    calls went, by kind of command and the costliest\n"
+    "                    commands\n"
     "  --stats           print the GEMM libraries and the kernels they run,\n"
     "                    and the bytes each collective exchanged on each\n"
     "                    rank (mesh executables)\n"
@@ -82,6 +86,7 @@ struct Options {
   double timeout = -1;
   bool print = false;
   bool stats = false;
+  bool profile = false;
 };
 
 int fail(const std::string &message) {
@@ -119,6 +124,10 @@ int parseArgs(int argc, char **argv, Options &options) {
     }
     if (arg == "--stats") {
       options.stats = true;
+      continue;
+    }
+    if (arg == "--profile") {
+      options.profile = true;
       continue;
     }
     if (arg.rfind("--", 0) != 0 || arg == "--") {
@@ -176,6 +185,8 @@ int parseArgs(int argc, char **argv, Options &options) {
     return usageError("no executable given");
   if (sawWarmup && options.iterations == 0)
     return usageError("--warmup needs --iterations");
+  if (options.profile && options.iterations == 0)
+    return usageError("--profile needs --iterations");
   if (options.outputDir.empty())
     options.print = true;
   return -1;
@@ -227,6 +238,36 @@ void printTensor(size_t index, const HostTensor &t) {
 }
 
 } // namespace
+
+/// Where the time went: totals by kind of command, then the costliest
+/// commands (per call, over \p iterations timed calls).
+static void printProfile(const std::vector<Session::CommandProfile> &profile,
+                  int64_t iterations) {
+  std::map<std::string, std::pair<double, int>> kinds;
+  double total = 0;
+  for (const Session::CommandProfile &p : profile) {
+    kinds[p.kind].first += p.seconds;
+    ++kinds[p.kind].second;
+    total += p.seconds;
+  }
+  double perCall = 1e3 / static_cast<double>(iterations);
+  printf("profile: %.4g ms per call in commands\n", total * perCall);
+  for (const auto &[kind, entry] : kinds)
+    printf("  %-10s %4d commands %9.3f ms %5.1f%%\n", kind.c_str(),
+           entry.second, entry.first * perCall,
+           total > 0 ? 100 * entry.first / total : 0.0);
+  std::vector<const Session::CommandProfile *> sorted;
+  for (const Session::CommandProfile &p : profile)
+    sorted.push_back(&p);
+  std::sort(sorted.begin(), sorted.end(), [](auto *a, auto *b) {
+    return a->seconds > b->seconds;
+  });
+  size_t shown = std::min<size_t>(sorted.size(), getenv("FLOW_PROFILE_ALL") ? sorted.size() : 15);
+  printf("  costliest %zu:\n", shown);
+  for (size_t i = 0; i < shown; ++i)
+    printf("  %9.3f ms  %-10s %s\n", sorted[i]->seconds * perCall,
+           sorted[i]->kind.c_str(), sorted[i]->what.c_str());
+}
 
 int main(int argc, char **argv) {
   Options options;
@@ -323,6 +364,8 @@ int main(int argc, char **argv) {
   int64_t calls =
       options.iterations > 0 ? options.warmup + options.iterations : 1;
   for (int64_t call = 0; call < calls; ++call) {
+    if (options.profile && call == options.warmup)
+      (*session)->setProfiling(true);
     Clock::time_point start = Clock::now();
     results = (*session)->runGlobal(function, inputs);
     std::chrono::duration<double, std::milli> elapsed = Clock::now() - start;
@@ -343,6 +386,8 @@ int main(int argc, char **argv) {
            median, times.back());
   }
 
+  if (options.profile && writer)
+    printProfile((*session)->profile(), options.iterations);
   if (options.stats) {
     if (StatusOr<BlasInfo> blas = loadBlas(); blas) {
       printf("gemm: %s, %s kernels\n", blas->gemmLibrary.c_str(),

@@ -62,6 +62,11 @@ static cl::opt<bool> inPlace(
     cl::desc("Let element-wise kernels write over an operand that dies at "
              "them (off by default: it measured slower)"),
     cl::init(false));
+static cl::opt<bool> gemmEpilogues(
+    "gemm-epilogues",
+    cl::desc("Run element-wise kernels tile by tile with the GEMM before "
+             "them (off by default: it measured no faster)"),
+    cl::init(false));
 static cl::opt<std::string> memoryPlot(
     "memory-plot",
     cl::desc("Draw the arena plan of the function with the largest arena as "
@@ -236,6 +241,7 @@ int main(int argc, char **argv) {
   }
   options.fusion = fusion == "on";
   options.inPlace = inPlace;
+  options.gemmEpilogues = gemmEpilogues;
   if (!meshShape.empty()) {
     std::optional<std::vector<int64_t>> shape = parseMeshShape(meshShape);
     if (!shape) {

@@ -56,6 +56,9 @@ struct CompileOptions {
   /// Let element-wise kernels write over a dying operand
   /// (flow-plan-memory{in-place}); off by default (it measured slower).
   bool inPlace = false;
+  /// Run element-wise kernels tile by tile with the GEMM before them
+  /// (flow-fuse-gemm-epilogues); off by default (it measured no faster).
+  bool gemmEpilogues = false;
   /// When not empty, public functions without a `flow.mesh` run on a new
   /// mesh of this shape (`--mesh=4`, `--mesh=2x2`).
   std::vector<int64_t> mesh;
@@ -111,7 +114,7 @@ void registerCompilerPasses();
 
 /// Registers the phase pipelines by name, for flow-opt (idempotent):
 /// flow-place-pipeline, flow-graph-pipeline{fusion library-matmul},
-/// flow-host-pipeline{in-place}, flow-kernel-linalg-pipeline,
+/// flow-host-pipeline{in-place gemm-epilogues}, flow-kernel-linalg-pipeline,
 /// flow-kernel-bufferize-pipeline, flow-kernel-cpu-llvm-pipeline. The kernel
 /// pipelines run on a module of kernels (what `--compile-to=host` prints
 /// after its host schedules, and what each later phase prints).
@@ -123,6 +126,9 @@ struct GraphPipelineOptions {
 };
 struct HostPipelineOptions {
   bool inPlace = false;
+  /// Run element-wise kernels as epilogues of the GEMM before them
+  /// (flow-fuse-gemm-epilogues); off by default: it measured no faster.
+  bool gemmEpilogues = false;
 };
 /// The phases' pipelines, as compile() runs them.
 void buildFlowPlacePipeline(OpPassManager &pm);

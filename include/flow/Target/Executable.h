@@ -41,6 +41,8 @@ struct ExecutableStats {
   int64_t transientBytes = 0;
   int64_t numDispatches = 0;
   int64_t numGemms = 0;
+  /// Dispatches run tile by tile as epilogues of the GEMM before them.
+  int64_t numGemmEpilogues = 0;
   int64_t numCopies = 0;
   int64_t constantBytes = 0;
   int64_t numCollectives = 0;

@@ -122,3 +122,20 @@ func.func @layout(%a: memref<4xf32, strided<[2]>>) {
 func.func @outputs(%a: memref<4xf32>) attributes {flow.host_outputs = 2 : i64} {
   return
 }
+
+// -----
+
+func.func @epilogue_alone(%a: memref<4x4xf32>, %b: memref<4x4xf32>) {
+  // expected-error @+1 {{is a GEMM epilogue but does not follow a flow.host.gemm}}
+  flow.host.dispatch @k(%a) outs(%b) {gemm_epilogue, in_place_operands = array<i64: 0>} : (memref<4x4xf32>) -> (memref<4x4xf32>)
+  return
+}
+
+// -----
+
+func.func @epilogue_elsewhere(%a: memref<4x4xf32>, %t: memref<4x4xf32>, %b: memref<4x4xf32>) {
+  flow.host.gemm %a, %a -> %t : memref<4x4xf32>, memref<4x4xf32> -> memref<4x4xf32>
+  // expected-error @+1 {{is a GEMM epilogue but does not read the GEMM's result element-wise}}
+  flow.host.dispatch @k(%a, %t) outs(%b) {gemm_epilogue, in_place_operands = array<i64: 0>} : (memref<4x4xf32>, memref<4x4xf32>) -> (memref<4x4xf32>)
+  return
+}

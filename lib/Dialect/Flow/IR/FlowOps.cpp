@@ -1045,6 +1045,28 @@ LogicalResult HostDispatchOp::verify() {
         return emitOpError() << "in-place operand " << i
                              << " is not one of its " << getInputs().size()
                              << " inputs";
+  if (!getGemmEpilogue())
+    return success();
+  // The command before it is a GEMM of one batch whose result this kernel
+  // reads element-wise.
+  Operation *previous = getOperation()->getPrevNode();
+  while (previous && isa<HostViewOp, HostSliceOp, HostAllocOp, HostParameterOp,
+                               HostConstantOp, HostArenaOp>(previous))
+    previous = previous->getPrevNode();
+  auto gemm = dyn_cast_or_null<HostGemmOp>(previous);
+  if (!gemm)
+    return emitOpError() << "is a GEMM epilogue but does not follow a "
+                            "flow.host.gemm";
+  MemRefType out = gemm.getOut().getType();
+  if (out.getNumElements() != gemm.getM() * gemm.getN())
+    return emitOpError() << "is an epilogue of a batched GEMM";
+  Value result = bufferRoot(gemm.getOut());
+  std::optional<ArrayRef<int64_t>> inPlace = getInPlaceOperands();
+  if (!inPlace || llvm::none_of(*inPlace, [&](int64_t i) {
+        return bufferRoot(getInputs()[i]) == result;
+      }))
+    return emitOpError() << "is a GEMM epilogue but does not read the "
+                            "GEMM's result element-wise";
   return success();
 }
 

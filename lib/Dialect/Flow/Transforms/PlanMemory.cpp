@@ -71,7 +71,11 @@ struct PlanMemoryPass : flow::impl::PlanMemoryPassBase<PlanMemoryPass> {
       }
       if (!isCommand(&op))
         continue;
-      ++position;
+      // A GEMM epilogue runs during the GEMM (tile by tile): it shares the
+      // GEMM's position, so what either uses is alive across both.
+      auto dispatch = dyn_cast<HostDispatchOp>(op);
+      if (!(dispatch && dispatch.getGemmEpilogue()))
+        ++position;
       for (Value operand : op.getOperands())
         if (HostAllocOp alloc = allocOf(operand)) {
           Live &l = live[alloc];
@@ -79,7 +83,7 @@ struct PlanMemoryPass : flow::impl::PlanMemoryPassBase<PlanMemoryPass> {
             l.begin = position;
           l.end = position;
         }
-      if (auto dispatch = dyn_cast<HostDispatchOp>(op))
+      if (dispatch)
         dispatches.push_back({dispatch, position});
     }
     for (auto &[op, l] : live)
@@ -99,11 +103,23 @@ struct PlanMemoryPass : flow::impl::PlanMemoryPassBase<PlanMemoryPass> {
       if (!result || live[result].begin != at)
         continue;
       int64_t bytes = storageBytes(result.getType());
+      // A GEMM epilogue runs while the GEMM's other pieces still read its
+      // operands: it never writes over them.
+      llvm::DenseSet<Operation *> gemmReads;
+      if (dispatch.getGemmEpilogue())
+        for (Operation *op = dispatch->getPrevNode(); op;
+             op = op->getPrevNode())
+          if (auto gemm = dyn_cast<HostGemmOp>(op)) {
+            for (Value v : {gemm.getLhs(), gemm.getRhs()})
+              if (HostAllocOp a = allocOf(v))
+                gemmReads.insert(a);
+            break;
+          }
       for (int64_t k : *operands) {
         HostAllocOp operand = allocOf(dispatch.getInputs()[k]);
         if (!operand || live[operand].end != at ||
             storageBytes(operand.getType()) < bytes ||
-            taken.contains(operand))
+            taken.contains(operand) || gemmReads.contains(operand))
           continue;
         live[result].reuses = operand;
         taken.insert(operand);

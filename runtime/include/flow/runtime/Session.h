@@ -99,6 +99,22 @@ public:
     return lastCollectiveBytes;
   }
 
+  /// Where the time of the calls made while profiling went: one entry per
+  /// command of each function that ran, in program order.
+  struct CommandProfile {
+    std::string function;
+    /// "dispatch", "gemm", "copy" or "collective".
+    std::string kind;
+    /// The kernel's symbol, a GEMM's shape, ...
+    std::string what;
+    double seconds = 0;
+    uint64_t calls = 0;
+  };
+  /// Starts (clearing what was recorded) or stops timing every command.
+  /// Costs a clock read per command while on.
+  void setProfiling(bool on);
+  std::vector<CommandProfile> profile() const;
+
   /// This process' device (mesh rank), 0 without a mesh.
   int64_t rank() const { return deviceRank; }
 
@@ -115,6 +131,9 @@ private:
   /// and one group per set of mesh axes a collective runs over.
   std::shared_ptr<Communicator> comm;
   std::vector<uint64_t> lastCollectiveBytes;
+  bool profiling = false;
+  /// Per function, per command: seconds and calls while profiling.
+  std::vector<std::vector<std::pair<double, uint64_t>>> commandTimes;
   int64_t deviceRank = 0;
   std::vector<int64_t> coords;
   std::map<std::vector<int64_t>, std::unique_ptr<Group>> groups;

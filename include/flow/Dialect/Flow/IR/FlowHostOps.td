@@ -156,7 +156,11 @@ def Flow_HostDispatchOp : Flow_HostOp<"dispatch", [
     on the buffers `inputs`, writing `outputs`; the runtime splits its work
     into workgroups on its thread pool. `in_place_operands` lists the inputs
     whose buffer the first output may share (the kernel is element-wise in
-    them).
+    them). `gemm_epilogue` marks a kernel that is an epilogue of the
+    `flow.host.gemm` just before it (set by `flow-fuse-gemm-epilogues`):
+    element-wise in that GEMM's result, with one workgroup row per GEMM row,
+    so the runtime runs its workgroups tile by tile right after the GEMM's
+    pieces of the same rows.
 
     ```mlir
     flow.host.dispatch @forward_k0(%m, %b) outs(%out)
@@ -166,7 +170,8 @@ def Flow_HostDispatchOp : Flow_HostOp<"dispatch", [
   let arguments = (ins FlatSymbolRefAttr:$kernel,
                        Variadic<Flow_HostBuffer>:$inputs,
                        Variadic<Flow_HostBuffer>:$outputs,
-                       OptionalAttr<DenseI64ArrayAttr>:$in_place_operands);
+                       OptionalAttr<DenseI64ArrayAttr>:$in_place_operands,
+                       UnitAttr:$gemm_epilogue);
   let assemblyFormat = [{
     $kernel `(` $inputs `)` `outs` `(` $outputs `)` attr-dict
     `:` `(` type($inputs) `)` `->` `(` type($outputs) `)`

@@ -231,6 +231,33 @@ def BuildHostSchedulePass : Pass<"flow-build-host-schedule", "ModuleOp"> {
   let dependentDialects = ["::mlir::flow::FlowDialect"];
 }
 
+def FuseGemmEpiloguesPass : Pass<"flow-fuse-gemm-epilogues", "ModuleOp"> {
+  let summary = "Runs element-wise kernels tile by tile with the GEMM before them";
+  let description = [{
+    On a host schedule, marks `gemm_epilogue` on a `flow.host.dispatch` that
+    directly follows a `flow.host.gemm` (one batch, at least two rows) when
+    the kernel is element-wise in the GEMM's result (the result is one of
+    its `in_place_operands`) and its workgroup rows are the GEMM's rows (its
+    `flow.workgroup_extent` is the GEMM's row count). The runtime then runs
+    the kernel's workgroup t right after GEMM piece t, on the same thread,
+    while those rows are in cache: bias, activation, residual add and scale
+    become the library call's epilogue without a generated GEMM. The kernel
+    functions must still be in the module (run before they are split off).
+
+    ```mlir
+    flow.host.gemm %x, %w -> %t : memref<8x16xf32>, memref<16x32xf32> -> memref<8x32xf32>
+    flow.host.dispatch @f_k0(%t, %b) outs(%out) {in_place_operands = array<i64: 0>}
+        : (memref<8x32xf32>, memref<32xf32>) -> (memref<8x32xf32>)
+    // becomes
+    flow.host.dispatch @f_k0(%t, %b) outs(%out) {gemm_epilogue, in_place_operands = ...}
+    ```
+  }];
+  let statistics = [
+    Statistic<"numEpilogues", "epilogues", "Number of kernels run as GEMM epilogues">
+  ];
+  let dependentDialects = ["::mlir::flow::FlowDialect"];
+}
+
 def PlanMemoryPass : Pass<"flow-plan-memory", "ModuleOp"> {
   let summary = "Places every transient buffer of a host schedule in one arena";
   let description = [{
