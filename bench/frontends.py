@@ -6,7 +6,10 @@ torch.compile (Inductor) and onnxruntime, same machine, same thread count.
 
 Models have random weights (no downloads): Hugging Face BERT-base (12
 layers, hidden 768, sequence 128) and torchvision ResNet-50 (224x224).
-Compile time is import + compile (flow.compile), torch.compile's first call
+Flow runs twice: in f32, and with precision="bf16" (matrix products and
+convolutions on bf16 operands summed in f32; its error is the largest
+difference from eager over eager's largest magnitude). Compile time is
+import + compile (flow.compile), torch.compile's first call
 (Inductor's compile), and onnxruntime's session creation (after the
 export, which is not counted). Latency is the median over `repeats` runs of
 each run's median per-call time. Ratios are peer / Flow: > 1 means Flow is
@@ -93,6 +96,17 @@ def main():
                                            w.abs().max())
                 row["flow_ms"] = latency(lambda: compiled(*inputs),
                                          args.repeats, args.iterations, 2)
+                # Mixed precision: bf16 products summed in f32.
+                mixed = flow.compile(model, inputs, threads=args.threads,
+                                     precision="bf16",
+                                     parameters=os.path.join(
+                                         tmp, "w16.safetensors"))
+                g16 = torch.utils._pytree.tree_leaves(mixed(*inputs))[0]
+                row["bf16_max_rel_err"] = float((g16 - w).abs().max() /
+                                                w.abs().max())
+                row["flow_bf16_ms"] = latency(lambda: mixed(*inputs),
+                                              args.repeats, args.iterations,
+                                              2)
                 with torch.no_grad():
                     row["eager_ms"] = latency(lambda: model(*inputs),
                                               args.repeats, args.iterations, 2)
@@ -123,19 +137,21 @@ def main():
     print(f"Threads: {args.threads}; medians of {args.repeats} runs of "
           f"{args.iterations} calls. Ratios are peer / Flow (> 1: Flow is "
           "faster).\n")
-    print("| model | Flow compile s | Inductor compile s | Flow ms | eager ms "
-          "| Inductor ms | onnxruntime ms | eager/Flow | Inductor/Flow | "
-          "ort/Flow |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("| model | Flow compile s | Inductor compile s | Flow ms | "
+          "Flow bf16 ms | eager ms | Inductor ms | onnxruntime ms | "
+          "eager/Flow | Inductor/Flow | ort/Flow | bf16 error |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         ind = r.get("inductor_ms")
         print(f"| {r['model']} | {r['flow_compile_s']:.1f} | "
               f"{r.get('inductor_compile_s', float('nan')):.1f} | "
-              f"{r['flow_ms']:.1f} | {r['eager_ms']:.1f} | "
+              f"{r['flow_ms']:.1f} | {r['flow_bf16_ms']:.1f} | "
+              f"{r['eager_ms']:.1f} | "
               f"{ind if ind else float('nan'):.1f} | {r['ort_ms']:.1f} | "
               f"{r['eager_ms'] / r['flow_ms']:.2f} | "
               f"{(ind / r['flow_ms']) if ind else float('nan'):.2f} | "
-              f"{r['ort_ms'] / r['flow_ms']:.2f} |")
+              f"{r['ort_ms'] / r['flow_ms']:.2f} | "
+              f"{r['bf16_max_rel_err']:.1e} |")
 
 
 if __name__ == "__main__":

@@ -159,9 +159,14 @@ struct FormDispatchRegionsPass
             AllGatherOp, ReduceScatterOp, AllToAllOp, BroadcastOp,
             DispatchRegionOp, ReturnOp>(op))
       return true;
-    if (auto matmul = dyn_cast<MatmulOp>(op))
+    if (auto matmul = dyn_cast<MatmulOp>(op)) {
+      // The library runs f32 GEMMs, and bf16 ones summed in f32.
+      Type in = cast<RankedTensorType>(matmul.getLhs().getType())
+                    .getElementType();
       return libraryMatmul &&
-             cast<RankedTensorType>(matmul.getType()).getElementType().isF32();
+             cast<RankedTensorType>(matmul.getType()).getElementType().isF32() &&
+             (in.isF32() || in.isBF16());
+    }
     return false;
   }
 

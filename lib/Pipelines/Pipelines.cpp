@@ -229,6 +229,7 @@ void mlir::flow::buildFlowGraphPipeline(OpPassManager &pm,
   std::string text =
       std::string("flow-partition,func.func(flow-strip-annotations") +
       (options.libraryMatmul ? ",flow-conv-to-gemm" : "") +
+      (options.bf16Matmuls ? ",flow-matmuls-to-bf16" : "") +
       "),func.func(flow-form-dispatch-regions{fusion=" +
       (options.fusion ? "1" : "0") +
       " library-matmul=" + (options.libraryMatmul ? "1" : "0") +
@@ -280,6 +281,10 @@ struct GraphPipelineCLOptions
       llvm::cl::desc("Leave f32 matmuls (and convolutions, as im2col and a "
                      "GEMM) to the library"),
       llvm::cl::init(true)};
+  Option<bool> bf16{
+      *this, "bf16",
+      llvm::cl::desc("Run matrix products in bf16, summed in f32"),
+      llvm::cl::init(false)};
 };
 struct HostPipelineCLOptions
     : public PassPipelineOptions<HostPipelineCLOptions> {
@@ -308,7 +313,7 @@ void mlir::flow::registerCompilerPipelines() {
         "The flow phase, second half: partition mesh functions, drop "
         "annotations, form dispatch regions, outline them as kernels",
         [](OpPassManager &pm, const GraphPipelineCLOptions &o) {
-          buildFlowGraphPipeline(pm, {o.fusion, o.libraryMatmul});
+          buildFlowGraphPipeline(pm, {o.fusion, o.libraryMatmul, o.bf16});
         });
     PassPipelineRegistration<HostPipelineCLOptions>(
         "flow-host-pipeline",
@@ -407,6 +412,9 @@ FailureOr<CompileResult> mlir::flow::compile(ModuleOp module,
   if (options.target != "cpu")
     return module.emitError("target '")
            << options.target << "' is not supported yet (supported: cpu)";
+  if (options.precision != "f32" && options.precision != "bf16")
+    return module.emitError("precision '")
+           << options.precision << "' is not supported (f32, bf16)";
   auto stop = [&](ModuleOp m) -> FailureOr<CompileResult> {
     result.module = OwningOpRef<ModuleOp>(m);
     return std::move(result);
@@ -424,7 +432,8 @@ FailureOr<CompileResult> mlir::flow::compile(ModuleOp module,
                            buildFlowPlacePipeline)))
       return failure();
     recordPlacements(module, report);
-    GraphPipelineOptions graph{options.fusion, options.libraryMatmul};
+    GraphPipelineOptions graph{options.fusion, options.libraryMatmul,
+                               options.precision == "bf16"};
     if (failed(runPipeline(module, "flow-graph-pipeline", timing,
                            [&](OpPassManager &pm) {
                              buildFlowGraphPipeline(pm, graph);

@@ -212,8 +212,12 @@ LogicalResult FunctionWriter::buffer(Operation &op, int64_t arenaBytes) {
     if (!fitsU32(constants.entries.size()))
       return parameter.emitError("an executable holds at most 2^32-1 "
                                  "constants");
-    auto [it, inserted] = constants.parameterIndex.try_emplace(
-        parameter.getName(), constants.entries.size());
+    // One entry per name and element type: a bf16 use of an f32 weight
+    // (mixed precision) is converted by the runtime at load.
+    std::string key = parameter.getName().str() + "@";
+    llvm::raw_string_ostream(key) << type.getElementType();
+    auto [it, inserted] =
+        constants.parameterIndex.try_emplace(key, constants.entries.size());
     if (inserted) {
       constants.entries.push_back({{}, parameter.getName().str(), type});
       stats.parameterBytes += storageBytes(type);
@@ -290,9 +294,12 @@ flatbuffers::Offset<void> FunctionWriter::gemm(HostGemmOp op) {
   std::vector<int64_t> aStrides = strides(a), bStrides = strides(b);
   fb::BufferRef ra = ref(op.getLhs()), rb = ref(op.getRhs()),
                 rc = ref(op.getOut());
+  fb::DType abType = a.getElementType().isBF16() ? fb::DType::BF16
+                                                 : fb::DType::F32;
   return fb::CreateGemmDirect(fbb, op.getM(), op.getN(), op.getK(),
                               op.getTransposeLhs(), op.getTransposeRhs(),
-                              &batchShape, &aStrides, &bStrides, &ra, &rb, &rc)
+                              &batchShape, &aStrides, &bStrides, &ra, &rb, &rc,
+                              abType)
       .Union();
 }
 

@@ -104,17 +104,20 @@ def compile_mlir(source: str, target: str = "cpu", threads: int = 0,
                  library_matmul: bool = True, parameters: str = "",
                  base_directory: str = "", cpu: str = "host", mesh=None,
                  timeout: Optional[float] = None,
-                 fusion: bool = True) -> CompiledModule:
+                 fusion: bool = True,
+                 precision: str = "f32") -> CompiledModule:
     """Compiles flow-dialect MLIR text for `target` and loads it.
 
     The options are flow-compile's (`cpu` is its --cpu, the LLVM CPU the
     kernels are generated for; `fusion=False` is its --fusion=off, one op
-    per kernel). A relative parameter archive named by the
+    per kernel; `precision="bf16"` is its --precision=bf16: matrix products
+    and convolutions read bf16 operands and sum in f32). A relative parameter archive named by the
     module is taken from `base_directory` (default: the current
     directory); `parameters` overrides it. `timeout` is flow.compile's."""
     return CompiledModule(
         _compile(source, target=target, library_matmul=library_matmul,
-                 cpu=cpu, mesh=_mesh_text(mesh), fusion=fusion),
+                 cpu=cpu, mesh=_mesh_text(mesh), fusion=fusion,
+                 precision=precision),
         threads, parameters, base_directory, timeout)
 
 
@@ -291,7 +294,7 @@ def compile(model: Any, example_args=(), example_kwargs=None, *,
             parameters: Optional[str] = None,
             library_matmul: bool = True, cpu: str = "host", mesh=None,
             sbp=None, timeout: Optional[float] = None,
-            fusion: bool = True) -> CompiledModel:
+            fusion: bool = True, precision: str = "f32") -> CompiledModel:
     """Imports, compiles and loads `model`; returns a callable.
 
     `model` is a torch.nn.Module or torch.export.ExportedProgram (traced
@@ -335,7 +338,8 @@ def compile(model: Any, example_args=(), example_kwargs=None, *,
                                                 _mesh_rank(mesh))
         module = compile_mlir(program.text, target=target, threads=threads,
                               library_matmul=library_matmul, cpu=cpu,
-                              mesh=mesh, timeout=timeout, fusion=fusion)
+                              mesh=mesh, timeout=timeout, fusion=fusion,
+                              precision=precision)
     finally:
         if not keep and os.path.exists(archive):
             os.unlink(archive)

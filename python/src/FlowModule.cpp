@@ -43,7 +43,7 @@ struct FlowError : std::runtime_error {
 py::object compile(const std::string &source, const std::string &target,
                    const std::string &compileTo, bool libraryMatmul,
                    const std::string &cpu, const std::string &mesh,
-                   bool fusion) {
+                   bool fusion, const std::string &precision) {
   std::optional<std::vector<int64_t>> meshShape;
   if (!mesh.empty()) {
     meshShape = mlir::flow::parseMeshShape(mesh);
@@ -95,6 +95,7 @@ py::object compile(const std::string &source, const std::string &target,
   options.compileTo = *phase;
   options.libraryMatmul = libraryMatmul;
   options.fusion = fusion;
+  options.precision = precision;
   if (meshShape)
     options.mesh = *meshShape;
   mlir::FailureOr<mlir::flow::CompileResult> result;
@@ -321,6 +322,7 @@ PYBIND11_MODULE(_flow, m) {
   m.def("compile", &compile, py::arg("source"), py::arg("target") = "cpu",
         py::arg("compile_to") = "fbin", py::arg("library_matmul") = true,
         py::arg("cpu") = "host", py::arg("mesh") = "", py::arg("fusion") = true,
+        py::arg("precision") = "f32",
         "Compiles flow-dialect MLIR text: executable bytes, or the IR of an "
         "earlier phase as text.");
   m.def(

@@ -12,6 +12,8 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <vector>
 #include <mutex>
 #include <string>
 
@@ -113,6 +115,10 @@ struct Loaded {
                    const float *, int64_t, const float *, int64_t, float,
                    float *, int64_t) = nullptr;
   void (*ompSetThreads)(int) = nullptr;
+  /// oneDNN's bf16 x bf16 -> f32 GEMM (row-major).
+  int (*dnnlGemmBf16)(char, char, int64_t, int64_t, int64_t, float,
+                      const uint16_t *, int64_t, const uint16_t *, int64_t,
+                      float, float *, int64_t) = nullptr;
 #endif
 };
 
@@ -171,6 +177,8 @@ void loadOneDnn(Loaded &l) {
     return;
   l.dnnlSgemm = sgemm;
   l.ompSetThreads = omp;
+  l.dnnlGemmBf16 = reinterpret_cast<decltype(l.dnnlGemmBf16)>(
+      ::dlsym(handle, "dnnl_gemm_bf16bf16f32"));
   const Version *v = version();
   char text[64];
   std::snprintf(text, sizeof(text), "oneDNN %d.%d.%d", v->major, v->minor,
@@ -305,6 +313,44 @@ void blasSgemm(bool transA, bool transB, int m, int n, int k, const float *a,
               transB ? CblasTrans : CblasNoTrans, m, n, k, 1.0f, a, lda, b,
               ldb, 0.0f, c, ldc);
 #endif
+}
+
+/// Widens bf16 (the high 16 bits of an f32) to f32.
+static float widenBf16(uint16_t bits) {
+  uint32_t word = uint32_t(bits) << 16;
+  float f;
+  std::memcpy(&f, &word, sizeof f);
+  return f;
+}
+
+void blasGemmBf16(bool transA, bool transB, int m, int n, int k,
+                  const uint16_t *a, int lda, const uint16_t *b, int ldb,
+                  float *c, int ldc) {
+#ifdef FLOW_HAVE_OPENBLAS
+  if (loaded().dnnlGemmBf16) {
+    static thread_local bool single = false;
+    if (!single && loaded().ompSetThreads) {
+      loaded().ompSetThreads(1);
+      single = true;
+    }
+    loaded().dnnlGemmBf16(transA ? 'T' : 'N', transB ? 'T' : 'N', m, n, k,
+                          1.0f, a, lda, b, ldb, 0.0f, c, ldc);
+    return;
+  }
+#endif
+  // Without oneDNN: widen the operands (as stored: rows x cols with their
+  // leading dimension) and run the f32 GEMM.
+  auto widen = [](const uint16_t *src, int rows, int cols, int ld) {
+    std::vector<float> out(size_t(rows) * cols);
+    for (int r = 0; r < rows; ++r)
+      for (int j = 0; j < cols; ++j)
+        out[size_t(r) * cols + j] = widenBf16(src[size_t(r) * ld + j]);
+    return out;
+  };
+  std::vector<float> fa = transA ? widen(a, k, m, lda) : widen(a, m, k, lda);
+  std::vector<float> fb = transB ? widen(b, n, k, ldb) : widen(b, k, n, ldb);
+  blasSgemm(transA, transB, m, n, k, fa.data(), transA ? m : k, fb.data(),
+            transB ? k : n, c, ldc);
 }
 
 void blasSgemv(bool trans, int m, int n, const float *a, int lda,

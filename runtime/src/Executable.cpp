@@ -786,6 +786,12 @@ Status Checker::verifyGemm(const std::string &ctx, const fbs::Gemm &cmd,
       return Status::error(ctx + ": batch size overflows");
   }
   out.batchCount = static_cast<int64_t>(batchCount);
+  out.abDtype = static_cast<DType>(cmd.ab_dtype());
+  if (out.abDtype != DType::F32 && out.abDtype != DType::BF16)
+    return Status::error(ctx + ": operands of type " +
+                         std::to_string(static_cast<int>(cmd.ab_dtype())) +
+                         " are not supported (f32, bf16)");
+  const uint64_t abSize = dtypeSize(out.abDtype);
 
   if (Status s = verifyRef(ctx, "operand A", cmd.a(), false, out.a); !s)
     return s;
@@ -795,7 +801,7 @@ Status Checker::verifyGemm(const std::string &ctx, const fbs::Gemm &cmd,
     return s;
 
   // Bytes an operand touches: the last matrix starts at the largest batch
-  // offset (strides are >= 0), and each matrix is rows x cols floats.
+  // offset (strides are >= 0), and each matrix is rows x cols elements.
   auto needed = [&](const std::vector<int64_t> &strides, uint64_t rows,
                     uint64_t cols, uint64_t &bytes) {
     uint64_t matrix;
@@ -811,7 +817,7 @@ Status Checker::verifyGemm(const std::string &ctx, const fbs::Gemm &cmd,
           !addOk(last, step, last))
         return false;
     }
-    return addOk(last, matrix, last) && mulOk(last, sizeof(float), bytes);
+    return addOk(last, matrix, last) && mulOk(last, abSize, bytes);
   };
   struct Operand {
     const char *name;
@@ -839,12 +845,13 @@ Status Checker::verifyGemm(const std::string &ctx, const fbs::Gemm &cmd,
     return Status::error(ctx + ": result C needs " + std::to_string(cBytes) +
                          " bytes but its buffer ref has " +
                          std::to_string(out.c.size));
-  for (auto [name, ref] :
-       {std::pair{"A", &out.a}, {"B", &out.b}, {"C", &out.c}}) {
-    if (ref->offset % sizeof(float) != 0)
+  for (auto [name, ref, size] :
+       {std::tuple{"A", &out.a, abSize}, {"B", &out.b, abSize},
+        {"C", &out.c, uint64_t(sizeof(float))}}) {
+    if (ref->offset % size != 0)
       return Status::error(ctx + ": operand " + name + " offset " +
                            std::to_string(ref->offset) +
-                           " is not a multiple of 4");
+                           " is not a multiple of " + std::to_string(size));
   }
   return Status::ok();
 }
@@ -897,12 +904,39 @@ Status Checker::bindParameters() {
       continue;
     }
     std::string want = constant->spec.str();
-    if (!tensor->supported || tensor->dtype != constant->spec.dtype ||
-        tensor->shape != constant->spec.shape)
+    // An f32 weight the executable reads as bf16 (mixed precision) is
+    // converted once, here, rounding to nearest even.
+    bool narrow = tensor->supported && tensor->dtype == DType::F32 &&
+                  constant->spec.dtype == DType::BF16 &&
+                  tensor->shape == constant->spec.shape;
+    if (!narrow &&
+        (!tensor->supported || tensor->dtype != constant->spec.dtype ||
+         tensor->shape != constant->spec.shape))
       return Status::error(path + ": parameter '" +
                            printable(constant->parameter) + "' is " +
                            tensor->str() + " but the executable needs " + want);
-    constant->data = tensor->data;
+    if (!narrow) {
+      constant->data = tensor->data;
+      continue;
+    }
+    size_t count = tensor->size / sizeof(float);
+    AlignedBuffer bf16;
+    if (!bf16.allocate(count * 2))
+      return Status::error("out of memory converting parameter '" +
+                           printable(constant->parameter) + "' to bf16");
+    for (size_t i = 0; i < count; ++i) {
+      uint32_t word;
+      std::memcpy(&word, tensor->data + i * sizeof(float), sizeof word);
+      uint16_t half;
+      if ((word & 0x7fffffffu) > 0x7f800000u) // NaN stays a (quiet) NaN
+        half = static_cast<uint16_t>((word >> 16) | 0x40);
+      else
+        half = static_cast<uint16_t>(
+            (word + 0x7fffu + ((word >> 16) & 1)) >> 16);
+      std::memcpy(bf16.data() + i * 2, &half, sizeof half);
+    }
+    constant->data = bf16.data();
+    impl.constantCopies.push_back(std::move(bf16));
   }
   if (numMissing)
     return Status::error(path + ": " + std::to_string(numMissing) +

@@ -57,6 +57,8 @@ struct GemmCommand {
   std::vector<int64_t> batchShape, aBatchStrides, bBatchStrides;
   int64_t batchCount = 1;
   BufferRef a, b, c;
+  /// A and B: f32, or bf16 summed in f32 (C is f32).
+  DType abDtype = DType::F32;
 };
 
 struct CopyCommand {

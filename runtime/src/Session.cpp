@@ -97,8 +97,11 @@ bool runGemm(const detail::GemmCommand &cmd, const Frame &frame,
              ThreadPool &pool, const Epilogue *epilogue = nullptr) {
   if (cmd.m == 0 || cmd.n == 0 || cmd.batchCount == 0)
     return false;
-  const auto *a = reinterpret_cast<const float *>(frame.pointer(cmd.a));
-  const auto *b = reinterpret_cast<const float *>(frame.pointer(cmd.b));
+  // A and B as bytes: f32 or bf16 elements.
+  const bool bf16 = cmd.abDtype == DType::BF16;
+  const int64_t es = bf16 ? 2 : 4;
+  const uint8_t *a = frame.pointer(cmd.a);
+  const uint8_t *b = frame.pointer(cmd.b);
   auto *c = reinterpret_cast<float *>(frame.pointer(cmd.c));
   int lda = std::max(1, cmd.transposeA ? cmd.m : cmd.k);
   int ldb = std::max(1, cmd.transposeB ? cmd.k : cmd.n);
@@ -141,18 +144,30 @@ bool runGemm(const detail::GemmCommand &cmd, const Frame &frame,
       aOffset += i * cmd.aBatchStrides[d];
       bOffset += i * cmd.bBatchStrides[d];
     }
-    const float *pa = a + aOffset, *pb = b + bOffset;
+    int64_t aAt = aOffset, bAt = bOffset;
     float *pc = c + batch * matrixC;
     int m = cmd.m, n = cmd.n;
     if (splitRows) {
-      pa += cmd.transposeA ? begin : begin * lda;
+      aAt += cmd.transposeA ? begin : begin * lda;
       pc += begin * cmd.n;
       m = static_cast<int>(end - begin);
     } else {
-      pb += cmd.transposeB ? begin * ldb : begin;
+      bAt += cmd.transposeB ? begin * ldb : begin;
       pc += begin;
       n = static_cast<int>(end - begin);
     }
+    if (bf16) {
+      detail::blasGemmBf16(cmd.transposeA, cmd.transposeB, m, n, cmd.k,
+                           reinterpret_cast<const uint16_t *>(a + aAt * es),
+                           lda,
+                           reinterpret_cast<const uint16_t *>(b + bAt * es),
+                           ldb, pc, cmd.n);
+      if (epilogue)
+        epilogue->fn(epilogue->args, tile, tiles);
+      return;
+    }
+    const auto *pa = reinterpret_cast<const float *>(a + aAt * es);
+    const auto *pb = reinterpret_cast<const float *>(b + bAt * es);
     if (m == 1) {
       // A single row (batch-1 inference): a matrix-vector product. op(A) is
       // contiguous either way (a 1 x k row or a k x 1 column), and

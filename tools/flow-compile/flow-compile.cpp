@@ -62,6 +62,11 @@ static cl::opt<bool> inPlace(
     cl::desc("Let element-wise kernels write over an operand that dies at "
              "them (off by default: it measured slower)"),
     cl::init(false));
+static cl::opt<std::string> precision(
+    "precision",
+    cl::desc("f32 (default), or bf16: matrix products and convolutions read "
+             "bf16 operands and sum in f32; everything else stays f32"),
+    cl::init("f32"));
 static cl::opt<bool> gemmEpilogues(
     "gemm-epilogues",
     cl::desc("Run element-wise kernels tile by tile with the GEMM before "
@@ -242,6 +247,7 @@ int main(int argc, char **argv) {
   options.fusion = fusion == "on";
   options.inPlace = inPlace;
   options.gemmEpilogues = gemmEpilogues;
+  options.precision = precision;
   if (!meshShape.empty()) {
     std::optional<std::vector<int64_t>> shape = parseMeshShape(meshShape);
     if (!shape) {

@@ -53,6 +53,9 @@ struct CompileOptions {
   /// Fuse ops into kernels (flow-form-dispatch-regions); false keeps one op
   /// per kernel.
   bool fusion = true;
+  /// "f32", or "bf16": matrix products (convolutions included) read bf16
+  /// operands and sum in f32 (flow-matmuls-to-bf16); the rest stays f32.
+  std::string precision = "f32";
   /// Let element-wise kernels write over a dying operand
   /// (flow-plan-memory{in-place}); off by default (it measured slower).
   bool inPlace = false;
@@ -123,6 +126,8 @@ void registerCompilerPipelines();
 struct GraphPipelineOptions {
   bool fusion = true;
   bool libraryMatmul = true;
+  /// Matrix products in bf16, summed in f32 (flow-matmuls-to-bf16).
+  bool bf16Matmuls = false;
 };
 struct HostPipelineOptions {
   bool inPlace = false;

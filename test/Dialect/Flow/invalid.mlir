@@ -1021,3 +1021,12 @@ func.func @return_outside(%x: tensor<4xf32>) {
   // expected-error @+1 {{'flow.return' op expects parent op 'flow.dispatch_region'}}
   flow.return %x : tensor<4xf32>
 }
+
+// -----
+
+func.func @accumulate_f32(%a: tensor<2x2xf32>) -> tensor<2x2xf32> {
+  // expected-error @+2 {{accumulate_f32 takes bf16 or f16 operands, got 'f32'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %p = flow.matmul %a, %a {accumulate_f32} : (tensor<2x2xf32>, tensor<2x2xf32>) -> tensor<2x2xf32>
+  return %p : tensor<2x2xf32>
+}

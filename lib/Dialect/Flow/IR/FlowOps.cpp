@@ -296,7 +296,14 @@ LogicalResult MatmulOp::inferReturnTypes(MLIRContext *,
     return failure();
   SmallVector<int64_t> shape = *batch;
   shape.append({m, n});
-  results.push_back(RankedTensorType::get(shape, lhs.getElementType()));
+  Type element = lhs.getElementType();
+  if (adaptor.getAccumulateF32()) {
+    if (!element.isBF16() && !element.isF16())
+      return report.fail("accumulate_f32 takes bf16 or f16 operands, got ",
+                         lhs.getElementType());
+    element = Float32Type::get(lhs.getContext());
+  }
+  results.push_back(RankedTensorType::get(shape, element));
   return success();
 }
 
@@ -1084,12 +1091,14 @@ int64_t HostGemmOp::getK() {
 LogicalResult HostGemmOp::verify() {
   MemRefType a = getLhs().getType(), b = getRhs().getType(),
              c = getOut().getType();
-  for (MemRefType t : {a, b, c}) {
-    if (!t.getElementType().isF32())
-      return emitOpError() << "runs on f32 buffers, got " << t;
+  for (MemRefType t : {a, b, c})
     if (t.getRank() < 2)
       return emitOpError() << "needs matrices (rank >= 2), got " << t;
-  }
+  Type in = a.getElementType();
+  if (!c.getElementType().isF32() || b.getElementType() != in ||
+      !(in.isF32() || in.isBF16()))
+    return emitOpError() << "runs f32 x f32 or bf16 x bf16 into f32, got "
+                         << a << ", " << b << " -> " << c;
   int64_t ra = a.getRank(), rb = b.getRank(), rc = c.getRank();
   if (ra > rc || rb > rc)
     return emitOpError() << "operands may not have more batch dimensions "

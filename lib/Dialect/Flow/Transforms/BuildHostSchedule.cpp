@@ -76,8 +76,11 @@ LogicalResult ScheduleBuilder::command(OpBuilder &b, Operation &op) {
                                    FlowDialect::getInPlaceOperandsAttrName()));
     (void)dispatch;
   } else if (auto matmul = dyn_cast<MatmulOp>(op)) {
-    if (!matmul.getType().getElementType().isF32())
-      return op.emitError("the host's library GEMM runs f32 only; this ")
+    Type operandType = matmul.getLhs().getType().getElementType();
+    if (!matmul.getType().getElementType().isF32() ||
+        !(operandType.isF32() || operandType.isBF16()))
+      return op.emitError("the host's library GEMM runs f32, or bf16 summed "
+                          "in f32; this ")
              << matmul.getType() << " matmul belongs in a kernel";
     HostGemmOp::create(b, loc, in(matmul.getLhs()), in(matmul.getRhs()),
                        dests[0], matmul.getTransposeLhs(),

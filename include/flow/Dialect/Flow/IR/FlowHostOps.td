@@ -182,7 +182,8 @@ def Flow_HostDispatchOp : Flow_HostOp<"dispatch", [
 def Flow_HostGemmOp : Flow_HostOp<"gemm"> {
   let summary = "a library GEMM: out = op(lhs) x op(rhs), batched";
   let description = [{
-    f32 matrix products on the runtime's GEMM library. The last two
+    Matrix products on the runtime's GEMM library: f32, or bf16 operands
+    summed in f32 (the result is f32 either way). The last two
     dimensions are the matrices (transposed where `transpose_lhs` or
     `transpose_rhs` is set); leading dimensions are batch dimensions of
     `out`, which `lhs` and `rhs` broadcast to (size 1, or missing).

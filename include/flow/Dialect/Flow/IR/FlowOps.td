@@ -276,16 +276,21 @@ def Flow_MatmulOp : Flow_Op<"matmul", [Pure, InferTypeOpAdaptor,
     `[..., k, m]` with `transpose_lhs`) and `rhs` (`[..., k, n]`, or
     `[..., n, k]` with `transpose_rhs`). Leading (batch) dimensions broadcast
     with numpy rules, so a 2-D `rhs` is shared by every batch. Both operands
-    have rank 2 or more and the same element type.
+    have rank 2 or more and the same element type, which the result has too;
+    with `accumulate_f32` (bf16 or f16 operands only) the products are summed
+    and returned in f32 (mixed precision).
 
     ```mlir
     %y = flow.matmul %x, %w : (tensor<8x16xf32>, tensor<16x32xf32>) -> tensor<8x32xf32>
     %s = flow.matmul %q, %k {transpose_rhs}
         : (tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>) -> tensor<2x4x8x8xf32>
+    %h = flow.matmul %a, %b {accumulate_f32}
+        : (tensor<8x16xbf16>, tensor<16x32xbf16>) -> tensor<8x32xf32>
     ```
   }];
   let arguments = (ins Flow_NumericTensor:$lhs, Flow_NumericTensor:$rhs,
-                       UnitAttr:$transpose_lhs, UnitAttr:$transpose_rhs);
+                       UnitAttr:$transpose_lhs, UnitAttr:$transpose_rhs,
+                       UnitAttr:$accumulate_f32);
   let results = (outs Flow_NumericTensor:$result);
   let assemblyFormat =
       "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)";

@@ -115,6 +115,39 @@ def StripAnnotationsPass : Pass<"flow-strip-annotations", "func::FuncOp"> {
   let dependentDialects = ["::mlir::flow::FlowDialect"];
 }
 
+def MatmulsToBf16Pass : Pass<"flow-matmuls-to-bf16", "func::FuncOp"> {
+  let summary = "Runs f32 matrix products in bf16, summed in f32";
+  let description = [{
+    Mixed precision for the CPUs with bf16 arithmetic (AVX-512 BF16, AMX):
+    every `flow.matmul` on f32 (convolutions too, after
+    `flow-conv-to-gemm`) reads its operands rounded to bf16 and sums the
+    products in f32 (`accumulate_f32`); its result, and everything that is
+    not a matrix product (norms, softmax, element-wise ops), stays f32.
+    Operands are converted where it costs least:
+
+    - a constant is converted at compile time;
+    - a weight of the parameter archive is read as bf16 (the runtime
+      converts the f32 tensor once, when it loads the executable);
+    - a view of either is a view of the converted value;
+    - anything else gets a `flow.cast`, which fusion puts in the kernel
+      that computes it (that kernel then writes bf16, half the bytes).
+
+    ```mlir
+    %w = flow.parameter "fc.weight" : tensor<256x128xf32>
+    %y = flow.matmul %x, %w : (tensor<8x256xf32>, tensor<256x128xf32>) -> tensor<8x128xf32>
+    // becomes
+    %w16 = flow.parameter "fc.weight" : tensor<256x128xbf16>
+    %x16 = flow.cast %x : tensor<8x256xf32> to tensor<8x256xbf16>
+    %y = flow.matmul %x16, %w16 {accumulate_f32}
+        : (tensor<8x256xbf16>, tensor<256x128xbf16>) -> tensor<8x128xf32>
+    ```
+  }];
+  let statistics = [
+    Statistic<"numMatmuls", "matmuls", "Number of matrix products run in bf16">
+  ];
+  let dependentDialects = ["::mlir::flow::FlowDialect"];
+}
+
 def ConvToGemmPass : Pass<"flow-conv-to-gemm", "func::FuncOp"> {
   let summary = "Rewrites f32 convolutions as im2col and a matrix product";
   let description = [{
