@@ -900,17 +900,22 @@ struct PoolLowering : OpConversionPattern<OpTy> {
                      : (TypedAttr)rewriter.getIntegerAttr(elt, 0));
     Value input = padSpatial(rewriter, loc, adaptor.getInput(), p[0], p[1],
                              p[2] + extra[0], p[3] + extra[1], padValue);
+    // Loops: n, c, oh (parallel), kh, kw (the window), ow (parallel,
+    // innermost): each window tap sweeps a whole output row, so the row
+    // stays in cache and the inner loop vectorizes. Each output element
+    // still takes its taps in the same order (kh, then kw).
     auto d = [&](unsigned i) { return getAffineDimExpr(i, ctx); };
     AffineMap inMap = AffineMap::get(
         6, 0,
-        {d(0), d(1), d(2) * s[0] + d(4) * dil[0], d(3) * s[1] + d(5) * dil[1]},
+        {d(0), d(1), d(2) * s[0] + d(3) * dil[0], d(5) * s[1] + d(4) * dil[1]},
         ctx);
     // The window shape only feeds the iteration domain.
     Value window = emptyTensor(rewriter, loc, {k[0], k[1]}, f);
-    AffineMap winMap = AffineMap::get(6, 0, {d(4), d(5)}, ctx);
-    AffineMap outMap = AffineMap::get(6, 0, {d(0), d(1), d(2), d(3)}, ctx);
-    SmallVector<IteratorType> iters(4, IteratorType::parallel);
+    AffineMap winMap = AffineMap::get(6, 0, {d(3), d(4)}, ctx);
+    AffineMap outMap = AffineMap::get(6, 0, {d(0), d(1), d(2), d(5)}, ctx);
+    SmallVector<IteratorType> iters(3, IteratorType::parallel);
     iters.append(2, IteratorType::reduction);
+    iters.push_back(IteratorType::parallel);
     Type acc = isMax ? elt : f;
     TypedAttr init = isMax ? lowestAttr(rewriter, elt)
                            : (TypedAttr)rewriter.getFloatAttr(f, 0.0);
