@@ -290,18 +290,24 @@ namespace flow {
 namespace runtime {
 namespace detail {
 
+#ifdef FLOW_HAVE_OPENBLAS
+/// oneDNN runs on OpenMP: one thread per calling thread (the setting is the
+/// calling thread's own), so only Flow's pool uses the cores.
+static void oneDnnOnThisThreadOnly() {
+  static thread_local bool single = false;
+  if (!single && loaded().ompSetThreads) {
+    loaded().ompSetThreads(1);
+    single = true;
+  }
+}
+#endif
+
 void blasSgemm(bool transA, bool transB, int m, int n, int k, const float *a,
                int lda, const float *b, int ldb, float *c, int ldc) {
   // CBLAS's enum values: row-major 101, no-transpose 111, transpose 112.
 #ifdef FLOW_HAVE_OPENBLAS
   if (loaded().dnnlSgemm) {
-    // oneDNN runs on OpenMP: one thread per calling thread (the setting is
-    // the calling thread's own), so only Flow's pool uses the cores.
-    static thread_local bool single = false;
-    if (!single && loaded().ompSetThreads) {
-      loaded().ompSetThreads(1);
-      single = true;
-    }
+    oneDnnOnThisThreadOnly();
     loaded().dnnlSgemm(transA ? 'T' : 'N', transB ? 'T' : 'N', m, n, k, 1.0f,
                        a, lda, b, ldb, 0.0f, c, ldc);
     return;
@@ -328,11 +334,7 @@ void blasGemmBf16(bool transA, bool transB, int m, int n, int k,
                   float *c, int ldc) {
 #ifdef FLOW_HAVE_OPENBLAS
   if (loaded().dnnlGemmBf16) {
-    static thread_local bool single = false;
-    if (!single && loaded().ompSetThreads) {
-      loaded().ompSetThreads(1);
-      single = true;
-    }
+    oneDnnOnThisThreadOnly();
     loaded().dnnlGemmBf16(transA ? 'T' : 'N', transB ? 'T' : 'N', m, n, k,
                           1.0f, a, lda, b, ldb, 0.0f, c, ldc);
     return;

@@ -131,16 +131,26 @@ private:
 inline std::vector<uint8_t> prepareInput(const uint8_t *data, size_t size,
                                          const TrustedLibraries &trusted) {
   std::vector<uint8_t> bytes(data, data + size);
-  if (!verifiesAsExecutable(bytes.data(), bytes.size()))
+  // Safe to load: it verifies, and it dlopens nothing or a trusted library.
+  auto safe = [&](const std::vector<uint8_t> &file) {
+    if (!verifiesAsExecutable(file.data(), file.size()))
+      return false;
+    const fbs::Executable *exe = fbs::GetExecutable(file.data());
+    const auto *kernels = exe->kernels();
+    const auto *library = exe->kernel_library();
+    bool dlopens = kernels && kernels->size() > 0 && library &&
+                   library->size() > 0;
+    return !dlopens || trusted.contains(library->data(), library->size());
+  };
+  if (!safe(bytes))
     return bytes;
-  const fbs::Executable *exe = fbs::GetExecutable(bytes.data());
-  const auto *kernels = exe->kernels();
-  const auto *library = exe->kernel_library();
-  bool dlopens = kernels && kernels->size() > 0 && library &&
-                 library->size() > 0;
-  if (!dlopens || trusted.contains(library->data(), library->size()))
-    runtime::stampChecksum(bytes.data(), bytes.size());
-  return bytes;
+  // A mutated vtable may put the checksum field inside another field, the
+  // kernel library included: stamping would then write into the library
+  // and turn a trusted one into a forged one. So the stamped file must be
+  // safe too.
+  std::vector<uint8_t> stamped = bytes;
+  runtime::stampChecksum(stamped.data(), stamped.size());
+  return safe(stamped) ? stamped : bytes;
 }
 
 } // namespace fuzz
