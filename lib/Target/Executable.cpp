@@ -167,7 +167,7 @@ void FunctionWriter::recordPlan(func::FuncOp func, HostArenaOp arena) {
     Operation *writer = nullptr;
     for (Operation *op = slice->getNextNode(); op && !writer;
          op = op->getNextNode())
-      if (isa<HostDispatchOp, HostGemmOp, HostCopyOp, HostCollectiveOp>(op) &&
+      if (isHostCommand(op) &&
           llvm::any_of(op->getOperands(), [&](Value v) {
             return bufferRoot(v) == slice.getResult();
           }))

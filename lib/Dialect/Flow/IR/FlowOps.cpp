@@ -1056,11 +1056,8 @@ LogicalResult HostDispatchOp::verify() {
     return success();
   // The command before it is a GEMM of one batch whose result this kernel
   // reads element-wise.
-  Operation *previous = getOperation()->getPrevNode();
-  while (previous && isa<HostViewOp, HostSliceOp, HostAllocOp, HostParameterOp,
-                               HostConstantOp, HostArenaOp>(previous))
-    previous = previous->getPrevNode();
-  auto gemm = dyn_cast_or_null<HostGemmOp>(previous);
+  auto gemm =
+      dyn_cast_or_null<HostGemmOp>(previousHostCommand(getOperation()));
   if (!gemm)
     return emitOpError() << "is a GEMM epilogue but does not follow a "
                             "flow.host.gemm";
@@ -1233,6 +1230,17 @@ int64_t mlir::flow::storageBytes(ShapedType type) {
   Type t = type.getElementType();
   int64_t width = t.isInteger(1) ? 1 : t.getIntOrFloatBitWidth() / 8;
   return type.getNumElements() * width;
+}
+
+bool mlir::flow::isHostCommand(Operation *op) {
+  return isa<HostDispatchOp, HostGemmOp, HostCopyOp, HostCollectiveOp>(op);
+}
+
+Operation *mlir::flow::previousHostCommand(Operation *op) {
+  for (Operation *p = op->getPrevNode(); p; p = p->getPrevNode())
+    if (isHostCommand(p))
+      return p;
+  return nullptr;
 }
 
 Value mlir::flow::bufferRoot(Value v) {

@@ -26,12 +26,8 @@ struct FuseGemmEpiloguesPass
     module.walk([&](HostDispatchOp dispatch) {
       if (dispatch.getGemmEpilogue())
         return;
-      // The command before it, past buffer ops.
-      Operation *previous = dispatch->getPrevNode();
-      while (previous && isa<HostViewOp, HostSliceOp, HostAllocOp, HostParameterOp,
-                               HostConstantOp, HostArenaOp>(previous))
-        previous = previous->getPrevNode();
-      auto gemm = dyn_cast_or_null<HostGemmOp>(previous);
+      auto gemm =
+          dyn_cast_or_null<HostGemmOp>(previousHostCommand(dispatch));
       if (!gemm)
         return;
       int64_t m = gemm.getM();

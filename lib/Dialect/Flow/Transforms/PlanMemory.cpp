@@ -22,11 +22,6 @@ using namespace mlir::flow;
 /// Alignment of every arena slice (the runtime's arena is 64-byte aligned).
 static constexpr int64_t kAlignment = 64;
 
-/// The commands of a host schedule: what takes a position in it.
-static bool isCommand(Operation *op) {
-  return isa<HostDispatchOp, HostGemmOp, HostCopyOp, HostCollectiveOp>(op);
-}
-
 /// The allocation `v` is (a view of), or null.
 static HostAllocOp allocOf(Value v) {
   return bufferRoot(v).getDefiningOp<HostAllocOp>();
@@ -69,7 +64,7 @@ struct PlanMemoryPass : flow::impl::PlanMemoryPassBase<PlanMemoryPass> {
         live[alloc] = {};
         continue;
       }
-      if (!isCommand(&op))
+      if (!isHostCommand(&op))
         continue;
       // A GEMM epilogue runs during the GEMM (tile by tile): it shares the
       // GEMM's position, so what either uses is alive across both.
@@ -107,14 +102,11 @@ struct PlanMemoryPass : flow::impl::PlanMemoryPassBase<PlanMemoryPass> {
       // operands: it never writes over them.
       llvm::DenseSet<Operation *> gemmReads;
       if (dispatch.getGemmEpilogue())
-        for (Operation *op = dispatch->getPrevNode(); op;
-             op = op->getPrevNode())
-          if (auto gemm = dyn_cast<HostGemmOp>(op)) {
-            for (Value v : {gemm.getLhs(), gemm.getRhs()})
-              if (HostAllocOp a = allocOf(v))
-                gemmReads.insert(a);
-            break;
-          }
+        if (auto gemm = dyn_cast_or_null<HostGemmOp>(
+                previousHostCommand(dispatch)))
+          for (Value v : {gemm.getLhs(), gemm.getRhs()})
+            if (HostAllocOp a = allocOf(v))
+              gemmReads.insert(a);
       for (int64_t k : *operands) {
         HostAllocOp operand = allocOf(dispatch.getInputs()[k]);
         if (!operand || live[operand].end != at ||
@@ -130,7 +122,7 @@ struct PlanMemoryPass : flow::impl::PlanMemoryPassBase<PlanMemoryPass> {
     // The first command writing each buffer names it.
     llvm::DenseMap<Operation *, Operation *> writer;
     for (Operation &op : body)
-      if (isCommand(&op))
+      if (isHostCommand(&op))
         for (Value operand : op.getOperands())
           if (HostAllocOp alloc = allocOf(operand))
             writer.try_emplace(alloc, &op);

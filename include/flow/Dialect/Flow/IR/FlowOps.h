@@ -41,6 +41,14 @@ bool isElementwise(Operation *op);
 /// `flow.annotate` and `flow.host.view`, which move no data.
 Value bufferRoot(Value v);
 
+/// True for the commands of a host schedule (what takes a schedule
+/// position): dispatch, gemm, copy and collective.
+bool isHostCommand(Operation *op);
+
+/// The command before `op` in its host schedule, past buffer ops; null if
+/// none.
+Operation *previousHostCommand(Operation *op);
+
 /// Bytes a tensor or buffer of `type` takes in a Flow executable (an i1
 /// takes a byte).
 int64_t storageBytes(ShapedType type);
