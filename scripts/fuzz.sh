@@ -100,6 +100,12 @@ if [ "$mode" = smoke ]; then
     else
       echo "fuzz-$t: FAILED (log: $log)"
       grep -E 'ERROR|SUMMARY|Test unit written' "$log" | head -5 || true
+      # The input that failed, small enough to carry in a log: rerun it
+      # with  base64 -d > unit; build-fuzz/fuzz-NAME unit
+      unit="$(grep -o 'Test unit written to .*' "$log" | head -1 | sed 's/^Test unit written to //')"
+      if [ -n "$unit" ] && [ -f "$unit" ] && [ "$(stat -c %s "$unit")" -le 6144 ]; then
+        echo "fuzz-$t input base64: $(base64 -w0 "$unit")"
+      fi
       status=1
     fi
     rm -rf "$scratch"

@@ -24,13 +24,21 @@ BUILD="${FLOW_BUILD_DIR:-$ROOT/build}"
 "$ROOT/scripts/build.sh" || exit 1
 
 status=0
+# Each suite's output is also kept, so that the end of the run can repeat
+# what failed where a log's tail is all one gets to see.
+logs="$(mktemp -d)"
+trap 'rm -rf "$logs"' EXIT
+failed=()
 run() {
   local name="$1"; shift
   echo "== $name"
-  if "$@"; then
+  "$@" 2>&1 | tee "$logs/current.log"
+  if [ "${PIPESTATUS[0]}" -eq 0 ]; then
     echo "== $name: passed"
   else
     echo "== $name: FAILED"
+    cp "$logs/current.log" "$logs/failed-${#failed[@]}.log"
+    failed+=("$name")
     status=1
   fi
 }
@@ -51,5 +59,14 @@ run "pytest, fusion off" env FLOW_BUILD_DIR="$BUILD" FLOW_TEST_FUSION=off \
 # UBSan (build-asan/): any sanitizer report fails the run.
 run "sanitized suites" "$ROOT/scripts/test-sanitized.sh"
 
-if ((status)); then echo "Some test suites FAILED"; else echo "All test suites passed"; fi
+if ((status)); then
+  for i in "${!failed[@]}"; do
+    echo "== what failed in ${failed[$i]}:"
+    grep -E 'FAILED|ERROR|error:|SUMMARY|Test unit written|base64:|Assertion|Error' \
+      "$logs/failed-$i.log" | grep -v '^== ' | tail -n 25
+  done
+  echo "Some test suites FAILED: ${failed[*]}"
+else
+  echo "All test suites passed"
+fi
 exit $status

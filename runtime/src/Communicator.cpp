@@ -461,6 +461,10 @@ void answerProbesFor(double seconds) {
   _exit(1);
 }
 
+/// A gap between two polls of a wait longer than this: the process was not
+/// running in between.
+constexpr std::chrono::milliseconds kStoppedGap(250);
+
 /// Waits for `request`, answering probes, until the timeout passes; then
 /// ends the job naming the `peers` (world ranks) that do not answer.
 Status waitFor(MPI_Request &request, Activity activity, uint64_t number,
@@ -470,6 +474,7 @@ Status waitFor(MPI_Request &request, Activity activity, uint64_t number,
   w.number = number;
   Clock::time_point start = Clock::now();
   Clock::time_point deadline = start + toDuration(w.timeout);
+  Clock::time_point last = start;
   Status status = Status::ok();
   while (true) {
     int done = 0;
@@ -481,6 +486,15 @@ Status waitFor(MPI_Request &request, Activity activity, uint64_t number,
     if (done)
       break;
     Clock::time_point now = Clock::now();
+    // A poll sleeps at most a millisecond. A far longer gap means this
+    // process did not run (it was stopped, then continued: Open MPI sends
+    // SIGCONT before it kills a job): that time was not spent waiting for
+    // the peers, so it does not count towards the timeout. Without this a
+    // stopped rank, continued while the job ends, would report a timeout of
+    // its own beside the live rank's.
+    if (now - last > kStoppedGap)
+      deadline += now - last;
+    last = now;
     Clock::duration waited = now - start;
     if (waited >= std::chrono::microseconds(50))
       answerProbes();
