@@ -228,7 +228,10 @@ void mlir::flow::buildFlowGraphPipeline(OpPassManager &pm,
                                         const GraphPipelineOptions &options) {
   std::string text =
       std::string("flow-partition,func.func(flow-strip-annotations") +
-      (options.libraryMatmul ? ",flow-conv-to-gemm" : "") +
+      (options.libraryMatmul
+           ? ",flow-conv-to-gemm{max-columns-bytes=" +
+                 std::to_string(options.maxColumnsBytes) + "}"
+           : "") +
       (options.bf16Matmuls ? ",flow-matmuls-to-bf16" : "") +
       "),func.func(flow-form-dispatch-regions{fusion=" +
       (options.fusion ? "1" : "0") +
@@ -281,6 +284,11 @@ struct GraphPipelineCLOptions
       llvm::cl::desc("Leave f32 matmuls (and convolutions, as im2col and a "
                      "GEMM) to the library"),
       llvm::cl::init(true)};
+  Option<int64_t> maxColumnsBytes{
+      *this, "max-columns-bytes",
+      llvm::cl::desc("Largest im2col buffer of a convolution; larger ones "
+                     "run in blocks of output rows (0: no limit)"),
+      llvm::cl::init(kDefaultMaxColumnsBytes)};
   Option<bool> bf16{
       *this, "bf16",
       llvm::cl::desc("Run matrix products in bf16, summed in f32"),
@@ -313,7 +321,8 @@ void mlir::flow::registerCompilerPipelines() {
         "The flow phase, second half: partition mesh functions, drop "
         "annotations, form dispatch regions, outline them as kernels",
         [](OpPassManager &pm, const GraphPipelineCLOptions &o) {
-          buildFlowGraphPipeline(pm, {o.fusion, o.libraryMatmul, o.bf16});
+          buildFlowGraphPipeline(
+              pm, {o.fusion, o.libraryMatmul, o.maxColumnsBytes, o.bf16});
         });
     PassPipelineRegistration<HostPipelineCLOptions>(
         "flow-host-pipeline",
@@ -433,6 +442,7 @@ FailureOr<CompileResult> mlir::flow::compile(ModuleOp module,
       return failure();
     recordPlacements(module, report);
     GraphPipelineOptions graph{options.fusion, options.libraryMatmul,
+                               options.maxColumnsBytes,
                                options.precision == "bf16"};
     if (failed(runPipeline(module, "flow-graph-pipeline", timing,
                            [&](OpPassManager &pm) {

@@ -328,6 +328,43 @@ def test_conv2d(tmp_path, stride, pad, dil, groups, bias):
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("limit", [1, 700, 3000])
+@pytest.mark.parametrize("stride,pad,dil,groups,k", [
+    ((1, 1), (1, 1, 1, 1), (1, 1), 1, 3),
+    ((2, 2), (0, 1, 2, 0), (1, 1), 2, 3),   # uneven padding, last block short
+    ((1, 2), (2, 2, 2, 2), (2, 1), 4, 3),   # dilated rows
+    ((2, 1), (3, 1, 3, 1), (1, 1), 1, 7),   # ResNet's first layer, smaller
+    ((1, 1), (2, 0, 2, 0), (1, 1), 1, 1),   # 1x1 window with padding
+])
+def test_conv2d_in_row_blocks(tmp_path, limit, stride, pad, dil, groups, k):
+    """Convolutions whose im2col columns exceed --max-columns-bytes run in
+    blocks of output rows (a byte limit of 1 makes every block one row)
+    and must give the same result as the whole convolution."""
+    x = rand((2, 4, 13, 10))
+    w = rand((8, 4 // groups, k, k))
+    b = rand((8,))
+    want = conv_ref(x, w, b, stride, pad, dil, groups)
+    inputs = [x, w, b]
+    types = ", ".join(tensor_type(t.shape, t.dtype) for t in inputs)
+    tr = tensor_type(want.shape, want.dtype)
+    body = (f"%r = flow.conv2d %a0, %a1, %a2 strides = [{stride[0]}, "
+            f"{stride[1]}] padding = [{', '.join(map(str, pad))}] "
+            f"dilations = [{dil[0]}, {dil[1]}] groups = {groups} : "
+            f"({types}) -> {tr}\nreturn %r : {tr}")
+    from flowtest import compile_mlir, run_fbin
+    text = function(body, inputs, [tr])
+    fbin = compile_mlir(text, tmp_path, f"--max-columns-bytes={limit}")
+    got = run_fbin(fbin, inputs, tmp_path)[0]
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    if limit == 1:
+        # One block per output row, unless a row reads only padding (the
+        # 1x1 window under 2 rows of it): then the convolution stays whole.
+        flow_ir = compile_mlir(text, tmp_path, "--max-columns-bytes=1",
+                               "--compile-to=flow").read_bytes().decode()
+        blocks = flow_ir.count("flow.im2col")
+        assert blocks == (1 if k == 1 else want.shape[2]), flow_ir
+
+
 @pytest.mark.parametrize("op,axes,keepdims", [
     ("reduce_sum", [1], False), ("reduce_sum", [0, 2], True),
     ("reduce_mean", [2], False), ("reduce_mean", [0, 1, 2], False),

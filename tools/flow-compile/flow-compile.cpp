@@ -86,6 +86,12 @@ static cl::opt<bool>
     libraryMatmul("library-matmul",
                   cl::desc("Run f32 matmuls as library GEMMs (default on)"),
                   cl::init(true));
+static cl::opt<int64_t> maxColumnsBytes(
+    "max-columns-bytes",
+    cl::desc("Largest im2col buffer of a convolution run as a library GEMM; "
+             "larger ones run in blocks of output rows (default 2 MiB, "
+             "0: no limit)"),
+    cl::init(mlir::flow::kDefaultMaxColumnsBytes));
 static cl::opt<std::string>
     fusion("fusion",
            cl::desc("Fuse ops into kernels: on (default) or off (one op per "
@@ -239,6 +245,13 @@ int main(int argc, char **argv) {
   options.cpu.cpu = cpu;
   options.compileTo = *phase;
   options.libraryMatmul = libraryMatmul;
+  if (maxColumnsBytes < 0) {
+    llvm::errs() << "flow-compile: --max-columns-bytes must be at least 0, "
+                    "got "
+                 << maxColumnsBytes << "\n";
+    return 1;
+  }
+  options.maxColumnsBytes = maxColumnsBytes;
   if (fusion != "on" && fusion != "off") {
     llvm::errs() << "flow-compile: --fusion must be on or off, got '"
                  << fusion << "'\n";

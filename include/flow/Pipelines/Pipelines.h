@@ -37,6 +37,10 @@ class OpPassManager;
 class TimingScope;
 namespace flow {
 
+/// About one core's L2 cache: im2col buffers up to this size are written
+/// and read back while they are still in it.
+constexpr int64_t kDefaultMaxColumnsBytes = int64_t(2) << 20;
+
 enum class Phase { Input, Flow, Host, Linalg, Bufferized, LLVM, Fbin };
 
 /// "input", "flow", ... -> Phase; nullopt for an unknown name.
@@ -50,6 +54,9 @@ struct CompileOptions {
   Phase compileTo = Phase::Fbin;
   /// f32 matmuls as library GEMMs (else generated kernels).
   bool libraryMatmul = true;
+  /// Largest im2col buffer of a convolution as a library GEMM; larger ones
+  /// run in blocks of output rows (flow-conv-to-gemm{max-columns-bytes}).
+  int64_t maxColumnsBytes = kDefaultMaxColumnsBytes;
   /// Fuse ops into kernels (flow-form-dispatch-regions); false keeps one op
   /// per kernel.
   bool fusion = true;
@@ -116,7 +123,8 @@ void registerCompilerDialects(DialectRegistry &registry);
 void registerCompilerPasses();
 
 /// Registers the phase pipelines by name, for flow-opt (idempotent):
-/// flow-place-pipeline, flow-graph-pipeline{fusion library-matmul},
+/// flow-place-pipeline,
+/// flow-graph-pipeline{fusion library-matmul max-columns-bytes bf16},
 /// flow-host-pipeline{in-place gemm-epilogues}, flow-kernel-linalg-pipeline,
 /// flow-kernel-bufferize-pipeline, flow-kernel-cpu-llvm-pipeline. The kernel
 /// pipelines run on a module of kernels (what `--compile-to=host` prints
@@ -126,6 +134,7 @@ void registerCompilerPipelines();
 struct GraphPipelineOptions {
   bool fusion = true;
   bool libraryMatmul = true;
+  int64_t maxColumnsBytes = kDefaultMaxColumnsBytes;
   /// Matrix products in bf16, summed in f32 (flow-matmuls-to-bf16).
   bool bf16Matmuls = false;
 };

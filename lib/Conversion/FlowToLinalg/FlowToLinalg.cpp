@@ -263,6 +263,27 @@ Value padSpatial(OpBuilder &b, Location loc, Value input, int64_t top,
   if (top == 0 && left == 0 && bottom == 0 && right == 0)
     return input;
   RankedTensorType type = tensorType(input);
+  if (top < 0 || left < 0 || bottom < 0 || right < 0) {
+    // Negative padding crops: a view of the rows and columns kept, then
+    // the positive padding.
+    SmallVector<int64_t> shape(type.getShape());
+    int64_t cropTop = std::max<int64_t>(0, -top);
+    int64_t cropLeft = std::max<int64_t>(0, -left);
+    shape[2] -= cropTop + std::max<int64_t>(0, -bottom);
+    shape[3] -= cropLeft + std::max<int64_t>(0, -right);
+    SmallVector<OpFoldResult> offsets = {b.getIndexAttr(0), b.getIndexAttr(0),
+                                         b.getIndexAttr(cropTop),
+                                         b.getIndexAttr(cropLeft)};
+    SmallVector<OpFoldResult> sizes, unit(4, b.getIndexAttr(1));
+    for (int64_t d : shape)
+      sizes.push_back(b.getIndexAttr(d));
+    input = tensor::ExtractSliceOp::create(
+        b, loc, RankedTensorType::get(shape, type.getElementType()), input,
+        offsets, sizes, unit);
+    return padSpatial(b, loc, input, std::max<int64_t>(0, top),
+                      std::max<int64_t>(0, left), std::max<int64_t>(0, bottom),
+                      std::max<int64_t>(0, right), value);
+  }
   SmallVector<int64_t> shape(type.getShape());
   shape[2] += top + bottom;
   shape[3] += left + right;

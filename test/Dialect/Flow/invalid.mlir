@@ -1030,3 +1030,23 @@ func.func @accumulate_f32(%a: tensor<2x2xf32>) -> tensor<2x2xf32> {
   %p = flow.matmul %a, %a {accumulate_f32} : (tensor<2x2xf32>, tensor<2x2xf32>) -> tensor<2x2xf32>
   return %p : tensor<2x2xf32>
 }
+
+// -----
+
+func.func @f(%x: tensor<1x4x8x8xf32>) -> tensor<1x4x3x3x1x6xf32> {
+  // expected-error @+2 {{padding -9 and 1 crop more than the height (8) of the input}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = flow.im2col %x kernel = [3, 3] strides = [1, 1] padding = [-9, 0, 1, 0] dilations = [1, 1]
+      : tensor<1x4x8x8xf32> -> tensor<1x4x3x3x1x6xf32>
+  return %0 : tensor<1x4x3x3x1x6xf32>
+}
+
+// -----
+
+func.func @f(%x: tensor<1x4x8x8xf32>) -> tensor<1x4x3x3x1x6xf32> {
+  // expected-error @+2 {{padding -5 and -4 crop more than the height (8) of the input}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = flow.im2col %x kernel = [3, 3] strides = [1, 1] padding = [-5, 0, -4, 0] dilations = [1, 1]
+      : tensor<1x4x8x8xf32> -> tensor<1x4x3x3x1x6xf32>
+  return %0 : tensor<1x4x3x3x1x6xf32>
+}

@@ -16,6 +16,8 @@
 #include "llvm/ADT/SmallSet.h"
 #include "llvm/Support/CheckedArithmetic.h"
 
+#include <limits>
+
 using namespace mlir;
 using namespace mlir::flow;
 
@@ -440,9 +442,25 @@ LogicalResult Im2ColOp::inferReturnTypes(MLIRContext *,
                     strides = adaptor.getStrides(),
                     padding = adaptor.getPadding(),
                     dilations = adaptor.getDilations();
-  if (failed(checkWindow(kernel, strides, padding, dilations, report)))
+  // Negative padding crops (a block of a convolution's output rows reads
+  // only some input rows): at most the whole input, and the two ends of an
+  // axis never cross.
+  if (failed(checkSizes(kernel, 2, 1, "kernel", report)) ||
+      failed(checkSizes(strides, 2, 1, "strides", report)) ||
+      failed(checkSizes(dilations, 2, 1, "dilations", report)) ||
+      failed(checkSizes(padding, 4, std::numeric_limits<int64_t>::min(),
+                        "padding", report)))
     return failure();
   ArrayRef<int64_t> x = input.getShape();
+  for (int axis = 0; axis < 2; ++axis) {
+    int64_t size = x[2 + axis];
+    int64_t begin = padding[axis], end = padding[axis + 2];
+    int64_t crop = -std::min<int64_t>(begin, 0) - std::min<int64_t>(end, 0);
+    if (begin < -size || end < -size || crop > size)
+      return report.fail("padding ", begin, " and ", end, " crop more than the ",
+                         axis == 0 ? "height" : "width", " (", size,
+                         ") of the input");
+  }
   FailureOr<std::pair<int64_t, int64_t>> hw =
       windowOutputHW(x, kernel, strides, padding, dilations,
                      /*ceilMode=*/false, report);

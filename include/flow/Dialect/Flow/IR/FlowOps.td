@@ -334,6 +334,8 @@ def Flow_Im2ColOp : Flow_Op<"im2col", [Pure, InferTypeOpAdaptor,
     `strides`, `padding` (`[top, left, bottom, right]`, zeros) and
     `dilations` as in `flow.conv2d`, returns `[N, C, KH, KW, OH, OW]` with
     `result[n, c, i, j, y, x] = padded[n, c, y * sh + i * dh, x * sw + j * dw]`.
+    A negative padding crops that many rows or columns instead (a block of a
+    convolution's output rows reads only the input rows under it).
     Reshaped to `[N, C * KH * KW, OH * OW]`, it turns a convolution into a
     matrix product with the weight reshaped to `[O, C * KH * KW]`
     (`flow-conv-to-gemm` does this).

@@ -157,6 +157,15 @@ def ConvToGemmPass : Pass<"flow-conv-to-gemm", "func::FuncOp"> {
     columns `[N, G, C / G * KH * KW, OH * OW]`, reshapes, and the bias as a
     broadcast add. The matrix product then runs as a library GEMM.
 
+    Columns that would take more than `max-columns-bytes` (default 2 MiB,
+    about one core's L2 cache; 0: no limit) are not made at once: the
+    convolution runs in pieces, a few images and then a block of output rows
+    at a time, each piece's im2col reading only the input rows it needs
+    (with the padding that falls to it), and `flow.concat` joins the
+    pieces' products. The columns of a piece die at its matrix product, so
+    the memory plan reuses them, and they are written and read while they
+    are still in cache.
+
     ```mlir
     %y = flow.conv2d %x, %w strides = [1, 1] padding = [1, 1, 1, 1]
         dilations = [1, 1] groups = 1
@@ -169,8 +178,15 @@ def ConvToGemmPass : Pass<"flow-conv-to-gemm", "func::FuncOp"> {
     %y = flow.reshape %p : tensor<1x1x16x256xf32> -> tensor<1x16x16x16xf32>
     ```
   }];
+  let options = [
+    Option<"maxColumnsBytes", "max-columns-bytes", "int64_t",
+           /*default=*/"2097152",
+           "Largest im2col buffer of one piece, in bytes (0: no limit)">
+  ];
   let statistics = [
-    Statistic<"numConvs", "convolutions", "Number of convolutions rewritten">
+    Statistic<"numConvs", "convolutions", "Number of convolutions rewritten">,
+    Statistic<"numSplit", "split-convolutions",
+              "Number of convolutions run in pieces">
   ];
   let dependentDialects = ["::mlir::flow::FlowDialect"];
 }
