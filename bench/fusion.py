@@ -4,8 +4,9 @@
         [--threads 2] [--repeats 3] [--iterations 10] [--no-latency]
 
 Each model is compiled twice by flow-compile, with --fusion=on and
---fusion=off, and the compile reports are compared: generated kernels
-(`kernels`), commands in the schedule (`dispatches`, `gemms`), bytes the
+--fusion=off, and the compile reports are compared: distinct generated
+kernels (`kernels`: identical ones are compiled once), commands in the
+schedule (`dispatches`: kernel calls, `gemms`), bytes the
 generated kernels read and write per call (`kernel_bytes`: the sum over
 kernels of the buffers each binds), the arena and the compile time. For the
 models imported from PyTorch, the arena is set against the most bytes of
@@ -129,21 +130,24 @@ def main():
             print(json.dumps(row), flush=True)
 
     print()
-    print("| model | kernels off -> on | kernel MB moved off -> on | "
-          "arena MB off -> on (lower bound) | eager peak MB | "
-          "latency ms off -> on |")
-    print("|---|---|---|---|---|---|")
+    print("| model | kernel calls off -> on | distinct kernels off -> on | "
+          "kernel MB moved off -> on | arena MB off -> on (lower bound) | "
+          "eager peak MB | compile s off -> on | latency ms off -> on |")
+    print("|---|---|---|---|---|---|---|---|")
     mb = 1 / (1 << 20)
     for r in rows:
         off, on = r["off"], r["on"]
         ms = (f"{off['ms']:.2f} -> {on['ms']:.2f}" if "ms" in on else "-")
         peak = r["eager_peak_bytes"]
         eager = "-" if peak is None else f"{peak * mb:.2f}"
-        print(f"| {r['model']} | {off['kernels']} -> {on['kernels']} | "
+        calls_off = off["dispatches"]
+        calls_on = on["dispatches"]
+        print(f"| {r['model']} | {calls_off} -> {calls_on} | "
+              f"{off['kernels']} -> {on['kernels']} | "
               f"{off['kernel_bytes'] * mb:.1f} -> {on['kernel_bytes'] * mb:.1f}"
               f" | {off['arena_bytes'] * mb:.2f} ({off['arena_lower_bound'] * mb:.2f})"
               f" -> {on['arena_bytes'] * mb:.2f} ({on['arena_lower_bound'] * mb:.2f})"
-              f" | {eager} | {ms} |")
+              f" | {eager} | {off['compile_s']} -> {on['compile_s']} | {ms} |")
 
 
 if __name__ == "__main__":

@@ -242,7 +242,7 @@ void mlir::flow::buildFlowGraphPipeline(OpPassManager &pm,
 
 void mlir::flow::buildHostPipeline(OpPassManager &pm,
                                    const HostPipelineOptions &options) {
-  addPipeline(pm, std::string("flow-build-host-schedule,") +
+  addPipeline(pm, std::string("flow-dedup-kernels,flow-build-host-schedule,") +
                       (options.gemmEpilogues ? "flow-fuse-gemm-epilogues," : "") +
                       "flow-plan-memory{in-place=" +
                       (options.inPlace ? "1" : "0") + "}");
@@ -473,6 +473,13 @@ FailureOr<CompileResult> mlir::flow::compile(ModuleOp module,
     if (func->hasAttr(FlowDialect::getKernelAttrName()))
       func->moveBefore(kernels->getBody(), kernels->getBody()->end());
   report.numKernels = llvm::range_size(kernels->getOps<func::FuncOp>());
+  // Kernels flow-dedup-kernels merged into another: their calls run it.
+  llvm::StringMap<std::string> runAs;
+  for (func::FuncOp func : kernels->getOps<func::FuncOp>())
+    if (auto merged = func->getAttrOfType<ArrayAttr>(
+            FlowDialect::getMergedKernelsAttrName()))
+      for (auto name : merged.getAsRange<StringAttr>())
+        runAs[name.getValue()] = func.getSymName().str();
 
   struct Step {
     Phase phase;
@@ -493,10 +500,14 @@ FailureOr<CompileResult> mlir::flow::compile(ModuleOp module,
       return stop(kernels.release());
     if (step.phase == Phase::Bufferized) {
       infos = kernelInfos(*kernels);
-      for (CompileReport::Kernel &k : report.kernels)
-        if (auto it = infos.find(k.name); it != infos.end())
+      for (CompileReport::Kernel &k : report.kernels) {
+        auto alias = runAs.find(k.name);
+        StringRef name = alias == runAs.end() ? StringRef(k.name)
+                                              : StringRef(alias->second);
+        if (auto it = infos.find(name); it != infos.end())
           for (int64_t size : it->second.bindingSizes)
             k.bytes += size;
+      }
     }
   }
 

@@ -190,6 +190,15 @@ LogicalResult FlowDialect::verifyOperationAttribute(Operation *op,
                                << "' must be a positive integer";
     return success();
   }
+  if (attr.getName() == getMergedKernelsAttrName()) {
+    auto names = dyn_cast<ArrayAttr>(attr.getValue());
+    if (!names || !op->hasAttr(getKernelAttrName()) ||
+        !llvm::all_of(names, [](Attribute a) { return isa<StringAttr>(a); }))
+      return op->emitOpError()
+             << "'" << getMergedKernelsAttrName()
+             << "' must be an array of kernel names on a kernel";
+    return success();
+  }
   if (attr.getName() == getHostOutputsAttrName()) {
     auto value = dyn_cast<IntegerAttr>(attr.getValue());
     auto func = dyn_cast<FunctionOpInterface>(op);

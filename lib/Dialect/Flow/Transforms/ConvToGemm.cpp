@@ -75,10 +75,14 @@ static Value rewriteRows(OpBuilder &b, Conv2dOp conv, int64_t r0,
   return reshape(b, loc, product, {n, o, rows, ow});
 }
 
+/// The most blocks of rows a convolution is cut into.
+constexpr int64_t kMaxPieces = 8;
+
 /// Rewrites `conv` as (im2col +) matmul; returns the replacement. When the
 /// columns would take more than `maxColumnsBytes` (0: no limit), the
 /// convolution runs in pieces, a block of output rows of every image at a
-/// time, whose columns stay under it; flow.concat joins their products.
+/// time, whose columns stay under it (or as close as kMaxPieces pieces
+/// get); flow.concat joins their products.
 /// `pieces` is set to their number.
 static Value rewrite(Conv2dOp conv, int64_t maxColumnsBytes,
                      int64_t &pieces) {
@@ -103,8 +107,10 @@ static Value rewrite(Conv2dOp conv, int64_t maxColumnsBytes,
   if (im2col && maxColumnsBytes > 0 && rowBytes > 0 &&
       rowBytes * oh > maxColumnsBytes) {
     rows = std::max<int64_t>(1, maxColumnsBytes / rowBytes);
-    // As few pieces as the limit allows, with the rows spread evenly.
-    int64_t count = (oh + rows - 1) / rows;
+    // As few pieces as the limit allows, with the rows spread evenly; at
+    // most kMaxPieces (each is a kernel and a GEMM of its own: past a few,
+    // more cost compile time and calls for little memory).
+    int64_t count = std::min((oh + rows - 1) / rows, kMaxPieces);
     rows = (oh + count - 1) / count;
     // Every piece must read some input row (padding wider than the window
     // could leave one wholly in it): otherwise keep the convolution whole.

@@ -93,6 +93,11 @@ def Flow_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral getKernelAttrName() {
       return ::llvm::StringLiteral("flow.kernel");
     }
+    /// On a kernel: the names of the identical kernels it replaced (set by
+    /// flow-dedup-kernels).
+    static constexpr ::llvm::StringLiteral getMergedKernelsAttrName() {
+      return ::llvm::StringLiteral("flow.merged_kernels");
+    }
     /// A kernel's independent rows, and how many workgroups it may use.
     static constexpr ::llvm::StringLiteral getWorkgroupExtentAttrName() {
       return ::llvm::StringLiteral("flow.workgroup_extent");

@@ -159,10 +159,10 @@ def ConvToGemmPass : Pass<"flow-conv-to-gemm", "func::FuncOp"> {
 
     Columns that would take more than `max-columns-bytes` (default 2 MiB,
     about one core's L2 cache; 0: no limit) are not made at once: the
-    convolution runs in pieces, a few images and then a block of output rows
-    at a time, each piece's im2col reading only the input rows it needs
-    (with the padding that falls to it), and `flow.concat` joins the
-    pieces' products. The columns of a piece die at its matrix product, so
+    convolution runs in pieces, a block of output rows of every image at a
+    time (at most 8 pieces), each piece's im2col cropping the input rows it
+    does not read (a negative padding) and padding those beyond the input,
+    and `flow.concat` joins the pieces' products. The columns of a piece die at its matrix product, so
     the memory plan reuses them, and they are written and read while they
     are still in cache.
 
@@ -237,6 +237,29 @@ def OutlineKernelsPass : Pass<"flow-outline-kernels", "ModuleOp"> {
   ];
   let dependentDialects = ["::mlir::flow::FlowDialect",
                            "::mlir::func::FuncDialect"];
+}
+
+def DedupKernelsPass : Pass<"flow-dedup-kernels", "ModuleOp"> {
+  let summary = "Keeps one kernel of each set of identical kernels";
+  let description = [{
+    Kernels (`flow.kernel` functions) that are the same function under
+    another name (the fusion pass's `flow.fusion_refused` notes and
+    locations aside) become one: calls to the others call the first, and
+    the others are erased. Repeated blocks of a model (ResNet's residual
+    blocks, a transformer's layers) then compile each kernel once. It runs
+    first in the host phase, after the compile report has listed every
+    kernel the fusion pass formed.
+
+    ```mlir
+    func.func private @f_k0(%x: tensor<8xf32>) -> tensor<8xf32> attributes {flow.kernel, flow.workgroup_extent = 8 : i64} { ... }
+    func.func private @f_k1(%x: tensor<8xf32>) -> tensor<8xf32> attributes {flow.kernel, flow.workgroup_extent = 8 : i64} { ... same ... }
+    // call @f_k1 becomes call @f_k0; @f_k1 is erased
+    ```
+  }];
+  let statistics = [
+    Statistic<"numRemoved", "removed", "Number of duplicate kernels erased">
+  ];
+  let dependentDialects = ["::mlir::func::FuncDialect"];
 }
 
 def BuildHostSchedulePass : Pass<"flow-build-host-schedule", "ModuleOp"> {
