@@ -868,9 +868,34 @@ def _attention(self, q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False,
     for m in masks:
         scores = self.e.select(m, scores, self.e.constant(
             np.array(-np.inf, dtype=numpy_dtype(dtype))))
-    probs = self.e.op(f"flow.softmax {scores} axis = {len(scores.shape) - 1}"
-                      f" : {scores.type}", scores.shape, dtype)
+    axis = len(scores.shape) - 1
+    if attn_mask is None:
+        # A causal mask always keeps the diagonal: no row is empty.
+        probs = self.e.op(f"flow.softmax {scores} axis = {axis} : "
+                          f"{scores.type}", scores.shape, dtype)
+    else:
+        probs = _safe_softmax_of(self, scores, axis)
     return self.e.matmul(probs, vv)
+
+
+def _safe_softmax_of(self, x: Value, axis: int) -> Value:
+    """Softmax whose rows that are -inf throughout (a query the mask hides
+    from every key, as left padding makes) are zeros instead of NaN: what
+    PyTorch's attention computes (aten._safe_softmax). A row holding a NaN
+    stays NaN."""
+    probs = self.e.op(f"flow.softmax {x} axis = {axis} : {x.type}", x.shape,
+                      x.dtype)
+    peak = self.e.reduce("max", x, [axis], keepdims=True)
+    empty = self.e.compare("eq", peak, self.e.constant(
+        np.array(-np.inf, dtype=numpy_dtype(x.dtype))))
+    zero = self.e.constant(np.array(0, dtype=numpy_dtype(x.dtype)))
+    return self.e.select(empty, zero, probs)
+
+
+@_handles("aten._safe_softmax.default")
+def _safe_softmax(self, x, dim, dtype=None):
+    v = self.value(x, self.out_dtype())
+    return _safe_softmax_of(self, v, _norm_dim(dim, len(v.shape)))
 
 
 # Normalization and reductions ---------------------------------------------

@@ -120,6 +120,103 @@ def test_hf_gpt2(attention):
     check(model, (torch.randint(0, 100, (2, 16)),))
 
 
+@pytest.mark.parametrize("family", ["Llama", "Qwen2"])
+@pytest.mark.parametrize("attention", ["eager", "sdpa"])
+def test_hf_decoder_causal_lm_with_left_padding(family, attention):
+    """A decoder LLM's causal-LM head on a left-padded batch. Under
+    attention="sdpa" the padded queries see no key at all: PyTorch's
+    attention gives them zeros (aten._safe_softmax), a plain softmax NaN,
+    which used to make every logit of that sequence non-finite."""
+    transformers = require("transformers")
+    config = getattr(transformers, f"{family}Config")(
+        vocab_size=100, hidden_size=64, intermediate_size=128,
+        num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+        use_cache=False, attn_implementation=attention)
+    model = transformers.AutoModelForCausalLM.from_config(config)
+    ids = torch.randint(0, 100, (2, 16))
+    mask = torch.ones(2, 16, dtype=torch.int64)
+    mask[1, :5] = 0
+    compiled = check(model, (ids,), {"attention_mask": mask})
+    logits = compiled(ids, attention_mask=mask).logits
+    assert torch.isfinite(logits).all()
+
+
+@pytest.mark.parametrize("mask_kind", ["bool", "float"])
+def test_sdpa_with_queries_that_see_no_key(mask_kind):
+    """Rows of the attention mask that hide every key give zeros, as
+    PyTorch's attention does; a NaN in the input still comes out NaN."""
+    q, k, v = (torch.randn(2, 3, 6, 8) for _ in range(3))
+    keep = torch.rand(2, 1, 6, 6) > 0.4
+    keep[0, 0, 2] = False          # query 2 of batch 0 sees nothing
+    keep[1, 0, :, 0] = True        # others see at least one key
+    if mask_kind == "bool":
+        mask = keep
+    else:
+        mask = torch.zeros(2, 1, 6, 6).masked_fill(~keep, float("-inf"))
+
+    def attend(q, k, v, m):
+        return torch.nn.functional.scaled_dot_product_attention(
+            q, k, v, attn_mask=m)
+
+    compiled = check(Lambda(attend), (q, k, v, mask))
+    got = compiled(q, k, v, mask)
+    assert torch.isfinite(got).all()
+    assert (got[0, :, 2] == 0).all()
+    q_nan = q.clone()
+    q_nan[1, 0, 3, 0] = float("nan")
+    got_nan = compiled(q_nan, k, v, mask)
+    assert torch.isnan(got_nan[1, 0, 3]).all()
+    assert torch.isfinite(got_nan[0]).all()
+
+
+def _extremes():
+    x = torch.randn(3, 8, generator=torch.Generator().manual_seed(1))
+    with_inf = x.clone()
+    with_inf[0, :3] = float("-inf")
+    with_inf[1, :] = float("-inf")
+    with_nan = x.clone()
+    with_nan[2, 4] = float("nan")
+    with_nan[0, 1] = float("inf")
+    lowest = torch.finfo(torch.float32).min
+    return {
+        "softmax_of_-inf": (lambda a: a.softmax(-1), with_inf),
+        "log_softmax_of_-inf": (lambda a: a.log_softmax(-1), with_inf),
+        "mask_of_finfo_min": (lambda a: (a + torch.where(a > 0, 0.0, lowest))
+                              .softmax(-1), x),
+        "finfo_min_twice": (lambda a: a * 0 + lowest + lowest, x),
+        "exp_overflow": (lambda a: (a * 100).exp(), x),
+        "nan_through_relu_clamp": (lambda a: torch.relu(a) + a.clamp(-.5, .5),
+                                   with_nan),
+        "nan_through_max_min": (lambda a: a.amax(-1) + a.amin(-1), with_nan),
+        "nan_and_inf_through_softmax_norm": (
+            lambda a: a.softmax(-1) + torch.nn.functional.layer_norm(a, (8,)),
+            with_nan),
+        "saturating_activations": (
+            lambda a: (a * 1e4).tanh() + (a * 1e4).sigmoid()
+            + torch.nn.functional.gelu(a * 1e4)
+            + torch.nn.functional.silu(a * 1e4), x),
+        "log_and_division_by_zero": (lambda a: (a * 0).log() + a / (a * 0), x),
+    }
+
+
+@pytest.mark.parametrize("name", sorted(_extremes()))
+def test_numeric_extremes(name):
+    """Infinities, NaNs and values near the float limits come out where
+    eager puts them (same positions, same signs); the finite rest matches."""
+    fn, x = _extremes()[name]
+    module = Lambda(fn).eval()
+    with torch.no_grad():
+        want = module(x)
+    got = flow.compile(module, (x,))(x)
+    assert torch.equal(torch.isnan(got), torch.isnan(want))
+    infinite = torch.isinf(want)
+    assert torch.equal(torch.isinf(got), infinite)
+    assert torch.equal(got[infinite], want[infinite])
+    finite = torch.isfinite(want)
+    if finite.any():
+        assert_close(got[finite], want[finite])
+
+
 # ---------------------------------------------------------------------------
 # The usual suspects, one module each
 # ---------------------------------------------------------------------------
