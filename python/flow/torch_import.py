@@ -1067,6 +1067,7 @@ def export(module, args=(), kwargs=None):
         training = getattr(module, "training", False)
         if isinstance(module, torch.nn.Module):
             module.eval()
+        _register_cache_pytrees(module)
         try:
             with torch.no_grad():
                 ep = torch.export.export(module, args, kwargs=kwargs or {})
@@ -1080,6 +1081,32 @@ def export(module, args=(), kwargs=None):
         if "scaled_dot_product" in str(op):
             del table[op]
     return ep.run_decompositions(table)
+
+
+def _register_cache_pytrees(module) -> None:
+    """Lets torch.export flatten the cache objects a Hugging Face model
+    returns by default (a decoder's DynamicCache of keys and values), so the
+    model compiles with its default config, as torch.compile takes it. The
+    registration is transformers' own, where this version has one; the
+    compiled model then returns the same cache type, rebuilt from Flow's
+    tensors."""
+    cls = type(module)
+    if not cls.__module__.startswith("transformers."):
+        return
+    try:
+        from transformers.exporters.exporter_dynamo import \
+            register_cache_pytrees_for_model
+    except ImportError:
+        register_cache_pytrees_for_model = None
+    if register_cache_pytrees_for_model is not None:
+        register_cache_pytrees_for_model(module)
+        return
+    try:
+        from transformers.integrations.executorch import \
+            register_dynamic_cache_export_support
+    except ImportError:
+        return
+    register_dynamic_cache_export_support()
 
 
 def _fold_batch_norms(ep) -> int:

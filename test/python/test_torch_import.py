@@ -141,6 +141,34 @@ def test_hf_decoder_causal_lm_with_left_padding(family, attention):
     assert torch.isfinite(logits).all()
 
 
+@pytest.mark.parametrize("family", ["Llama", "GPT2"])
+def test_hf_decoder_default_config_returns_its_cache(family):
+    """A decoder with its default config (use_cache on) returns its keys
+    and values in a cache object: the compiled model returns the same type,
+    each layer's keys and values matching eager's."""
+    transformers = require("transformers")
+    if family == "GPT2":
+        config = transformers.GPT2Config(vocab_size=100, n_embd=64, n_layer=2,
+                                         n_head=4, n_positions=64)
+    else:
+        config = transformers.LlamaConfig(
+            vocab_size=100, hidden_size=64, intermediate_size=128,
+            num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2)
+    assert config.use_cache
+    model = transformers.AutoModelForCausalLM.from_config(config)
+    ids = torch.randint(0, 100, (1, 8))
+    compiled = check(model, (ids,))
+    with torch.no_grad():
+        want = model(ids)
+    got = compiled(ids)
+    cache = got.past_key_values
+    assert type(cache) is type(want.past_key_values)
+    assert len(cache.layers) == config.num_hidden_layers
+    for g, w in zip(cache.layers, want.past_key_values.layers):
+        assert_close(g.keys, w.keys)
+        assert_close(g.values, w.values)
+
+
 @pytest.mark.parametrize("mask_kind", ["bool", "float"])
 def test_sdpa_with_queries_that_see_no_key(mask_kind):
     """Rows of the attention mask that hide every key give zeros, as
