@@ -34,7 +34,7 @@ enum class Kind {
   Transpose,   // a permutation of its operand's dimensions
   Reduction,   // combines elements along axes (reductions, softmax, norms)
   Contraction, // matmul, convolution
-  Other,       // gather, concat, slice, pad, pooling, im2col
+  Other,       // gather, concat, slice, reverse, pad, pooling, im2col
 };
 } // namespace
 

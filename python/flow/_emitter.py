@@ -245,6 +245,13 @@ class Emitter:
         return self.op(f"flow.reduce_{kind} {v} {axes}{keep} : {v.type} -> "
                        f"{tensor_type(shape, v.dtype)}", shape, v.dtype)
 
+    def reverse(self, v: Value, axes) -> Value:
+        axes = sorted({int(a) for a in axes})
+        if not axes:
+            return v
+        return self.op(f"flow.reverse {v} axes = {axes} : {v.type}", v.shape,
+                       v.dtype)
+
     def slice(self, v: Value, starts, limits, strides) -> Value:
         shape = tuple(max(0, -(-(l - s) // st))
                       for s, l, st in zip(starts, limits, strides))

@@ -808,17 +808,27 @@ def _slice(self, ins, attrs):
     steps = self.const(ins[4], "steps").tolist() if len(ins) > 4 and \
         ins[4] is not None else [1] * len(starts)
     lo, hi, st = [0] * rank, list(x.shape), [1] * rank
+    reversed_axes = []
     for s, e, a, step in zip(starts, ends, axes, steps):
         a = _axis(int(a), rank)
         size = x.shape[a]
-        if step <= 0:
-            raise Unsupported("a slice with a non-positive step")
+        if step == 0:
+            raise Unsupported("a slice with a step of 0")
         s = s + size if s < 0 else s
         e = e + size if e < 0 else e
-        s = min(max(s, 0), size)
-        e = min(max(e, s), size)
-        lo[a], hi[a], st[a] = s, e, step
-    return self.e.slice(x, lo, hi, st)
+        if step > 0:
+            s = min(max(s, 0), size)
+            e = min(max(e, s), size)
+            lo[a], hi[a], st[a] = s, e, step
+            continue
+        # A negative step walks from s down to just above e: reversed, the
+        # axis is a forward slice from size - 1 - s up to size - 1 - e.
+        s = min(max(s, 0), size - 1)
+        e = min(max(e, -1), size - 1)
+        first, stop = size - 1 - s, size - 1 - e
+        lo[a], hi[a], st[a] = first, max(stop, first), -step
+        reversed_axes.append(a)
+    return self.e.slice(self.e.reverse(x, reversed_axes), lo, hi, st)
 
 
 @_handles("Gather")

@@ -655,6 +655,13 @@ def _slice(self, x, dim=0, start=None, end=None, step=1):
     return self.e.slice(v, starts, limits, strides)
 
 
+@_handles("aten.flip.default")
+def _flip(self, x, dims):
+    v = self.value(x)
+    rank = len(v.shape)
+    return self.e.reverse(v, [_norm_dim(d, rank) for d in dims])
+
+
 @_handles("aten.select.int", "aten.select_copy.int")
 def _select(self, x, dim, index):
     v = self.value(x)

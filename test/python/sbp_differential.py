@@ -143,6 +143,7 @@ OPS = [
      "flow.broadcast_to {0} : tensor<7xf32> -> tensor<5x7xf32>"),
     ("slice", ["x"], "5x3xf32",
      "flow.slice {0} starts = [0, 2] limits = [5, 5] strides = [1, 1] : tensor<5x7xf32> -> tensor<5x3xf32>"),
+    ("reverse", ["x"], "5x7xf32", "flow.reverse {0} axes = [1] : tensor<5x7xf32>"),
     ("pad0", ["x"], "6x7xf32",
      "flow.pad {0} low = [1, 0] high = [0, 0] value = 0.0 : tensor<5x7xf32> -> tensor<6x7xf32>"),
     ("pad1", ["x"], "6x7xf32",

@@ -328,6 +328,20 @@ def test_conv2d(tmp_path, stride, pad, dil, groups, bias):
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("shape,axes,dtype", [
+    ((7,), [0], np.float32),
+    ((3, 5), [1], np.float32),
+    ((2, 3, 4), [0, 2], np.int64),
+    ((4, 1, 33), [1, 2], np.float32),   # a size-1 axis, rows of 33
+    ((2, 0, 3), [1], np.float32),       # empty
+])
+def test_reverse(tmp_path, shape, axes, dtype):
+    x = (rand(shape) * 10).astype(dtype)
+    t = tensor_type(x.shape, x.dtype)
+    body = f"%r = flow.reverse %a0 axes = {axes} : {t}\nreturn %r : {t}"
+    check(tmp_path, body, [x], np.flip(x, axis=tuple(axes)).copy())
+
+
 @pytest.mark.parametrize("limit", [1, 700, 3000])
 @pytest.mark.parametrize("stride,pad,dil,groups,k", [
     ((1, 1), (1, 1, 1, 1), (1, 1), 1, 3),

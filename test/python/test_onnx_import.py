@@ -207,6 +207,29 @@ def test_constant_pad():
     np.testing.assert_array_equal(got, want)
 
 
+@pytest.mark.parametrize("starts,ends,axes,steps", [
+    ([-1], [-9999], [2], [-1]),              # reverse the last axis
+    ([5, 2], [0, -9999], [2, 1], [-2, -1]),  # both axes, a step of 2
+    ([1, 9], [3, 0], [0, 2], [1, -3]),        # mixed signs
+    ([0], [4], [1], [-1]),                   # starts below the end: empty
+])
+def test_slice_with_negative_steps(starts, ends, axes, steps):
+    """ONNX Slice with a negative step (x[::-1] exported) is flow.reverse
+    and a forward slice, checked against onnxruntime."""
+    model = graph_model(
+        [helper.make_node("Slice", ["x", "s", "e", "a", "t"], ["y"])],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [onnx.numpy_helper.from_array(np.array(v, np.int64), n)
+         for v, n in [(starts, "s"), (ends, "e"), (axes, "a"), (steps, "t")]])
+    x = np.random.default_rng(4).standard_normal((2, 3, 8), dtype=np.float32)
+    want = ort.InferenceSession(model.SerializeToString()).run(
+        None, {"x": x})[0]
+    got = flow.compile(model)(x)
+    assert got.shape == want.shape
+    np.testing.assert_array_equal(got, want)
+
+
 def test_corrupt_and_missing_files(tmp_path):
     bad = tmp_path / "bad.onnx"
     bad.write_bytes(b"\x08\x07garbage")

@@ -312,6 +312,8 @@ SUSPECTS = {
     "casts": (lambda x: (x * 100).to(torch.int64).to(torch.float32) / 100
               + (x > 0).float(), [(4, 4)]),
     "int_math": (lambda i: (i * 3 - 1) // 1, [("i64", (5,))]),
+    "flip": (lambda x, i: x.flip(0, -1) + x.flip(1) * 2
+             + i.flip(0).float().sum(), [(3, 4, 5), ("i64", (6,))]),
 }
 
 

@@ -1113,6 +1113,38 @@ struct ConcatLowering : OpConversionPattern<ConcatOp> {
   }
 };
 
+/// reverse: a copy reading index dim - 1 - i along each reversed axis.
+struct ReverseLowering : OpConversionPattern<ReverseOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(ReverseOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    MLIRContext *ctx = getContext();
+    RankedTensorType type = tensorType(op);
+    unsigned rank = type.getRank();
+    SmallVector<AffineExpr> reads;
+    for (unsigned d = 0; d < rank; ++d) {
+      AffineExpr index = getAffineDimExpr(d, ctx);
+      if (llvm::is_contained(op.getAxes(), static_cast<int64_t>(d)))
+        index = getAffineConstantExpr(type.getDimSize(d) - 1, ctx) - index;
+      reads.push_back(index);
+    }
+    SmallVector<AffineMap> maps = {AffineMap::get(rank, 0, reads, ctx),
+                                   AffineMap::getMultiDimIdentityMap(rank, ctx)};
+    SmallVector<IteratorType> iters(rank, IteratorType::parallel);
+    Value init = emptyTensor(rewriter, op.getLoc(), type.getShape(),
+                             type.getElementType());
+    auto generic = linalg::GenericOp::create(
+        rewriter, op.getLoc(), TypeRange{type}, ValueRange{adaptor.getInput()},
+        ValueRange{init}, maps, iters,
+        [](OpBuilder &b, Location l, ValueRange a) {
+          linalg::YieldOp::create(b, l, a[0]);
+        });
+    rewriter.replaceOp(op, generic.getResult(0));
+    return success();
+  }
+};
+
 struct SliceLowering : OpConversionPattern<SliceOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
@@ -1276,5 +1308,6 @@ void mlir::flow::populateFlowToLinalgPatterns(RewritePatternSet &patterns) {
            RmsNormLowering, BatchNormLowering, PoolLowering<MaxPool2dOp, true>,
            PoolLowering<AvgPool2dOp, false>, ConstantLowering, AnnotateLowering,
            ReshapeLowering, TransposeLowering, BroadcastToLowering,
-           ConcatLowering, SliceLowering, GatherLowering, PadLowering>(ctx);
+           ConcatLowering, SliceLowering, ReverseLowering, GatherLowering,
+           PadLowering>(ctx);
 }

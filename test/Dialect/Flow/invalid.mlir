@@ -1033,6 +1033,22 @@ func.func @accumulate_f32(%a: tensor<2x2xf32>) -> tensor<2x2xf32> {
 
 // -----
 
+func.func @f(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
+  // expected-error @+1 {{axis 2 is out of range for rank 2}}
+  %0 = flow.reverse %x axes = [2] : tensor<2x3xf32>
+  return %0 : tensor<2x3xf32>
+}
+
+// -----
+
+func.func @f(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
+  // expected-error @+1 {{axis 1 is listed twice}}
+  %0 = flow.reverse %x axes = [1, 1] : tensor<2x3xf32>
+  return %0 : tensor<2x3xf32>
+}
+
+// -----
+
 func.func @f(%x: tensor<1x4x8x8xf32>) -> tensor<1x4x3x3x1x6xf32> {
   // expected-error @+2 {{padding -9 and 1 crop more than the height (8) of the input}}
   // expected-error @+1 {{failed to infer returned types}}

@@ -200,6 +200,8 @@ func.func @data_movement(%x: tensor<2x3x4xf32>, %y: tensor<2x5x4xf32>, %t: tenso
   // CHECK: flow.slice %{{.*}} starts = [0, 1, 0] limits = [2, 5, 4] strides = [1, 2, 3] : tensor<2x5x4xf32> -> tensor<2x2x2xf32>
   %4 = flow.slice %y starts = [0, 1, 0] limits = [2, 5, 4] strides = [1, 2, 3]
       : tensor<2x5x4xf32> -> tensor<2x2x2xf32>
+  // CHECK: flow.reverse %{{.*}} axes = [0, 2] : tensor<2x3x4xf32>
+  %rev = flow.reverse %x axes = [0, 2] : tensor<2x3x4xf32>
   // CHECK: flow.gather %{{.*}}[%{{.*}}] axis = 0 : (tensor<1000x64xf32>, tensor<2x16xi64>) -> tensor<2x16x64xf32>
   %5 = flow.gather %t[%ids] axis = 0 : (tensor<1000x64xf32>, tensor<2x16xi64>) -> tensor<2x16x64xf32>
   // CHECK: flow.gather %{{.*}}[%{{.*}}] axis = 1 : (tensor<2x3x4xf32>, tensor<3xi32>) -> tensor<2x3x4xf32>

@@ -117,6 +117,9 @@ func.func @more(%x: tensor<4x8xf32>, %i: tensor<4x8xi32>, %c: tensor<4x8xi1>, %v
   %26 = flow.broadcast_to %v : tensor<8xf32> -> tensor<4x8xf32>
   // CHECK: remark: rules: ([B] -> [B]) ([S(0)] -> [S(0)]) ([P] -> [P])
   %27 = flow.slice %x starts = [0, 2] limits = [4, 6] strides = [1, 1] : tensor<4x8xf32> -> tensor<4x4xf32>
+  // A reversed axis keeps no split (its pieces would be in reverse order).
+  // CHECK: remark: rules: ([B] -> [B]) ([S(0)] -> [S(0)]) ([P] -> [P])
+  %rev = flow.reverse %x axes = [1] : tensor<4x8xf32>
   // CHECK: remark: rules: ([B] -> [B]) ([S(1)] -> [S(1)]) ([P] -> [P])
   %28 = flow.pad %x low = [1, 0] high = [0, 0] value = 0.0 : tensor<4x8xf32> -> tensor<5x8xf32>
   // CHECK: remark: rules: ([B] -> [B]) ([S(1)] -> [S(1)])

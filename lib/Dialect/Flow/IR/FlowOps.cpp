@@ -726,6 +726,19 @@ LogicalResult ConcatOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 
+LogicalResult ReverseOp::verify() {
+  int64_t rank = cast<RankedTensorType>(getInput().getType()).getRank();
+  llvm::SmallSet<int64_t, 4> seen;
+  for (int64_t axis : getAxes()) {
+    if (axis < 0 || axis >= rank)
+      return emitOpError() << "axis " << axis << " is out of range for rank "
+                           << rank;
+    if (!seen.insert(axis).second)
+      return emitOpError() << "axis " << axis << " is listed twice";
+  }
+  return success();
+}
+
 LogicalResult SliceOp::inferReturnTypes(MLIRContext *,
                                         std::optional<Location> loc,
                                         Adaptor adaptor,

@@ -356,6 +356,16 @@ Rules sbpRules(SliceOp op) {
   rules.push_back({{P}, {P}});
   return rules;
 }
+Rules sbpRules(ReverseOp op) {
+  // A split of a reversed axis would hold its pieces in reverse device
+  // order: only the other axes keep their splits. Reversal is linear.
+  Rules rules = start(op);
+  for (int64_t i = 0, e = typeOf(op.getInput()).getRank(); i < e; ++i)
+    if (!llvm::is_contained(op.getAxes(), i))
+      rules.push_back({{S(i)}, {S(i)}});
+  rules.push_back({{P}, {P}});
+  return rules;
+}
 Rules sbpRules(GatherOp op) {
   Rules rules = start(op);
   int64_t axis = op.getAxis();

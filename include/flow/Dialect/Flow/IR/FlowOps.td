@@ -627,6 +627,23 @@ def Flow_SliceOp : Flow_Op<"slice", [Pure, InferTypeOpAdaptor,
   }];
 }
 
+def Flow_ReverseOp : Flow_Op<"reverse", [Pure, SameOperandsAndResultType]> {
+  let summary = "reverses the order of the elements along some axes";
+  let description = [{
+    `result[..., i, ...] = input[..., dim(a) - 1 - i, ...]` in each axis `a`
+    of `axes` (distinct, each in `[0, rank)`); other axes are copied as they
+    are. `torch.flip` and ONNX's `Slice` with a negative step import to it.
+
+    ```mlir
+    %y = flow.reverse %x axes = [1] : tensor<2x3xf32>
+    ```
+  }];
+  let arguments = (ins Flow_Tensor:$input, DenseI64ArrayAttr:$axes);
+  let results = (outs Flow_Tensor:$result);
+  let assemblyFormat = "$input `axes` `=` $axes attr-dict `:` type($input)";
+  let hasVerifier = 1;
+}
+
 def Flow_GatherOp : Flow_Op<"gather", [Pure, InferTypeOpAdaptor]> {
   let summary = "takes slices of a tensor at given indices along one axis";
   let description = [{
