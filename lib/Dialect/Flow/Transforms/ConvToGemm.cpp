@@ -24,6 +24,15 @@ static Value reshape(OpBuilder &b, Location loc, Value v,
       b, loc, RankedTensorType::get(shape, type.getElementType()), v);
 }
 
+/// True for a 1x1, stride-1, unpadded convolution: its input already is
+/// the column matrix, no im2col needed.
+static bool isPointwise(Conv2dOp conv) {
+  auto w = cast<RankedTensorType>(conv.getWeight().getType());
+  return w.getDimSize(2) == 1 && w.getDimSize(3) == 1 &&
+         llvm::all_of(conv.getStrides(), [](int64_t s) { return s == 1; }) &&
+         llvm::all_of(conv.getPadding(), [](int64_t p) { return p == 0; });
+}
+
 /// The input rows [first, last) that output rows [r0, r1) of `conv` read,
 /// counted in the unpadded input (first < 0 and last > H reach into the
 /// padding).
@@ -52,12 +61,8 @@ static Value rewriteRows(OpBuilder &b, Conv2dOp conv, int64_t r0,
   int64_t depth = cg * kh * kw, rows = r1 - r0;
 
   // The columns [N, G, Cg * KH * KW, rows * OW].
-  bool pointwise =
-      kh == 1 && kw == 1 &&
-      llvm::all_of(conv.getStrides(), [](int64_t s) { return s == 1; }) &&
-      llvm::all_of(conv.getPadding(), [](int64_t p) { return p == 0; });
   Value cols = conv.getInput();
-  if (!pointwise) {
+  if (!isPointwise(conv)) {
     SmallVector<int64_t> padding(conv.getPadding());
     if (rows != oh) {
       auto [first, last] = inputRows(conv, r0, r1);
@@ -94,17 +99,12 @@ static Value rewrite(Conv2dOp conv, int64_t maxColumnsBytes,
   int64_t h = in.getDimSize(2);
   int64_t kh = w.getDimSize(2), kw = w.getDimSize(3);
   int64_t oh = out.getDimSize(2);
-  bool im2col = !(kh == 1 && kw == 1 &&
-                  llvm::all_of(conv.getStrides(),
-                               [](int64_t s) { return s == 1; }) &&
-                  llvm::all_of(conv.getPadding(),
-                               [](int64_t p) { return p == 0; }));
   // The columns of one output row, all images.
   int64_t rowBytes = in.getDimSize(0) * in.getDimSize(1) * kh * kw *
                      out.getDimSize(3) * (in.getElementTypeBitWidth() / 8);
 
   int64_t rows = oh;
-  if (im2col && maxColumnsBytes > 0 && rowBytes > 0 &&
+  if (!isPointwise(conv) && maxColumnsBytes > 0 && rowBytes > 0 &&
       rowBytes * oh > maxColumnsBytes) {
     rows = std::max<int64_t>(1, maxColumnsBytes / rowBytes);
     // As few pieces as the limit allows, with the rows spread evenly; at

@@ -58,8 +58,10 @@ struct DedupKernelsPass
     // The kept kernel names those it stands for (the compile report counts
     // their bytes per call under their own names).
     for (auto &[kernel, names] : merged)
-      kernel->setAttr(FlowDialect::getMergedKernelsAttrName(), ArrayAttr::get(&getContext(), names));
-    // Calls (and any other reference) go to the first of each kind.
+      kernel->setAttr(FlowDialect::getMergedKernelsAttrName(),
+                      ArrayAttr::get(&getContext(), names));
+    // Calls go to the first of each kind; a duplicate something else still
+    // refers to is kept.
     module.walk([&](func::CallOp call) {
       auto to = replacement.find(call.getCalleeAttr().getAttr());
       if (to != replacement.end())
