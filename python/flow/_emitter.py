@@ -132,14 +132,29 @@ def location(file: Optional[str], line: Optional[int]) -> str:
     return f' loc("{_LOC_ESCAPE.sub("_", file)}":{int(line)}:0)'
 
 
+def _same_values(a: np.ndarray, b: np.ndarray) -> bool:
+    """Bit for bit (NaNs included), without copying views of one tensor."""
+    if a.dtype != b.dtype or a.shape != b.shape:
+        return False
+    if (a.__array_interface__["data"] == b.__array_interface__["data"]
+            and a.strides == b.strides):
+        return True
+    bytes_of = lambda x: np.ascontiguousarray(x).reshape(-1).view(np.uint8)
+    return bool(np.array_equal(bytes_of(a), bytes_of(b)))
+
+
 class Emitter:
     """Builds one func.func and the module's parameter archive."""
 
-    def __init__(self, function: str = "main"):
+    def __init__(self, function: str = "main",
+                 shared: Optional[Dict[str, np.ndarray]] = None):
         self.function = function
         self.body: List[str] = []
         self.arguments: List[Value] = []
         self.parameters: Dict[str, np.ndarray] = {}
+        #: Parameters of other programs that will share this one's archive
+        #: (see `_parameter_name`); None: the archive is this program's own.
+        self.shared = shared
         self._count = 0
         self._names: Dict[str, int] = {}
         self.loc = ""
@@ -169,10 +184,7 @@ class Emitter:
         if name is None or array.nbytes <= INLINE_BYTES:
             return self.op(f"flow.constant {_dense(array, dtype)} : {type_}",
                            array.shape, dtype)
-        unique = name
-        while unique in self.parameters:
-            self._names[name] = self._names.get(name, 0) + 1
-            unique = f"{name}.{self._names[name]}"
+        unique = self._parameter_name(name, array)
         self.parameters[unique] = array
         escaped = unique.replace("\\", "\\\\").replace('"', '\\"')
         return self.op(f'flow.parameter "{escaped}" : {type_}', array.shape,
@@ -271,6 +283,24 @@ class Emitter:
         attrs = " {transpose_rhs}" if transpose_rhs else ""
         return self.op(f"flow.matmul {a}, {b}{attrs} : ({a.type}, {b.type}) "
                        f"-> {tensor_type(shape, a.dtype)}", shape, a.dtype)
+
+    def _parameter_name(self, name: str, array: np.ndarray) -> str:
+        """A name for `array` in the archive: `name`, or `name.N` when that
+        is taken. With a shared store, an entry of another program holding
+        the same values is reused (the weights programs of one model have
+        in common are stored once) and new entries are added to it."""
+        unique = name
+        while True:
+            if unique not in self.parameters:
+                other = None if self.shared is None else self.shared.get(unique)
+                if other is None:
+                    if self.shared is not None:
+                        self.shared[unique] = array
+                    return unique
+                if _same_values(other, array):
+                    return unique
+            self._names[name] = self._names.get(name, 0) + 1
+            unique = f"{name}.{self._names[name]}"
 
     # Output ---------------------------------------------------------------
     def module(self, results: Sequence[Value], archive: Optional[str]) -> str:

@@ -384,6 +384,7 @@ def _unary(op, float_only=True):
 for _op, _flow, _float in [("Neg", "neg", False), ("Abs", "abs", False),
                            ("Exp", "exp", True), ("Log", "log", True),
                            ("Sqrt", "sqrt", True), ("Tanh", "tanh", True),
+                           ("Sin", "sin", True), ("Cos", "cos", True),
                            ("Sigmoid", "sigmoid", True), ("Relu", "relu", False),
                            ("Erf", "erf", True)]:
     _handles(_op)(_unary(_flow, _float))

@@ -113,9 +113,9 @@ def _is_int_dtype(dtype: str) -> bool:
 # ---------------------------------------------------------------------------
 
 class _TorchImporter:
-    def __init__(self, ep, function: str):
+    def __init__(self, ep, function: str, shared=None):
         self.ep = ep
-        self.e = Emitter(function)
+        self.e = Emitter(function, shared)
         self.env: Dict[Any, Any] = {}
         self.names: Dict[Any, str] = {}
         self.unsupported: List[Tuple[str, str, str, str]] = []
@@ -247,7 +247,7 @@ class _TorchImporter:
             fd, archive = tempfile.mkstemp(prefix="flow-", suffix=".safetensors")
             os.close(fd)
         text = self.e.module(results, archive if self.e.parameters else None)
-        if self.e.parameters:
+        if self.e.parameters and self.e.shared is None:
             self.e.write_archive(archive)
         out_spec = ep.call_spec.out_spec if ep.call_spec else None
         in_spec = ep.call_spec.in_spec if ep.call_spec else None
@@ -485,6 +485,7 @@ for _name, _op, _float in [("neg", "neg", False), ("abs", "abs", False),
                            ("exp", "exp", True), ("log", "log", True),
                            ("sqrt", "sqrt", True), ("rsqrt", "rsqrt", True),
                            ("tanh", "tanh", True), ("sigmoid", "sigmoid", True),
+                           ("sin", "sin", True), ("cos", "cos", True),
                            ("relu", "relu", False), ("silu", "silu", True)]:
     _handles(f"aten.{_name}.default")(_unary(_op, _float))
 
@@ -1070,8 +1071,11 @@ def export(module, args=(), kwargs=None):
     else:
         if not isinstance(args, tuple):
             args = (args,)
-        # Exported in eval mode; the caller's module keeps its own mode.
-        training = getattr(module, "training", False)
+        # Exported in eval mode; the caller's module and each of its
+        # submodules keep their own modes (a wrapper in training mode around
+        # a model in eval mode must not leave the model training).
+        modes = ([(m, m.training) for m in module.modules()]
+                 if isinstance(module, torch.nn.Module) else [])
         if isinstance(module, torch.nn.Module):
             module.eval()
         _register_cache_pytrees(module)
@@ -1079,8 +1083,8 @@ def export(module, args=(), kwargs=None):
             with torch.no_grad():
                 ep = torch.export.export(module, args, kwargs=kwargs or {})
         finally:
-            if isinstance(module, torch.nn.Module):
-                module.train(training)
+            for m, training in modes:
+                m.training = training
     # Attention stays one op: Flow lowers it itself (and PyTorch's own
     # decomposition of it can produce views the rest of the table rejects).
     table = torch.export.default_decompositions()
@@ -1181,10 +1185,16 @@ def _fold_batch_norms(ep) -> int:
 
 
 def import_program(module, args=(), kwargs=None, *, parameters=None,
-                   function="main") -> ImportedProgram:
+                   function="main", shared=None) -> ImportedProgram:
+    """Exports and imports `module`. With `shared` (a dict), the weights go
+    to it instead of to `parameters`, reusing entries other programs put
+    there with the same values; the caller writes the dict to `parameters`
+    (flow.safetensors.save) before any of the programs is loaded."""
     ep = export(module, args, kwargs)
     _fold_batch_norms(ep)
-    return _TorchImporter(ep, function).run(
+    if shared is not None and parameters is None:
+        raise ValueError("a shared parameter store needs the archive path")
+    return _TorchImporter(ep, function, shared).run(
         os.fspath(parameters) if parameters is not None else None)
 
 

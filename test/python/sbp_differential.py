@@ -59,6 +59,8 @@ OPS = [
     ("sqrt", ["xp"], "5x7xf32", "flow.sqrt {0} : tensor<5x7xf32>"),
     ("rsqrt", ["xp"], "5x7xf32", "flow.rsqrt {0} : tensor<5x7xf32>"),
     ("tanh", ["x"], "5x7xf32", "flow.tanh {0} : tensor<5x7xf32>"),
+    ("sin", ["x"], "5x7xf32", "flow.sin {0} : tensor<5x7xf32>"),
+    ("cos", ["x"], "5x7xf32", "flow.cos {0} : tensor<5x7xf32>"),
     ("erf", ["x"], "5x7xf32", "flow.erf {0} : tensor<5x7xf32>"),
     ("sigmoid", ["x"], "5x7xf32", "flow.sigmoid {0} : tensor<5x7xf32>"),
     ("silu", ["x"], "5x7xf32", "flow.silu {0} : tensor<5x7xf32>"),

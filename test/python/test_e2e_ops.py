@@ -83,6 +83,10 @@ UNARY = {
     "sigmoid": (lambda: rand((37, 65), lo=-10, hi=10),
                 lambda x: 1 / (1 + np.exp(-x.astype(np.float64)))),
     "relu": (lambda: rand((37, 65)), lambda x: np.maximum(x, 0)),
+    # Arguments as large as rotary position embeddings reach: the C
+    # library's argument reduction keeps the error at f32 rounding.
+    "sin": (lambda: rand((37, 65), lo=-3000, hi=3000), np.sin),
+    "cos": (lambda: rand((37, 65), lo=-3000, hi=3000), np.cos),
     "silu": (lambda: rand((37, 65), lo=-8, hi=8),
              lambda x: x / (1 + np.exp(-x.astype(np.float64)))),
 }

@@ -275,6 +275,9 @@ SUSPECTS = {
     "softmax_log_softmax": (lambda x: x.softmax(-1) + x.log_softmax(0),
                             [(5, 7)]),
     "layer_norm": (torch.nn.LayerNorm([6, 8]), [(2, 6, 8)]),
+    # Rotary embeddings of positions the model takes as an input.
+    "sin_cos_of_positions": (lambda p: torch.cat(
+        [(p * 10.0).sin(), (p * 1000.0).cos()], -1), [(3, 8)]),
     "gelu_tanh_silu": (lambda x: torch.nn.functional.gelu(x, approximate="tanh")
                        + torch.nn.functional.silu(x), [(4, 9)]),
     "addmm_bmm_baddbmm": (lambda a, b, c: torch.bmm(a, b) + torch.baddbmm(

@@ -337,6 +337,12 @@ Value scalarOf(RsqrtOp, OpBuilder &b, Location loc, ValueRange a) {
 Value scalarOf(TanhOp, OpBuilder &b, Location loc, ValueRange a) {
   return floatUnary<math::TanhOp>(b, loc, a[0]);
 }
+Value scalarOf(SinOp, OpBuilder &b, Location loc, ValueRange a) {
+  return floatUnary<math::SinOp>(b, loc, a[0]);
+}
+Value scalarOf(CosOp, OpBuilder &b, Location loc, ValueRange a) {
+  return floatUnary<math::CosOp>(b, loc, a[0]);
+}
 Value scalarOf(ErfOp, OpBuilder &b, Location loc, ValueRange a) {
   return floatUnary<math::ErfOp>(b, loc, a[0]);
 }
@@ -1294,6 +1300,7 @@ void mlir::flow::populateFlowToLinalgPatterns(RewritePatternSet &patterns) {
            ElementwiseLowering<ExpOp>, ElementwiseLowering<LogOp>,
            ElementwiseLowering<SqrtOp>, ElementwiseLowering<RsqrtOp>,
            ElementwiseLowering<TanhOp>, ElementwiseLowering<ErfOp>,
+           ElementwiseLowering<SinOp>, ElementwiseLowering<CosOp>,
            ElementwiseLowering<SigmoidOp>,
            ElementwiseLowering<ReluOp>, ElementwiseLowering<GeluOp>,
            ElementwiseLowering<SiluOp>, ElementwiseLowering<CastOp>,

@@ -58,6 +58,10 @@ func.func @unary(%x: tensor<4x8xf32>, %h: tensor<4xf16>, %i: tensor<4xi32>) -> t
   // CHECK: flow.erf
   %6 = flow.tanh %5 : tensor<4x8xf32>
   %e = flow.erf %6 : tensor<4x8xf32>
+  // CHECK: flow.sin %{{.*}} : tensor<4x8xf32>
+  // CHECK: flow.cos %{{.*}} : tensor<4x8xf32>
+  %sn = flow.sin %6 : tensor<4x8xf32>
+  %cs = flow.cos %sn : tensor<4x8xf32>
   // CHECK: flow.sigmoid %{{.*}} : tensor<4xf16>
   %7 = flow.sigmoid %h : tensor<4xf16>
   // CHECK: flow.relu %{{.*}} : tensor<4xi32>

@@ -70,6 +70,10 @@ func.func @more(%x: tensor<4x8xf32>, %i: tensor<4x8xi32>, %c: tensor<4x8xi1>, %v
   // CHECK: remark: rules: ([B] -> [B]) ([S(0)] -> [S(0)]) ([S(1)] -> [S(1)])
   %6 = flow.erf %x : tensor<4x8xf32>
   // CHECK: remark: rules: ([B] -> [B]) ([S(0)] -> [S(0)]) ([S(1)] -> [S(1)])
+  %sn = flow.sin %x : tensor<4x8xf32>
+  // CHECK: remark: rules: ([B] -> [B]) ([S(0)] -> [S(0)]) ([S(1)] -> [S(1)])
+  %cs = flow.cos %x : tensor<4x8xf32>
+  // CHECK: remark: rules: ([B] -> [B]) ([S(0)] -> [S(0)]) ([S(1)] -> [S(1)])
   %7 = flow.sigmoid %x : tensor<4x8xf32>
   // CHECK: remark: rules: ([B] -> [B]) ([S(0)] -> [S(0)]) ([S(1)] -> [S(1)])
   %8 = flow.silu %x : tensor<4x8xf32>

@@ -112,6 +112,8 @@ Rules sbpRules(LogOp op) { return sameShape(op); }
 Rules sbpRules(SqrtOp op) { return sameShape(op); }
 Rules sbpRules(RsqrtOp op) { return sameShape(op); }
 Rules sbpRules(TanhOp op) { return sameShape(op); }
+Rules sbpRules(SinOp op) { return sameShape(op); }
+Rules sbpRules(CosOp op) { return sameShape(op); }
 Rules sbpRules(ErfOp op) { return sameShape(op); }
 Rules sbpRules(SigmoidOp op) { return sameShape(op); }
 Rules sbpRules(ReluOp op) { return sameShape(op); }

@@ -133,6 +133,8 @@ def Flow_SqrtOp : Flow_UnaryOp<"sqrt", Flow_FloatTensor, "the square root">;
 def Flow_RsqrtOp : Flow_UnaryOp<"rsqrt", Flow_FloatTensor,
                                 "the reciprocal square root 1/sqrt(x)">;
 def Flow_TanhOp : Flow_UnaryOp<"tanh", Flow_FloatTensor, "the hyperbolic tangent">;
+def Flow_SinOp : Flow_UnaryOp<"sin", Flow_FloatTensor, "the sine (radians)">;
+def Flow_CosOp : Flow_UnaryOp<"cos", Flow_FloatTensor, "the cosine (radians)">;
 def Flow_ErfOp : Flow_UnaryOp<"erf", Flow_FloatTensor, "the error function erf(x)">;
 def Flow_SigmoidOp : Flow_UnaryOp<"sigmoid", Flow_FloatTensor,
                                   "the logistic sigmoid 1/(1+e^-x)">;
