@@ -30,7 +30,8 @@ from . import sbp
 
 __all__ = ["FlowError", "UnsupportedOpsError", "CompiledModule",
            "CompiledModel", "compile", "compile_mlir", "compile_ir", "load",
-           "import_torch", "import_onnx", "sbp", "blas_info"]
+           "import_torch", "import_onnx", "sbp", "blas_info",
+           "compile_causal_lm", "CausalLM"]
 
 
 def blas_info() -> dict:
@@ -344,3 +345,6 @@ def compile(model: Any, example_args=(), example_kwargs=None, *,
         if not keep and os.path.exists(archive):
             os.unlink(archive)
     return CompiledModel(module, program, frontend)
+
+
+from .generation import CausalLM, compile_causal_lm  # noqa: E402
