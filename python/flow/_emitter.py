@@ -132,12 +132,18 @@ def location(file: Optional[str], line: Optional[int]) -> str:
     return f' loc("{_LOC_ESCAPE.sub("_", file)}":{int(line)}:0)'
 
 
+def _same_memory(a: np.ndarray, b: np.ndarray) -> bool:
+    """The same elements of the same buffer (views of one tensor)."""
+    return (a.dtype == b.dtype and a.shape == b.shape
+            and a.strides == b.strides
+            and a.__array_interface__["data"] == b.__array_interface__["data"])
+
+
 def _same_values(a: np.ndarray, b: np.ndarray) -> bool:
     """Bit for bit (NaNs included), without copying views of one tensor."""
     if a.dtype != b.dtype or a.shape != b.shape:
         return False
-    if (a.__array_interface__["data"] == b.__array_interface__["data"]
-            and a.strides == b.strides):
+    if _same_memory(a, b):
         return True
     bytes_of = lambda x: np.ascontiguousarray(x).reshape(-1).view(np.uint8)
     return bool(np.array_equal(bytes_of(a), bytes_of(b)))
@@ -257,6 +263,37 @@ class Emitter:
         return self.op(f"flow.reduce_{kind} {v} {axes}{keep} : {v.type} -> "
                        f"{tensor_type(shape, v.dtype)}", shape, v.dtype)
 
+    def cumsum(self, v: Value, axis: int, exclusive: bool = False,
+               reverse: bool = False) -> Value:
+        axis = int(axis) % max(len(v.shape), 1)
+        flags = [f for f, on in (("exclusive", exclusive),
+                                 ("reverse", reverse)) if on]
+        attrs = f" {{{', '.join(flags)}}}" if flags else ""
+        return self.op(f"flow.cumsum {v} axis = {axis}{attrs} : {v.type}",
+                       v.shape, v.dtype)
+
+    def arg_reduce(self, kind: str, v: Value, axis: int, keepdims: bool,
+                   last: bool = False) -> Value:
+        """flow.argmax / flow.argmin (kind "max" / "min"): i64 indices."""
+        if not v.shape:
+            v = self.reshape(v, (1,))
+        axis = int(axis) % len(v.shape)
+        if keepdims:
+            shape = tuple(1 if i == axis else d for i, d in enumerate(v.shape))
+        else:
+            shape = tuple(d for i, d in enumerate(v.shape) if i != axis)
+        flags = [f for f, on in (("keepdims", keepdims),
+                                 ("select_last_index", last)) if on]
+        attrs = f" {{{', '.join(flags)}}}" if flags else ""
+        return self.op(f"flow.arg{kind} {v} axis = {axis}{attrs} : {v.type} "
+                       f"-> {tensor_type(shape, 'i64')}", shape, "i64")
+
+    def gather_elements(self, v: Value, indices: Value, axis: int) -> Value:
+        return self.op(f"flow.gather_elements {v}[{indices}] axis = {axis} : "
+                       f"({v.type}, {indices.type}) -> "
+                       f"{tensor_type(indices.shape, v.dtype)}",
+                       indices.shape, v.dtype)
+
     def reverse(self, v: Value, axes) -> Value:
         axes = sorted({int(a) for a in axes})
         if not axes:
@@ -289,6 +326,14 @@ class Emitter:
         is taken. With a shared store, an entry of another program holding
         the same values is reused (the weights programs of one model have
         in common are stored once) and new entries are added to it."""
+        # The same tensor used twice (tied embedding and output weights)
+        # is stored once, under the name it was first given.
+        for store in (self.parameters, self.shared or {}):
+            for known, other in store.items():
+                if _same_memory(other, array):
+                    if self.shared is not None:
+                        self.shared.setdefault(known, other)
+                    return known
         unique = name
         while True:
             if unique not in self.parameters:

@@ -74,6 +74,9 @@ def _generated() -> List[Case]:
             if case.kind != "node" or not case.data_sets:
                 continue
             inputs, outputs = case.data_sets[0]
+            # A scalar input (CumSum's axis) is a 0-d tensor.
+            inputs = [np.asarray(a) if isinstance(a, np.generic) else a
+                      for a in inputs]
             if not all(isinstance(a, np.ndarray) for a in
                        list(inputs) + list(outputs)):
                 continue  # sequences and optionals: not tensors

@@ -33,6 +33,17 @@ MAX_TESTED_OPSET = 21
 #: Constants computed at import time may be at most this large.
 FOLD_BYTES = 64 << 20
 
+def _type_refusal(elem_type) -> str:
+    """Why an ONNX element type is refused, by its name."""
+    import onnx
+    try:
+        name = onnx.TensorProto.DataType.Name(int(elem_type))
+    except (ValueError, TypeError):
+        name = str(elem_type)
+    return (f"element type {name} (Flow computes in f32, f16, bf16, i64, "
+            f"i32 and bool)")
+
+
 # ONNX TensorProto element type -> flow element type.
 _ONNX_TYPES = {1: "f32", 10: "f16", 16: "bf16", 7: "i64", 6: "i32", 9: "i1"}
 
@@ -126,7 +137,7 @@ class _OnnxImporter:
             dtype = _ONNX_TYPES.get(tt.elem_type)
             if dtype is None:
                 self.unsupported.append(("input", inp.name, "",
-                                         f"element type {tt.elem_type}"))
+                                         _type_refusal(tt.elem_type)))
                 self.env[inp.name] = _Poison()
                 continue
             shape = self.input_shapes.get(inp.name)
@@ -460,7 +471,7 @@ def _cast(self, ins, attrs):
     else:
         dtype = self.dtype_of(ins[1])
     if dtype is None:
-        raise Unsupported(f"cast to element type {attrs.get('to')}")
+        raise Unsupported("cast to " + _type_refusal(attrs.get("to")))
     return self.value(ins[0], dtype)
 
 
@@ -662,6 +673,35 @@ _handles("ReduceMax")(_reduction("max"))
 _handles("ReduceMin")(_reduction("max", negate=True))
 
 
+@_handles("CumSum")
+def _cumsum(self, ins, attrs):
+    x = self.value(ins[0])
+    if x.dtype == "i1":
+        raise Unsupported("bool input")
+    axis = self.const(ins[1], "axis").reshape(-1)
+    if axis.size != 1:
+        raise Unsupported("an axis that is not a single value")
+    return self.e.cumsum(x, _axis(int(axis[0]), len(x.shape)),
+                         bool(attrs.get("exclusive", 0)),
+                         bool(attrs.get("reverse", 0)))
+
+
+def _arg_reduction(kind):
+    def handler(self, ins, attrs):
+        x = self.value(ins[0])
+        if x.dtype == "i1":
+            raise Unsupported("bool input")
+        axis = _axis(int(attrs.get("axis", 0)), max(len(x.shape), 1))
+        return self.e.arg_reduce(kind, x, axis,
+                                 bool(attrs.get("keepdims", 1)),
+                                 bool(attrs.get("select_last_index", 0)))
+    return handler
+
+
+_handles("ArgMax")(_arg_reduction("max"))
+_handles("ArgMin")(_arg_reduction("min"))
+
+
 # Pooling ---------------------------------------------------------------------
 
 def _pool_shape(in_hw, kernel, strides, pads, dilations, ceil):
@@ -855,6 +895,20 @@ def _gather(self, ins, attrs):
     return self.e.op(f"flow.gather {x}[{i}] axis = {axis} : ({x.type}, "
                      f"{i.type}) -> {tensor_type(shape, x.dtype)}", shape,
                      x.dtype)
+
+
+@_handles("GatherElements")
+def _gather_elements(self, ins, attrs):
+    x = self.value(ins[0])
+    axis = _axis(attrs.get("axis", 0), len(x.shape))
+    idx = self.value(ins[1])
+    if idx.dtype not in ("i64", "i32"):
+        raise Unsupported(f"{idx.dtype} indices")
+    # Negative indices count from the end.
+    negative = self.e.compare("lt", idx, self.e.scalar(0, idx.dtype))
+    shifted = self.e.binary("add", idx, self.e.scalar(x.shape[axis], idx.dtype))
+    return self.e.gather_elements(x, self.e.select(negative, shifted, idx),
+                                  axis)
 
 
 @_handles("Split")

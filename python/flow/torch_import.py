@@ -726,6 +726,16 @@ def _index_select(self, x, dim, index):
     return _gather(self, x, index, _norm_dim(dim, len(self.value(x).shape)))
 
 
+@_handles("aten.gather.default")
+def _gather_elements(self, x, dim, index, sparse_grad=False):
+    v, i = self.value(x), self.value(index)
+    if i.dtype not in ("i64", "i32"):
+        raise Unsupported(f"indices of type {i.dtype}")
+    if not v.shape:
+        raise Unsupported("gather from a 0-d tensor")
+    return self.e.gather_elements(v, i, _norm_dim(dim, len(v.shape)))
+
+
 @_handles("aten.index.Tensor")
 def _index(self, x, indices):
     """x[i0, i1, ...] with index tensors (None for a full slice): the
@@ -976,6 +986,32 @@ def _reduction(kind):
 _handles("aten.sum.dim_IntList", "aten.sum.default")(_reduction("sum"))
 _handles("aten.mean.dim", "aten.mean.default")(_reduction("mean"))
 _handles("aten.amax.default")(_reduction("max"))
+
+
+@_handles("aten.cumsum.default")
+def _cumsum(self, x, dim, dtype=None):
+    # Integer and bool inputs sum in int64, as in PyTorch.
+    v = self.value(x, self.out_dtype())
+    return self.e.cumsum(v, _norm_dim(dim, max(len(v.shape), 1)))
+
+
+def _arg_reduction(kind):
+    def handler(self, x, dim=None, keepdim=False):
+        v = self.value(x)
+        if v.dtype == "i1":
+            v = self.e.cast(v, "i32")
+        if dim is None:
+            # Over every element: the index into the flattened tensor.
+            flat = self.e.reshape(v, (int(np.prod(v.shape)),))
+            r = self.e.arg_reduce(kind, flat, 0, False)
+            return self.e.reshape(r, self.out_shape()) if keepdim else r
+        return self.e.arg_reduce(kind, v, _norm_dim(dim, max(len(v.shape), 1)),
+                                 keepdim)
+    return handler
+
+
+_handles("aten.argmax.default")(_arg_reduction("max"))
+_handles("aten.argmin.default")(_arg_reduction("min"))
 
 
 @_handles("aten.amin.default")

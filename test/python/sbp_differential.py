@@ -40,6 +40,7 @@ ARGS = {
     "fd": ("4x1x3x3", "f32", "any"),
     "t": ("9x7", "f32", "any"),
     "ids": ("3x2", "i64", "ids9"),
+    "idx": ("5x7", "i64", "ids7"),
     "xi": ("5x7", "i32", "int"),
     "vi": ("7", "i32", "nonzero"),
     "c": ("5x7", "i1", "bool"),
@@ -146,6 +147,15 @@ OPS = [
     ("slice", ["x"], "5x3xf32",
      "flow.slice {0} starts = [0, 2] limits = [5, 5] strides = [1, 1] : tensor<5x7xf32> -> tensor<5x3xf32>"),
     ("reverse", ["x"], "5x7xf32", "flow.reverse {0} axes = [1] : tensor<5x7xf32>"),
+    ("gather_elements", ["x", "idx"], "5x7xf32",
+     "flow.gather_elements {0}[{1}] axis = 1 : (tensor<5x7xf32>, tensor<5x7xi64>) -> tensor<5x7xf32>"),
+    ("cumsum", ["x"], "5x7xf32", "flow.cumsum {0} axis = 1 : tensor<5x7xf32>"),
+    ("cumsum_rev", ["x"], "5x7xf32",
+     "flow.cumsum {0} axis = 0 {{exclusive, reverse}} : tensor<5x7xf32>"),
+    ("argmax", ["x"], "5xi64",
+     "flow.argmax {0} axis = 1 : tensor<5x7xf32> -> tensor<5xi64>"),
+    ("argmin", ["x"], "1x7xi64",
+     "flow.argmin {0} axis = 0 {{keepdims}} : tensor<5x7xf32> -> tensor<1x7xi64>"),
     ("pad0", ["x"], "6x7xf32",
      "flow.pad {0} low = [1, 0] high = [0, 0] value = 0.0 : tensor<5x7xf32> -> tensor<6x7xf32>"),
     ("pad1", ["x"], "6x7xf32",
@@ -339,6 +349,8 @@ def inputs_for(args, seed):
             v = rng.integers(1, 7, dims) * rng.choice([-1, 1], dims)
         elif kind == "ids9":
             v = rng.integers(0, 9, dims)
+        elif kind == "ids7":
+            v = rng.integers(0, 7, dims)
         else:
             v = rng.integers(0, 2, dims).astype(bool)
         dtype = {"f32": np.float32, "f16": np.float16, "i32": np.int32,

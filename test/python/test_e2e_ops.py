@@ -346,6 +346,98 @@ def test_reverse(tmp_path, shape, axes, dtype):
     check(tmp_path, body, [x], np.flip(x, axis=tuple(axes)).copy())
 
 
+@pytest.mark.parametrize("shape,axis,exclusive,reverse,dtype", [
+    ((9,), 0, False, False, np.float32),
+    ((3, 40), 1, False, False, np.float32),
+    ((3, 40), 1, True, False, np.int64),
+    ((5, 4, 3), 0, False, True, np.float32),
+    ((2, 17), 1, True, True, np.int32),
+    ((2, 1), 1, True, False, np.float32),
+])
+def test_cumsum(tmp_path, shape, axis, exclusive, reverse, dtype):
+    x = (rand(shape) * 10).astype(dtype)
+    t = tensor_type(x.shape, x.dtype)
+    flags = [f for f, on in (("exclusive", exclusive), ("reverse", reverse))
+             if on]
+    attrs = f" {{{', '.join(flags)}}}" if flags else ""
+    body = f"%r = flow.cumsum %a0 axis = {axis}{attrs} : {t}\nreturn %r : {t}"
+    v = np.flip(x, axis) if reverse else x
+    want = np.cumsum(v.astype(np.float64), axis=axis)
+    if exclusive:
+        want = want - v
+    if reverse:
+        want = np.flip(want, axis)
+    check(tmp_path, body, [x], want.astype(dtype))
+
+
+def _arg_body(op, x, axis, keepdims, last):
+    flags = [f for f, on in (("keepdims", keepdims),
+                             ("select_last_index", last)) if on]
+    attrs = f" {{{', '.join(flags)}}}" if flags else ""
+    shape = [1 if i == axis else d for i, d in enumerate(x.shape)
+             if keepdims or i != axis]
+    t, tr = tensor_type(x.shape, x.dtype), tensor_type(shape, np.int64)
+    return (f"%r = flow.{op} %a0 axis = {axis}{attrs} : {t} -> {tr}\n"
+            f"return %r : {tr}")
+
+
+@pytest.mark.parametrize("in_shape,idx_shape,axis", [
+    ((3, 5), (3, 8), 1),      # more indices than the axis has
+    ((3, 5), (2, 5), 0),
+    ((4, 3, 6), (2, 3, 2), 2),  # smaller in the other dimensions too
+])
+@pytest.mark.parametrize("dtype", [np.float32, np.int64])
+def test_gather_elements(tmp_path, in_shape, idx_shape, axis, dtype):
+    """numpy's take_along_axis on the indices' corner of the input; indices
+    out of range are clamped into it."""
+    x = (rand(in_shape) * 10).astype(dtype)
+    n = in_shape[axis]
+    idx = RNG.integers(-2, n + 2, idx_shape).astype(np.int64)
+    corner = x[tuple(slice(0, d) if i != axis else slice(None)
+                     for i, d in enumerate(idx_shape))]
+    want = np.take_along_axis(corner, np.clip(idx, 0, n - 1), axis)
+    t, ti = tensor_type(x.shape, x.dtype), tensor_type(idx.shape, idx.dtype)
+    tr = tensor_type(idx.shape, x.dtype)
+    body = (f"%r = flow.gather_elements %a0[%a1] axis = {axis} : "
+            f"({t}, {ti}) -> {tr}\nreturn %r : {tr}")
+    check(tmp_path, body, [x, idx], want)
+
+
+@pytest.mark.parametrize("op", ["argmax", "argmin"])
+@pytest.mark.parametrize("axis,keepdims,last", [
+    (0, False, False), (1, False, False), (1, True, False), (1, False, True),
+    (2, True, True)])
+@pytest.mark.parametrize("dtype", [np.float32, np.int64])
+def test_argmax_argmin_with_ties(tmp_path, op, axis, keepdims, last, dtype):
+    """Values drawn from 5 levels, so every row has ties: the first index
+    wins, or the last with select_last_index."""
+    x = np.random.default_rng(axis).integers(-2, 3, (4, 6, 5)).astype(dtype)
+    pick = np.argmax if op == "argmax" else np.argmin
+    v = np.flip(x, axis) if last else x
+    want = pick(v, axis=axis)
+    if last:
+        want = x.shape[axis] - 1 - want
+    if keepdims:
+        want = np.expand_dims(want, axis)
+    check(tmp_path, _arg_body(op, x, axis, keepdims, last), [x],
+          want.astype(np.int64))
+
+
+@pytest.mark.parametrize("op", ["argmax", "argmin"])
+def test_argmax_argmin_nan_and_infinities(tmp_path, op):
+    """A NaN wins (the first one), as in numpy and PyTorch; a row of -inf
+    (or +inf) gives its first index."""
+    x = rand((5, 7))
+    x[0, 3] = x[0, 5] = np.nan
+    x[1, :] = -np.inf
+    x[2, :] = np.inf
+    x[3, 6] = np.nan
+    x[4, 2] = np.inf if op == "argmax" else -np.inf
+    pick = np.argmax if op == "argmax" else np.argmin
+    check(tmp_path, _arg_body(op, x, 1, False, False), [x],
+          pick(x, axis=1).astype(np.int64))
+
+
 @pytest.mark.parametrize("limit", [1, 700, 3000])
 @pytest.mark.parametrize("stride,pad,dil,groups,k", [
     ((1, 1), (1, 1, 1, 1), (1, 1), 1, 3),

@@ -194,6 +194,54 @@ def test_constants_freeze_shape_inputs():
     assert "tensor<3x4xf32>" in text
 
 
+def test_element_types_flow_does_not_compute_are_named():
+    model = graph_model(
+        [helper.make_node("Relu", ["x"], ["y"]),
+         helper.make_node("Cast", ["x"], ["z"], to=TensorProto.UINT8)],
+        [helper.make_tensor_value_info("x", TensorProto.DOUBLE, [2, 3])],
+        [helper.make_tensor_value_info("y", TensorProto.DOUBLE, None),
+         helper.make_tensor_value_info("z", TensorProto.UINT8, None)])
+    with pytest.raises(flow.UnsupportedOpsError,
+                       match=r"element type DOUBLE \(Flow computes in"):
+        flow.import_onnx(model)
+    model.graph.input[0].type.tensor_type.elem_type = TensorProto.FLOAT
+    with pytest.raises(flow.UnsupportedOpsError,
+                       match="cast to element type UINT8"):
+        flow.import_onnx(model)
+
+
+def test_cumsum_argmax_gather_elements_against_onnxruntime():
+    """RoBERTa-style positions (a running sum of a mask), a class index,
+    and a per-row pick, against onnxruntime."""
+    model = graph_model(
+        [helper.make_node("CumSum", ["m", "ax"], ["pos"], exclusive=1),
+         helper.make_node("ArgMax", ["x"], ["cls"], axis=1, keepdims=0),
+         helper.make_node("ArgMin", ["x"], ["low"], axis=0,
+                          select_last_index=1),
+         helper.make_node("GatherElements", ["x", "i"], ["pick"], axis=1)],
+        [helper.make_tensor_value_info("m", TensorProto.INT64, [3, 10]),
+         helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 10]),
+         helper.make_tensor_value_info("i", TensorProto.INT64, [3, 4])],
+        [helper.make_tensor_value_info("pos", TensorProto.INT64, None),
+         helper.make_tensor_value_info("cls", TensorProto.INT64, None),
+         helper.make_tensor_value_info("low", TensorProto.INT64, None),
+         helper.make_tensor_value_info("pick", TensorProto.FLOAT, None)],
+        [onnx.numpy_helper.from_array(np.array(1, np.int64), "ax")])
+    rng = np.random.default_rng(3)
+    # Few distinct values: ties everywhere. Indices in [-10, 10): negative
+    # ones count from the end, as onnxruntime reads them.
+    feeds = [(rng.random((3, 10)) > 0.3).astype(np.int64),
+             rng.integers(0, 4, (3, 10)).astype(np.float32),
+             rng.integers(-10, 10, (3, 4)).astype(np.int64)]
+    want = ort.InferenceSession(model.SerializeToString()).run(
+        None, dict(zip(["m", "x", "i"], feeds)))
+    got = flow.compile(model)(*feeds)
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        assert g.shape == w.shape and g.dtype == w.dtype
+        np.testing.assert_array_equal(g, w)
+
+
 def test_constant_pad():
     model = graph_model(
         [helper.make_node("Pad", ["x", "pads", "value"], ["y"])],

@@ -715,6 +715,134 @@ struct ReduceMaxLowering : OpConversionPattern<ReduceMaxOp> {
   }
 };
 
+/// cumsum: a reduction over a second index k of the axis, adding the
+/// elements whose k is on the summed side of the result's index i.
+struct CumsumLowering : OpConversionPattern<CumsumOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(CumsumOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = getContext();
+    RankedTensorType type = tensorType(op);
+    Type elt = type.getElementType(), acc = computeType(elt);
+    unsigned rank = type.getRank(), axis = op.getAxis();
+    SmallVector<AffineExpr> reads;
+    for (unsigned d = 0; d < rank; ++d)
+      reads.push_back(getAffineDimExpr(d == axis ? rank : d, ctx));
+    // Dimensions 0..rank-1 index the result, dimension `rank` is k.
+    SmallVector<AffineMap> maps = {
+        AffineMap::get(rank + 1, 0, reads, ctx),
+        AffineMap::getMultiDimIdentityMap(rank + 1, ctx).getMajorSubMap(rank)};
+    SmallVector<IteratorType> iters(rank, IteratorType::parallel);
+    iters.push_back(IteratorType::reduction);
+    TypedAttr zero = isa<FloatType>(acc)
+                         ? (TypedAttr)rewriter.getFloatAttr(acc, 0.0)
+                         : (TypedAttr)rewriter.getIntegerAttr(acc, 0);
+    Value init = filledTensor(rewriter, loc, type.getShape(), zero);
+    arith::CmpIPredicate keep =
+        op.getReverse()
+            ? (op.getExclusive() ? arith::CmpIPredicate::ugt
+                                 : arith::CmpIPredicate::uge)
+            : (op.getExclusive() ? arith::CmpIPredicate::ult
+                                 : arith::CmpIPredicate::ule);
+    auto generic = linalg::GenericOp::create(
+        rewriter, loc, TypeRange{init.getType()},
+        ValueRange{adaptor.getInput()}, ValueRange{init}, maps, iters,
+        [&](OpBuilder &b, Location l, ValueRange a) {
+          Value i = linalg::IndexOp::create(b, l, axis);
+          Value k = linalg::IndexOp::create(b, l, rank);
+          Value inRange = arith::CmpIOp::create(b, l, keep, k, i);
+          Value x = widen(b, l, a[0]);
+          Value none = arith::ConstantOp::create(b, l, zero);
+          Value term = arith::SelectOp::create(b, l, inRange, x, none);
+          Value sum = isa<FloatType>(acc)
+                          ? (Value)arith::AddFOp::create(b, l, a[1], term)
+                          : (Value)arith::AddIOp::create(b, l, a[1], term);
+          linalg::YieldOp::create(b, l, sum);
+        });
+    rewriter.replaceOp(op, castTensor(rewriter, loc, generic.getResult(0), elt));
+    return success();
+  }
+};
+
+/// argmax / argmin: one reduction carrying the best value and its index.
+/// A candidate replaces the best when strictly better (or equal, for the
+/// last index), or when it is the first NaN.
+template <typename OpTy, bool isMax>
+struct ArgReduceLowering : OpConversionPattern<OpTy> {
+  using OpConversionPattern<OpTy>::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(OpTy op, typename OpTy::Adaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = this->getContext();
+    Value input = adaptor.getInput();
+    RankedTensorType inType = tensorType(input);
+    Type elt = inType.getElementType();
+    int64_t rank = inType.getRank(), axis = op.getAxis();
+    bool last = op.getSelectLastIndex();
+    SmallVector<AffineExpr> outExprs;
+    SmallVector<IteratorType> iters;
+    for (int64_t d = 0; d < rank; ++d) {
+      iters.push_back(d == axis ? IteratorType::reduction
+                                : IteratorType::parallel);
+      if (d != axis)
+        outExprs.push_back(getAffineDimExpr(d, ctx));
+      else if (op.getKeepdims())
+        outExprs.push_back(getAffineConstantExpr(0, ctx));
+    }
+    AffineMap outMap = AffineMap::get(rank, 0, outExprs, ctx);
+    SmallVector<AffineMap> maps = {AffineMap::getMultiDimIdentityMap(rank, ctx),
+                                   outMap, outMap};
+    ArrayRef<int64_t> shape = tensorType(op).getShape();
+    TypedAttr worst;
+    if (auto ft = dyn_cast<FloatType>(elt))
+      worst = rewriter.getFloatAttr(
+          elt, APFloat::getInf(ft.getFloatSemantics(), /*Negative=*/isMax));
+    else
+      worst = rewriter.getIntegerAttr(
+          elt, isMax ? APInt::getSignedMinValue(elt.getIntOrFloatBitWidth())
+                     : APInt::getSignedMaxValue(elt.getIntOrFloatBitWidth()));
+    Value bestInit = filledTensor(rewriter, loc, shape, worst);
+    Value indexInit =
+        filledTensor(rewriter, loc, shape, rewriter.getI64IntegerAttr(0));
+    auto generic = linalg::GenericOp::create(
+        rewriter, loc, TypeRange{bestInit.getType(), indexInit.getType()},
+        ValueRange{input}, ValueRange{bestInit, indexInit}, maps, iters,
+        [&](OpBuilder &b, Location l, ValueRange a) {
+          Value x = a[0], best = a[1], bestIndex = a[2];
+          Value k = arith::IndexCastOp::create(
+              b, l, b.getI64Type(), linalg::IndexOp::create(b, l, axis));
+          Value take;
+          if (isa<FloatType>(elt)) {
+            using P = arith::CmpFPredicate;
+            P better = isMax ? (last ? P::OGE : P::OGT)
+                             : (last ? P::OLE : P::OLT);
+            Value wins = arith::CmpFOp::create(b, l, better, x, best);
+            Value xNaN = arith::CmpFOp::create(b, l, P::UNO, x, x);
+            Value bestNaN = arith::CmpFOp::create(b, l, P::UNO, best, best);
+            Value notBestNaN = arith::XOrIOp::create(
+                b, l, bestNaN,
+                arith::ConstantOp::create(b, l, b.getBoolAttr(true)));
+            take = arith::OrIOp::create(
+                b, l, wins, arith::AndIOp::create(b, l, xNaN, notBestNaN));
+          } else {
+            using P = arith::CmpIPredicate;
+            P better = isMax ? (last ? P::sge : P::sgt)
+                             : (last ? P::sle : P::slt);
+            take = arith::CmpIOp::create(b, l, better, x, best);
+          }
+          linalg::YieldOp::create(
+              b, l,
+              ValueRange{arith::SelectOp::create(b, l, take, x, best),
+                         arith::SelectOp::create(b, l, take, k, bestIndex)});
+        });
+    rewriter.replaceOp(op, generic.getResult(1));
+    return success();
+  }
+};
+
 /// softmax and log_softmax: m = max(x); s = sum(exp(x - m)); then
 /// exp(x - m) / s, or x - m - log(s).
 template <typename OpTy, bool isLog>
@@ -1229,6 +1357,45 @@ struct GatherLowering : OpConversionPattern<GatherOp> {
   }
 };
 
+/// gather_elements: over the result's (the indices') positions, the input
+/// element at the same coordinates with the axis one from the index.
+struct GatherElementsLowering : OpConversionPattern<GatherElementsOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(GatherElementsOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = getContext();
+    RankedTensorType type = tensorType(op);
+    Value input = adaptor.getInput();
+    int64_t axis = op.getAxis(), rank = type.getRank();
+    int64_t dimSize = tensorType(input).getDimSize(axis);
+    SmallVector<AffineMap> maps(2, AffineMap::getMultiDimIdentityMap(rank, ctx));
+    SmallVector<IteratorType> iters(rank, IteratorType::parallel);
+    Value init =
+        emptyTensor(rewriter, loc, type.getShape(), type.getElementType());
+    auto generic = linalg::GenericOp::create(
+        rewriter, loc, TypeRange{type}, ValueRange{adaptor.getIndices()},
+        ValueRange{init}, maps, iters,
+        [&](OpBuilder &b, Location l, ValueRange a) {
+          Value idx = arith::IndexCastOp::create(b, l, b.getIndexType(), a[0]);
+          Value zero = arith::ConstantIndexOp::create(b, l, 0);
+          Value last = arith::ConstantIndexOp::create(
+              b, l, std::max<int64_t>(0, dimSize - 1));
+          idx = arith::MinSIOp::create(
+              b, l, arith::MaxSIOp::create(b, l, idx, zero), last);
+          SmallVector<Value> coords;
+          for (int64_t j = 0; j < rank; ++j)
+            coords.push_back(j == axis ? idx
+                                       : (Value)linalg::IndexOp::create(b, l, j));
+          linalg::YieldOp::create(
+              b, l, tensor::ExtractOp::create(b, l, input, coords).getResult());
+        });
+    rewriter.replaceOp(op, generic.getResult(0));
+    return success();
+  }
+};
+
 struct PadLowering : OpConversionPattern<PadOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
@@ -1316,5 +1483,8 @@ void mlir::flow::populateFlowToLinalgPatterns(RewritePatternSet &patterns) {
            PoolLowering<AvgPool2dOp, false>, ConstantLowering, AnnotateLowering,
            ReshapeLowering, TransposeLowering, BroadcastToLowering,
            ConcatLowering, SliceLowering, ReverseLowering, GatherLowering,
+           GatherElementsLowering, CumsumLowering,
+           ArgReduceLowering<ArgmaxOp, true>,
+           ArgReduceLowering<ArgminOp, false>,
            PadLowering>(ctx);
 }

@@ -192,3 +192,29 @@ func.func @dead_code(%x: tensor<4xf32>) -> tensor<4xf32> {
   return %1 : tensor<4xf32>
 }
 flow.mesh @m [2]
+
+// A weight transposed for a matmul is read in place: the transpose of the
+// last two dimensions becomes transpose_rhs (and a second one cancels it).
+// CHECK-LABEL: func.func @transpose_into_matmul_rhs
+// CHECK-SAME: (%[[X:.*]]: tensor<2x768xf32>, %[[W:.*]]: tensor<50x768xf32>, %[[B:.*]]: tensor<3x4x5xf32>, %[[V:.*]]: tensor<3x5x6xf32>)
+// CHECK-NOT: flow.transpose
+// CHECK: flow.matmul %[[X]], %[[W]] {transpose_rhs} : (tensor<2x768xf32>, tensor<50x768xf32>) -> tensor<2x50xf32>
+// CHECK: flow.matmul %[[B]], %[[V]] : (tensor<3x4x5xf32>, tensor<3x5x6xf32>) -> tensor<3x4x6xf32>
+func.func @transpose_into_matmul_rhs(%x: tensor<2x768xf32>, %w: tensor<50x768xf32>,
+    %b: tensor<3x4x5xf32>, %v: tensor<3x5x6xf32>) -> (tensor<2x50xf32>, tensor<3x4x6xf32>) {
+  %t = flow.transpose %w [1, 0] : tensor<50x768xf32> -> tensor<768x50xf32>
+  %y = flow.matmul %x, %t : (tensor<2x768xf32>, tensor<768x50xf32>) -> tensor<2x50xf32>
+  %vt = flow.transpose %v [0, 2, 1] : tensor<3x5x6xf32> -> tensor<3x6x5xf32>
+  %z = flow.matmul %b, %vt {transpose_rhs} : (tensor<3x4x5xf32>, tensor<3x6x5xf32>) -> tensor<3x4x6xf32>
+  return %y, %z : tensor<2x50xf32>, tensor<3x4x6xf32>
+}
+
+// A transpose that moves a batch dimension stays.
+// CHECK-LABEL: func.func @batch_transpose_stays
+// CHECK: flow.transpose
+// CHECK: flow.matmul
+func.func @batch_transpose_stays(%b: tensor<3x4x5xf32>, %v: tensor<5x3x6xf32>) -> tensor<3x4x6xf32> {
+  %vt = flow.transpose %v [1, 0, 2] : tensor<5x3x6xf32> -> tensor<3x5x6xf32>
+  %z = flow.matmul %b, %vt : (tensor<3x4x5xf32>, tensor<3x5x6xf32>) -> tensor<3x4x6xf32>
+  return %z : tensor<3x4x6xf32>
+}

@@ -1049,6 +1049,31 @@ func.func @f(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
 
 // -----
 
+func.func @f(%x: tensor<2x3xi64>) -> tensor<2x3xi64> {
+  // expected-error @+1 {{axis 2 is out of range [0, 2)}}
+  %0 = flow.cumsum %x axis = 2 : tensor<2x3xi64>
+  return %0 : tensor<2x3xi64>
+}
+
+// -----
+
+func.func @f(%x: tensor<2x3xf32>) -> tensor<2xi64> {
+  // expected-error @+2 {{axis -1 is out of range [0, 2)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = flow.argmax %x axis = -1 : tensor<2x3xf32> -> tensor<2xi64>
+  return %0 : tensor<2xi64>
+}
+
+// -----
+
+func.func @f(%x: tensor<2x3xf32>) -> tensor<2xi32> {
+  // expected-error @+1 {{result #0 must be statically shaped tensor of 64-bit signless integer values, but got 'tensor<2xi32>'}}
+  %0 = flow.argmin %x axis = 1 : tensor<2x3xf32> -> tensor<2xi32>
+  return %0 : tensor<2xi32>
+}
+
+// -----
+
 func.func @f(%x: tensor<1x4x8x8xf32>) -> tensor<1x4x3x3x1x6xf32> {
   // expected-error @+2 {{padding -9 and 1 crop more than the height (8) of the input}}
   // expected-error @+1 {{failed to infer returned types}}
@@ -1065,4 +1090,22 @@ func.func @f(%x: tensor<1x4x8x8xf32>) -> tensor<1x4x3x3x1x6xf32> {
   %0 = flow.im2col %x kernel = [3, 3] strides = [1, 1] padding = [-5, 0, -4, 0] dilations = [1, 1]
       : tensor<1x4x8x8xf32> -> tensor<1x4x3x3x1x6xf32>
   return %0 : tensor<1x4x3x3x1x6xf32>
+}
+
+// -----
+
+func.func @f(%x: tensor<2x3xf32>, %i: tensor<3x3xi64>) -> tensor<3x3xf32> {
+  // expected-error @+2 {{indices dimension 0 (3) is larger than the input's (2)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = flow.gather_elements %x[%i] axis = 1 : (tensor<2x3xf32>, tensor<3x3xi64>) -> tensor<3x3xf32>
+  return %0 : tensor<3x3xf32>
+}
+
+// -----
+
+func.func @f(%x: tensor<2x3xf32>, %i: tensor<6xi64>) -> tensor<6xf32> {
+  // expected-error @+2 {{indices must have the input's rank 2, got 1}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = flow.gather_elements %x[%i] axis = 1 : (tensor<2x3xf32>, tensor<6xi64>) -> tensor<6xf32>
+  return %0 : tensor<6xf32>
 }

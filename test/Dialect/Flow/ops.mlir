@@ -190,7 +190,8 @@ func.func @cnn_ops(%x: tensor<1x16x32x32xf32>, %s: tensor<16xf32>, %b: tensor<16
 
 // CHECK-LABEL: func.func @data_movement
 func.func @data_movement(%x: tensor<2x3x4xf32>, %y: tensor<2x5x4xf32>, %t: tensor<1000x64xf32>,
-                         %ids: tensor<2x16xi64>, %r: tensor<1x4xf32>, %ids32: tensor<3xi32>)
+                         %ids: tensor<2x16xi64>, %r: tensor<1x4xf32>, %ids32: tensor<3xi32>,
+                         %ids5: tensor<2x5x4xi32>)
     -> tensor<6x4xf32> {
   // CHECK: flow.reshape %{{.*}} : tensor<2x3x4xf32> -> tensor<6x4xf32>
   %0 = flow.reshape %x : tensor<2x3x4xf32> -> tensor<6x4xf32>
@@ -206,6 +207,16 @@ func.func @data_movement(%x: tensor<2x3x4xf32>, %y: tensor<2x5x4xf32>, %t: tenso
       : tensor<2x5x4xf32> -> tensor<2x2x2xf32>
   // CHECK: flow.reverse %{{.*}} axes = [0, 2] : tensor<2x3x4xf32>
   %rev = flow.reverse %x axes = [0, 2] : tensor<2x3x4xf32>
+  // CHECK: flow.cumsum %{{.*}} axis = 1 : tensor<2x3x4xf32>
+  // CHECK: flow.cumsum %{{.*}} axis = 2 {exclusive, reverse} : tensor<2x3x4xf32>
+  %cs = flow.cumsum %x axis = 1 : tensor<2x3x4xf32>
+  %cx = flow.cumsum %x axis = 2 {exclusive, reverse} : tensor<2x3x4xf32>
+  // CHECK: flow.gather_elements %{{.*}}[%{{.*}}] axis = 1 : (tensor<2x3x4xf32>, tensor<2x5x4xi32>) -> tensor<2x5x4xf32>
+  %ge = flow.gather_elements %x[%ids5] axis = 1 : (tensor<2x3x4xf32>, tensor<2x5x4xi32>) -> tensor<2x5x4xf32>
+  // CHECK: flow.argmax %{{.*}} axis = 1 : tensor<2x3x4xf32> -> tensor<2x4xi64>
+  // CHECK: flow.argmin %{{.*}} axis = 2 {keepdims, select_last_index} : tensor<2x3x4xf32> -> tensor<2x3x1xi64>
+  %am = flow.argmax %x axis = 1 : tensor<2x3x4xf32> -> tensor<2x4xi64>
+  %an = flow.argmin %x axis = 2 {keepdims, select_last_index} : tensor<2x3x4xf32> -> tensor<2x3x1xi64>
   // CHECK: flow.gather %{{.*}}[%{{.*}}] axis = 0 : (tensor<1000x64xf32>, tensor<2x16xi64>) -> tensor<2x16x64xf32>
   %5 = flow.gather %t[%ids] axis = 0 : (tensor<1000x64xf32>, tensor<2x16xi64>) -> tensor<2x16x64xf32>
   // CHECK: flow.gather %{{.*}}[%{{.*}}] axis = 1 : (tensor<2x3x4xf32>, tensor<3xi32>) -> tensor<2x3x4xf32>

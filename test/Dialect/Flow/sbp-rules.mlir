@@ -124,6 +124,18 @@ func.func @more(%x: tensor<4x8xf32>, %i: tensor<4x8xi32>, %c: tensor<4x8xi1>, %v
   // A reversed axis keeps no split (its pieces would be in reverse order).
   // CHECK: remark: rules: ([B] -> [B]) ([S(0)] -> [S(0)]) ([P] -> [P])
   %rev = flow.reverse %x axes = [1] : tensor<4x8xf32>
+  // Running sums keep the splits of the other axes; they are linear.
+  // CHECK: remark: rules: ([B] -> [B]) ([S(0)] -> [S(0)]) ([P] -> [P])
+  %csum = flow.cumsum %x axis = 1 : tensor<4x8xf32>
+  // An index along a split axis needs the other pieces.
+  // CHECK: remark: rules: ([B] -> [B]) ([S(1)] -> [S(0)])
+  %am = flow.argmax %x axis = 0 : tensor<4x8xf32> -> tensor<8xi64>
+  // CHECK: remark: rules: ([B] -> [B]) ([S(1)] -> [S(1)])
+  %an = flow.argmin %x axis = 0 {keepdims} : tensor<4x8xf32> -> tensor<1x8xi64>
+  // Indices split along the axis read a whole input; in another dimension
+  // input and indices split together.
+  // CHECK: remark: rules: ([B, B] -> [B]) ([S(0), S(0)] -> [S(0)]) ([B, S(1)] -> [S(1)])
+  %ge = flow.gather_elements %x[%i] axis = 1 : (tensor<4x8xf32>, tensor<4x8xi32>) -> tensor<4x8xf32>
   // CHECK: remark: rules: ([B] -> [B]) ([S(1)] -> [S(1)]) ([P] -> [P])
   %28 = flow.pad %x low = [1, 0] high = [0, 0] value = 0.0 : tensor<4x8xf32> -> tensor<5x8xf32>
   // CHECK: remark: rules: ([B] -> [B]) ([S(1)] -> [S(1)])

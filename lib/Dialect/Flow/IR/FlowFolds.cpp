@@ -134,6 +134,37 @@ struct ComposeTransposes : OpRewritePattern<TransposeOp> {
 };
 } // namespace
 
+namespace {
+/// matmul(a, transpose(b, [0, .., r-1, r-2])) -> matmul(a, b) with
+/// `transpose_rhs` flipped: the product reads `b` in place.
+struct FoldTransposeIntoMatmulRhs : OpRewritePattern<MatmulOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(MatmulOp op,
+                                PatternRewriter &rewriter) const override {
+    auto transpose = op.getRhs().getDefiningOp<TransposeOp>();
+    if (!transpose)
+      return rewriter.notifyMatchFailure(op, "rhs is not a transpose");
+    ArrayRef<int64_t> perm = transpose.getPermutation();
+    int64_t rank = static_cast<int64_t>(perm.size());
+    if (rank < 2 || perm[rank - 1] != rank - 2 || perm[rank - 2] != rank - 1)
+      return rewriter.notifyMatchFailure(op, "not a swap of the last two");
+    for (int64_t i = 0; i + 2 < rank; ++i)
+      if (perm[i] != i)
+        return rewriter.notifyMatchFailure(op, "moves a batch dimension");
+    rewriter.modifyOpInPlace(op, [&] {
+      op.getRhsMutable().assign(transpose.getInput());
+      op.setTransposeRhs(!op.getTransposeRhs());
+    });
+    return success();
+  }
+};
+} // namespace
+
+void MatmulOp::getCanonicalizationPatterns(RewritePatternSet &results,
+                                           MLIRContext *context) {
+  results.add<FoldTransposeIntoMatmulRhs>(context);
+}
+
 void TransposeOp::getCanonicalizationPatterns(RewritePatternSet &results,
                                               MLIRContext *context) {
   results.add<ComposeTransposes>(context);

@@ -577,6 +577,25 @@ LogicalResult SoftmaxOp::verify() {
 LogicalResult LogSoftmaxOp::verify() {
   return verifyAxisIn(*this, getAxis(), getType());
 }
+LogicalResult CumsumOp::verify() {
+  return verifyAxisIn(*this, getAxis(), getType());
+}
+
+#define FLOW_ARG_REDUCE_INFER(OP)                                              \
+  LogicalResult OP::inferReturnTypes(                                          \
+      MLIRContext *context, std::optional<Location> loc, Adaptor adaptor,      \
+      SmallVectorImpl<Type> &results) {                                        \
+    int64_t axis = adaptor.getAxis();                                          \
+    if (failed(inferReduce(loc, adaptor.getInput(), {axis},                    \
+                           adaptor.getKeepdims(), results)))                   \
+      return failure();                                                        \
+    auto reduced = cast<RankedTensorType>(results.back());                     \
+    results.back() = reduced.clone(IntegerType::get(context, 64));             \
+    return success();                                                          \
+  }
+FLOW_ARG_REDUCE_INFER(ArgmaxOp)
+FLOW_ARG_REDUCE_INFER(ArgminOp)
+#undef FLOW_ARG_REDUCE_INFER
 
 /// Checks the axis and the affine parameters of layer/RMS normalization.
 static LogicalResult verifyTrailingNorm(Operation *op, Value input,
@@ -790,6 +809,33 @@ LogicalResult GatherOp::inferReturnTypes(MLIRContext *,
   llvm::append_range(shape, indices.getShape());
   llvm::append_range(shape, input.getShape().drop_front(axis + 1));
   results.push_back(RankedTensorType::get(shape, input.getElementType()));
+  return success();
+}
+
+LogicalResult GatherElementsOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+    SmallVectorImpl<Type> &results) {
+  Reporter report{loc};
+  RankedTensorType input = tensorTypeOf(adaptor.getInput());
+  RankedTensorType indices = tensorTypeOf(adaptor.getIndices());
+  if (!input || !indices)
+    return report.fail("operands must be ranked tensors");
+  if (input.getRank() != indices.getRank())
+    return report.fail("indices must have the input's rank ",
+                       input.getRank(), ", got ", indices.getRank());
+  int64_t axis = adaptor.getAxis();
+  if (failed(checkAxes(axis, input.getRank(), "axis", report)))
+    return failure();
+  for (int64_t d = 0; d < input.getRank(); ++d)
+    if (d != axis && indices.getDimSize(d) > input.getDimSize(d))
+      return report.fail("indices dimension ", d, " (", indices.getDimSize(d),
+                         ") is larger than the input's (",
+                         input.getDimSize(d), ")");
+  if (input.getDimSize(axis) == 0 && indices.getNumElements() > 0)
+    return report.fail("cannot gather from dimension ", axis,
+                       ", which is empty: no index is valid");
+  results.push_back(
+      RankedTensorType::get(indices.getShape(), input.getElementType()));
   return success();
 }
 

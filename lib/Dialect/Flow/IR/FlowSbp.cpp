@@ -241,6 +241,32 @@ template <typename Op> Rules reductionRules(Op op, SbpDim partial) {
   return rules;
 }
 Rules sbpRules(ReduceSumOp op) { return reductionRules(op, P); }
+// Running sums: splits of the other axes pass; the sum is linear.
+Rules sbpRules(CumsumOp op) {
+  Rules rules = start(op);
+  for (int64_t i = 0, e = typeOf(op.getInput()).getRank(); i < e; ++i)
+    if (i != op.getAxis())
+      rules.push_back({{S(i)}, {S(i)}});
+  rules.push_back({{P}, {P}});
+  return rules;
+}
+// Arg reductions: splits of the other axes pass (renumbered without
+// keepdims); the index along a split axis would need the other pieces.
+template <typename Op> Rules argReduceRules(Op op) {
+  Rules rules = start(op);
+  int64_t out = 0;
+  for (int64_t i = 0, e = typeOf(op.getInput()).getRank(); i < e; ++i) {
+    if (i == op.getAxis()) {
+      if (op.getKeepdims())
+        ++out;
+      continue;
+    }
+    rules.push_back({{S(i)}, {S(out++)}});
+  }
+  return rules;
+}
+Rules sbpRules(ArgmaxOp op) { return argReduceRules(op); }
+Rules sbpRules(ArgminOp op) { return argReduceRules(op); }
 Rules sbpRules(ReduceMeanOp op) { return reductionRules(op, P); }
 Rules sbpRules(ReduceMaxOp op) { return reductionRules(op, PMax); }
 
@@ -366,6 +392,22 @@ Rules sbpRules(ReverseOp op) {
     if (!llvm::is_contained(op.getAxes(), i))
       rules.push_back({{S(i)}, {S(i)}});
   rules.push_back({{P}, {P}});
+  return rules;
+}
+Rules sbpRules(GatherElementsOp op) {
+  // Indices split along the axis read anywhere in a whole input. In another
+  // dimension, an index's position there is also the input coordinate it
+  // reads, so input and indices split together (when of one size).
+  Rules rules = start(op);
+  int64_t axis = op.getAxis();
+  RankedTensorType input = typeOf(op.getInput()),
+                   indices = typeOf(op.getIndices());
+  for (int64_t d = 0; d < input.getRank(); ++d) {
+    if (d == axis)
+      rules.push_back({{B, S(d)}, {S(d)}});
+    else if (input.getDimSize(d) == indices.getDimSize(d))
+      rules.push_back({{S(d), S(d)}, {S(d)}});
+  }
   return rules;
 }
 Rules sbpRules(GatherOp op) {

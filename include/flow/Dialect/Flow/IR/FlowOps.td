@@ -296,6 +296,10 @@ def Flow_MatmulOp : Flow_Op<"matmul", [Pure, InferTypeOpAdaptor,
   let results = (outs Flow_NumericTensor:$result);
   let assemblyFormat =
       "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
+  // A `rhs` that is a transpose of its last two dimensions becomes
+  // `transpose_rhs` on the transpose's input (a weight stays where it is
+  // instead of being copied transposed on every call).
+  let hasCanonicalizer = 1;
 }
 
 def Flow_Conv2dOp : Flow_Op<"conv2d", [Pure, InferTypeOpAdaptor,
@@ -384,6 +388,53 @@ class Flow_ReduceOp<string mnemonic, Type tensorType, string what>
 def Flow_ReduceSumOp : Flow_ReduceOp<"reduce_sum", Flow_NumericTensor, "the sum">;
 def Flow_ReduceMeanOp : Flow_ReduceOp<"reduce_mean", Flow_FloatTensor, "the mean">;
 def Flow_ReduceMaxOp : Flow_ReduceOp<"reduce_max", Flow_NumericTensor, "the maximum">;
+
+def Flow_CumsumOp : Flow_Op<"cumsum", [Pure, SameOperandsAndResultType]> {
+  let summary = "running sums along one axis";
+  let description = [{
+    `result[..., i, ...]` is the sum of `input[..., k, ...]` over `k <= i`
+    along `axis` (in `[0, rank)`); `k < i` with `exclusive` (the first sum
+    is 0); `k >= i` (or `k > i`) with `reverse`. Floats of 16 bits are
+    summed in f32. `torch.cumsum` and ONNX `CumSum` import to it.
+
+    The kernel is a masked reduction: `n * n` additions per row for an
+    axis of length `n` (position ids and masks, not long signals).
+
+    ```mlir
+    %s = flow.cumsum %x axis = 1 : tensor<2x8xi64>
+    %e = flow.cumsum %x axis = 1 {exclusive, reverse} : tensor<2x8xi64>
+    ```
+  }];
+  let arguments = (ins Flow_NumericTensor:$input, Flow_I64Attr:$axis,
+                       UnitAttr:$exclusive, UnitAttr:$reverse);
+  let results = (outs Flow_NumericTensor:$result);
+  let assemblyFormat = "$input `axis` `=` $axis attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+class Flow_ArgReduceOp<string mnemonic, string what>
+    : Flow_Op<mnemonic, [Pure, InferTypeOpAdaptor]> {
+  let summary = "the index of the " # what # " along one axis";
+  let description = "\n    The index (`i64`) of the " # what # [{ of `input` along
+    `axis` (in `[0, rank)`), which is dropped from the shape, or kept as
+    size 1 with `keepdims`. Of equal values the first wins, or the last
+    with `select_last_index`; a NaN wins over every number (the first NaN),
+    as in PyTorch and numpy.
+
+    ```mlir
+    %i = flow.}] # mnemonic # [{ %x axis = 1 : tensor<4x8xf32> -> tensor<4xi64>
+    %k = flow.}] # mnemonic # [{ %x axis = 0 {keepdims} : tensor<4x8xf32> -> tensor<1x8xi64>
+    ```
+  }];
+  let arguments = (ins Flow_NumericTensor:$input, Flow_I64Attr:$axis,
+                       UnitAttr:$keepdims, UnitAttr:$select_last_index);
+  let results = (outs StaticShapeTensorOf<[I64]>:$result);
+  let assemblyFormat =
+      "$input `axis` `=` $axis attr-dict `:` type($input) `->` type($result)";
+}
+
+def Flow_ArgmaxOp : Flow_ArgReduceOp<"argmax", "largest value">;
+def Flow_ArgminOp : Flow_ArgReduceOp<"argmin", "smallest value">;
 
 class Flow_SoftmaxBase<string mnemonic, string what>
     : Flow_Op<mnemonic, [Pure, SameOperandsAndResultType]> {
@@ -658,6 +709,30 @@ def Flow_GatherOp : Flow_Op<"gather", [Pure, InferTypeOpAdaptor]> {
     ```mlir
     %e = flow.gather %table[%ids] axis = 0
         : (tensor<1000x64xf32>, tensor<2x16xi64>) -> tensor<2x16x64xf32>
+    ```
+  }];
+  let arguments = (ins Flow_Tensor:$input, Flow_IndexTensor:$indices,
+                       Flow_I64Attr:$axis);
+  let results = (outs Flow_Tensor:$result);
+  let assemblyFormat = [{
+    $input `[` $indices `]` `axis` `=` $axis attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+def Flow_GatherElementsOp : Flow_Op<"gather_elements", [Pure,
+                                                         InferTypeOpAdaptor]> {
+  let summary = "takes one element along an axis for each index";
+  let description = [{
+    `indices` (`i32` or `i64`) has the input's rank and, in every dimension
+    but `axis`, at most the input's size; the result has its shape, and
+    `result[.., j, ..] = input[.., indices[.., j, ..], ..]` with the index
+    taken along `axis` and every other coordinate kept. An index outside
+    `[0, dim(axis))` is clamped into it, so no read leaves the tensor.
+    `torch.gather` and ONNX `GatherElements` import to it.
+
+    ```mlir
+    %y = flow.gather_elements %x[%i] axis = 1
+        : (tensor<2x5xf32>, tensor<2x3xi64>) -> tensor<2x3xf32>
     ```
   }];
   let arguments = (ins Flow_Tensor:$input, Flow_IndexTensor:$indices,
