@@ -158,8 +158,10 @@ static void recordKernels(ModuleOp module, CompileReport &report) {
             FlowDialect::getWorkgroupExtentAttrName()))
       kernel.rows = rows.getInt();
     func.walk([&](Operation *op) {
-      if (isa<FlowDialect>(op->getDialect()) && !isa<ConstantOp>(op))
+      if (isa<FlowDialect>(op->getDialect()) && !isa<ConstantOp>(op)) {
         kernel.ops.push_back(op->getName().getStringRef().str());
+        kernel.locations.push_back(locationText(op->getLoc()));
+      }
     });
     report.kernels.push_back(std::move(kernel));
   }
@@ -387,6 +389,40 @@ static LogicalResult buildExecutable(ModuleOp host, ModuleOp kernels,
                                      const CompileOptions &options,
                                      CompileResult &result);
 
+/// The executable's DType value of an element type, if it has one.
+static std::optional<uint8_t> executableDType(Type t) {
+  if (t.isF32())
+    return 0;
+  if (t.isF16())
+    return 1;
+  if (t.isBF16())
+    return 2;
+  if (t.isInteger(64))
+    return 3;
+  if (t.isInteger(32))
+    return 4;
+  if (t.isInteger(1))
+    return 5;
+  return std::nullopt;
+}
+
+/// "flow.exp at model.py:12:0, flow.add at model.py:13:0", at most the
+/// first eight ops.
+static std::string describeKernel(const CompileReport::Kernel &k) {
+  constexpr size_t kShown = 8;
+  std::string s;
+  for (size_t i = 0; i < k.ops.size() && i < kShown; ++i) {
+    if (i)
+      s += ", ";
+    s += k.ops[i];
+    if (i < k.locations.size() && !k.locations[i].empty())
+      s += " at " + k.locations[i];
+  }
+  if (k.ops.size() > kShown)
+    s += " and " + std::to_string(k.ops.size() - kShown) + " more";
+  return s;
+}
+
 /// The runtime ABI of each kernel, as flow-record-kernel-abi recorded it:
 /// buffers (operands, then results), then the workgroup id and count.
 static llvm::StringMap<KernelInfo> kernelInfos(ModuleOp kernels) {
@@ -407,6 +443,19 @@ static llvm::StringMap<KernelInfo> kernelInfos(ModuleOp kernels) {
     if (auto n = func->getAttrOfType<IntegerAttr>(
             FlowDialect::getMaxWorkgroupsAttrName()))
       info.maxWorkgroups = n.getInt();
+    // The bindings are the first arguments, as memrefs.
+    for (Type type : func.getArgumentTypes().take_front(info.numBindings)) {
+      auto memref = dyn_cast<MemRefType>(type);
+      std::optional<uint8_t> dtype =
+          memref ? executableDType(memref.getElementType()) : std::nullopt;
+      if (!dtype) {
+        info.bindingDtypes.clear();
+        break;
+      }
+      info.bindingDtypes.push_back(*dtype);
+    }
+    if (info.bindingDtypes.size() != info.numBindings)
+      info.bindingDtypes.clear();
 
     infos[func.getSymName()] = info;
   }
@@ -500,6 +549,9 @@ FailureOr<CompileResult> mlir::flow::compile(ModuleOp module,
       return stop(kernels.release());
     if (step.phase == Phase::Bufferized) {
       infos = kernelInfos(*kernels);
+      for (const CompileReport::Kernel &k : report.kernels)
+        if (auto it = infos.find(k.name); it != infos.end())
+          it->second.description = describeKernel(k);
       for (CompileReport::Kernel &k : report.kernels) {
         auto alias = runAs.find(k.name);
         StringRef name = alias == runAs.end() ? StringRef(k.name)

@@ -492,9 +492,13 @@ FailureOr<std::vector<uint8_t>> mlir::flow::writeExecutable(
              << "' does not fit the executable format: " << info.maxWorkgroups
              << " workgroups, " << info.numBindings
              << " buffers (each must be in [1, 2^32-1])";
-    kernelTables.push_back(
-        fb::CreateKernelDirect(fbb, info.symbol.c_str(), info.numBindings,
-                               &info.bindingSizes, info.numOutputs));
+    std::vector<fb::DType> dtypes;
+    for (uint8_t d : info.bindingDtypes)
+      dtypes.push_back(static_cast<fb::DType>(d));
+    kernelTables.push_back(fb::CreateKernelDirect(
+        fbb, info.symbol.c_str(), info.numBindings, &info.bindingSizes,
+        info.numOutputs, dtypes.empty() ? nullptr : &dtypes,
+        info.description.empty() ? nullptr : info.description.c_str()));
   }
 
   ConstantTable constants;

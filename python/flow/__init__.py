@@ -54,10 +54,24 @@ class CompiledModule:
 
     def __init__(self, executable: bytes, threads: int = 0,
                  parameters: str = "", base_directory: str = "",
-                 timeout: Optional[float] = None):
+                 timeout: Optional[float] = None,
+                 check_numerics: bool = False):
         self.executable = executable
         self._module = _Module(executable, threads, parameters,
                                base_directory, _timeout_seconds(timeout))
+        self.check_numerics = check_numerics
+
+    @property
+    def check_numerics(self) -> bool:
+        """When true, a call stops at the first NaN or infinity in an input
+        or written by a kernel, with a FlowError naming the kernel, its ops
+        and their source lines, the element and its value."""
+        return self._check_numerics
+
+    @check_numerics.setter
+    def check_numerics(self, on: bool):
+        self._check_numerics = bool(on)
+        self._module.set_check_numerics(self._check_numerics)
 
     @property
     def functions(self):
@@ -106,7 +120,8 @@ def compile_mlir(source: str, target: str = "cpu", threads: int = 0,
                  base_directory: str = "", cpu: str = "host", mesh=None,
                  timeout: Optional[float] = None,
                  fusion: bool = True,
-                 precision: str = "f32") -> CompiledModule:
+                 precision: str = "f32",
+                 check_numerics: bool = False) -> CompiledModule:
     """Compiles flow-dialect MLIR text for `target` and loads it.
 
     The options are flow-compile's (`cpu` is its --cpu, the LLVM CPU the
@@ -114,12 +129,13 @@ def compile_mlir(source: str, target: str = "cpu", threads: int = 0,
     per kernel; `precision="bf16"` is its --precision=bf16: matrix products
     and convolutions read bf16 operands and sum in f32). A relative parameter archive named by the
     module is taken from `base_directory` (default: the current
-    directory); `parameters` overrides it. `timeout` is flow.compile's."""
+    directory); `parameters` overrides it. `timeout` and `check_numerics`
+    are flow.compile's."""
     return CompiledModule(
         _compile(source, target=target, library_matmul=library_matmul,
                  cpu=cpu, mesh=_mesh_text(mesh), fusion=fusion,
                  precision=precision),
-        threads, parameters, base_directory, timeout)
+        threads, parameters, base_directory, timeout, check_numerics)
 
 
 def _timeout_seconds(timeout) -> float:
@@ -143,7 +159,8 @@ def _mesh_text(mesh) -> str:
 
 
 def load(path, threads: int = 0, parameters: str = "",
-         timeout: Optional[float] = None) -> CompiledModule:
+         timeout: Optional[float] = None,
+         check_numerics: bool = False) -> CompiledModule:
     """Loads a .fbin written by flow-compile (or `CompiledModule.executable`
     saved to a file). A relative parameter archive is taken from the
     file's directory; `parameters` names another. `timeout` is
@@ -155,7 +172,8 @@ def load(path, threads: int = 0, parameters: str = "",
     except OSError as e:
         raise FlowError(f"cannot read '{path}': {e.strerror}") from e
     return CompiledModule(data, threads, parameters,
-                          os.path.dirname(os.path.abspath(path)), timeout)
+                          os.path.dirname(os.path.abspath(path)), timeout,
+                          check_numerics)
 
 
 def compile_ir(source: str, phase: str, target: str = "cpu") -> str:
@@ -295,7 +313,8 @@ def compile(model: Any, example_args=(), example_kwargs=None, *,
             parameters: Optional[str] = None,
             library_matmul: bool = True, cpu: str = "host", mesh=None,
             sbp=None, timeout: Optional[float] = None,
-            fusion: bool = True, precision: str = "f32") -> CompiledModel:
+            fusion: bool = True, precision: str = "f32",
+            check_numerics: bool = False) -> CompiledModel:
     """Imports, compiles and loads `model`; returns a callable.
 
     `model` is a torch.nn.Module or torch.export.ExportedProgram (traced
@@ -314,6 +333,10 @@ def compile(model: Any, example_args=(), example_kwargs=None, *,
     error naming the rank(s) that stopped. Default: FLOW_COLLECTIVE_TIMEOUT,
     else 300 s. The first mesh module of a process starts MPI; later ones
     set the timeout for all.
+    `check_numerics=True` makes each call stop at the first NaN or infinity
+    (in an input, or written by a kernel) with a FlowError naming the
+    kernel, the ops it computes and their source lines, the element and its
+    value (`compiled.module.check_numerics` turns it on and off).
     """
     keep = parameters is not None
     archive = os.fspath(parameters) if keep else None
@@ -340,7 +363,8 @@ def compile(model: Any, example_args=(), example_kwargs=None, *,
         module = compile_mlir(program.text, target=target, threads=threads,
                               library_matmul=library_matmul, cpu=cpu,
                               mesh=mesh, timeout=timeout, fusion=fusion,
-                              precision=precision)
+                              precision=precision,
+                              check_numerics=check_numerics)
     finally:
         if not keep and os.path.exists(archive):
             os.unlink(archive)

@@ -115,8 +115,11 @@ def _compile(case: Case):
         if "must be known at compile time" not in str(e):
             raise
         names = [i.name for i in model.graph.input]
+        # Integer tensors (shapes, axes, pads) and single values (OneHot's
+        # depth, Range's bounds, which may be floats).
         frozen = {n: a for n, a in zip(names, case.inputs)
-                  if np.issubdtype(np.asarray(a).dtype, np.integer)}
+                  if np.issubdtype(np.asarray(a).dtype, np.integer)
+                  or np.asarray(a).size == 1}
         program = import_program(model, constants=frozen)
     module = compile_mlir(program.text)
     return module, program

@@ -396,6 +396,8 @@ for _op, _flow, _float in [("Neg", "neg", False), ("Abs", "abs", False),
                            ("Exp", "exp", True), ("Log", "log", True),
                            ("Sqrt", "sqrt", True), ("Tanh", "tanh", True),
                            ("Sin", "sin", True), ("Cos", "cos", True),
+                           ("Floor", "floor", True), ("Ceil", "ceil", True),
+                           ("Round", "round", True),
                            ("Sigmoid", "sigmoid", True), ("Relu", "relu", False),
                            ("Erf", "erf", True)]:
     _handles(_op)(_unary(_flow, _float))
@@ -702,6 +704,340 @@ _handles("ArgMax")(_arg_reduction("max"))
 _handles("ArgMin")(_arg_reduction("min"))
 
 
+# Activations and element-wise ops built from Flow's --------------------------
+
+def _float_input(self, x) -> Value:
+    v = self.value(x)
+    if v.dtype not in FLOAT_TYPES:
+        raise Unsupported(f"{v.dtype} input")
+    return v
+
+
+def _expm1_scaled(self, v, alpha):
+    """alpha * (exp(v) - 1)."""
+    e = self.e.binary("sub", self.e.unary("exp", v), self.e.scalar(1, v.dtype))
+    return self.e.binary("mul", e, self.e.scalar(alpha, v.dtype))
+
+
+@_handles("Elu", "Selu")
+def _elu(self, ins, attrs):
+    v = _float_input(self, ins[0])
+    selu = self.node.op_type == "Selu"
+    alpha = attrs.get("alpha", 1.67326319217681884765625 if selu else 1.0)
+    positive = self.e.compare("gt", v, self.e.scalar(0, v.dtype))
+    y = self.e.select(positive, v, _expm1_scaled(self, v, alpha))
+    if selu:
+        y = self.e.binary("mul", y, self.e.scalar(
+            attrs.get("gamma", 1.05070102214813232421875), v.dtype))
+    return y
+
+
+@_handles("Celu")
+def _celu(self, ins, attrs):
+    v = _float_input(self, ins[0])
+    alpha = attrs.get("alpha", 1.0)
+    zero = self.e.scalar(0, v.dtype)
+    scaled = self.e.binary("div", v, self.e.scalar(alpha, v.dtype))
+    return self.e.binary("add", self.e.binary("maximum", v, zero),
+                         self.e.binary("minimum", zero,
+                                       _expm1_scaled(self, scaled, alpha)))
+
+
+@_handles("Softsign")
+def _softsign(self, ins, attrs):
+    v = _float_input(self, ins[0])
+    return self.e.binary("div", v, self.e.binary(
+        "add", self.e.unary("abs", v), self.e.scalar(1, v.dtype)))
+
+
+@_handles("ThresholdedRelu")
+def _thresholded_relu(self, ins, attrs):
+    v = _float_input(self, ins[0])
+    above = self.e.compare("gt", v, self.e.scalar(attrs.get("alpha", 1.0),
+                                                  v.dtype))
+    return self.e.select(above, v, self.e.scalar(0, v.dtype))
+
+
+@_handles("HardSwish")
+def _hard_swish(self, ins, attrs):
+    v = _float_input(self, ins[0])
+    gate = self.e.binary("add", self.e.binary(
+        "mul", v, self.e.scalar(1 / 6, v.dtype)), self.e.scalar(0.5, v.dtype))
+    gate = self.e.binary("minimum", self.e.binary(
+        "maximum", gate, self.e.scalar(0, v.dtype)), self.e.scalar(1, v.dtype))
+    return self.e.binary("mul", v, gate)
+
+
+@_handles("Mish")
+def _mish(self, ins, attrs):
+    v = _float_input(self, ins[0])
+    softplus = self.e.unary("log", self.e.binary(
+        "add", self.e.unary("exp", v), self.e.scalar(1, v.dtype)))
+    return self.e.binary("mul", v, self.e.unary("tanh", softplus))
+
+
+@_handles("PRelu")
+def _prelu(self, ins, attrs):
+    v = _float_input(self, ins[0])
+    slope = self.value(ins[1], v.dtype)
+    negative = self.e.compare("lt", v, self.e.scalar(0, v.dtype))
+    return self.e.select(negative, self.e.binary("mul", v, slope), v)
+
+
+@_handles("Shrink")
+def _shrink(self, ins, attrs):
+    v = self.value(ins[0])
+    if v.dtype not in FLOAT_TYPES:
+        raise Unsupported(f"{v.dtype} input")
+    bias, lambd = attrs.get("bias", 0.0), attrs.get("lambd", 0.5)
+    low = self.e.compare("lt", v, self.e.scalar(-lambd, v.dtype))
+    high = self.e.compare("gt", v, self.e.scalar(lambd, v.dtype))
+    return self.e.select(low, self.e.binary("add", v, self.e.scalar(
+        bias, v.dtype)), self.e.select(high, self.e.binary(
+            "sub", v, self.e.scalar(bias, v.dtype)), self.e.scalar(
+                0, v.dtype)))
+
+
+@_handles("Sign")
+def _sign(self, ins, attrs):
+    v = self.value(ins[0])
+    if v.dtype == "i1":
+        raise Unsupported("bool input")
+    zero = self.e.scalar(0, v.dtype)
+    y = self.e.select(self.e.compare("gt", v, zero), self.e.scalar(1, v.dtype),
+                      self.e.select(self.e.compare("lt", v, zero),
+                                    self.e.scalar(-1, v.dtype), zero))
+    if v.dtype in FLOAT_TYPES:  # NaN stays NaN
+        y = self.e.select(self.e.compare("ne", v, v), v, y)
+    return y
+
+
+@_handles("Tan", "Sinh", "Cosh")
+def _trig(self, ins, attrs):
+    v = _float_input(self, ins[0])
+    op = self.node.op_type
+    if op == "Tan":
+        return self.e.binary("div", self.e.unary("sin", v),
+                             self.e.unary("cos", v))
+    a = self.e.unary("exp", v)
+    b = self.e.unary("exp", self.e.unary("neg", v))
+    half = self.e.scalar(0.5, v.dtype)
+    return self.e.binary("mul", self.e.binary(
+        "sub" if op == "Sinh" else "add", a, b), half)
+
+
+@_handles("IsInf")
+def _is_inf(self, ins, attrs):
+    v = _float_input(self, ins[0])
+    pos = self.e.compare("eq", v, self.e.scalar(np.inf, v.dtype))
+    neg = self.e.compare("eq", v, self.e.scalar(-np.inf, v.dtype))
+    false = self.e.scalar(False, "i1")
+    pos = pos if attrs.get("detect_positive", 1) else self.e.select(
+        pos, false, false)
+    neg = neg if attrs.get("detect_negative", 1) else self.e.select(
+        neg, false, false)
+    return self.e.select(pos, self.e.scalar(True, "i1"), neg)
+
+
+@_handles("Xor")
+def _xor(self, ins, attrs):
+    return self.e.compare("ne", self.value(ins[0], "i1"),
+                          self.value(ins[1], "i1"))
+
+
+@_handles("Trilu")
+def _trilu(self, ins, attrs):
+    x = self.value(ins[0])
+    if len(x.shape) < 2:
+        raise Unsupported("a tensor of rank below 2")
+    k = 0
+    if len(ins) > 1 and ins[1] is not None:
+        k = int(self.const(ins[1], "k").reshape(-1)[0])
+    m, n = x.shape[-2:]
+    rows, cols = np.arange(m)[:, None], np.arange(n)[None, :]
+    keep = (cols - rows >= k) if attrs.get("upper", 1) else (cols - rows <= k)
+    zero = self.e.scalar(False, "i1") if x.dtype == "i1" else \
+        self.e.scalar(0, x.dtype)
+    return self.e.select(self.e.constant(keep), x, zero)
+
+
+@_handles("EyeLike")
+def _eye_like(self, ins, attrs):
+    shape = self.shape_of(ins[0])
+    if len(shape) != 2:
+        raise Unsupported("an input of rank other than 2")
+    dtype = _ONNX_TYPES.get(attrs["dtype"]) if "dtype" in attrs \
+        else self.dtype_of(ins[0])
+    if dtype is None:
+        raise Unsupported(_type_refusal(attrs.get("dtype")))
+    eye = np.eye(shape[0], shape[1], k=attrs.get("k", 0))
+    return self.e.constant(eye.astype(numpy_dtype(dtype)))
+
+
+@_handles("OneHot")
+def _one_hot(self, ins, attrs):
+    idx = self.value(ins[0])
+    depth = int(np.asarray(self.const(ins[1], "depth")).reshape(-1)[0])
+    values = self.value(ins[2])
+    if idx.dtype not in ("i64", "i32"):
+        idx = self.e.cast(idx, "i64")
+    rank = len(idx.shape) + 1
+    axis = _axis(attrs.get("axis", -1), rank)
+    # Negative indices count from the end; others outside [0, depth) are
+    # all off.
+    negative = self.e.compare("lt", idx, self.e.scalar(0, idx.dtype))
+    idx = self.e.select(negative, self.e.binary(
+        "add", idx, self.e.scalar(depth, idx.dtype)), idx)
+    shape = list(idx.shape)
+    shape.insert(axis, 1)
+    idx = self.e.reshape(idx, shape)
+    iota_shape = [1] * rank
+    iota_shape[axis] = depth
+    iota = self.e.constant(np.arange(depth).astype(
+        numpy_dtype(idx.dtype)).reshape(iota_shape))
+    hot = self.e.compare("eq", idx, iota)
+    off = self.e.reshape(self.e.slice(values, [0], [1], [1]), ())
+    on = self.e.reshape(self.e.slice(values, [1], [2], [1]), ())
+    return self.e.select(hot, on, off)
+
+
+@_handles("Hardmax")
+def _hardmax(self, ins, attrs):
+    x = _float_input(self, ins[0])
+    axis = _axis(attrs.get("axis", -1), len(x.shape))
+    best = self.e.arg_reduce("max", x, axis, True)
+    iota_shape = [1] * len(x.shape)
+    iota_shape[axis] = x.shape[axis]
+    iota = self.e.constant(np.arange(x.shape[axis]).reshape(iota_shape))
+    hot = self.e.compare("eq", best, iota)
+    return self.e.select(hot, self.e.scalar(1, x.dtype),
+                         self.e.scalar(0, x.dtype))
+
+
+@_handles("Tile")
+def _tile(self, ins, attrs):
+    x = self.value(ins[0])
+    repeats = [int(r) for r in self.const(ins[1], "repeats").reshape(-1)]
+    if len(repeats) != len(x.shape) or min(repeats, default=1) < 0:
+        raise Unsupported(f"repeats {repeats} for rank {len(x.shape)}")
+    # [d0, d1] -> [1, d0, 1, d1] -> [r0, d0, r1, d1] -> [r0 d0, r1 d1].
+    spread = [v for d in x.shape for v in (1, d)]
+    full = [v for r, d in zip(repeats, x.shape) for v in (r, d)]
+    y = self.e.broadcast_to(self.e.reshape(x, spread), full)
+    return self.e.reshape(y, [r * d for r, d in zip(repeats, x.shape)])
+
+
+@_handles("DepthToSpace", "SpaceToDepth")
+def _depth_space(self, ins, attrs):
+    x = self.value(ins[0])
+    if len(x.shape) != 4:
+        raise Unsupported("an input of rank other than 4")
+    b = int(attrs["blocksize"])
+    n, c, h, w = x.shape
+    if self.node.op_type == "SpaceToDepth":
+        y = self.e.reshape(x, (n, c, h // b, b, w // b, b))
+        y = self.e.transpose(y, (0, 3, 5, 1, 2, 4))
+        return self.e.reshape(y, (n, c * b * b, h // b, w // b))
+    mode = attrs.get("mode", b"DCR")
+    mode = mode.decode() if isinstance(mode, bytes) else mode
+    if mode == "DCR":
+        y = self.e.reshape(x, (n, b, b, c // (b * b), h, w))
+        y = self.e.transpose(y, (0, 3, 4, 1, 5, 2))
+    else:
+        y = self.e.reshape(x, (n, c // (b * b), b, b, h, w))
+        y = self.e.transpose(y, (0, 1, 4, 2, 5, 3))
+    return self.e.reshape(y, (n, c // (b * b), h * b, w * b))
+
+
+@_handles("Range")
+def _range(self, ins, attrs):
+    start, limit, delta = (np.asarray(self.const(v, "Range's inputs"))
+                           for v in ins[:3])
+    return self.e.constant(np.arange(start, limit, delta).astype(start.dtype))
+
+
+def _norm_reduction(kind):
+    """ReduceL1, ReduceL2, ReduceSumSquare, ReduceLogSum, ReduceLogSumExp."""
+    def handler(self, ins, attrs):
+        x = _float_input(self, ins[0])
+        axes = _reduce_axes(self, ins, attrs, len(x.shape), 18)
+        keep = bool(attrs.get("keepdims", 1))
+        if not axes:
+            return x
+        if kind == "logsumexp":
+            m = self.e.reduce("max", x, axes, True)
+            # A row of -inf: its max is -inf; shift by 0 there instead.
+            m = self.e.select(self.e.compare("eq", m, self.e.scalar(
+                -np.inf, x.dtype)), self.e.scalar(0, x.dtype), m)
+            s = self.e.reduce("sum", self.e.unary("exp", self.e.binary(
+                "sub", x, m)), axes, keep)
+            m = m if keep else self.e.reshape(m, s.shape)
+            return self.e.binary("add", self.e.unary("log", s), m)
+        term = {"l1": lambda: self.e.unary("abs", x),
+                "l2": lambda: self.e.binary("mul", x, x),
+                "sumsquare": lambda: self.e.binary("mul", x, x),
+                "logsum": lambda: x}[kind]()
+        s = self.e.reduce("sum", term, axes, keep)
+        if kind == "l2":
+            return self.e.unary("sqrt", s)
+        if kind == "logsum":
+            return self.e.unary("log", s)
+        return s
+    return handler
+
+
+for _op, _kind in [("ReduceL1", "l1"), ("ReduceL2", "l2"),
+                   ("ReduceSumSquare", "sumsquare"),
+                   ("ReduceLogSum", "logsum"),
+                   ("ReduceLogSumExp", "logsumexp")]:
+    _handles(_op)(_norm_reduction(_kind))
+
+
+@_handles("LpNormalization")
+def _lp_normalization(self, ins, attrs):
+    x = _float_input(self, ins[0])
+    axis = _axis(attrs.get("axis", -1), len(x.shape))
+    p = attrs.get("p", 2)
+    if p == 1:
+        norm = self.e.reduce("sum", self.e.unary("abs", x), [axis], True)
+    elif p == 2:
+        norm = self.e.unary("sqrt", self.e.reduce(
+            "sum", self.e.binary("mul", x, x), [axis], True))
+    else:
+        raise Unsupported(f"p = {p} (1 and 2 are defined)")
+    return self.e.binary("div", x, norm)
+
+
+def _normalize(self, x, axes, epsilon):
+    """(x - mean) / sqrt(var + epsilon) over `axes`."""
+    mean = self.e.reduce("mean", x, axes, True)
+    centered = self.e.binary("sub", x, mean)
+    var = self.e.reduce("mean", self.e.binary("mul", centered, centered),
+                        axes, True)
+    return self.e.binary("div", centered, self.e.unary("sqrt", self.e.binary(
+        "add", var, self.e.scalar(epsilon, x.dtype))))
+
+
+@_handles("InstanceNormalization")
+def _instance_norm(self, ins, attrs):
+    x = _float_input(self, ins[0])
+    if len(x.shape) < 3:
+        raise Unsupported("an input of rank below 3")
+    y = _normalize(self, x, list(range(2, len(x.shape))),
+                   attrs.get("epsilon", 1e-5))
+    per_channel = (x.shape[1],) + (1,) * (len(x.shape) - 2)
+    scale = self.e.reshape(self.value(ins[1], x.dtype), per_channel)
+    bias = self.e.reshape(self.value(ins[2], x.dtype), per_channel)
+    return self.e.binary("add", self.e.binary("mul", y, scale), bias)
+
+
+@_handles("MeanVarianceNormalization")
+def _mvn(self, ins, attrs):
+    x = _float_input(self, ins[0])
+    axes = [_axis(int(a), len(x.shape)) for a in attrs.get("axes", [0, 2, 3])]
+    return _normalize(self, x, axes, 1e-9)
+
+
 # Pooling ---------------------------------------------------------------------
 
 def _pool_shape(in_hw, kernel, strides, pads, dilations, ceil):
@@ -909,6 +1245,51 @@ def _gather_elements(self, ins, attrs):
     shifted = self.e.binary("add", idx, self.e.scalar(x.shape[axis], idx.dtype))
     return self.e.gather_elements(x, self.e.select(negative, shifted, idx),
                                   axis)
+
+
+@_handles("GatherND")
+def _gather_nd(self, ins, attrs):
+    """data[indices[..., 0], indices[..., 1], ...] (the first b dimensions
+    shared as batch): the indexed dimensions are flattened into one and
+    gathered with the linearized index."""
+    x = self.value(ins[0])
+    idx = self.value(ins[1])
+    if idx.dtype not in ("i64", "i32"):
+        raise Unsupported(f"{idx.dtype} indices")
+    idx = self.e.cast(idx, "i64")
+    b = int(attrs.get("batch_dims", 0))
+    m = idx.shape[-1] if idx.shape else 0
+    if not idx.shape or not 1 <= m <= len(x.shape) - b or \
+            tuple(idx.shape[:b]) != tuple(x.shape[:b]):
+        raise Unsupported(f"indices of shape {list(idx.shape)} for data of "
+                          f"shape {list(x.shape)} and batch_dims {b}")
+    lead = idx.shape[:-1]
+    indexed = x.shape[b:b + m]
+    block = int(np.prod(indexed))
+    flat = None
+    stride = block
+    for j, size in enumerate(indexed):
+        stride //= size
+        comp = self.e.reshape(self.e.slice(
+            idx, [0] * (len(idx.shape) - 1) + [j],
+            list(idx.shape[:-1]) + [j + 1], [1] * len(idx.shape)), lead)
+        # Negative indices count from the end.
+        comp = self.e.select(self.e.compare("lt", comp, self.e.scalar(
+            0, "i64")), self.e.binary("add", comp, self.e.scalar(
+                size, "i64")), comp)
+        term = self.e.binary("mul", comp, self.e.scalar(stride, "i64"))
+        flat = term if flat is None else self.e.binary("add", flat, term)
+    if b:
+        batches = int(np.prod(x.shape[:b]))
+        base = (np.arange(batches, dtype=np.int64) * block).reshape(
+            tuple(x.shape[:b]) + (1,) * (len(lead) - b))
+        flat = self.e.binary("add", flat, self.e.constant(base))
+    rest = x.shape[b + m:]
+    table = self.e.reshape(x, (int(np.prod(x.shape[:b + m])),) + tuple(rest))
+    shape = tuple(lead) + tuple(rest)
+    return self.e.op(f"flow.gather {table}[{flat}] axis = 0 : ({table.type}, "
+                     f"{flat.type}) -> {tensor_type(shape, x.dtype)}", shape,
+                     x.dtype)
 
 
 @_handles("Split")

@@ -486,6 +486,8 @@ for _name, _op, _float in [("neg", "neg", False), ("abs", "abs", False),
                            ("sqrt", "sqrt", True), ("rsqrt", "rsqrt", True),
                            ("tanh", "tanh", True), ("sigmoid", "sigmoid", True),
                            ("sin", "sin", True), ("cos", "cos", True),
+                           ("floor", "floor", True), ("ceil", "ceil", True),
+                           ("round", "round", True),
                            ("relu", "relu", False), ("silu", "silu", True)]:
     _handles(f"aten.{_name}.default")(_unary(_op, _float))
 
@@ -914,6 +916,287 @@ def _safe_softmax_of(self, x: Value, axis: int) -> Value:
 def _safe_softmax(self, x, dim, dtype=None):
     v = self.value(x, self.out_dtype())
     return _safe_softmax_of(self, v, _norm_dim(dim, len(v.shape)))
+
+
+# More element-wise ops, from Flow's ---------------------------------------
+
+def _float_value(self, x):
+    """`x` in the op's result type, which must be a float."""
+    dtype = self.out_dtype()
+    if dtype not in ("f32", "f16", "bf16"):
+        raise Unsupported(f"{dtype} result")
+    return self.value(x, dtype)
+
+
+def _log1p_of(self, v):
+    """log(1 + x), accurate for tiny x: log(u) * x / (u - 1) with u = 1 + x
+    (exact where u rounds to 1: then it is x)."""
+    one = self.e.scalar(1, v.dtype)
+    u = self.e.binary("add", v, one)
+    um1 = self.e.binary("sub", u, one)
+    ratio = self.e.binary("div", self.e.binary("mul", self.e.unary("log", u),
+                                               v), um1)
+    exact = self.e.compare("eq", um1, self.e.scalar(0, v.dtype))
+    # u = inf (x = inf): log(u) itself.
+    infinite = self.e.compare("eq", u, self.e.scalar(np.inf, v.dtype))
+    return self.e.select(exact, v, self.e.select(
+        infinite, self.e.unary("log", u), ratio))
+
+
+def _expm1_of(self, v):
+    """exp(x) - 1, accurate for tiny x: (u - 1) * x / log(u) with u = exp(x)
+    (x itself where u rounds to 1; -1 and inf at the ends)."""
+    one = self.e.scalar(1, v.dtype)
+    u = self.e.unary("exp", v)
+    um1 = self.e.binary("sub", u, one)
+    ratio = self.e.binary("div", self.e.binary("mul", um1, v),
+                          self.e.unary("log", u))
+    tiny = self.e.compare("eq", u, one)
+    ends = self.e.select(self.e.compare("eq", um1, self.e.scalar(
+        -1, v.dtype)), um1, self.e.select(self.e.compare(
+            "eq", u, self.e.scalar(np.inf, v.dtype)), u, ratio))
+    return self.e.select(tiny, v, ends)
+
+
+@_handles("aten.log1p.default")
+def _log1p(self, x):
+    return _log1p_of(self, _float_value(self, x))
+
+
+@_handles("aten.expm1.default")
+def _expm1(self, x):
+    return _expm1_of(self, _float_value(self, x))
+
+
+@_handles("aten.elu.default")
+def _elu(self, x, alpha=1.0, scale=1.0, input_scale=1.0):
+    v = _float_value(self, x)
+    inner = self.e.binary("mul", v, self.e.scalar(input_scale, v.dtype))
+    negative = self.e.binary("mul", _expm1_of(self, inner),
+                             self.e.scalar(alpha, v.dtype))
+    y = self.e.select(self.e.compare("gt", v, self.e.scalar(0, v.dtype)), v,
+                      negative)
+    return self.e.binary("mul", y, self.e.scalar(scale, v.dtype))
+
+
+@_handles("aten.leaky_relu.default")
+def _leaky_relu(self, x, negative_slope=0.01):
+    v = self.value(x, self.out_dtype())
+    scaled = self.e.binary("mul", v, self.e.scalar(negative_slope, v.dtype))
+    return self.e.select(self.e.compare("gt", v, self.e.scalar(0, v.dtype)),
+                         v, scaled)
+
+
+@_handles("aten.sign.default")
+def _sign(self, x):
+    v = self.value(x, self.out_dtype())
+    if v.dtype == "i1":
+        return v
+    zero = self.e.scalar(0, v.dtype)
+    y = self.e.select(self.e.compare("gt", v, zero), self.e.scalar(1, v.dtype),
+                      self.e.select(self.e.compare("lt", v, zero),
+                                    self.e.scalar(-1, v.dtype), zero))
+    if v.dtype in ("f32", "f16", "bf16"):  # NaN stays NaN
+        y = self.e.select(self.e.compare("ne", v, v), v, y)
+    return y
+
+
+@_handles("aten.tan.default", "aten.sinh.default", "aten.cosh.default")
+def _trig(self, x):
+    v = _float_value(self, x)
+    name = str(self.node.target)
+    if "tan" in name:
+        return self.e.binary("div", self.e.unary("sin", v),
+                             self.e.unary("cos", v))
+    a = self.e.unary("exp", v)
+    b = self.e.unary("exp", self.e.unary("neg", v))
+    return self.e.binary("mul", self.e.binary(
+        "sub" if "sinh" in name else "add", a, b), self.e.scalar(0.5, v.dtype))
+
+
+@_handles("aten.isinf.default")
+def _isinf(self, x):
+    v = self.value(x)
+    if v.dtype not in ("f32", "f16", "bf16"):
+        return self.e.compare("ne", v, v)  # integers are never infinite
+    return self.e.compare("eq", self.e.unary("abs", v),
+                          self.e.scalar(np.inf, v.dtype))
+
+
+def _trunc_div(self, a, b):
+    """a / b rounded toward zero (floats), or integer division (which
+    truncates)."""
+    q = self.e.binary("div", a, b)
+    if a.dtype not in ("f32", "f16", "bf16"):
+        return q
+    return self.e.select(self.e.compare("lt", q, self.e.scalar(0, q.dtype)),
+                         self.e.unary("ceil", q), self.e.unary("floor", q))
+
+
+def _floor_div(self, a, b):
+    q = self.e.binary("div", a, b)
+    if a.dtype in ("f32", "f16", "bf16"):
+        return self.e.unary("floor", q)
+    # Truncated; one less where the remainder's sign differs from b's.
+    r = self.e.binary("sub", a, self.e.binary("mul", q, b))
+    zero = self.e.scalar(0, a.dtype)
+    fix = self.e.select(self.e.compare("ne", r, zero), self.e.compare(
+        "ne", self.e.compare("lt", r, zero), self.e.compare("lt", b, zero)),
+        self.e.scalar(False, "i1"))
+    return self.e.select(fix, self.e.binary("sub", q, self.e.scalar(
+        1, a.dtype)), q)
+
+
+def _operands(self, a, b):
+    dtype = self.out_dtype()
+    if dtype == "i1":
+        raise Unsupported("bool operands")
+    return self.value(a, dtype), self.value(b, dtype)
+
+
+@_handles("aten.remainder.Scalar", "aten.remainder.Tensor")
+def _remainder(self, a, b):
+    """Python's a % b: the sign of b."""
+    av, bv = _operands(self, a, b)
+    return self.e.binary("sub", av, self.e.binary(
+        "mul", _floor_div(self, av, bv), bv))
+
+
+@_handles("aten.fmod.Scalar", "aten.fmod.Tensor")
+def _fmod(self, a, b):
+    """C's fmod: the sign of a."""
+    av, bv = _operands(self, a, b)
+    return self.e.binary("sub", av, self.e.binary(
+        "mul", _trunc_div(self, av, bv), bv))
+
+
+@_handles("aten.div.Tensor_mode", "aten.div.Scalar_mode")
+def _div_mode(self, a, b, rounding_mode=None):
+    av, bv = _operands(self, a, b)
+    if rounding_mode is None:
+        return self.e.binary("div", av, bv)
+    if rounding_mode == "trunc":
+        return _trunc_div(self, av, bv)
+    if rounding_mode == "floor":
+        return _floor_div(self, av, bv)
+    raise Unsupported(f"rounding_mode={rounding_mode!r}")
+
+
+@_handles("aten.repeat.default")
+def _repeat(self, x, repeats):
+    v = self.value(x)
+    repeats = [int(r) for r in repeats]
+    shape = (1,) * (len(repeats) - len(v.shape)) + tuple(v.shape)
+    v = self.e.reshape(v, shape)
+    spread = [d for n in shape for d in (1, n)]
+    full = [d for r, n in zip(repeats, shape) for d in (r, n)]
+    y = self.e.broadcast_to(self.e.reshape(v, spread), full)
+    return self.e.reshape(y, [r * n for r, n in zip(repeats, shape)])
+
+
+@_handles("aten.max.dim", "aten.min.dim")
+def _max_min_dim(self, x, dim, keepdim=False):
+    v = self.value(x)
+    if v.dtype == "i1":
+        v = self.e.cast(v, "i32")
+    d = _norm_dim(dim, max(len(v.shape), 1))
+    is_max = "max" in str(self.node.target)
+    if is_max:
+        values = self.e.reduce("max", v, [d], keepdim)
+    else:
+        values = self.e.unary("neg", self.e.reduce(
+            "max", self.e.unary("neg", v), [d], keepdim))
+    values = self.e.cast(values, _flow_dtype(self.meta()[0].dtype))
+    return (values, self.e.arg_reduce("max" if is_max else "min", v, d,
+                                      keepdim))
+
+
+@_handles("aten.var.correction", "aten.var.dim")
+def _var(self, x, dims=None, *args, correction=None, keepdim=False,
+         unbiased=None):
+    v = self.value(x, self.out_dtype())
+    if args:  # var.dim(x, dims, unbiased, keepdim)
+        unbiased = args[0]
+        keepdim = args[1] if len(args) > 1 else keepdim
+    if dims is None or (isinstance(dims, (list, tuple)) and not dims):
+        dims = list(range(len(v.shape)))
+    if isinstance(dims, int):
+        dims = [dims]
+    dims = [_norm_dim(d, max(len(v.shape), 1)) for d in dims]
+    if correction is None:
+        correction = 1 if unbiased is None or unbiased else 0
+    count = int(np.prod([v.shape[d] for d in dims]))
+    mean = self.e.reduce("mean", v, dims, True)
+    centered = self.e.binary("sub", v, mean)
+    total = self.e.reduce("sum", self.e.binary("mul", centered, centered),
+                          dims, keepdim)
+    return self.e.binary("div", total, self.e.scalar(
+        max(count - correction, 0), v.dtype))
+
+
+def _normalized(self, v, axes, eps):
+    """(v - mean) / sqrt(var + eps) over `axes` (biased variance)."""
+    mean = self.e.reduce("mean", v, axes, True)
+    centered = self.e.binary("sub", v, mean)
+    var = self.e.reduce("mean", self.e.binary("mul", centered, centered),
+                        axes, True)
+    return self.e.binary("mul", centered, self.e.unary("rsqrt", self.e.binary(
+        "add", var, self.e.scalar(eps, v.dtype))))
+
+
+def _per_channel(self, w, dtype, rank):
+    wv = self.value(w, dtype)
+    return self.e.reshape(wv, (wv.shape[0],) + (1,) * (rank - 2))
+
+
+@_handles("aten.native_group_norm.default")
+def _group_norm(self, x, w, b, n, c, hw, groups, eps):
+    dtype = _flow_dtype(self.meta()[0].dtype)
+    v = self.value(x, dtype)
+    shape = v.shape
+    grouped = self.e.reshape(
+        v, (shape[0], groups, int(np.prod(shape[1:])) // groups))
+    y = self.e.reshape(_normalized(self, grouped, [2], eps), shape)
+    if w is not None:
+        y = self.e.binary("mul", y, _per_channel(self, w, dtype, len(shape)))
+    if b is not None:
+        y = self.e.binary("add", y, _per_channel(self, b, dtype, len(shape)))
+    return (y, None, None)
+
+
+@_handles("aten._native_batch_norm_legit.no_stats")
+def _batch_norm_batch_stats(self, x, w, b, training, momentum, eps):
+    """Normalization by the batch's own statistics (instance norm, and
+    batch norm in training mode without running statistics)."""
+    dtype = _flow_dtype(self.meta()[0].dtype)
+    v = self.value(x, dtype)
+    axes = [0] + list(range(2, len(v.shape)))
+    y = _normalized(self, v, axes, eps)
+    if w is not None:
+        y = self.e.binary("mul", y, _per_channel(self, w, dtype, len(v.shape)))
+    if b is not None:
+        y = self.e.binary("add", y, _per_channel(self, b, dtype, len(v.shape)))
+    return (y, None, None)
+
+
+@_handles("aten.upsample_nearest2d.vec", "aten.upsample_nearest2d.default")
+def _upsample_nearest(self, x, *_, **__):
+    """Nearest neighbour: output row i reads input row floor(i * in / out)
+    (PyTorch's rule), as two gathers with constant indices."""
+    v = self.value(x)
+    out = self.out_shape()
+    for axis in (2, 3):
+        size_in, size_out = v.shape[axis], out[axis]
+        if size_in == size_out:
+            continue
+        idx = np.minimum(np.floor(np.arange(size_out) * (size_in / size_out)),
+                         size_in - 1).astype(np.int64)
+        i = self.e.constant(idx)
+        shape = v.shape[:axis] + (size_out,) + v.shape[axis + 1:]
+        v = self.e.op(f"flow.gather {v}[{i}] axis = {axis} : ({v.type}, "
+                      f"{i.type}) -> {tensor_type(shape, v.dtype)}", shape,
+                      v.dtype)
+    return v
 
 
 # Normalization and reductions ---------------------------------------------

@@ -302,6 +302,7 @@ public:
   }
 
   int threads() const { return session->threads(); }
+  void setCheckNumerics(bool on) { session->setCheckNumerics(on); }
 
 private:
   const rt::FunctionSignature &lookup(const std::string &name) const {
@@ -352,6 +353,7 @@ PYBIND11_MODULE(_flow, m) {
       .def_property_readonly("threads", &Module::threads)
       .def("signature", &Module::signature, py::arg("function"))
       .def("run", &Module::run, py::arg("function"), py::arg("inputs"))
+      .def("set_check_numerics", &Module::setCheckNumerics, py::arg("on"))
       .def("run_global", &Module::runGlobal, py::arg("function"),
            py::arg("inputs"))
       .def_property_readonly("rank", &Module::rank)

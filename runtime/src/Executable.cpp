@@ -1023,8 +1023,27 @@ Status Checker::loadKernels() {
           std::to_string(abi->num_bindings) + " buffers of [" + want +
           "] bytes (" + std::to_string(abi->num_outputs) + " written)");
     }
+    Executable::Impl::KernelMeta meta;
+    meta.numOutputs = kernel->num_outputs();
+    if (const auto *dtypes = kernel->binding_dtypes()) {
+      if (dtypes->size() != kernel->num_bindings())
+        return Status::error(ctx + ": " + std::to_string(dtypes->size()) +
+                             " binding dtypes for " +
+                             std::to_string(kernel->num_bindings()) +
+                             " bindings");
+      for (auto dtype : *dtypes) {
+        if (static_cast<uint8_t>(dtype) >
+            static_cast<uint8_t>(fbs::DType::MAX))
+          return Status::error(ctx + ": invalid binding dtype " +
+                               std::to_string(static_cast<int>(dtype)));
+        meta.bindingDtypes.push_back(static_cast<DType>(dtype));
+      }
+    }
+    if (const auto *description = kernel->description())
+      meta.description = printable(description->str());
     impl.kernels.push_back(reinterpret_cast<detail::KernelFn>(address));
     impl.kernelNames.push_back(symbol);
+    impl.kernelMeta.push_back(std::move(meta));
   }
   return Status::ok();
 }

@@ -107,6 +107,15 @@ struct Executable::Impl {
   std::vector<detail::KernelFn> kernels;
   /// Each kernel's symbol, for profiles and messages.
   std::vector<std::string> kernelNames;
+  /// Each kernel's outputs (its last `numOutputs` bindings), the bindings'
+  /// element types when the executable gives them (else empty), and what it
+  /// computes, for check-numerics messages.
+  struct KernelMeta {
+    uint32_t numOutputs = 0;
+    std::vector<DType> bindingDtypes;
+    std::string description;
+  };
+  std::vector<KernelMeta> kernelMeta;
   std::vector<FunctionSignature> signatures;
   std::vector<detail::Function> functions;
 };

@@ -25,6 +25,8 @@
 #include <cstring>
 #include <memory>
 #include <new>
+#include <optional>
+#include <utility>
 #include <variant>
 
 
@@ -37,6 +39,38 @@ namespace {
 constexpr uint64_t kParallelWork = 32768;
 
 /// True if \p f runs a GEMM.
+/// The first NaN or infinity among \p bytes bytes of \p dtype at \p data:
+/// its element index and value as text; nullopt when all are finite (and
+/// for non-float types).
+std::optional<std::pair<uint64_t, std::string>>
+firstNonFinite(const uint8_t *data, uint64_t bytes, DType dtype) {
+  auto describe = [](bool nan, bool negative) {
+    return std::string(nan ? "nan" : negative ? "-inf" : "inf");
+  };
+  if (!data)
+    return std::nullopt;
+  if (dtype == DType::F32) {
+    uint64_t n = bytes / 4;
+    for (uint64_t i = 0; i < n; ++i) {
+      uint32_t bits;
+      std::memcpy(&bits, data + 4 * i, 4);
+      if ((bits & 0x7f800000u) == 0x7f800000u)
+        return std::make_pair(i, describe(bits & 0x7fffffu, bits >> 31));
+    }
+  } else if (dtype == DType::F16 || dtype == DType::BF16) {
+    uint16_t expMask = dtype == DType::F16 ? 0x7c00 : 0x7f80;
+    uint16_t fracMask = dtype == DType::F16 ? 0x03ff : 0x007f;
+    uint64_t n = bytes / 2;
+    for (uint64_t i = 0; i < n; ++i) {
+      uint16_t bits;
+      std::memcpy(&bits, data + 2 * i, 2);
+      if ((bits & expMask) == expMask)
+        return std::make_pair(i, describe(bits & fracMask, bits >> 15));
+    }
+  }
+  return std::nullopt;
+}
+
 bool runsGemm(const detail::Function &f) {
   for (const detail::Command &c : f.commands)
     if (std::holds_alternative<detail::GemmCommand>(c))
@@ -73,6 +107,48 @@ struct Frame {
     return base ? base + ref.offset : nullptr;
   }
 };
+
+/// With check-numerics: the first NaN or infinity command \p index of
+/// \p function wrote, as an error naming the command and its kernel.
+Status checkCommand(const Executable::Impl &impl, const std::string &function,
+                    size_t index, const detail::Command &command,
+                    const Frame &frame) {
+  std::string where =
+      "check-numerics: function '" + function + "' command " +
+      std::to_string(index);
+  auto check = [&](const BufferRef &ref, DType dtype,
+                   const std::string &what) -> Status {
+    if (auto bad = firstNonFinite(frame.pointer(ref), ref.size, dtype))
+      return Status::error(where + " (" + what + ") wrote " + bad->second +
+                           " at element " + std::to_string(bad->first));
+    return Status::ok();
+  };
+  if (const auto *d = std::get_if<detail::DispatchCommand>(&command)) {
+    const Executable::Impl::KernelMeta &meta = impl.kernelMeta[d->kernel];
+    if (meta.bindingDtypes.empty())
+      return Status::ok(); // an executable without element types
+    std::string what = "dispatch of " + impl.kernelNames[d->kernel];
+    if (!meta.description.empty())
+      what += ": " + meta.description;
+    size_t first = d->bindings.size() - meta.numOutputs;
+    for (size_t b = first; b < d->bindings.size(); ++b)
+      if (Status s = check(d->bindings[b], meta.bindingDtypes[b],
+                           what + "; its output " +
+                               std::to_string(b - first));
+          !s)
+        return s;
+  } else if (const auto *g = std::get_if<detail::GemmCommand>(&command)) {
+    return check(g->c, DType::F32,
+                 "gemm " + std::to_string(g->batchCount) + " x " +
+                     std::to_string(g->m) + "x" + std::to_string(g->n) + "x" +
+                     std::to_string(g->k));
+  } else if (const auto *c =
+                 std::get_if<detail::CollectiveCommand>(&command)) {
+    return check(c->output, c->dtype, "collective");
+  }
+  return Status::ok();
+}
+
 
 /// GEMMs with fewer multiply-adds than this run on the calling thread.
 constexpr int64_t kParallelGemm = int64_t(1) << 18;
@@ -506,6 +582,15 @@ Status Session::run(size_t function, const std::vector<ConstBuffer> &inputs,
     times = &commandTimes[function];
     times->resize(commands.size());
   }
+  if (checkNumerics)
+    for (size_t i = 0; i < inputs.size(); ++i)
+      if (auto bad = firstNonFinite(
+              static_cast<const uint8_t *>(inputs[i].data), inputs[i].size,
+              sig.inputs[i].dtype))
+        return Status::error("check-numerics: function '" + sig.name +
+                             "': input " + std::to_string(i) + " (" +
+                             sig.inputs[i].str() + ") holds " + bad->second +
+                             " at element " + std::to_string(bad->first));
   using Clock = std::chrono::steady_clock;
   Clock::time_point last = times ? Clock::now() : Clock::time_point();
   bool skipEpilogue = false;
@@ -535,7 +620,8 @@ Status Session::run(size_t function, const std::vector<ConstBuffer> &inputs,
               ? std::get_if<detail::DispatchCommand>(&commands[index + 1])
               : nullptr;
       constexpr size_t kInline = 32;
-      if (next && next->gemmEpilogue && gemm->batchCount == 1 &&
+      if (next && next->gemmEpilogue && !checkNumerics &&
+          gemm->batchCount == 1 &&
           next->maxWorkgroups == static_cast<uint32_t>(gemm->m) &&
           next->bindings.size() <= kInline) {
         void *args[kInline];
@@ -564,6 +650,9 @@ Status Session::run(size_t function, const std::vector<ConstBuffer> &inputs,
         std::memmove(frame.pointer(copy.dst), frame.pointer(copy.src),
                      copy.src.size);
     }
+    if (checkNumerics)
+      if (Status s = checkCommand(impl, sig.name, index, command, frame); !s)
+        return s;
   }
   if (times && !commands.empty()) {
     (*times)[commands.size() - 1].first +=

@@ -64,6 +64,9 @@ constexpr const char *kUsage =
     "  --profile         with --iterations: print where the time of the timed\n"
     "                    calls went, by kind of command and the costliest\n"
     "                    commands\n"
+    "  --check-numerics  stop at the first NaN or infinity: in an input, or\n"
+    "                    written by a command (named with its kernel's ops\n"
+    "                    and their source lines)\n"
     "  --stats           print the GEMM libraries and the kernels they run,\n"
     "                    and the bytes each collective exchanged on each\n"
     "                    rank (mesh executables)\n"
@@ -87,6 +90,7 @@ struct Options {
   bool print = false;
   bool stats = false;
   bool profile = false;
+  bool checkNumerics = false;
 };
 
 int fail(const std::string &message) {
@@ -128,6 +132,10 @@ int parseArgs(int argc, char **argv, Options &options) {
     }
     if (arg == "--profile") {
       options.profile = true;
+      continue;
+    }
+    if (arg == "--check-numerics") {
+      options.checkNumerics = true;
       continue;
     }
     if (arg.rfind("--", 0) != 0 || arg == "--") {
@@ -357,6 +365,7 @@ int main(int argc, char **argv) {
       Session::create(exe, runtimeOptions);
   if (!session)
     return failAll(session.status().message());
+  (*session)->setCheckNumerics(options.checkNumerics);
 
   using Clock = std::chrono::steady_clock;
   std::vector<double> times;

@@ -62,6 +62,7 @@ OPS = [
     ("tanh", ["x"], "5x7xf32", "flow.tanh {0} : tensor<5x7xf32>"),
     ("sin", ["x"], "5x7xf32", "flow.sin {0} : tensor<5x7xf32>"),
     ("cos", ["x"], "5x7xf32", "flow.cos {0} : tensor<5x7xf32>"),
+    ("round", ["x"], "5x7xf32", "flow.round {0} : tensor<5x7xf32>"),
     ("erf", ["x"], "5x7xf32", "flow.erf {0} : tensor<5x7xf32>"),
     ("sigmoid", ["x"], "5x7xf32", "flow.sigmoid {0} : tensor<5x7xf32>"),
     ("silu", ["x"], "5x7xf32", "flow.silu {0} : tensor<5x7xf32>"),

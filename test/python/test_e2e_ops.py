@@ -87,6 +87,13 @@ UNARY = {
     # library's argument reduction keeps the error at f32 rounding.
     "sin": (lambda: rand((37, 65), lo=-3000, hi=3000), np.sin),
     "cos": (lambda: rand((37, 65), lo=-3000, hi=3000), np.cos),
+    # Halves included: round goes to the even neighbour, as numpy does.
+    "floor": (lambda: np.round(rand((37, 65), lo=-50, hi=50) * 2) / 2,
+              np.floor),
+    "ceil": (lambda: np.round(rand((37, 65), lo=-50, hi=50) * 2) / 2,
+             np.ceil),
+    "round": (lambda: np.round(rand((37, 65), lo=-50, hi=50) * 2) / 2,
+              np.round),
     "silu": (lambda: rand((37, 65), lo=-8, hi=8),
              lambda x: x / (1 + np.exp(-x.astype(np.float64)))),
 }

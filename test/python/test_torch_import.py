@@ -301,6 +301,48 @@ SUSPECTS = {
     "layer_norm": (torch.nn.LayerNorm([6, 8]), [(2, 6, 8)]),
     "gather_take_along": (lambda x: torch.gather(
         x, 1, (x.abs() * 3).long().clamp(max=5)), [(4, 6)]),
+    "elu_selu_celu": (lambda x: torch.nn.functional.elu(x)
+                      + torch.nn.functional.selu(x)
+                      + torch.nn.functional.celu(x, 0.5), [(4, 6)]),
+    "softplus_mish_logsigmoid": (lambda x: torch.nn.functional.softplus(x * 8)
+                                 + torch.nn.functional.mish(x)
+                                 + torch.nn.functional.logsigmoid(x * 8),
+                                 [(4, 6)]),
+    # Tiny arguments, where log(1 + x) and exp(x) - 1 would lose every
+    # digit (scaled back up, so the tolerance sees it).
+    "log1p_expm1_tiny": (lambda x: torch.log1p(x * 1e-6) * 1e6
+                         + torch.expm1(x * 1e-6) * 1e6
+                         + torch.log1p(x.abs()) + torch.expm1(x), [(4, 6)]),
+    "leaky_relu_sign": (lambda x: torch.nn.functional.leaky_relu(x, 0.1)
+                        + torch.sign(x - x.round()), [(4, 6)]),
+    "tan_sinh_cosh_isinf": (lambda x: torch.tan(x) + torch.sinh(x)
+                            + torch.cosh(x)
+                            + torch.isinf(x / (x > 0)).float(), [(4, 6)]),
+    "remainder_fmod_div_modes": (lambda x: torch.remainder(x * 3, 0.7)
+                                 + torch.fmod(x * 3, 0.7)
+                                 + torch.floor_divide(x * 3, 0.7)
+                                 + torch.div(x, 0.3, rounding_mode="trunc"),
+                                 [(4, 6)]),
+    "integer_remainder_and_floor_division": (lambda x: (
+        ((x * 10).long() % 3) + torch.fmod((x * 10).long(), -4)
+        + torch.div((x * 10).long(), 3, rounding_mode="floor")
+        + torch.div((x * 10).long(), -3, rounding_mode="trunc")).float(),
+        [(4, 6)]),
+    "repeat": (lambda x: x.repeat(2, 1, 3), [(4, 6)]),
+    "max_min_dim": (lambda x: torch.max(x, 1, keepdim=True).values
+                    + torch.min(x, 0, keepdim=True).values
+                    + torch.max(x, 1, keepdim=True).indices
+                    + torch.min(x, 0).indices, [(4, 6)]),
+    "var_std": (lambda x: x.var(1, keepdim=True) + x.std(0)
+                + x.var(correction=0), [(4, 6)]),
+    "group_norm_instance_norm": (lambda x: torch.nn.functional.group_norm(
+        x, 2, torch.arange(4.0) + 1, torch.ones(4)) + torch.nn.functional
+        .instance_norm(x), [(2, 4, 3, 5)]),
+    "upsample_nearest": (lambda x: torch.nn.functional.interpolate(
+        x, scale_factor=2)[..., :5, :7] + torch.nn.functional.interpolate(
+            x, size=(5, 7)), [(1, 2, 3, 4)]),
+    "floor_ceil_round": (lambda x: (x * 4).floor() + (x * 4).ceil() * 2
+                         + (x * 4).round() * 3, [(5, 7)]),
     "cumsum_argmax_argmin": (lambda x: x.cumsum(1) * x.argmax(1, keepdim=True)
                              + x.argmin(0) + x.argmax(), [(4, 6)]),
     # Rotary embeddings of positions the model takes as an input.
@@ -342,7 +384,9 @@ SUSPECTS = {
                     [(2, 3, 8, 16)] * 3),
     "casts": (lambda x: (x * 100).to(torch.int64).to(torch.float32) / 100
               + (x > 0).float(), [(4, 4)]),
-    "int_math": (lambda i: (i * 3 - 1) // 1, [("i64", (5,))]),
+    # Floor division and Python's remainder of negative integers.
+    "int_math": (lambda i: (i * 3 - 1) // 2 + (i * 3 - 1) % 4
+                 + (i * 3 - 1) // -3, [("i64", (40,))]),
     "flip": (lambda x, i: x.flip(0, -1) + x.flip(1) * 2
              + i.flip(0).float().sum(), [(3, 4, 5), ("i64", (6,))]),
 }
@@ -362,12 +406,6 @@ def _make_args(specs):
 def test_usual_suspects(name):
     fn, specs = SUSPECTS[name]
     module = fn if isinstance(fn, torch.nn.Module) else Lambda(fn)
-    if name == "int_math":
-        # Floor division: not a Flow op yet, so it must be named, not
-        # computed wrongly.
-        with pytest.raises(flow.UnsupportedOpsError, match="floor"):
-            flow.compile(module, _make_args(specs))
-        return
     check(module, _make_args(specs))
 
 

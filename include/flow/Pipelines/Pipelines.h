@@ -93,6 +93,8 @@ struct CompileReport {
     std::string name;
     int64_t rows = 1;
     std::vector<std::string> ops;
+    /// Where each of `ops` comes from (file:line:column, or the location).
+    std::vector<std::string> locations;
     /// Bytes of the buffers it reads and writes (set once bufferized).
     int64_t bytes = 0;
   };

@@ -30,6 +30,11 @@ struct KernelInfo {
   /// bindings it writes.
   std::vector<uint64_t> bindingSizes;
   unsigned numOutputs = 0;
+  /// Each binding's element type as the executable's DType values (empty
+  /// when one has no such type), and the ops the kernel computes with their
+  /// source locations, for the runtime's messages.
+  std::vector<uint8_t> bindingDtypes;
+  std::string description;
 };
 
 /// Figures about the executable, for the compile report.

@@ -343,6 +343,15 @@ Value scalarOf(SinOp, OpBuilder &b, Location loc, ValueRange a) {
 Value scalarOf(CosOp, OpBuilder &b, Location loc, ValueRange a) {
   return floatUnary<math::CosOp>(b, loc, a[0]);
 }
+Value scalarOf(FloorOp, OpBuilder &b, Location loc, ValueRange a) {
+  return floatUnary<math::FloorOp>(b, loc, a[0]);
+}
+Value scalarOf(CeilOp, OpBuilder &b, Location loc, ValueRange a) {
+  return floatUnary<math::CeilOp>(b, loc, a[0]);
+}
+Value scalarOf(RoundOp, OpBuilder &b, Location loc, ValueRange a) {
+  return floatUnary<math::RoundEvenOp>(b, loc, a[0]);
+}
 Value scalarOf(ErfOp, OpBuilder &b, Location loc, ValueRange a) {
   return floatUnary<math::ErfOp>(b, loc, a[0]);
 }
@@ -1468,6 +1477,8 @@ void mlir::flow::populateFlowToLinalgPatterns(RewritePatternSet &patterns) {
            ElementwiseLowering<SqrtOp>, ElementwiseLowering<RsqrtOp>,
            ElementwiseLowering<TanhOp>, ElementwiseLowering<ErfOp>,
            ElementwiseLowering<SinOp>, ElementwiseLowering<CosOp>,
+           ElementwiseLowering<FloorOp>, ElementwiseLowering<CeilOp>,
+           ElementwiseLowering<RoundOp>,
            ElementwiseLowering<SigmoidOp>,
            ElementwiseLowering<ReluOp>, ElementwiseLowering<GeluOp>,
            ElementwiseLowering<SiluOp>, ElementwiseLowering<CastOp>,

@@ -62,6 +62,12 @@ func.func @unary(%x: tensor<4x8xf32>, %h: tensor<4xf16>, %i: tensor<4xi32>) -> t
   // CHECK: flow.cos %{{.*}} : tensor<4x8xf32>
   %sn = flow.sin %6 : tensor<4x8xf32>
   %cs = flow.cos %sn : tensor<4x8xf32>
+  // CHECK: flow.floor
+  // CHECK: flow.ceil
+  // CHECK: flow.round
+  %fl = flow.floor %cs : tensor<4x8xf32>
+  %ce = flow.ceil %fl : tensor<4x8xf32>
+  %ro = flow.round %ce : tensor<4x8xf32>
   // CHECK: flow.sigmoid %{{.*}} : tensor<4xf16>
   %7 = flow.sigmoid %h : tensor<4xf16>
   // CHECK: flow.relu %{{.*}} : tensor<4xi32>

@@ -114,6 +114,9 @@ Rules sbpRules(RsqrtOp op) { return sameShape(op); }
 Rules sbpRules(TanhOp op) { return sameShape(op); }
 Rules sbpRules(SinOp op) { return sameShape(op); }
 Rules sbpRules(CosOp op) { return sameShape(op); }
+Rules sbpRules(FloorOp op) { return sameShape(op); }
+Rules sbpRules(CeilOp op) { return sameShape(op); }
+Rules sbpRules(RoundOp op) { return sameShape(op); }
 Rules sbpRules(ErfOp op) { return sameShape(op); }
 Rules sbpRules(SigmoidOp op) { return sameShape(op); }
 Rules sbpRules(ReluOp op) { return sameShape(op); }

@@ -115,6 +115,14 @@ public:
   void setProfiling(bool on);
   std::vector<CommandProfile> profile() const;
 
+  /// Checks every call for NaN and infinities: each float input, then the
+  /// outputs of each command as it finishes. The first one found ends the
+  /// call with an error naming the input, or the command and the kernel
+  /// (its ops and their source lines) that wrote it, with the element and
+  /// its value. Costs a pass over every output; GEMM epilogues then run
+  /// after their GEMM instead of with it.
+  void setCheckNumerics(bool on) { checkNumerics = on; }
+
   /// This process' device (mesh rank), 0 without a mesh.
   int64_t rank() const { return deviceRank; }
 
@@ -132,6 +140,7 @@ private:
   std::shared_ptr<Communicator> comm;
   std::vector<uint64_t> lastCollectiveBytes;
   bool profiling = false;
+  bool checkNumerics = false;
   /// Per function, per command: seconds and calls while profiling.
   std::vector<std::vector<std::pair<double, uint64_t>>> commandTimes;
   int64_t deviceRank = 0;

@@ -135,6 +135,12 @@ def Flow_RsqrtOp : Flow_UnaryOp<"rsqrt", Flow_FloatTensor,
 def Flow_TanhOp : Flow_UnaryOp<"tanh", Flow_FloatTensor, "the hyperbolic tangent">;
 def Flow_SinOp : Flow_UnaryOp<"sin", Flow_FloatTensor, "the sine (radians)">;
 def Flow_CosOp : Flow_UnaryOp<"cos", Flow_FloatTensor, "the cosine (radians)">;
+def Flow_FloorOp : Flow_UnaryOp<"floor", Flow_FloatTensor,
+                                "the largest integer not above x">;
+def Flow_CeilOp : Flow_UnaryOp<"ceil", Flow_FloatTensor,
+                               "the smallest integer not below x">;
+def Flow_RoundOp : Flow_UnaryOp<"round", Flow_FloatTensor,
+                                "the nearest integer (halves to even)">;
 def Flow_ErfOp : Flow_UnaryOp<"erf", Flow_FloatTensor, "the error function erf(x)">;
 def Flow_SigmoidOp : Flow_UnaryOp<"sigmoid", Flow_FloatTensor,
                                   "the logistic sigmoid 1/(1+e^-x)">;
