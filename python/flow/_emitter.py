@@ -149,6 +149,10 @@ def _same_values(a: np.ndarray, b: np.ndarray) -> bool:
     return bool(np.array_equal(bytes_of(a), bytes_of(b)))
 
 
+#: The largest k Emitter.topk unrolls (and the longest axis it sorts).
+TOPK_UNROLL = 64
+
+
 class Emitter:
     """Builds one func.func and the module's parameter archive."""
 
@@ -293,6 +297,62 @@ class Emitter:
                        f"({v.type}, {indices.type}) -> "
                        f"{tensor_type(indices.shape, v.dtype)}",
                        indices.shape, v.dtype)
+
+    def concat(self, values: Sequence[Value], axis: int) -> Value:
+        if len(values) == 1:
+            return values[0]
+        shape = list(values[0].shape)
+        shape[axis] = sum(v.shape[axis] for v in values)
+        operands = ", ".join(str(v) for v in values)
+        types = ", ".join(v.type for v in values)
+        return self.op(f"flow.concat {operands} axis = {axis} : ({types}) -> "
+                       f"{tensor_type(shape, values[0].dtype)}", shape,
+                       values[0].dtype)
+
+    def topk(self, v: Value, k: int, axis: int, largest: bool = True):
+        """(values, i64 indices) of the k largest (or smallest) elements
+        along `axis`, best first; of equal values the first index first, a
+        NaN counts as the largest (PyTorch's order). Unrolled: k rounds of
+        a maximum over the elements not taken yet, each a pass over the
+        row, so k is at most TOPK_UNROLL."""
+        axis = int(axis) % len(v.shape)
+        n = v.shape[axis]
+        if not 0 < k <= n:
+            raise Unsupported(f"top-{k} of {n} elements")
+        if k > TOPK_UNROLL:
+            raise Unsupported(f"top-{k} (Flow unrolls top-k and sorts of up "
+                              f"to {TOPK_UNROLL} elements)")
+        is_float = v.dtype in FLOAT_TYPES
+        key = v if largest else self.unary("neg", v)
+        if is_float and not largest:
+            # A NaN counts as the largest: the last of the smallest.
+            key = self.select(self.compare("ne", v, v),
+                              self.scalar(-np.inf, v.dtype), key)
+        iota_shape = [1] * len(v.shape)
+        iota_shape[axis] = n
+        iota = self.constant(np.arange(n, dtype=np.int64).reshape(iota_shape))
+        worst = self.scalar(-np.inf if is_float else
+                            np.iinfo(numpy_dtype(v.dtype)).min, v.dtype)
+        false = self.scalar(False, "i1")
+        taken = None
+        values, indices = [], []
+        for r in range(k):
+            work = key if taken is None else self.select(taken, worst, key)
+            best = self.reduce("max", work, [axis], True)
+            hit = self.compare("eq", key, best)
+            if is_float:  # a NaN maximum: the NaNs are the candidates
+                hit = self.select(self.compare("ne", best, best),
+                                  self.compare("ne", key, key), hit)
+            if taken is not None:
+                hit = self.select(taken, false, hit)
+            index = self.arg_reduce("max", self.cast(hit, "i32"), axis, True)
+            values.append(self.gather_elements(v, index, axis))
+            indices.append(index)
+            if r + 1 < k:
+                mark = self.compare("eq", iota, index)
+                taken = mark if taken is None else self.select(
+                    taken, self.scalar(True, "i1"), mark)
+        return self.concat(values, axis), self.concat(indices, axis)
 
     def reverse(self, v: Value, axes) -> Value:
         axes = sorted({int(a) for a in axes})

@@ -1247,6 +1247,16 @@ def _gather_elements(self, ins, attrs):
                                   axis)
 
 
+@_handles("TopK")
+def _topk(self, ins, attrs):
+    x = self.value(ins[0])
+    if x.dtype == "i1":
+        raise Unsupported("bool input")
+    k = int(np.asarray(self.const(ins[1], "K")).reshape(-1)[0])
+    axis = _axis(attrs.get("axis", -1), len(x.shape))
+    return self.e.topk(x, k, axis, bool(attrs.get("largest", 1)))
+
+
 @_handles("GatherND")
 def _gather_nd(self, ins, attrs):
     """data[indices[..., 0], indices[..., 1], ...] (the first b dimensions

@@ -1094,6 +1094,35 @@ def _repeat(self, x, repeats):
     return self.e.reshape(y, [r * n for r, n in zip(repeats, shape)])
 
 
+@_handles("aten.topk.default")
+def _topk(self, x, k, dim=-1, largest=True, sorted=True):
+    v = self.value(x)
+    if v.dtype == "i1":
+        v = self.e.cast(v, "i32")
+    values, indices = self.e.topk(v, int(k), _norm_dim(dim, len(v.shape)),
+                                  bool(largest))
+    return (self.e.cast(values, _flow_dtype(self.meta()[0].dtype)), indices)
+
+
+@_handles("aten.sort.default", "aten.sort.stable")
+def _sort(self, x, *args, **kwargs):
+    """A full sort: the top n of the axis, best first (equal values keep
+    their order, as a stable sort does)."""
+    if str(self.node.target) == "aten.sort.default":
+        dim = args[0] if args else kwargs.get("dim", -1)
+        descending = args[1] if len(args) > 1 else kwargs.get("descending",
+                                                              False)
+    else:  # sort.stable(x, *, stable, dim, descending)
+        dim = kwargs.get("dim", -1)
+        descending = kwargs.get("descending", False)
+    v = self.value(x)
+    if v.dtype == "i1":
+        v = self.e.cast(v, "i32")
+    axis = _norm_dim(dim, len(v.shape))
+    values, indices = self.e.topk(v, v.shape[axis], axis, bool(descending))
+    return (self.e.cast(values, _flow_dtype(self.meta()[0].dtype)), indices)
+
+
 @_handles("aten.max.dim", "aten.min.dim")
 def _max_min_dim(self, x, dim, keepdim=False):
     v = self.value(x)
