@@ -298,6 +298,36 @@ class Emitter:
                        f"{tensor_type(indices.shape, v.dtype)}",
                        indices.shape, v.dtype)
 
+    # Compositions both importers use ------------------------------------
+    def normalize(self, v: Value, axes, epsilon: float) -> Value:
+        """(v - mean) / sqrt(var + epsilon) over `axes` (biased variance)."""
+        mean = self.reduce("mean", v, axes, True)
+        centered = self.binary("sub", v, mean)
+        var = self.reduce("mean", self.binary("mul", centered, centered),
+                          axes, True)
+        return self.binary("mul", centered, self.unary("rsqrt", self.binary(
+            "add", var, self.scalar(epsilon, v.dtype))))
+
+    def sign(self, v: Value) -> Value:
+        """-1, 0 or 1 in v's type; NaN stays NaN."""
+        zero = self.scalar(0, v.dtype)
+        y = self.select(self.compare("gt", v, zero), self.scalar(1, v.dtype),
+                        self.select(self.compare("lt", v, zero),
+                                    self.scalar(-1, v.dtype), zero))
+        if v.dtype in FLOAT_TYPES:
+            y = self.select(self.compare("ne", v, v), v, y)
+        return y
+
+    def trig(self, kind: str, v: Value) -> Value:
+        """tan, sinh or cosh from sin, cos and exp."""
+        if kind == "tan":
+            return self.binary("div", self.unary("sin", v),
+                               self.unary("cos", v))
+        a = self.unary("exp", v)
+        b = self.unary("exp", self.unary("neg", v))
+        return self.binary("mul", self.binary(
+            "sub" if kind == "sinh" else "add", a, b), self.scalar(0.5, v.dtype))
+
     def concat(self, values: Sequence[Value], axis: int) -> Value:
         if len(values) == 1:
             return values[0]

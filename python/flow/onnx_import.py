@@ -803,27 +803,12 @@ def _sign(self, ins, attrs):
     v = self.value(ins[0])
     if v.dtype == "i1":
         raise Unsupported("bool input")
-    zero = self.e.scalar(0, v.dtype)
-    y = self.e.select(self.e.compare("gt", v, zero), self.e.scalar(1, v.dtype),
-                      self.e.select(self.e.compare("lt", v, zero),
-                                    self.e.scalar(-1, v.dtype), zero))
-    if v.dtype in FLOAT_TYPES:  # NaN stays NaN
-        y = self.e.select(self.e.compare("ne", v, v), v, y)
-    return y
+    return self.e.sign(v)
 
 
 @_handles("Tan", "Sinh", "Cosh")
 def _trig(self, ins, attrs):
-    v = _float_input(self, ins[0])
-    op = self.node.op_type
-    if op == "Tan":
-        return self.e.binary("div", self.e.unary("sin", v),
-                             self.e.unary("cos", v))
-    a = self.e.unary("exp", v)
-    b = self.e.unary("exp", self.e.unary("neg", v))
-    half = self.e.scalar(0.5, v.dtype)
-    return self.e.binary("mul", self.e.binary(
-        "sub" if op == "Sinh" else "add", a, b), half)
+    return self.e.trig(self.node.op_type.lower(), _float_input(self, ins[0]))
 
 
 @_handles("IsInf")
@@ -1008,23 +993,13 @@ def _lp_normalization(self, ins, attrs):
     return self.e.binary("div", x, norm)
 
 
-def _normalize(self, x, axes, epsilon):
-    """(x - mean) / sqrt(var + epsilon) over `axes`."""
-    mean = self.e.reduce("mean", x, axes, True)
-    centered = self.e.binary("sub", x, mean)
-    var = self.e.reduce("mean", self.e.binary("mul", centered, centered),
-                        axes, True)
-    return self.e.binary("div", centered, self.e.unary("sqrt", self.e.binary(
-        "add", var, self.e.scalar(epsilon, x.dtype))))
-
-
 @_handles("InstanceNormalization")
 def _instance_norm(self, ins, attrs):
     x = _float_input(self, ins[0])
     if len(x.shape) < 3:
         raise Unsupported("an input of rank below 3")
-    y = _normalize(self, x, list(range(2, len(x.shape))),
-                   attrs.get("epsilon", 1e-5))
+    y = self.e.normalize(x, list(range(2, len(x.shape))),
+                         attrs.get("epsilon", 1e-5))
     per_channel = (x.shape[1],) + (1,) * (len(x.shape) - 2)
     scale = self.e.reshape(self.value(ins[1], x.dtype), per_channel)
     bias = self.e.reshape(self.value(ins[2], x.dtype), per_channel)
@@ -1035,7 +1010,7 @@ def _instance_norm(self, ins, attrs):
 def _mvn(self, ins, attrs):
     x = _float_input(self, ins[0])
     axes = [_axis(int(a), len(x.shape)) for a in attrs.get("axes", [0, 2, 3])]
-    return _normalize(self, x, axes, 1e-9)
+    return self.e.normalize(x, axes, 1e-9)
 
 
 # Pooling ---------------------------------------------------------------------

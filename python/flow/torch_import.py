@@ -990,28 +990,13 @@ def _leaky_relu(self, x, negative_slope=0.01):
 @_handles("aten.sign.default")
 def _sign(self, x):
     v = self.value(x, self.out_dtype())
-    if v.dtype == "i1":
-        return v
-    zero = self.e.scalar(0, v.dtype)
-    y = self.e.select(self.e.compare("gt", v, zero), self.e.scalar(1, v.dtype),
-                      self.e.select(self.e.compare("lt", v, zero),
-                                    self.e.scalar(-1, v.dtype), zero))
-    if v.dtype in ("f32", "f16", "bf16"):  # NaN stays NaN
-        y = self.e.select(self.e.compare("ne", v, v), v, y)
-    return y
+    return v if v.dtype == "i1" else self.e.sign(v)
 
 
 @_handles("aten.tan.default", "aten.sinh.default", "aten.cosh.default")
 def _trig(self, x):
-    v = _float_value(self, x)
-    name = str(self.node.target)
-    if "tan" in name:
-        return self.e.binary("div", self.e.unary("sin", v),
-                             self.e.unary("cos", v))
-    a = self.e.unary("exp", v)
-    b = self.e.unary("exp", self.e.unary("neg", v))
-    return self.e.binary("mul", self.e.binary(
-        "sub" if "sinh" in name else "add", a, b), self.e.scalar(0.5, v.dtype))
+    kind = str(self.node.target).split(".")[1]
+    return self.e.trig(kind, _float_value(self, x))
 
 
 @_handles("aten.isinf.default")
@@ -1163,16 +1148,6 @@ def _var(self, x, dims=None, *args, correction=None, keepdim=False,
         max(count - correction, 0), v.dtype))
 
 
-def _normalized(self, v, axes, eps):
-    """(v - mean) / sqrt(var + eps) over `axes` (biased variance)."""
-    mean = self.e.reduce("mean", v, axes, True)
-    centered = self.e.binary("sub", v, mean)
-    var = self.e.reduce("mean", self.e.binary("mul", centered, centered),
-                        axes, True)
-    return self.e.binary("mul", centered, self.e.unary("rsqrt", self.e.binary(
-        "add", var, self.e.scalar(eps, v.dtype))))
-
-
 def _per_channel(self, w, dtype, rank):
     wv = self.value(w, dtype)
     return self.e.reshape(wv, (wv.shape[0],) + (1,) * (rank - 2))
@@ -1185,7 +1160,7 @@ def _group_norm(self, x, w, b, n, c, hw, groups, eps):
     shape = v.shape
     grouped = self.e.reshape(
         v, (shape[0], groups, int(np.prod(shape[1:])) // groups))
-    y = self.e.reshape(_normalized(self, grouped, [2], eps), shape)
+    y = self.e.reshape(self.e.normalize(grouped, [2], eps), shape)
     if w is not None:
         y = self.e.binary("mul", y, _per_channel(self, w, dtype, len(shape)))
     if b is not None:
@@ -1200,7 +1175,7 @@ def _batch_norm_batch_stats(self, x, w, b, training, momentum, eps):
     dtype = _flow_dtype(self.meta()[0].dtype)
     v = self.value(x, dtype)
     axes = [0] + list(range(2, len(v.shape)))
-    y = _normalized(self, v, axes, eps)
+    y = self.e.normalize(v, axes, eps)
     if w is not None:
         y = self.e.binary("mul", y, _per_channel(self, w, dtype, len(v.shape)))
     if b is not None:
