@@ -328,6 +328,43 @@ class Emitter:
         return self.binary("mul", self.binary(
             "sub" if kind == "sinh" else "add", a, b), self.scalar(0.5, v.dtype))
 
+    def log1p(self, v: Value) -> Value:
+        """log(1 + x), accurate for tiny x: log(u) * x / (u - 1) with u = 1 + x
+        (exact where u rounds to 1: then it is x)."""
+        one = self.scalar(1, v.dtype)
+        u = self.binary("add", v, one)
+        um1 = self.binary("sub", u, one)
+        ratio = self.binary("div", self.binary("mul", self.unary("log", u), v),
+                            um1)
+        exact = self.compare("eq", um1, self.scalar(0, v.dtype))
+        # u = inf (x = inf): log(u) itself.
+        infinite = self.compare("eq", u, self.scalar(np.inf, v.dtype))
+        return self.select(exact, v, self.select(
+            infinite, self.unary("log", u), ratio))
+
+
+    def expm1(self, v: Value) -> Value:
+        """exp(x) - 1, accurate for tiny x: (u - 1) * x / log(u) with u = exp(x)
+        (x itself where u rounds to 1; -1 and inf at the ends)."""
+        one = self.scalar(1, v.dtype)
+        u = self.unary("exp", v)
+        um1 = self.binary("sub", u, one)
+        ratio = self.binary("div", self.binary("mul", um1, v),
+                              self.unary("log", u))
+        tiny = self.compare("eq", u, one)
+        ends = self.select(self.compare("eq", um1, self.scalar(
+            -1, v.dtype)), um1, self.select(self.compare(
+                "eq", u, self.scalar(np.inf, v.dtype)), u, ratio))
+        return self.select(tiny, v, ends)
+
+    def tile(self, v: Value, repeats) -> Value:
+        """numpy.tile with one repeat count per dimension: [d0, d1] ->
+        [1, d0, 1, d1] broadcast to [r0, d0, r1, d1] -> [r0 d0, r1 d1]."""
+        spread = [n for d in v.shape for n in (1, d)]
+        full = [n for r, d in zip(repeats, v.shape) for n in (r, d)]
+        y = self.broadcast_to(self.reshape(v, spread), full)
+        return self.reshape(y, [r * d for r, d in zip(repeats, v.shape)])
+
     def concat(self, values: Sequence[Value], axis: int) -> Value:
         if len(values) == 1:
             return values[0]

@@ -439,9 +439,7 @@ def _leaky_relu(self, ins, attrs):
 @_handles("Softplus")
 def _softplus(self, ins, attrs):
     v = self.value(ins[0])
-    one = self.e.scalar(1, v.dtype)
-    return self.e.unary("log", self.e.binary("add", self.e.unary("exp", v),
-                                             one))
+    return self.e.log1p(self.e.unary("exp", v))
 
 
 @_handles("HardSigmoid")
@@ -715,8 +713,7 @@ def _float_input(self, x) -> Value:
 
 def _expm1_scaled(self, v, alpha):
     """alpha * (exp(v) - 1)."""
-    e = self.e.binary("sub", self.e.unary("exp", v), self.e.scalar(1, v.dtype))
-    return self.e.binary("mul", e, self.e.scalar(alpha, v.dtype))
+    return self.e.binary("mul", self.e.expm1(v), self.e.scalar(alpha, v.dtype))
 
 
 @_handles("Elu", "Selu")
@@ -771,8 +768,7 @@ def _hard_swish(self, ins, attrs):
 @_handles("Mish")
 def _mish(self, ins, attrs):
     v = _float_input(self, ins[0])
-    softplus = self.e.unary("log", self.e.binary(
-        "add", self.e.unary("exp", v), self.e.scalar(1, v.dtype)))
+    softplus = self.e.log1p(self.e.unary("exp", v))
     return self.e.binary("mul", v, self.e.unary("tanh", softplus))
 
 
@@ -870,9 +866,7 @@ def _one_hot(self, ins, attrs):
     axis = _axis(attrs.get("axis", -1), rank)
     # Negative indices count from the end; others outside [0, depth) are
     # all off.
-    negative = self.e.compare("lt", idx, self.e.scalar(0, idx.dtype))
-    idx = self.e.select(negative, self.e.binary(
-        "add", idx, self.e.scalar(depth, idx.dtype)), idx)
+    idx = _wrap_negative(self, idx, depth)
     shape = list(idx.shape)
     shape.insert(axis, 1)
     idx = self.e.reshape(idx, shape)
@@ -905,11 +899,7 @@ def _tile(self, ins, attrs):
     repeats = [int(r) for r in self.const(ins[1], "repeats").reshape(-1)]
     if len(repeats) != len(x.shape) or min(repeats, default=1) < 0:
         raise Unsupported(f"repeats {repeats} for rank {len(x.shape)}")
-    # [d0, d1] -> [1, d0, 1, d1] -> [r0, d0, r1, d1] -> [r0 d0, r1 d1].
-    spread = [v for d in x.shape for v in (1, d)]
-    full = [v for r, d in zip(repeats, x.shape) for v in (r, d)]
-    y = self.e.broadcast_to(self.e.reshape(x, spread), full)
-    return self.e.reshape(y, [r * d for r, d in zip(repeats, x.shape)])
+    return self.e.tile(x, repeats)
 
 
 @_handles("DepthToSpace", "SpaceToDepth")
@@ -1183,6 +1173,13 @@ def _slice(self, ins, attrs):
     return self.e.slice(self.e.reverse(x, reversed_axes), lo, hi, st)
 
 
+def _wrap_negative(self, idx: Value, size: int) -> Value:
+    """ONNX's indices: a negative one counts from the end."""
+    negative = self.e.compare("lt", idx, self.e.scalar(0, idx.dtype))
+    return self.e.select(negative, self.e.binary(
+        "add", idx, self.e.scalar(size, idx.dtype)), idx)
+
+
 @_handles("Gather")
 def _gather(self, ins, attrs):
     x = self.value(ins[0])
@@ -1192,10 +1189,7 @@ def _gather(self, ins, attrs):
     if isinstance(idx, Value):
         if idx.dtype not in ("i64", "i32"):
             raise Unsupported(f"{idx.dtype} indices")
-        # Negative indices count from the end.
-        negative = self.e.compare("lt", idx, self.e.scalar(0, idx.dtype))
-        shifted = self.e.binary("add", idx, self.e.scalar(size, idx.dtype))
-        i = self.e.select(negative, shifted, idx)
+        i = _wrap_negative(self, idx, size)
     else:
         arr = np.asarray(idx).astype(np.int64)
         arr = np.where(arr < 0, arr + size, arr)
@@ -1215,11 +1209,8 @@ def _gather_elements(self, ins, attrs):
     idx = self.value(ins[1])
     if idx.dtype not in ("i64", "i32"):
         raise Unsupported(f"{idx.dtype} indices")
-    # Negative indices count from the end.
-    negative = self.e.compare("lt", idx, self.e.scalar(0, idx.dtype))
-    shifted = self.e.binary("add", idx, self.e.scalar(x.shape[axis], idx.dtype))
-    return self.e.gather_elements(x, self.e.select(negative, shifted, idx),
-                                  axis)
+    return self.e.gather_elements(x, _wrap_negative(self, idx,
+                                                    x.shape[axis]), axis)
 
 
 @_handles("TopK")
@@ -1258,10 +1249,7 @@ def _gather_nd(self, ins, attrs):
         comp = self.e.reshape(self.e.slice(
             idx, [0] * (len(idx.shape) - 1) + [j],
             list(idx.shape[:-1]) + [j + 1], [1] * len(idx.shape)), lead)
-        # Negative indices count from the end.
-        comp = self.e.select(self.e.compare("lt", comp, self.e.scalar(
-            0, "i64")), self.e.binary("add", comp, self.e.scalar(
-                size, "i64")), comp)
+        comp = _wrap_negative(self, comp, size)
         term = self.e.binary("mul", comp, self.e.scalar(stride, "i64"))
         flat = term if flat is None else self.e.binary("add", flat, term)
     if b:

@@ -928,51 +928,21 @@ def _float_value(self, x):
     return self.value(x, dtype)
 
 
-def _log1p_of(self, v):
-    """log(1 + x), accurate for tiny x: log(u) * x / (u - 1) with u = 1 + x
-    (exact where u rounds to 1: then it is x)."""
-    one = self.e.scalar(1, v.dtype)
-    u = self.e.binary("add", v, one)
-    um1 = self.e.binary("sub", u, one)
-    ratio = self.e.binary("div", self.e.binary("mul", self.e.unary("log", u),
-                                               v), um1)
-    exact = self.e.compare("eq", um1, self.e.scalar(0, v.dtype))
-    # u = inf (x = inf): log(u) itself.
-    infinite = self.e.compare("eq", u, self.e.scalar(np.inf, v.dtype))
-    return self.e.select(exact, v, self.e.select(
-        infinite, self.e.unary("log", u), ratio))
-
-
-def _expm1_of(self, v):
-    """exp(x) - 1, accurate for tiny x: (u - 1) * x / log(u) with u = exp(x)
-    (x itself where u rounds to 1; -1 and inf at the ends)."""
-    one = self.e.scalar(1, v.dtype)
-    u = self.e.unary("exp", v)
-    um1 = self.e.binary("sub", u, one)
-    ratio = self.e.binary("div", self.e.binary("mul", um1, v),
-                          self.e.unary("log", u))
-    tiny = self.e.compare("eq", u, one)
-    ends = self.e.select(self.e.compare("eq", um1, self.e.scalar(
-        -1, v.dtype)), um1, self.e.select(self.e.compare(
-            "eq", u, self.e.scalar(np.inf, v.dtype)), u, ratio))
-    return self.e.select(tiny, v, ends)
-
-
 @_handles("aten.log1p.default")
 def _log1p(self, x):
-    return _log1p_of(self, _float_value(self, x))
+    return self.e.log1p(_float_value(self, x))
 
 
 @_handles("aten.expm1.default")
 def _expm1(self, x):
-    return _expm1_of(self, _float_value(self, x))
+    return self.e.expm1(_float_value(self, x))
 
 
 @_handles("aten.elu.default")
 def _elu(self, x, alpha=1.0, scale=1.0, input_scale=1.0):
     v = _float_value(self, x)
     inner = self.e.binary("mul", v, self.e.scalar(input_scale, v.dtype))
-    negative = self.e.binary("mul", _expm1_of(self, inner),
+    negative = self.e.binary("mul", self.e.expm1(inner),
                              self.e.scalar(alpha, v.dtype))
     y = self.e.select(self.e.compare("gt", v, self.e.scalar(0, v.dtype)), v,
                       negative)
@@ -1071,12 +1041,8 @@ def _div_mode(self, a, b, rounding_mode=None):
 def _repeat(self, x, repeats):
     v = self.value(x)
     repeats = [int(r) for r in repeats]
-    shape = (1,) * (len(repeats) - len(v.shape)) + tuple(v.shape)
-    v = self.e.reshape(v, shape)
-    spread = [d for n in shape for d in (1, n)]
-    full = [d for r, n in zip(repeats, shape) for d in (r, n)]
-    y = self.e.broadcast_to(self.e.reshape(v, spread), full)
-    return self.e.reshape(y, [r * n for r, n in zip(repeats, shape)])
+    v = self.e.reshape(v, (1,) * (len(repeats) - len(v.shape)) + tuple(v.shape))
+    return self.e.tile(v, repeats)
 
 
 @_handles("aten.topk.default")

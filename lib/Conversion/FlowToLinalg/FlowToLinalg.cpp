@@ -82,6 +82,15 @@ TypedAttr lowestAttr(OpBuilder &b, Type t) {
   return b.getIntegerAttr(t, APInt::getSignedMinValue(width));
 }
 
+/// The largest value of `t`: +inf for floats.
+TypedAttr highestAttr(OpBuilder &b, Type t) {
+  if (auto ft = dyn_cast<FloatType>(t))
+    return b.getFloatAttr(
+        t, APFloat::getInf(ft.getFloatSemantics(), /*Negative=*/false));
+  unsigned width = t.getIntOrFloatBitWidth();
+  return b.getIntegerAttr(t, APInt::getSignedMaxValue(width));
+}
+
 /// Element-wise converts `v` from its type to `to`.
 Value convertScalar(OpBuilder &b, Location loc, Value v, Type to) {
   Type from = v.getType();
@@ -805,14 +814,8 @@ struct ArgReduceLowering : OpConversionPattern<OpTy> {
     SmallVector<AffineMap> maps = {AffineMap::getMultiDimIdentityMap(rank, ctx),
                                    outMap, outMap};
     ArrayRef<int64_t> shape = tensorType(op).getShape();
-    TypedAttr worst;
-    if (auto ft = dyn_cast<FloatType>(elt))
-      worst = rewriter.getFloatAttr(
-          elt, APFloat::getInf(ft.getFloatSemantics(), /*Negative=*/isMax));
-    else
-      worst = rewriter.getIntegerAttr(
-          elt, isMax ? APInt::getSignedMinValue(elt.getIntOrFloatBitWidth())
-                     : APInt::getSignedMaxValue(elt.getIntOrFloatBitWidth()));
+    TypedAttr worst = isMax ? lowestAttr(rewriter, elt)
+                            : highestAttr(rewriter, elt);
     Value bestInit = filledTensor(rewriter, loc, shape, worst);
     Value indexInit =
         filledTensor(rewriter, loc, shape, rewriter.getI64IntegerAttr(0));
@@ -1316,6 +1319,17 @@ struct SliceLowering : OpConversionPattern<SliceOp> {
 
 /// result[i.., j.., k..] = input[i.., clamp(indices[j..]), k..]. Indices
 /// outside [0, dim) are clamped into range so no access leaves the tensor.
+/// An index value (i32 or i64) as an `index` clamped into [0, dimSize), so
+/// that no gather reads outside its input.
+Value clampedIndex(OpBuilder &b, Location l, Value raw, int64_t dimSize) {
+  Value idx = arith::IndexCastOp::create(b, l, b.getIndexType(), raw);
+  Value zero = arith::ConstantIndexOp::create(b, l, 0);
+  Value last =
+      arith::ConstantIndexOp::create(b, l, std::max<int64_t>(0, dimSize - 1));
+  return arith::MinSIOp::create(b, l, arith::MaxSIOp::create(b, l, idx, zero),
+                                last);
+}
+
 struct GatherLowering : OpConversionPattern<GatherOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
@@ -1343,12 +1357,7 @@ struct GatherLowering : OpConversionPattern<GatherOp> {
         rewriter, loc, TypeRange{type}, ValueRange{adaptor.getIndices()},
         ValueRange{init}, maps, iters,
         [&](OpBuilder &b, Location l, ValueRange a) {
-          Value idx = arith::IndexCastOp::create(b, l, b.getIndexType(), a[0]);
-          Value zero = arith::ConstantIndexOp::create(b, l, 0);
-          Value last = arith::ConstantIndexOp::create(
-              b, l, std::max<int64_t>(0, dimSize - 1));
-          idx = arith::MinSIOp::create(
-              b, l, arith::MaxSIOp::create(b, l, idx, zero), last);
+          Value idx = clampedIndex(b, l, a[0], dimSize);
           SmallVector<Value> coords;
           for (int64_t j = 0; j < inType.getRank(); ++j) {
             if (j < axis)
@@ -1387,12 +1396,7 @@ struct GatherElementsLowering : OpConversionPattern<GatherElementsOp> {
         rewriter, loc, TypeRange{type}, ValueRange{adaptor.getIndices()},
         ValueRange{init}, maps, iters,
         [&](OpBuilder &b, Location l, ValueRange a) {
-          Value idx = arith::IndexCastOp::create(b, l, b.getIndexType(), a[0]);
-          Value zero = arith::ConstantIndexOp::create(b, l, 0);
-          Value last = arith::ConstantIndexOp::create(
-              b, l, std::max<int64_t>(0, dimSize - 1));
-          idx = arith::MinSIOp::create(
-              b, l, arith::MaxSIOp::create(b, l, idx, zero), last);
+          Value idx = clampedIndex(b, l, a[0], dimSize);
           SmallVector<Value> coords;
           for (int64_t j = 0; j < rank; ++j)
             coords.push_back(j == axis ? idx
