@@ -389,23 +389,6 @@ static LogicalResult buildExecutable(ModuleOp host, ModuleOp kernels,
                                      const CompileOptions &options,
                                      CompileResult &result);
 
-/// The executable's DType value of an element type, if it has one.
-static std::optional<uint8_t> executableDType(Type t) {
-  if (t.isF32())
-    return 0;
-  if (t.isF16())
-    return 1;
-  if (t.isBF16())
-    return 2;
-  if (t.isInteger(64))
-    return 3;
-  if (t.isInteger(32))
-    return 4;
-  if (t.isInteger(1))
-    return 5;
-  return std::nullopt;
-}
-
 /// "flow.exp at model.py:12:0, flow.add at model.py:13:0", at most the
 /// first eight ops.
 static std::string describeKernel(const CompileReport::Kernel &k) {

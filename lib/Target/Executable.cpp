@@ -28,19 +28,35 @@ namespace fb = ::flow::fbs;
 /// reads.
 static constexpr uint32_t kFormatVersion = ::flow::runtime::kExecutableVersion;
 
-static FailureOr<fb::DType> dtypeOf(Type t) {
+std::optional<uint8_t> mlir::flow::executableDType(Type t) {
+  auto pick = [](fb::DType d) { return std::optional<uint8_t>(uint8_t(d)); };
   if (t.isF32())
-    return fb::DType::F32;
+    return pick(fb::DType::F32);
   if (t.isF16())
-    return fb::DType::F16;
+    return pick(fb::DType::F16);
   if (t.isBF16())
-    return fb::DType::BF16;
-  if (t.isInteger(64))
-    return fb::DType::I64;
-  if (t.isInteger(32))
-    return fb::DType::I32;
+    return pick(fb::DType::BF16);
+  if (t.isF64())
+    return pick(fb::DType::F64);
   if (t.isInteger(1))
-    return fb::DType::I1;
+    return pick(fb::DType::I1);
+  auto integer = dyn_cast<IntegerType>(t);
+  if (!integer)
+    return std::nullopt;
+  static const fb::DType kSigned[] = {fb::DType::I8, fb::DType::I16,
+                                      fb::DType::I32, fb::DType::I64};
+  static const fb::DType kUnsigned[] = {fb::DType::U8, fb::DType::U16,
+                                        fb::DType::U32, fb::DType::U64};
+  unsigned width = integer.getWidth();
+  if (width != 8 && width != 16 && width != 32 && width != 64)
+    return std::nullopt;
+  unsigned index = llvm::Log2_32(width) - 3;
+  return pick(integer.isUnsigned() ? kUnsigned[index] : kSigned[index]);
+}
+
+static FailureOr<fb::DType> dtypeOf(Type t) {
+  if (std::optional<uint8_t> d = executableDType(t))
+    return static_cast<fb::DType>(*d);
   return failure();
 }
 
@@ -363,7 +379,7 @@ FunctionWriter::write(func::FuncOp func) {
         func.emitError("function signature type ")
             << t
             << " is not supported: Flow executables take tensors of static "
-               "shape (at most 2^48 bytes) of f32, f16, bf16, i64, i32 or i1";
+               "shape (at most 2^48 bytes) of a Flow element type";
         return failure();
       }
       std::vector<int64_t> shape = buffer.getShape().vec();

@@ -22,9 +22,19 @@ INLINE_BYTES = 256
 
 #: numpy dtype name -> flow element type.
 NUMPY_TO_FLOW = {"float32": "f32", "float16": "f16", "bfloat16": "bf16",
-                 "int64": "i64", "int32": "i32", "bool": "i1"}
+                 "float64": "f64", "int64": "i64", "int32": "i32",
+                 "int16": "i16", "int8": "i8", "uint64": "ui64",
+                 "uint32": "ui32", "uint16": "ui16", "uint8": "ui8",
+                 "bool": "i1"}
 FLOW_TO_NUMPY = {v: k for k, v in NUMPY_TO_FLOW.items()}
-FLOAT_TYPES = ("f32", "f16", "bf16")
+FLOAT_TYPES = ("f32", "f16", "bf16", "f64")
+SIGNED_TYPES = ("i64", "i32", "i16", "i8")
+UNSIGNED_TYPES = ("ui64", "ui32", "ui16", "ui8")
+#: Integer element types (i1, a bool, is not one).
+INT_TYPES = SIGNED_TYPES + UNSIGNED_TYPES
+#: What Flow computes in, for messages.
+TYPES_TEXT = ("f32, f16, bf16, f64, i64, i32, i16, i8, ui64, ui32, ui16, ui8 "
+              "and bool")
 
 
 def numpy_dtype(flow_type: str) -> np.dtype:
@@ -93,6 +103,7 @@ def _dense(array: np.ndarray, dtype: str) -> str:
     """The elements attribute for `array` (already of `dtype`)."""
     if array.size == 0:
         return "dense<>"
+    array = np.ascontiguousarray(array)
     flat = array.reshape(-1)
     if dtype == "i1":
         if (flat == flat[0]).all():
@@ -103,7 +114,7 @@ def _dense(array: np.ndarray, dtype: str) -> str:
                 return "true" if a else "false"
             return "[" + ", ".join(nest(x) for x in a) + "]"
         return f"dense<{nest(array)}>"
-    raw = np.ascontiguousarray(array)
+    raw = array
     # One element's bytes spell a splat.
     if (flat.view(np.uint8).reshape(flat.size, -1) ==
             flat[:1].view(np.uint8)).all():
@@ -267,6 +278,59 @@ class Emitter:
         return self.op(f"flow.reduce_{kind} {v} {axes}{keep} : {v.type} -> "
                        f"{tensor_type(shape, v.dtype)}", shape, v.dtype)
 
+    def reversed_order(self, v: Value) -> Value:
+        """A value whose order is v's reversed, exactly: -v for floats, the
+        bitwise complement for integers (no overflow at the extremes)."""
+        if v.dtype in FLOAT_TYPES:
+            return self.unary("neg", v)
+        all_ones = np.iinfo(numpy_dtype(v.dtype)).max \
+            if v.dtype in UNSIGNED_TYPES else -1
+        return self.binary("sub", self.scalar(all_ones, v.dtype), v)
+
+    def int_pow(self, base: Value, exponent: Value) -> Value:
+        """base ** exponent for integers, exact (wrapping as integer products
+        do): square-and-multiply over the exponent's bits. A negative
+        exponent gives 0, except for a base of 1 or -1."""
+        bits = np.iinfo(numpy_dtype(exponent.dtype)).bits
+        unsigned = exponent.dtype in UNSIGNED_TYPES
+        e = exponent if unsigned else self.binary(
+            "maximum", exponent, self.scalar(0, exponent.dtype))
+        two = self.scalar(2, e.dtype)
+        one = self.scalar(1, e.dtype)
+        result = self.broadcast_to(self.scalar(1, base.dtype), tuple(
+            np.broadcast_shapes(base.shape, exponent.shape)))
+        square = base
+        for k in range(bits - (0 if unsigned else 1)):
+            half = self.binary("div", e, two)
+            bit = self.compare("eq", self.binary(
+                "sub", e, self.binary("mul", half, two)), one)
+            result = self.select(bit, self.binary("mul", result, square),
+                                 result)
+            e = half
+            if k + 1 < bits:
+                square = self.binary("mul", square, square)
+        if unsigned:
+            return result
+        # Negative exponents: 1 ** -n = 1, (-1) ** -n = +-1, otherwise 0.
+        negative = self.compare("lt", exponent,
+                                self.scalar(0, exponent.dtype))
+        odd = self.compare("ne", self.binary("sub", exponent, self.binary(
+            "mul", self.binary("div", exponent, two), two)),
+            self.scalar(0, exponent.dtype))
+        minus_one = self.scalar(-1, base.dtype)
+        unit = self.select(self.compare("eq", base, self.scalar(1, base.dtype)),
+                           self.scalar(1, base.dtype), self.select(
+                               self.compare("eq", base, minus_one),
+                               self.select(odd, minus_one,
+                                           self.scalar(1, base.dtype)),
+                               self.scalar(0, base.dtype)))
+        return self.select(negative, unit, result)
+
+    def reduce_min(self, v: Value, axes, keepdims: bool) -> Value:
+        """Minimum over `axes` (NaN propagates): max of the reversed order."""
+        return self.reversed_order(self.reduce("max", self.reversed_order(v),
+                                               axes, keepdims))
+
     def cumsum(self, v: Value, axis: int, exclusive: bool = False,
                reverse: bool = False) -> Value:
         axis = int(axis) % max(len(v.shape), 1)
@@ -390,7 +454,7 @@ class Emitter:
             raise Unsupported(f"top-{k} (Flow unrolls top-k and sorts of up "
                               f"to {TOPK_UNROLL} elements)")
         is_float = v.dtype in FLOAT_TYPES
-        key = v if largest else self.unary("neg", v)
+        key = v if largest else self.reversed_order(v)
         if is_float and not largest:
             # A NaN counts as the largest: the last of the smallest.
             key = self.select(self.compare("ne", v, v),
@@ -420,6 +484,101 @@ class Emitter:
                 taken = mark if taken is None else self.select(
                     taken, self.scalar(True, "i1"), mark)
         return self.concat(values, axis), self.concat(indices, axis)
+
+    def gather(self, v: Value, indices: Value, axis: int) -> Value:
+        """v's slices along `axis` at `indices` (i64 or i32, in range)."""
+        shape = v.shape[:axis] + indices.shape + v.shape[axis + 1:]
+        return self.op(f"flow.gather {v}[{indices}] axis = {axis} : "
+                       f"({v.type}, {indices.type}) -> "
+                       f"{tensor_type(shape, v.dtype)}", shape, v.dtype)
+
+    def wrap_negative(self, idx: Value, size) -> Value:
+        """Indices counting from the end when negative (`size` an int, or a
+        Value broadcasting against `idx`)."""
+        if not isinstance(size, Value):
+            size = self.scalar(size, idx.dtype)
+        negative = self.compare("lt", idx, self.scalar(0, idx.dtype))
+        return self.select(negative, self.binary("add", idx, size), idx)
+
+    def scatter_nd(self, v: Value, indices: Value, updates: Value,
+                   reduction: str = "none") -> Value:
+        """flow.scatter_nd: `indices` [..., q] names slices of v that
+        `updates` replace (or combine with: add, mul, max, min)."""
+        if reduction not in ("none", "add", "mul", "max", "min"):
+            raise Unsupported(f"scatter reduction '{reduction}'")
+        if updates.dtype != v.dtype:
+            updates = self.cast(updates, v.dtype)
+        want = indices.shape[:-1] + v.shape[indices.shape[-1]:]
+        updates = self.broadcast_to(updates, want)
+        attr = "" if reduction == "none" else f" reduction = {reduction}"
+        return self.op(f"flow.scatter_nd {v}[{indices}], {updates}{attr} : "
+                       f"({v.type}, {indices.type}, {updates.type}) -> "
+                       f"{v.type}", v.shape, v.dtype)
+
+    def coordinates(self, indices: Value, axis: int) -> Value:
+        """Index tuples [*indices.shape, rank] naming, for each position j
+        of `indices`, j's own coordinates with the one along `axis`
+        replaced by indices[j] (what scatter_elements writes to)."""
+        shape, rank = indices.shape, len(indices.shape)
+        columns = []
+        for d in range(rank):
+            if d == axis:
+                c = self.cast(indices, "i64")
+            else:
+                iota = np.arange(shape[d], dtype=np.int64).reshape(
+                    [-1 if i == d else 1 for i in range(rank)])
+                c = self.broadcast_to(self.constant(iota), shape)
+            columns.append(self.reshape(c, shape + (1,)))
+        return self.concat(columns, rank)
+
+    def scatter_elements(self, v: Value, indices: Value, updates: Value,
+                         axis: int, reduction: str = "none") -> Value:
+        """v with updates[j] written at j's coordinates, the one along
+        `axis` taken from indices[j] (in range)."""
+        if any(i > d for i, d in zip(indices.shape, v.shape)):
+            raise Unsupported("indices larger than the input")
+        if updates.shape != indices.shape:
+            updates = self.slice(updates, [0] * len(indices.shape),
+                                 indices.shape, [1] * len(indices.shape))
+        return self.scatter_nd(v, self.coordinates(indices, axis), updates,
+                               reduction)
+
+    def pad(self, v: Value, low, high, mode: str = "constant",
+            value: float = 0.0) -> Value:
+        """v with low[d] and high[d] elements added before and after each
+        dimension d: `value` ("constant"), copies of the border element
+        ("edge"), its mirror image without the border ("reflect"), or the
+        other end's elements ("wrap")."""
+        low, high = [int(x) for x in low], [int(x) for x in high]
+        if min(low + high) < 0:
+            raise Unsupported("negative padding")
+        if mode == "constant":
+            if v.dtype not in FLOAT_TYPES and not float(value).is_integer():
+                raise Unsupported(f"pad value {value} for a {v.dtype} tensor")
+            shape = tuple(d + lo + hi for d, lo, hi in zip(v.shape, low, high))
+            if shape == v.shape:
+                return v
+            return self.op(f"flow.pad {v} low = {low} high = {high} value = "
+                           f"{float_literal(value)} : {v.type} -> "
+                           f"{tensor_type(shape, v.dtype)}", shape, v.dtype)
+        if mode not in ("edge", "reflect", "wrap"):
+            raise Unsupported(f"mode '{mode}'")
+        for axis, (n, lo, hi) in enumerate(zip(v.shape, low, high)):
+            if not lo and not hi:
+                continue
+            if n == 0 or (mode == "reflect" and max(lo, hi) > n - 1):
+                raise Unsupported(f"{mode} padding of {max(lo, hi)} on a "
+                                  f"dimension of {n}")
+            i = np.arange(-lo, n + hi)
+            if mode == "edge":
+                i = np.clip(i, 0, n - 1)
+            elif mode == "reflect":
+                i = np.abs(i)
+                i = np.where(i > n - 1, 2 * (n - 1) - i, i)
+            else:
+                i = np.mod(i, n)
+            v = self.gather(v, self.constant(i.astype(np.int64)), axis)
+        return v
 
     def reverse(self, v: Value, axes) -> Value:
         axes = sorted({int(a) for a in axes})

@@ -20,7 +20,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ._emitter import (FLOAT_TYPES, NUMPY_TO_FLOW, Emitter, Unsupported,
+from ._emitter import (FLOAT_TYPES, INT_TYPES, NUMPY_TO_FLOW, TYPES_TEXT, Emitter, Unsupported,
                        UnsupportedOpsError, Value, float_literal,
                        handler_registry, numpy_dtype, tensor_type)
 
@@ -40,12 +40,13 @@ def _type_refusal(elem_type) -> str:
         name = onnx.TensorProto.DataType.Name(int(elem_type))
     except (ValueError, TypeError):
         name = str(elem_type)
-    return (f"element type {name} (Flow computes in f32, f16, bf16, i64, "
-            f"i32 and bool)")
+    return f"element type {name} (Flow computes in {TYPES_TEXT})"
 
 
 # ONNX TensorProto element type -> flow element type.
-_ONNX_TYPES = {1: "f32", 10: "f16", 16: "bf16", 7: "i64", 6: "i32", 9: "i1"}
+_ONNX_TYPES = {1: "f32", 10: "f16", 16: "bf16", 11: "f64", 7: "i64", 6: "i32",
+               5: "i16", 3: "i8", 13: "ui64", 12: "ui32", 4: "ui16", 2: "ui8",
+               9: "i1"}
 
 
 @dataclasses.dataclass
@@ -291,6 +292,30 @@ def _common(self, ins, float_only=False) -> str:
     return dtype
 
 
+def _rounds_once(handler):
+    """For an op Flow builds from several: f16 and bf16 operands are computed
+    in f32 and each result rounded once, as one op of its own would be (and
+    as ONNX's reference computes)."""
+    def wrapped(self, ins, attrs):
+        halves = [x.dtype for x in ins
+                  if isinstance(x, Value) and x.dtype in ("f16", "bf16")]
+        if not halves:
+            return handler(self, ins, attrs)
+        wide = [self.e.cast(x, "f32") if isinstance(x, Value) and
+                x.dtype in ("f16", "bf16") else x for x in ins]
+        out = handler(self, wide, attrs)
+
+        def narrow(y):
+            if isinstance(y, Value) and y.dtype == "f32":
+                return self.e.cast(y, halves[0])
+            return y
+        if isinstance(out, (tuple, list)):
+            return type(out)(narrow(y) for y in out)
+        return narrow(out)
+    wrapped.__name__ = handler.__name__
+    return wrapped
+
+
 def _binary(op, float_only=False):
     def handler(self, ins, attrs):
         dtype = _common(self, ins, float_only)
@@ -308,9 +333,17 @@ for _op, _flow in [("Add", "add"), ("Sub", "sub"), ("Mul", "mul"),
 @_handles("Pow")
 def _pow(self, ins, attrs):
     base = self.value(ins[0])
-    if base.dtype not in FLOAT_TYPES:
-        raise Unsupported(f"{base.dtype} base")
+    if base.dtype == "i1":
+        raise Unsupported("bool base")
     exponent = ins[1]
+    if base.dtype in INT_TYPES:
+        e = self.value(exponent)
+        if e.dtype in FLOAT_TYPES:
+            # ONNX's reference: the power in f64, truncated to the base type.
+            return self.e.cast(self.e.binary("pow", self.e.cast(base, "f64"),
+                                             self.e.cast(e, "f64")),
+                               base.dtype)
+        return self.e.int_pow(base, e)
     if not isinstance(exponent, Value):
         e = np.asarray(exponent)
         if e.size == 1 and float(e.reshape(-1)[0]).is_integer() and \
@@ -437,12 +470,14 @@ def _leaky_relu(self, ins, attrs):
 
 
 @_handles("Softplus")
+@_rounds_once
 def _softplus(self, ins, attrs):
     v = self.value(ins[0])
     return self.e.log1p(self.e.unary("exp", v))
 
 
 @_handles("HardSigmoid")
+@_rounds_once
 def _hard_sigmoid(self, ins, attrs):
     v = self.value(ins[0])
     y = self.e.binary("add", self.e.binary(
@@ -649,28 +684,33 @@ def _reduce_axes(self, ins, attrs, rank, axes_input_from):
     return [_axis(int(a), rank) for a in axes]
 
 
-def _reduction(kind, negate=False):
+def _reduction(kind):
     def handler(self, ins, attrs):
         x = self.value(ins[0])
-        if x.dtype == "i1":
-            raise Unsupported("bool input")
+        is_bool = x.dtype == "i1"
+        if is_bool:
+            if kind not in ("max", "min"):
+                raise Unsupported("bool input")
+            # max is any, min is all (an empty one is true).
+            x = self.e.cast(x, "ui8")
         op = self.node.op_type
         axes = _reduce_axes(self, ins, attrs, len(x.shape),
                             13 if op == "ReduceSum" else 18)
         keep = bool(attrs.get("keepdims", 1))
         if not axes:
-            return x
-        if negate:
-            return self.e.unary("neg", self.e.reduce(
-                kind, self.e.unary("neg", x), axes, keep))
-        return self.e.reduce(kind, x, axes, keep)
+            y = x
+        elif kind == "min":
+            y = self.e.reduce_min(x, axes, keep)
+        else:
+            y = self.e.reduce(kind, x, axes, keep)
+        return self.e.cast(y, "i1") if is_bool else y
     return handler
 
 
 _handles("ReduceSum")(_reduction("sum"))
 _handles("ReduceMean")(_reduction("mean"))
 _handles("ReduceMax")(_reduction("max"))
-_handles("ReduceMin")(_reduction("max", negate=True))
+_handles("ReduceMin")(_reduction("min"))
 
 
 @_handles("CumSum")
@@ -717,6 +757,7 @@ def _expm1_scaled(self, v, alpha):
 
 
 @_handles("Elu", "Selu")
+@_rounds_once
 def _elu(self, ins, attrs):
     v = _float_input(self, ins[0])
     selu = self.node.op_type == "Selu"
@@ -730,6 +771,7 @@ def _elu(self, ins, attrs):
 
 
 @_handles("Celu")
+@_rounds_once
 def _celu(self, ins, attrs):
     v = _float_input(self, ins[0])
     alpha = attrs.get("alpha", 1.0)
@@ -741,6 +783,7 @@ def _celu(self, ins, attrs):
 
 
 @_handles("Softsign")
+@_rounds_once
 def _softsign(self, ins, attrs):
     v = _float_input(self, ins[0])
     return self.e.binary("div", v, self.e.binary(
@@ -756,6 +799,7 @@ def _thresholded_relu(self, ins, attrs):
 
 
 @_handles("HardSwish")
+@_rounds_once
 def _hard_swish(self, ins, attrs):
     v = _float_input(self, ins[0])
     gate = self.e.binary("add", self.e.binary(
@@ -766,6 +810,7 @@ def _hard_swish(self, ins, attrs):
 
 
 @_handles("Mish")
+@_rounds_once
 def _mish(self, ins, attrs):
     v = _float_input(self, ins[0])
     softplus = self.e.log1p(self.e.unary("exp", v))
@@ -909,12 +954,16 @@ def _depth_space(self, ins, attrs):
         raise Unsupported("an input of rank other than 4")
     b = int(attrs["blocksize"])
     n, c, h, w = x.shape
-    if self.node.op_type == "SpaceToDepth":
-        y = self.e.reshape(x, (n, c, h // b, b, w // b, b))
-        y = self.e.transpose(y, (0, 3, 5, 1, 2, 4))
-        return self.e.reshape(y, (n, c * b * b, h // b, w // b))
     mode = attrs.get("mode", b"DCR")
     mode = mode.decode() if isinstance(mode, bytes) else mode
+    if mode not in ("DCR", "CRD"):
+        raise Unsupported(f"mode {mode!r}")
+    if self.node.op_type == "SpaceToDepth":
+        # DCR: output channel (bh * b + bw) * c + ci; CRD: ci * b * b + ...
+        y = self.e.reshape(x, (n, c, h // b, b, w // b, b))
+        y = self.e.transpose(y, (0, 3, 5, 1, 2, 4) if mode == "DCR"
+                             else (0, 1, 3, 5, 2, 4))
+        return self.e.reshape(y, (n, c * b * b, h // b, w // b))
     if mode == "DCR":
         y = self.e.reshape(x, (n, b, b, c // (b * b), h, w))
         y = self.e.transpose(y, (0, 3, 4, 1, 5, 2))
@@ -965,10 +1014,11 @@ for _op, _kind in [("ReduceL1", "l1"), ("ReduceL2", "l2"),
                    ("ReduceSumSquare", "sumsquare"),
                    ("ReduceLogSum", "logsum"),
                    ("ReduceLogSumExp", "logsumexp")]:
-    _handles(_op)(_norm_reduction(_kind))
+    _handles(_op)(_rounds_once(_norm_reduction(_kind)))
 
 
 @_handles("LpNormalization")
+@_rounds_once
 def _lp_normalization(self, ins, attrs):
     x = _float_input(self, ins[0])
     axis = _axis(attrs.get("axis", -1), len(x.shape))
@@ -980,10 +1030,15 @@ def _lp_normalization(self, ins, attrs):
             "sum", self.e.binary("mul", x, x), [axis], True))
     else:
         raise Unsupported(f"p = {p} (1 and 2 are defined)")
+    # A zero vector stays zero (ONNX's reference divides by 1 there).
+    zero = self.e.scalar(0, x.dtype)
+    norm = self.e.select(self.e.compare("eq", norm, zero),
+                         self.e.scalar(1, x.dtype), norm)
     return self.e.binary("div", x, norm)
 
 
 @_handles("InstanceNormalization")
+@_rounds_once
 def _instance_norm(self, ins, attrs):
     x = _float_input(self, ins[0])
     if len(x.shape) < 3:
@@ -997,6 +1052,7 @@ def _instance_norm(self, ins, attrs):
 
 
 @_handles("MeanVarianceNormalization")
+@_rounds_once
 def _mvn(self, ins, attrs):
     x = _float_input(self, ins[0])
     axes = [_axis(int(a), len(x.shape)) for a in attrs.get("axes", [0, 2, 3])]
@@ -1020,11 +1076,24 @@ def _pool_shape(in_hw, kernel, strides, pads, dilations, ceil):
 @_handles("MaxPool", "AveragePool")
 def _pool(self, ins, attrs):
     x = self.value(ins[0])
-    if len(x.shape) != 4:
-        raise Unsupported(f"{len(x.shape) - 2}-D pooling (Flow has 2-D)")
-    if x.dtype not in FLOAT_TYPES:
-        raise Unsupported(f"{x.dtype} input")
     is_max = self.node.op_type == "MaxPool"
+    if len(x.shape) == 3:
+        # 1-D pooling is 2-D pooling over a height of one.
+        lifted = dict(attrs)
+        lifted["kernel_shape"] = [1, *attrs["kernel_shape"]]
+        for key in ("strides", "dilations"):
+            if key in attrs:
+                lifted[key] = [1, *attrs[key]]
+        if "pads" in attrs:
+            lifted["pads"] = [0, attrs["pads"][0], 0, attrs["pads"][1]]
+        n, c, length = x.shape
+        y = _pool(self, [self.e.reshape(x, (n, c, 1, length))], lifted)
+        return self.e.reshape(y, (n, c, y.shape[3]))
+    if len(x.shape) != 4:
+        raise Unsupported(f"{len(x.shape) - 2}-D pooling (Flow has 1-D and "
+                          "2-D)")
+    if x.dtype not in FLOAT_TYPES and not (is_max and x.dtype in INT_TYPES):
+        raise Unsupported(f"{x.dtype} input")
     if is_max and len(self.node.output) > 1 and self.node.output[1]:
         raise Unsupported("the Indices output")
     if attrs.get("storage_order", 0):
@@ -1175,9 +1244,41 @@ def _slice(self, ins, attrs):
 
 def _wrap_negative(self, idx: Value, size: int) -> Value:
     """ONNX's indices: a negative one counts from the end."""
-    negative = self.e.compare("lt", idx, self.e.scalar(0, idx.dtype))
-    return self.e.select(negative, self.e.binary(
-        "add", idx, self.e.scalar(size, idx.dtype)), idx)
+    return self.e.wrap_negative(idx, size)
+
+
+def _scatter_reduction(attrs) -> str:
+    reduction = attrs.get("reduction", b"none")
+    reduction = reduction.decode() if isinstance(reduction, bytes) \
+        else reduction
+    if reduction not in ("none", "add", "mul", "max", "min"):
+        raise Unsupported(f"reduction '{reduction}'")
+    return reduction
+
+
+@_handles("ScatterND")
+def _scatter_nd(self, ins, attrs):
+    x, idx = self.value(ins[0]), self.value(ins[1])
+    if idx.dtype not in ("i64", "i32"):
+        raise Unsupported(f"{idx.dtype} indices")
+    q = idx.shape[-1] if idx.shape else 0
+    if not 1 <= q <= len(x.shape):
+        raise Unsupported(f"index tuples of {q} coordinates")
+    dims = self.e.constant(np.array(x.shape[:q], dtype=np.int64))
+    idx = self.e.wrap_negative(self.e.cast(idx, "i64"), dims)
+    return self.e.scatter_nd(x, idx, self.value(ins[2], x.dtype),
+                             _scatter_reduction(attrs))
+
+
+@_handles("ScatterElements")
+def _scatter_elements(self, ins, attrs):
+    x, idx = self.value(ins[0]), self.value(ins[1])
+    if idx.dtype not in ("i64", "i32"):
+        raise Unsupported(f"{idx.dtype} indices")
+    axis = _axis(attrs.get("axis", 0), len(x.shape))
+    idx = _wrap_negative(self, idx, x.shape[axis])
+    return self.e.scatter_elements(x, idx, self.value(ins[2], x.dtype), axis,
+                                   _scatter_reduction(attrs))
 
 
 @_handles("Gather")
@@ -1299,8 +1400,6 @@ def _expand(self, ins, attrs):
 def _pad(self, ins, attrs):
     mode = attrs.get("mode", b"constant")
     mode = mode.decode() if isinstance(mode, bytes) else mode
-    if mode != "constant":
-        raise Unsupported(f"mode '{mode}'")
     x = self.value(ins[0])
     rank = len(x.shape)
     pads = [int(p) for p in self.const(ins[1], "pads")]
@@ -1317,12 +1416,241 @@ def _pad(self, ins, attrs):
         low[a], high[a] = pads[i], pads[i + n]
     if min(low + high) < 0:
         raise Unsupported("negative pads")
-    if x.dtype not in FLOAT_TYPES:
-        raise Unsupported(f"padding a {x.dtype} tensor")
-    shape = [d + lo + hi for d, lo, hi in zip(x.shape, low, high)]
-    return self.e.op(f"flow.pad {x} low = {low} high = {high} value = "
-                     f"{float_literal(value)} : {x.type} -> "
-                     f"{tensor_type(shape, x.dtype)}", shape, x.dtype)
+    if x.dtype == "i1":
+        raise Unsupported("padding a bool tensor")
+    return self.e.pad(x, low, high, mode, value)
+
+
+# Recurrent layers -------------------------------------------------------------
+
+def _rnn_activation(self, name, alpha, beta):
+    """One of ONNX's recurrent activations as a function of a Value."""
+    e = self.e
+
+    def scal(v, x):
+        return e.scalar(v, x.dtype)
+    table = {
+        "Sigmoid": lambda x: e.unary("sigmoid", x),
+        "Tanh": lambda x: e.unary("tanh", x),
+        "Relu": lambda x: e.unary("relu", x),
+        "Affine": lambda x: e.binary("add", e.binary(
+            "mul", x, scal(alpha, x)), scal(beta, x)),
+        "LeakyRelu": lambda x: e.select(
+            e.compare("gt", x, scal(0, x)), x,
+            e.binary("mul", x, scal(alpha, x))),
+        "ThresholdedRelu": lambda x: e.select(
+            e.compare("gt", x, scal(alpha, x)), x, scal(0, x)),
+        "ScaledTanh": lambda x: e.binary("mul", scal(alpha, x), e.unary(
+            "tanh", e.binary("mul", x, scal(beta, x)))),
+        "HardSigmoid": lambda x: e.binary("minimum", e.binary(
+            "maximum", e.binary("add", e.binary("mul", x, scal(alpha, x)),
+                                scal(beta, x)), scal(0, x)), scal(1, x)),
+        "Elu": lambda x: e.select(
+            e.compare("gt", x, scal(0, x)), x,
+            e.binary("mul", e.expm1(x), scal(alpha, x))),
+        "Softsign": lambda x: e.binary("div", x, e.binary(
+            "add", e.unary("abs", x), scal(1, x))),
+        "Softplus": lambda x: e.log1p(e.unary("exp", x)),
+    }
+    if name not in table:
+        raise Unsupported(f"activation {name}")
+    return table[name]
+
+
+# Activations that read activation_alpha (and _beta), and their defaults.
+_RNN_ALPHA = {"Affine": (1.0, 0.0), "LeakyRelu": (0.01, None),
+              "ThresholdedRelu": (1.0, None), "ScaledTanh": (1.0, 1.0),
+              "HardSigmoid": (0.2, 0.5), "Elu": (1.0, None)}
+
+
+def _recurrent(kind):
+    """ONNX RNN, GRU and LSTM, unrolled over the (static) sequence: the
+    input projection of every step is one matmul; each step adds the
+    recurrent projection and applies the gates. sequence_lens masks the
+    steps past each batch element's length (state kept, output 0), which
+    also runs a reverse direction from each element's own last step."""
+    gates = {"RNN": 1, "GRU": 3, "LSTM": 4}[kind]
+    default_acts = {"RNN": ["Tanh"], "GRU": ["Sigmoid", "Tanh"],
+                    "LSTM": ["Sigmoid", "Tanh", "Tanh"]}[kind]
+
+    def handler(self, ins, attrs):
+        e = self.e
+
+        def opt(i):
+            return ins[i] if len(ins) > i and ins[i] is not None and \
+                (not isinstance(ins[i], np.ndarray) or ins[i].size) else None
+        x = _float_input(self, ins[0])
+        dtype = x.dtype
+        layout = int(attrs.get("layout", 0))
+        if layout:
+            x = e.transpose(x, (1, 0, 2))
+        seq, batch, _ = x.shape
+        w, r = self.value(ins[1], dtype), self.value(ins[2], dtype)
+        hidden = int(attrs.get("hidden_size", r.shape[-1]))
+        direction = attrs.get("direction", b"forward")
+        direction = direction.decode() if isinstance(direction, bytes) \
+            else direction
+        if direction not in ("forward", "reverse", "bidirectional"):
+            raise Unsupported(f"direction '{direction}'")
+        dirs = 2 if direction == "bidirectional" else 1
+        names = [a.decode() if isinstance(a, bytes) else a
+                 for a in attrs.get("activations", [])] or \
+            default_acts * dirs
+        alphas = list(attrs.get("activation_alpha", []))
+        betas = list(attrs.get("activation_beta", []))
+        acts = []
+        for name in names:
+            alpha, beta = _RNN_ALPHA.get(name, (None, None))
+            if alpha is not None and alphas:
+                alpha = alphas.pop(0)
+            if beta is not None and betas:
+                beta = betas.pop(0)
+            acts.append(_rnn_activation(self, name, alpha, beta))
+        per_dir = len(default_acts)
+        clip = attrs.get("clip")
+        input_forget = bool(attrs.get("input_forget", 0))
+        before_reset = bool(attrs.get("linear_before_reset", 0))
+
+        def clipped(v):
+            if clip is None:
+                return v
+            return e.binary("minimum", e.binary(
+                "maximum", v, e.scalar(-clip, dtype)), e.scalar(clip, dtype))
+
+        def state(i):
+            v = opt(i)
+            if v is None:
+                return None
+            v = self.value(v, dtype)
+            return e.transpose(v, (1, 0, 2)) if layout else v
+
+        bias = opt(3)
+        bias = self.value(bias, dtype) if bias is not None else None
+        init_h, init_c = state(5), state(6) if kind == "LSTM" else None
+        peep = opt(7) if kind == "LSTM" else None
+        peep = self.value(peep, dtype) if peep is not None else None
+        lens = opt(4)
+        masks = None
+        if lens is not None:
+            if not isinstance(lens, Value) and (np.asarray(lens) == seq).all():
+                lens = None
+            else:
+                lens = e.reshape(self.value(lens, "i64"), (batch, 1))
+                masks = [e.compare("lt", e.scalar(t, "i64"), lens)
+                         for t in range(seq)]
+
+        def row(v, d, lo, hi):
+            """v[d, lo:hi] of a [dirs, n, ...] tensor as [hi - lo, ...]."""
+            starts = [d, lo] + [0] * (len(v.shape) - 2)
+            limits = [d + 1, hi] + list(v.shape[2:])
+            part = e.slice(v, starts, limits, [1] * len(v.shape))
+            return e.reshape(part, part.shape[1:])
+
+        def cols(v, g):
+            """Gate g's columns of a [batch, gates * hidden] value."""
+            return e.slice(v, [0, g * hidden], [batch, (g + 1) * hidden],
+                           [1, 1])
+
+        flat = e.reshape(x, (seq * batch, x.shape[2]))
+        ys, hs, cs = [], [], []
+        zero = e.broadcast_to(e.scalar(0, dtype), (batch, hidden))
+        for d in range(dirs):
+            f, g, h_act = (acts[d * per_dir:(d + 1) * per_dir] + [None] * 3)[:3]
+            wd = row(w, d, 0, gates * hidden)
+            rd = row(r, d, 0, gates * hidden)
+            proj = e.matmul(flat, wd, transpose_rhs=True)
+            if bias is not None:
+                wb = row(bias, d, 0, gates * hidden)
+                rb = row(bias, d, gates * hidden, 2 * gates * hidden)
+                # GRU's candidate keeps its recurrent bias inside the reset
+                # with linear_before_reset.
+                if kind == "GRU":
+                    proj = e.binary("add", proj, wb)
+                else:
+                    proj = e.binary("add", proj, e.binary("add", wb, rb))
+            proj = e.reshape(proj, (seq, batch, gates * hidden))
+            h = row(init_h, d, 0, batch) if init_h is not None else zero
+            c = row(init_c, d, 0, batch) if init_c is not None else zero
+            outs = [None] * seq
+            steps = range(seq) if direction == "forward" or \
+                (direction == "bidirectional" and d == 0) else \
+                range(seq - 1, -1, -1)
+            for t in steps:
+                xt = e.reshape(e.slice(proj, [t, 0, 0],
+                                       [t + 1, batch, gates * hidden],
+                                       [1, 1, 1]), (batch, gates * hidden))
+                if kind == "GRU":
+                    hr = e.matmul(h, e.slice(rd, [0, 0], [2 * hidden, hidden],
+                                             [1, 1]), transpose_rhs=True)
+                    if bias is not None:
+                        hr = e.binary("add", hr, e.slice(
+                            rb, [0], [2 * hidden], [1]))
+                    z = f(clipped(e.binary("add", cols(xt, 0), cols(hr, 0))))
+                    rg = f(clipped(e.binary("add", cols(xt, 1), cols(hr, 1))))
+                    rh = e.slice(rd, [2 * hidden, 0], [3 * hidden, hidden],
+                                 [1, 1])
+                    rbh = e.slice(rb, [2 * hidden], [3 * hidden], [1]) \
+                        if bias is not None else None
+                    if before_reset:
+                        lin = e.matmul(h, rh, transpose_rhs=True)
+                        if rbh is not None:
+                            lin = e.binary("add", lin, rbh)
+                        cand = e.binary("mul", rg, lin)
+                    else:
+                        cand = e.matmul(e.binary("mul", rg, h), rh,
+                                        transpose_rhs=True)
+                        if rbh is not None:
+                            cand = e.binary("add", cand, rbh)
+                    n = g(clipped(e.binary("add", cols(xt, 2), cand)))
+                    one = e.scalar(1, dtype)
+                    new_h = e.binary("add", e.binary("mul", e.binary(
+                        "sub", one, z), n), e.binary("mul", z, h))
+                    new_c = None
+                else:
+                    pre = e.binary("add", xt,
+                                   e.matmul(h, rd, transpose_rhs=True))
+                    if kind == "RNN":
+                        new_h, new_c = f(clipped(pre)), None
+                    else:
+                        def peeped(gate, k, cell):
+                            v = cols(pre, gate)
+                            if peep is not None:
+                                p = e.slice(peep, [d, k * hidden],
+                                            [d + 1, (k + 1) * hidden], [1, 1])
+                                v = e.binary("add", v, e.binary("mul", p,
+                                                                cell))
+                            return f(clipped(v))
+                        i = peeped(0, 0, c)
+                        forget = e.binary("sub", e.scalar(1, dtype), i) \
+                            if input_forget else peeped(2, 2, c)
+                        cand = g(clipped(cols(pre, 3)))
+                        new_c = e.binary("add", e.binary("mul", forget, c),
+                                         e.binary("mul", i, cand))
+                        o = peeped(1, 1, new_c)
+                        new_h = e.binary("mul", o, h_act(new_c))
+                out = new_h
+                if masks is not None:
+                    new_h = e.select(masks[t], new_h, h)
+                    if new_c is not None:
+                        new_c = e.select(masks[t], new_c, c)
+                    out = e.select(masks[t], out, zero)
+                h = new_h
+                c = new_c if new_c is not None else c
+                outs[t] = e.reshape(out, (1, 1, batch, hidden))
+            ys.append(e.concat(outs, 0))
+            hs.append(e.reshape(h, (1, batch, hidden)))
+            cs.append(e.reshape(c, (1, batch, hidden)))
+        y, y_h, y_c = e.concat(ys, 1), e.concat(hs, 0), e.concat(cs, 0)
+        if layout:
+            y = e.transpose(y, (2, 0, 1, 3))
+            y_h, y_c = e.transpose(y_h, (1, 0, 2)), e.transpose(y_c,
+                                                                (1, 0, 2))
+        return (y, y_h, y_c) if kind == "LSTM" else (y, y_h)
+    return handler
+
+
+for _kind in ("RNN", "GRU", "LSTM"):
+    _handles(_kind)(_rounds_once(_recurrent(_kind)))
 
 
 @_handles("Shape")

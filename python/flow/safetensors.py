@@ -22,7 +22,8 @@ __all__ = ["save", "load", "DTYPES"]
 DTYPES = {
     "float32": "F32", "float16": "F16", "bfloat16": "BF16", "float64": "F64",
     "int64": "I64", "int32": "I32", "int16": "I16", "int8": "I8",
-    "uint8": "U8", "bool": "BOOL",
+    "uint8": "U8", "uint16": "U16", "uint32": "U32", "uint64": "U64",
+    "bool": "BOOL",
 }
 _NUMPY = {v: k for k, v in DTYPES.items()}
 _ALIGN = 64

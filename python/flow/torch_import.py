@@ -23,8 +23,8 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from ._emitter import (FLOAT_TYPES, Emitter, Unsupported,
-                       UnsupportedOpsError, Value, float_literal,
+from ._emitter import (FLOAT_TYPES, INT_TYPES, TYPES_TEXT, Emitter,
+                       Unsupported, UnsupportedOpsError, Value, float_literal,
                        handler_registry, location, numpy_dtype, tensor_type)
 
 __all__ = ["import_torch", "ImportedProgram", "UnsupportedOpsError"]
@@ -58,20 +58,28 @@ class ImportedProgram:
 
 def _flow_dtype(dtype) -> str:
     import torch
-    table = {torch.float32: "f32", torch.float16: "f16",
-             torch.bfloat16: "bf16", torch.int64: "i64", torch.int32: "i32",
-             torch.bool: "i1"}
+    table = _torch_types()
     if dtype not in table:
-        raise Unsupported(f"element type {dtype} (Flow runs f32, f16, bf16, "
-                          "i64, i32 and bool)")
+        raise Unsupported(f"element type {dtype} (Flow computes in "
+                          f"{TYPES_TEXT})")
     return table[dtype]
 
 
-def _torch_dtype(flow_type: str):
+def _torch_types():
+    """torch dtype -> flow element type, for the types this torch has."""
     import torch
-    return {"f32": torch.float32, "f16": torch.float16,
-            "bf16": torch.bfloat16, "i64": torch.int64, "i32": torch.int32,
-            "i1": torch.bool}[flow_type]
+    table = {torch.float32: "f32", torch.float16: "f16",
+             torch.bfloat16: "bf16", torch.float64: "f64",
+             torch.int64: "i64", torch.int32: "i32", torch.int16: "i16",
+             torch.int8: "i8", torch.uint8: "ui8", torch.bool: "i1"}
+    for bits in (16, 32, 64):
+        if hasattr(torch, f"uint{bits}"):
+            table[getattr(torch, f"uint{bits}")] = f"ui{bits}"
+    return table
+
+
+def _torch_dtype(flow_type: str):
+    return {v: k for k, v in _torch_types().items()}[flow_type]
 
 
 def _to_numpy(t) -> np.ndarray:
@@ -105,7 +113,7 @@ class _Poison:
 
 
 def _is_int_dtype(dtype: str) -> bool:
-    return dtype in ("i64", "i32")
+    return dtype in INT_TYPES
 
 
 # ---------------------------------------------------------------------------
@@ -765,10 +773,7 @@ def _index(self, x, indices):
     linear = None
     stride = 1
     for size, i in reversed(list(zip(sizes, index_values))):
-        i = self.e.cast(i, "i64")
-        negative = self.e.compare("lt", i, self.e.scalar(0, "i64"))
-        i = self.e.select(negative, self.e.binary(
-            "add", i, self.e.scalar(size, "i64")), i)
+        i = self.e.wrap_negative(self.e.cast(i, "i64"), size)
         term = i if stride == 1 else self.e.binary(
             "mul", i, self.e.scalar(stride, "i64"))
         linear = term if linear is None else self.e.binary("add", linear, term)
@@ -779,19 +784,181 @@ def _index(self, x, indices):
                      v.dtype)
 
 
-@_handles("aten.constant_pad_nd.default")
-def _pad(self, x, pad, value=0.0):
-    v = self.value(x)
+# Scatters -----------------------------------------------------------------
+
+def _put(self, v: Value, indices, values, accumulate=False) -> Value:
+    """v[indices] = values (or += with `accumulate`), PyTorch's advanced
+    indexing: `indices` per leading dimension, None for a whole one; the
+    index tensors broadcast together."""
     rank = len(v.shape)
+    used = [(d, self.value(t)) for d, t in enumerate(indices)
+            if t is not None]
+    if not used:
+        raise Unsupported("index_put without an index tensor")
+    if any(i.dtype not in INT_TYPES for _, i in used):
+        raise Unsupported("boolean-mask assignment (its positions depend on "
+                          "the data)")
+    dims = [d for d, _ in used]
+    rest = [d for d in range(rank) if d not in dims]
+    bshape = tuple(np.broadcast_shapes(*[i.shape for _, i in used]))
+    # The shape of v[indices], which `values` broadcasts to: the index
+    # dimensions in place when the indexed dimensions are adjacent, first
+    # otherwise.
+    adjacent = dims == list(range(dims[0], dims[0] + len(dims)))
+    pre = [d for d in rest if adjacent and d < dims[0]]
+    post = [d for d in rest if d not in pre]
+    indexed = tuple(v.shape[d] for d in pre) + bshape + \
+        tuple(v.shape[d] for d in post)
+    u = self.e.broadcast_to(self.value(values, v.dtype), indexed)
+    # As scatter_nd takes them: index dimensions first, then v's others.
+    nb = len(bshape)
+    u = self.e.transpose(u, list(range(len(pre), len(pre) + nb)) +
+                         list(range(len(pre))) +
+                         list(range(len(pre) + nb, len(indexed))))
+    perm = dims + pre + post
+    vt = self.e.transpose(v, perm)
+    columns = [self.e.reshape(self.e.broadcast_to(self.e.wrap_negative(
+        self.e.cast(i, "i64"), v.shape[d]), bshape), bshape + (1,))
+        for d, i in used]
+    out = self.e.scatter_nd(vt, self.e.concat(columns, nb), u,
+                            "add" if accumulate else "none")
+    return self.e.transpose(out, list(np.argsort(perm)))
+
+
+@_handles("aten.index_put.default")
+def _index_put(self, x, indices, values, accumulate=False):
+    return _put(self, self.value(x), indices, values, accumulate)
+
+
+@_handles("aten.index_copy.default", "aten.index_add.default")
+def _index_copy(self, x, dim, index, source, alpha=1):
+    v = self.value(x)
+    d = _norm_dim(dim, max(len(v.shape), 1))
+    add = "index_add" in str(self.node.target)
+    s = self.value(source, v.dtype)
+    if add and alpha != 1:
+        s = self.e.binary("mul", s, self.e.scalar(alpha, v.dtype))
+    return _put(self, v, [None] * d + [index], s, accumulate=add)
+
+
+@_handles("aten.copy.default")
+def _copy(self, x, src, non_blocking=False):
+    """x's shape and type with src's values (functionalized `x[...] = src`
+    copies into a slice, then scatters the slice back)."""
+    v = self.value(x)
+    return self.e.broadcast_to(self.value(src, v.dtype), v.shape)
+
+
+@_handles("aten.slice_scatter.default")
+def _slice_scatter(self, x, src, dim=0, start=None, end=None, step=1):
+    v = self.value(x)
+    d = _norm_dim(dim, len(v.shape))
+    positions = np.arange(v.shape[d])[slice(start, end, step)]
+    return _put(self, v, [None] * d + [self.e.constant(positions)], src)
+
+
+@_handles("aten.select_scatter.default")
+def _select_scatter(self, x, src, dim, index):
+    v = self.value(x)
+    d = _norm_dim(dim, len(v.shape))
+    s = self.value(src, v.dtype)
+    s = self.e.reshape(s, s.shape[:d] + (1,) + s.shape[d:])
+    at = self.e.constant(np.array([_norm_dim(index, v.shape[d])], np.int64))
+    return _put(self, v, [None] * d + [at], s)
+
+
+_SCATTER_REDUCE = {"sum": "add", "add": "add", "prod": "mul",
+                   "multiply": "mul", "amax": "max", "amin": "min"}
+
+
+@_handles("aten.scatter.src", "aten.scatter.value", "aten.scatter.reduce",
+          "aten.scatter.value_reduce", "aten.scatter_add.default")
+def _scatter(self, x, dim, index, src, reduce=None):
+    v, i = self.value(x), self.value(index)
+    if not v.shape:
+        raise Unsupported("scatter into a 0-d tensor")
+    if i.dtype not in INT_TYPES:
+        raise Unsupported(f"indices of type {i.dtype}")
+    d = _norm_dim(dim, len(v.shape))
+    kind = "add" if "scatter_add" in str(self.node.target) else \
+        _SCATTER_REDUCE[reduce] if reduce else "none"
+    u = self.value(src, v.dtype)
+    if not u.shape:  # a scalar value
+        u = self.e.broadcast_to(u, i.shape)
+    return self.e.scatter_elements(
+        v, self.e.wrap_negative(i, v.shape[d]), u, d, kind)
+
+
+@_handles("aten.scatter_reduce.two")
+def _scatter_reduce(self, x, dim, index, src, reduce, include_self=True):
+    v, i = self.value(x), self.value(index)
+    if i.dtype not in INT_TYPES:
+        raise Unsupported(f"indices of type {i.dtype}")
+    d = _norm_dim(dim, max(len(v.shape), 1))
+    i = self.e.wrap_negative(i, v.shape[d])
+    u = self.value(src, v.dtype)
+    if reduce == "mean":
+        if v.dtype not in FLOAT_TYPES:
+            raise Unsupported(f"scatter mean of {v.dtype}")
+        # (v + sum of updates) / (1 + count), or without v: sum / count
+        # where anything landed.
+        zeros = self.e.broadcast_to(self.e.scalar(0, v.dtype), v.shape)
+        ones = self.e.broadcast_to(self.e.scalar(1, v.dtype), i.shape)
+        count = self.e.scatter_elements(zeros, i, ones, d, "add")
+        base = v if include_self else self.e.scatter_elements(
+            v, i, self.e.broadcast_to(self.e.scalar(0, v.dtype), i.shape), d)
+        total = self.e.scatter_elements(base, i, u, d, "add")
+        if include_self:
+            count = self.e.binary("add", count, self.e.scalar(1, v.dtype))
+        hit = self.e.compare("gt", count, self.e.scalar(0, v.dtype))
+        return self.e.select(hit, self.e.binary("div", total, count), v)
+    if reduce not in _SCATTER_REDUCE:
+        raise Unsupported(f"scatter reduction '{reduce}'")
+    kind = _SCATTER_REDUCE[reduce]
+    if not include_self:
+        # Where an update lands, start from the reduction's identity.
+        if kind == "add":
+            identity = 0
+        elif kind == "mul":
+            identity = 1
+        elif v.dtype in FLOAT_TYPES:
+            identity = -np.inf if kind == "max" else np.inf
+        else:
+            info = np.iinfo(numpy_dtype(v.dtype))
+            identity = info.min if kind == "max" else info.max
+        v = self.e.scatter_elements(v, i, self.e.broadcast_to(
+            self.e.scalar(identity, v.dtype), i.shape), d)
+    return self.e.scatter_elements(v, i, u, d, kind)
+
+
+def _torch_pads(rank, pad):
+    """torch's pad list (last dimension first, low then high) as low and
+    high per dimension."""
     low, high = [0] * rank, [0] * rank
     for i in range(len(pad) // 2):
         low[rank - 1 - i], high[rank - 1 - i] = pad[2 * i], pad[2 * i + 1]
-    if min(low + high) < 0:
-        raise Unsupported("negative padding")
-    shape = self.out_shape()
-    return self.e.op(f"flow.pad {v} low = {low} high = {high} value = "
-                     f"{float_literal(value)} : {v.type} -> "
-                     f"{tensor_type(shape, v.dtype)}", shape, v.dtype)
+    return low, high
+
+
+@_handles("aten.constant_pad_nd.default")
+def _pad(self, x, pad, value=0.0):
+    v = self.value(x)
+    low, high = _torch_pads(len(v.shape), pad)
+    return self.e.pad(v, low, high, "constant", value)
+
+
+def _indexed_pad(mode):
+    def handler(self, x, pad):
+        v = self.value(x)
+        low, high = _torch_pads(len(v.shape), pad)
+        return self.e.pad(v, low, high, mode)
+    return handler
+
+
+for _n in (1, 2, 3):
+    _handles(f"aten.reflection_pad{_n}d.default")(_indexed_pad("reflect"))
+    _handles(f"aten.replication_pad{_n}d.default")(_indexed_pad("edge"))
+_handles("aten._pad_circular.default")(_indexed_pad("wrap"))
 
 
 # Contractions --------------------------------------------------------------
@@ -1084,8 +1251,7 @@ def _max_min_dim(self, x, dim, keepdim=False):
     if is_max:
         values = self.e.reduce("max", v, [d], keepdim)
     else:
-        values = self.e.unary("neg", self.e.reduce(
-            "max", self.e.unary("neg", v), [d], keepdim))
+        values = self.e.reduce_min(v, [d], keepdim)
     values = self.e.cast(values, _flow_dtype(self.meta()[0].dtype))
     return (values, self.e.arg_reduce("max" if is_max else "min", v, d,
                                       keepdim))
@@ -1231,14 +1397,17 @@ def _reduction(kind):
             dims = list(range(len(v.shape)))
         if isinstance(dims, int):
             dims = [dims]
-        return self.e.reduce(kind, v, [_norm_dim(d, len(v.shape))
-                                       for d in dims], keepdim)
+        dims = [_norm_dim(d, len(v.shape)) for d in dims]
+        if kind == "min":
+            return self.e.reduce_min(v, dims, keepdim)
+        return self.e.reduce(kind, v, dims, keepdim)
     return handler
 
 
 _handles("aten.sum.dim_IntList", "aten.sum.default")(_reduction("sum"))
 _handles("aten.mean.dim", "aten.mean.default")(_reduction("mean"))
-_handles("aten.amax.default")(_reduction("max"))
+_handles("aten.amax.default", "aten.max.default")(_reduction("max"))
+_handles("aten.amin.default", "aten.min.default")(_reduction("min"))
 
 
 @_handles("aten.cumsum.default")
@@ -1265,13 +1434,6 @@ def _arg_reduction(kind):
 
 _handles("aten.argmax.default")(_arg_reduction("max"))
 _handles("aten.argmin.default")(_arg_reduction("min"))
-
-
-@_handles("aten.amin.default")
-def _amin(self, x, dims=(), keepdim=False):
-    v = self.value(x, self.out_dtype())
-    neg = self.e.unary("neg", v)
-    return self.e.unary("neg", _reduction("max")(self, neg, dims, keepdim))
 
 
 @_handles("aten.any.dim", "aten.any.dims", "aten.any.default")

@@ -120,24 +120,32 @@ template <typename T> T unwrap(rt::StatusOr<T> value) {
   return std::move(*value);
 }
 
-/// numpy dtype of a runtime element type; bf16 comes from ml_dtypes.
+/// numpy's name of each runtime element type, indexed by its value; bfloat16
+/// comes from ml_dtypes.
+constexpr const char *kNumpyNames[] = {
+    "float32", "float16", "bfloat16", "int64",  "int32",  "bool",  "float64",
+    "int16",   "int8",    "uint8",    "uint16", "uint32", "uint64"};
+static_assert(sizeof(kNumpyNames) / sizeof(kNumpyNames[0]) ==
+                  size_t(rt::DType::U64) + 1,
+              "a runtime element type has no numpy name");
+
+/// numpy dtype of a runtime element type.
 py::dtype numpyDtype(rt::DType dtype) {
-  switch (dtype) {
-  case rt::DType::F32:
-    return py::dtype("float32");
-  case rt::DType::F16:
-    return py::dtype("float16");
-  case rt::DType::BF16:
+  if (dtype == rt::DType::BF16)
     return py::dtype::from_args(
         py::module_::import("ml_dtypes").attr("bfloat16"));
-  case rt::DType::I64:
-    return py::dtype("int64");
-  case rt::DType::I32:
-    return py::dtype("int32");
-  case rt::DType::I1:
-    return py::dtype("bool");
-  }
-  throw FlowError("unknown element type");
+  size_t i = static_cast<size_t>(dtype);
+  if (i >= sizeof(kNumpyNames) / sizeof(kNumpyNames[0]))
+    throw FlowError("unknown element type");
+  return py::dtype(kNumpyNames[i]);
+}
+
+/// The runtime element type of a numpy dtype named \p kind.
+rt::DType runtimeDtype(const std::string &kind) {
+  for (size_t i = 0; i < sizeof(kNumpyNames) / sizeof(kNumpyNames[0]); ++i)
+    if (kind == kNumpyNames[i])
+      return static_cast<rt::DType>(i);
+  throw FlowError("unsupported input dtype " + kind);
 }
 
 /// A loaded executable with a session to run it.
@@ -200,20 +208,7 @@ public:
       py::array c = py::array::ensure(a, py::array::c_style);
       rt::HostTensor t;
       std::string kind = py::str(c.dtype());
-      if (kind == "float32")
-        t.dtype = rt::DType::F32;
-      else if (kind == "float16")
-        t.dtype = rt::DType::F16;
-      else if (kind == "bfloat16")
-        t.dtype = rt::DType::BF16;
-      else if (kind == "int64")
-        t.dtype = rt::DType::I64;
-      else if (kind == "int32")
-        t.dtype = rt::DType::I32;
-      else if (kind == "bool")
-        t.dtype = rt::DType::I1;
-      else
-        throw FlowError("unsupported input dtype " + kind);
+      t.dtype = runtimeDtype(kind);
       t.shape.assign(c.shape(), c.shape() + c.ndim());
       const auto *p = static_cast<const uint8_t *>(c.data());
       t.data.assign(p, p + c.nbytes());

@@ -541,6 +541,27 @@ bool mpiType(DType dtype, MPI_Datatype &out) {
   case DType::I32:
     out = MPI_INT32_T;
     return true;
+  case DType::F64:
+    out = MPI_DOUBLE;
+    return true;
+  case DType::I16:
+    out = MPI_INT16_T;
+    return true;
+  case DType::I8:
+    out = MPI_INT8_T;
+    return true;
+  case DType::U8:
+    out = MPI_UINT8_T;
+    return true;
+  case DType::U16:
+    out = MPI_UINT16_T;
+    return true;
+  case DType::U32:
+    out = MPI_UINT32_T;
+    return true;
+  case DType::U64:
+    out = MPI_UINT64_T;
+    return true;
   default:
     return false;
   }
@@ -550,7 +571,7 @@ Status reductionArgs(DType dtype, Reduction op, MPI_Datatype &type,
                      MPI_Op &mpiOp) {
   if (!mpiType(dtype, type))
     return Status::error(std::string("reductions over ") + dtypeName(dtype) +
-                         " tensors are not supported yet (f32, i64, i32)");
+                         " tensors are not supported (every numeric type but f16 and bf16 is)");
   mpiOp = op == Reduction::Max ? MPI_MAX : MPI_SUM;
   return Status::ok();
 }

@@ -48,7 +48,15 @@ static_assert(static_cast<int>(fbs::DType::F32) == int(DType::F32) &&
                   static_cast<int>(fbs::DType::BF16) == int(DType::BF16) &&
                   static_cast<int>(fbs::DType::I64) == int(DType::I64) &&
                   static_cast<int>(fbs::DType::I32) == int(DType::I32) &&
-                  static_cast<int>(fbs::DType::I1) == int(DType::I1),
+                  static_cast<int>(fbs::DType::I1) == int(DType::I1) &&
+                  static_cast<int>(fbs::DType::F64) == int(DType::F64) &&
+                  static_cast<int>(fbs::DType::I16) == int(DType::I16) &&
+                  static_cast<int>(fbs::DType::I8) == int(DType::I8) &&
+                  static_cast<int>(fbs::DType::U8) == int(DType::U8) &&
+                  static_cast<int>(fbs::DType::U16) == int(DType::U16) &&
+                  static_cast<int>(fbs::DType::U32) == int(DType::U32) &&
+                  static_cast<int>(fbs::DType::U64) == int(DType::U64) &&
+                  static_cast<int>(fbs::DType::MAX) == int(DType::U64),
               "runtime and schema DType values differ");
 static_assert(
     static_cast<int>(fbs::Space::Input) == int(detail::Space::Input) &&
@@ -571,11 +579,12 @@ Status Checker::verifyCollective(const std::string &ctx,
   }
   if ((out.kind == detail::CollectiveCommand::AllReduce ||
        out.kind == detail::CollectiveCommand::ReduceScatter) &&
-      out.dtype != DType::F32 && out.dtype != DType::I64 &&
-      out.dtype != DType::I32)
+      (out.dtype == DType::F16 || out.dtype == DType::BF16 ||
+       out.dtype == DType::I1))
     return Status::error(ctx + ": reductions over " +
                          std::string(dtypeName(out.dtype)) +
-                         " tensors are not supported yet (f32, i64, i32)");
+                         " tensors are not supported (every numeric type but "
+                         "f16 and bf16 is)");
   TensorSpec in{out.dtype, out.inputShape}, o{out.dtype, out.outputShape};
   uint64_t inBytes = 0, outBytes = 0;
   if (!mulOk(static_cast<uint64_t>(in.numElements()), dtypeSize(out.dtype),

@@ -49,9 +49,12 @@ struct DTypeInfo {
   size_t size;
   const char *descr; // Written by serializeNpy.
 };
-constexpr DTypeInfo kDTypeInfo[] = {{"f32", 4, "<f4"},  {"f16", 2, "<f2"},
-                                    {"bf16", 2, "<V2"}, {"i64", 8, "<i8"},
-                                    {"i32", 4, "<i4"},  {"i1", 1, "|b1"}};
+constexpr DTypeInfo kDTypeInfo[] = {
+    {"f32", 4, "<f4"},  {"f16", 2, "<f2"},   {"bf16", 2, "<V2"},
+    {"i64", 8, "<i8"},  {"i32", 4, "<i4"},   {"i1", 1, "|b1"},
+    {"f64", 8, "<f8"},  {"i16", 2, "<i2"},   {"i8", 1, "|i1"},
+    {"ui8", 1, "|u1"},  {"ui16", 2, "<u2"},  {"ui32", 4, "<u4"},
+    {"ui64", 8, "<u8"}};
 constexpr size_t kNumDTypes = sizeof(kDTypeInfo) / sizeof(kDTypeInfo[0]);
 
 const DTypeInfo &info(DType dtype) {
@@ -109,6 +112,10 @@ Status lookupDescr(const std::string &descr, DType &dtype) {
   std::string normalized = descr;
   if (!normalized.empty() && normalized[0] == '=')
     normalized[0] = '<';
+  // One-byte types have no byte order: numpy writes '|i1', '|u1', '|b1'.
+  if (normalized.size() == 3 && normalized[0] == '<' && normalized[2] == '1' &&
+      strchr("iub", normalized[1]))
+    normalized[0] = '|';
   // numpy itself writes plain void 'V2' as '|V2'.
   if (normalized == "|V2")
     normalized = "<V2";

@@ -212,7 +212,10 @@ private:
 bool dtypeFromName(const std::string &name, DType &out) {
   static const std::pair<const char *, DType> names[] = {
       {"F32", DType::F32},   {"F16", DType::F16}, {"BF16", DType::BF16},
-      {"I64", DType::I64},   {"I32", DType::I32}, {"BOOL", DType::I1}};
+      {"I64", DType::I64},   {"I32", DType::I32}, {"BOOL", DType::I1},
+      {"F64", DType::F64},   {"I16", DType::I16}, {"I8", DType::I8},
+      {"U8", DType::U8},     {"U16", DType::U16}, {"U32", DType::U32},
+      {"U64", DType::U64}};
   for (const auto &[n, d] : names)
     if (name == n) {
       out = d;

@@ -49,7 +49,16 @@ firstNonFinite(const uint8_t *data, uint64_t bytes, DType dtype) {
   };
   if (!data)
     return std::nullopt;
-  if (dtype == DType::F32) {
+  if (dtype == DType::F64) {
+    uint64_t n = bytes / 8;
+    for (uint64_t i = 0; i < n; ++i) {
+      uint64_t bits;
+      std::memcpy(&bits, data + 8 * i, 8);
+      if ((bits & 0x7ff0000000000000ull) == 0x7ff0000000000000ull)
+        return std::make_pair(
+            i, describe(bits & 0xfffffffffffffull, bits >> 63));
+    }
+  } else if (dtype == DType::F32) {
     uint64_t n = bytes / 4;
     for (uint64_t i = 0; i < n; ++i) {
       uint32_t bits;

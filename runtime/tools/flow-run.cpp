@@ -200,6 +200,13 @@ int parseArgs(int argc, char **argv, Options &options) {
   return -1;
 }
 
+/// Element \p i of \p p read as a T.
+template <typename T> T element(const uint8_t *p, int64_t i) {
+  T v;
+  std::memcpy(&v, p + sizeof(T) * i, sizeof(T));
+  return v;
+}
+
 /// Prints a result's dtype, shape and first few values.
 void printTensor(size_t index, const HostTensor &t) {
   printf("result %zu: %s[", index, dtypeName(t.dtype));
@@ -212,33 +219,42 @@ void printTensor(size_t index, const HostTensor &t) {
   printf(" =");
   for (int64_t i = 0; i < std::min(n, kShown); ++i) {
     switch (t.dtype) {
-    case DType::F32: {
-      float v;
-      std::memcpy(&v, p + 4 * i, 4);
-      printf(" %g", v);
+    case DType::F32:
+      printf(" %g", element<float>(p, i));
       break;
-    }
+    case DType::F64:
+      printf(" %g", element<double>(p, i));
+      break;
     case DType::F16:
-    case DType::BF16: {
-      uint16_t v;
-      std::memcpy(&v, p + 2 * i, 2);
-      printf(" 0x%04x", v);
+    case DType::BF16: // the bits: the host has no such type to print
+      printf(" 0x%04x", element<uint16_t>(p, i));
       break;
-    }
-    case DType::I64: {
-      int64_t v;
-      std::memcpy(&v, p + 8 * i, 8);
-      printf(" %" PRId64, v);
-      break;
-    }
-    case DType::I32: {
-      int32_t v;
-      std::memcpy(&v, p + 4 * i, 4);
-      printf(" %" PRId32, v);
-      break;
-    }
     case DType::I1:
       printf(" %s", p[i] ? "true" : "false");
+      break;
+    case DType::I64:
+      printf(" %" PRId64, element<int64_t>(p, i));
+      break;
+    case DType::I32:
+      printf(" %" PRId64, int64_t(element<int32_t>(p, i)));
+      break;
+    case DType::I16:
+      printf(" %" PRId64, int64_t(element<int16_t>(p, i)));
+      break;
+    case DType::I8:
+      printf(" %" PRId64, int64_t(element<int8_t>(p, i)));
+      break;
+    case DType::U64:
+      printf(" %" PRIu64, element<uint64_t>(p, i));
+      break;
+    case DType::U32:
+      printf(" %" PRIu64, uint64_t(element<uint32_t>(p, i)));
+      break;
+    case DType::U16:
+      printf(" %" PRIu64, uint64_t(element<uint16_t>(p, i)));
+      break;
+    case DType::U8:
+      printf(" %" PRIu64, uint64_t(p[i]));
       break;
     }
   }

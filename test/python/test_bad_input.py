@@ -92,9 +92,12 @@ def test_run_wrong_inputs(tmp_path, add_fbin):
     bad_shape = save(tmp_path, "c.npy", np.zeros((7,), np.float32))
     rc, err = run([tool("flow-run"), add_fbin, a, bad_shape])
     assert rc == 1 and "input 1: expected f32[8], got f32[7]" in err
-    bad_dtype = save(tmp_path, "d.npy", np.zeros((8,), np.float64))
+    bad_dtype = save(tmp_path, "d.npy", np.zeros((8,), np.complex64))
     rc, err = run([tool("flow-run"), add_fbin, a, bad_dtype])
-    assert rc == 1 and "'<f8'" in err
+    assert rc == 1 and "'<c8'" in err
+    wrong_float = save(tmp_path, "f.npy", np.zeros((8,), np.float64))
+    rc, err = run([tool("flow-run"), add_fbin, a, wrong_float])
+    assert rc == 1 and "input 1: expected f32[8], got f64[8]" in err
     bad_int = save(tmp_path, "e.npy", np.zeros((8,), np.int32))
     rc, err = run([tool("flow-run"), add_fbin, a, bad_int])
     assert rc == 1 and "input 1: expected f32[8], got i32[8]" in err

@@ -146,8 +146,8 @@ TEST(ExecutableTest, RejectsBadFunctions) {
 
 TEST(ExecutableTest, RejectsBadTensorTypes) {
   ExecutableSpec spec = sampleSpec();
-  forward(spec).inputs[0].dtype = static_cast<DType>(6);
-  EXPECT_LOAD_ERROR(spec, "function 'forward' input 0: invalid dtype 6");
+  forward(spec).inputs[0].dtype = static_cast<DType>(13);
+  EXPECT_LOAD_ERROR(spec, "function 'forward' input 0: invalid dtype 13");
   spec = sampleSpec();
   forward(spec).outputs[1].shape = {4, -1};
   EXPECT_LOAD_ERROR(spec, "function 'forward' output 1: negative dimension -1");

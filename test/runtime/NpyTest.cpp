@@ -24,8 +24,10 @@ using namespace flow::runtime;
 
 namespace {
 
-constexpr DType kAllDTypes[] = {DType::F32, DType::F16, DType::BF16,
-                                DType::I64, DType::I32, DType::I1};
+constexpr DType kAllDTypes[] = {
+    DType::F32, DType::F16, DType::BF16, DType::I64, DType::I32,
+    DType::I1,  DType::F64, DType::I16,  DType::I8,  DType::U8,
+    DType::U16, DType::U32, DType::U64};
 
 /// Bytes of np.save(f, (np.arange(6, dtype=np.float32).reshape(2, 3) * 0.5
 /// - 1)), identical under numpy 1.23+ and 2.x (checked with numpy 2.4.6).
@@ -156,6 +158,16 @@ TEST(NpyTest, DTypeSizesAndNames) {
   EXPECT_STREQ(dtypeName(DType::I64), "i64");
   EXPECT_STREQ(dtypeName(DType::I32), "i32");
   EXPECT_STREQ(dtypeName(DType::I1), "i1");
+  EXPECT_EQ(dtypeSize(DType::F64), 8u);
+  EXPECT_EQ(dtypeSize(DType::I16), 2u);
+  EXPECT_EQ(dtypeSize(DType::I8), 1u);
+  EXPECT_EQ(dtypeSize(DType::U8), 1u);
+  EXPECT_EQ(dtypeSize(DType::U16), 2u);
+  EXPECT_EQ(dtypeSize(DType::U32), 4u);
+  EXPECT_EQ(dtypeSize(DType::U64), 8u);
+  EXPECT_STREQ(dtypeName(DType::F64), "f64");
+  EXPECT_STREQ(dtypeName(DType::I8), "i8");
+  EXPECT_STREQ(dtypeName(DType::U64), "ui64");
 }
 
 TEST(NpyTest, NumElements) {
@@ -272,6 +284,22 @@ TEST(NpyTest, HeaderVariants) {
       {"{'descr': '|b1', 'fortran_order': False, 'shape': (24,), }",
        DType::I1,
        {24}},
+      {"{'descr': '<f8', 'fortran_order': False, 'shape': (2,), }",
+       DType::F64,
+       {2}},
+      {"{'descr': '|i1', 'fortran_order': False, 'shape': (5,), }",
+       DType::I8,
+       {5}},
+      // A one-byte type with a byte order, as some writers spell it.
+      {"{'descr': '<u1', 'fortran_order': False, 'shape': (5,), }",
+       DType::U8,
+       {5}},
+      {"{'descr': '<u2', 'fortran_order': False, 'shape': (3,), }",
+       DType::U16,
+       {3}},
+      {"{'descr': '<u8', 'fortran_order': False, 'shape': (1,), }",
+       DType::U64,
+       {1}},
       {"{'descr': '<f4', 'fortran_order': False, 'shape': (), }",
        DType::F32,
        {}},
@@ -354,12 +382,12 @@ TEST(NpyTest, RejectsUnsupportedDTypes) {
                        "', 'fortran_order': False, 'shape': (2,)}",
                    std::vector<uint8_t>(16));
   };
-  expectError(withDescr("<f8"),
-              "'<f8' (float64) is not supported; supported: '<f4' (f32)");
-  expectError(withDescr("<u2"), "(uint16)");
+  expectError(withDescr("<f16"),
+              "'<f16' (float128) is not supported; supported: '<f4' (f32)");
+  expectError(withDescr("<c8"), "(complex64)");
   expectError(withDescr("<c16"), "(complex128)");
   expectError(withDescr("|O"), "(object)");
-  expectError(withDescr("<b1"), "'<b1' (bool) is not supported");
+  expectError(withDescr("<b2"), "'<b2' (bool) is not supported");
   expectError(withDescr(""), "is not supported");
   expectError(withDescr(">f4"), "big-endian");
   expectError(withDescr(">i8"), "astype('<i8')");

@@ -39,7 +39,8 @@ def ConvertFlowToLinalgPass : Pass<"flow-convert-to-linalg", "ModuleOp"> {
   }];
   let dependentDialects = [
     "::mlir::linalg::LinalgDialect", "::mlir::tensor::TensorDialect",
-    "::mlir::arith::ArithDialect", "::mlir::math::MathDialect"
+    "::mlir::arith::ArithDialect", "::mlir::math::MathDialect",
+    "::mlir::scf::SCFDialect"
   ];
 }
 

@@ -78,6 +78,10 @@ struct ExecutableStats {
   int64_t numInPlace = 0;
 };
 
+/// The executable's DType value (runtime/schema/executable.fbs) of an element
+/// type; nullopt for a type executables do not carry.
+std::optional<uint8_t> executableDType(Type elementType);
+
 /// Serializes the host schedule in `host` (public functions of flow.constant,
 /// flow.parameter, flow.reshape, f32 flow.matmul, collectives and calls to
 /// kernels, with the buffers flow-plan-memory gave them) into a .fbin:

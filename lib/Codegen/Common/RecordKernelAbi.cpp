@@ -43,6 +43,11 @@ struct RecordKernelAbiPass
         sizes.push_back(tensor.getNumElements() * width);
       }
       OpBuilder b(func);
+      // The operands are the caller's buffers (a user's input, a weight, a
+      // value another kernel still reads): a kernel only reads them, so
+      // bufferization copies one before writing into it in place.
+      for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i)
+        func.setArgAttr(i, "bufferization.writable", b.getBoolAttr(false));
       func->setAttr(FlowDialect::getBindingSizesAttrName(),
                     b.getDenseI64ArrayAttr(sizes));
       func->setAttr(FlowDialect::getNumOutputsAttrName(),

@@ -8,13 +8,20 @@
 // padded input; data movement uses tensor ops. f16 and bf16 are computed in
 // f32 and rounded once at the end of each op.
 //
+// Unsigned integers (`uiN`) become signless `iN` before the patterns run
+// (arith computes on signless integers); each flow op that read or wrote an
+// unsigned type is marked first, so its lowering picks the unsigned forms
+// (division, comparisons, maximum and minimum, widening, conversion).
+//
 //===----------------------------------------------------------------------===//
 
 #include "flow/Conversion/Passes.h"
 #include "flow/Dialect/Flow/IR/FlowOps.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/AffineMap.h"
 #include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/DialectResourceBlobManager.h"
 
 #include <cmath>
 
@@ -73,26 +80,120 @@ Value numConst(OpBuilder &b, Location loc, Type t, double v) {
   return intConst(b, loc, t, (int64_t)v);
 }
 
+//===----------------------------------------------------------------------===//
+// Signedness
+//===----------------------------------------------------------------------===//
+
+/// Marks on a flow op whose operands (results) were unsigned before the
+/// types became signless.
+constexpr StringLiteral kUnsignedOperandsAttr = "flow.unsigned_operands";
+constexpr StringLiteral kUnsignedResultsAttr = "flow.unsigned_results";
+
+bool unsignedOperands(Operation *op) {
+  return op->hasAttr(kUnsignedOperandsAttr);
+}
+bool unsignedResults(Operation *op) {
+  return op->hasAttr(kUnsignedResultsAttr);
+}
+
+/// `t` (a scalar, tensor or function type) with unsigned integers made
+/// signless.
+Type signless(Type t) {
+  if (auto integer = dyn_cast<IntegerType>(t))
+    return integer.isUnsigned()
+               ? IntegerType::get(t.getContext(), integer.getWidth())
+               : t;
+  if (auto tensor = dyn_cast<RankedTensorType>(t))
+    return tensor.clone(signless(tensor.getElementType()));
+  if (auto fn = dyn_cast<FunctionType>(t)) {
+    SmallVector<Type> inputs, results;
+    for (Type in : fn.getInputs())
+      inputs.push_back(signless(in));
+    for (Type r : fn.getResults())
+      results.push_back(signless(r));
+    return FunctionType::get(t.getContext(), inputs, results);
+  }
+  return t;
+}
+
+bool isUnsignedType(Type t) {
+  auto tensor = dyn_cast<RankedTensorType>(t);
+  auto integer =
+      dyn_cast<IntegerType>(tensor ? tensor.getElementType() : t);
+  return integer && integer.isUnsigned();
+}
+
+/// Marks the flow ops that compute on unsigned integers, then gives every
+/// value, function and constant of the module its signless type.
+void makeSignless(ModuleOp module) {
+  UnitAttr unit = UnitAttr::get(module.getContext());
+  module.walk([&](Operation *op) {
+    if (!isa<FlowDialect>(op->getDialect()))
+      return;
+    if (llvm::any_of(op->getOperandTypes(), isUnsignedType))
+      op->setAttr(kUnsignedOperandsAttr, unit);
+    if (llvm::any_of(op->getResultTypes(), isUnsignedType))
+      op->setAttr(kUnsignedResultsAttr, unit);
+  });
+  module.walk([&](Operation *op) {
+    for (Value r : op->getResults())
+      r.setType(signless(r.getType()));
+    for (Region &region : op->getRegions())
+      for (Block &block : region)
+        for (BlockArgument arg : block.getArguments())
+          arg.setType(signless(arg.getType()));
+    if (auto fn = dyn_cast<FunctionOpInterface>(op))
+      fn.setType(signless(fn.getFunctionType()));
+    if (auto constant = dyn_cast<ConstantOp>(op)) {
+      auto type = cast<ShapedType>(constant.getValue().getType());
+      auto to = cast<ShapedType>(signless(type));
+      if (to == type)
+        return;
+      if (auto dense = dyn_cast<DenseElementsAttr>(constant.getValue()))
+        constant.setValueAttr(dense.bitcast(to.getElementType()));
+      else if (auto resource =
+                   dyn_cast<DenseResourceElementsAttr>(constant.getValue()))
+        constant.setValueAttr(
+            DenseResourceElementsAttr::get(to, resource.getRawHandle()));
+    }
+  });
+}
+
 /// The identity of max: -inf for floats, the smallest integer otherwise.
-TypedAttr lowestAttr(OpBuilder &b, Type t) {
+TypedAttr lowestAttr(OpBuilder &b, Type t, bool isUnsigned = false) {
   if (auto ft = dyn_cast<FloatType>(t))
     return b.getFloatAttr(
         t, APFloat::getInf(ft.getFloatSemantics(), /*Negative=*/true));
   unsigned width = t.getIntOrFloatBitWidth();
-  return b.getIntegerAttr(t, APInt::getSignedMinValue(width));
+  return b.getIntegerAttr(t, isUnsigned ? APInt::getZero(width)
+                                        : APInt::getSignedMinValue(width));
 }
 
 /// The largest value of `t`: +inf for floats.
-TypedAttr highestAttr(OpBuilder &b, Type t) {
+TypedAttr highestAttr(OpBuilder &b, Type t, bool isUnsigned = false) {
   if (auto ft = dyn_cast<FloatType>(t))
     return b.getFloatAttr(
         t, APFloat::getInf(ft.getFloatSemantics(), /*Negative=*/false));
   unsigned width = t.getIntOrFloatBitWidth();
-  return b.getIntegerAttr(t, APInt::getSignedMaxValue(width));
+  return b.getIntegerAttr(t, isUnsigned ? APInt::getMaxValue(width)
+                                        : APInt::getSignedMaxValue(width));
 }
 
-/// Element-wise converts `v` from its type to `to`.
-Value convertScalar(OpBuilder &b, Location loc, Value v, Type to) {
+/// max(a, b) or min(a, b) of integers of the given signedness.
+Value intMax(OpBuilder &b, Location loc, Value x, Value y, bool isUnsigned) {
+  return isUnsigned ? (Value)arith::MaxUIOp::create(b, loc, x, y)
+                    : (Value)arith::MaxSIOp::create(b, loc, x, y);
+}
+Value intMin(OpBuilder &b, Location loc, Value x, Value y, bool isUnsigned) {
+  return isUnsigned ? (Value)arith::MinUIOp::create(b, loc, x, y)
+                    : (Value)arith::MinSIOp::create(b, loc, x, y);
+}
+
+/// Element-wise converts `v` from its type to `to`; integers are read as
+/// unsigned with `fromUnsigned` (i1 always is) and written as unsigned with
+/// `toUnsigned`.
+Value convertScalar(OpBuilder &b, Location loc, Value v, Type to,
+                    bool fromUnsigned = false, bool toUnsigned = false) {
   Type from = v.getType();
   if (from == to)
     return v;
@@ -103,7 +204,7 @@ Value convertScalar(OpBuilder &b, Location loc, Value v, Type to) {
     return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, v,
                                  intConst(b, loc, from, 0));
   }
-  bool fromBool = from.isInteger(1);
+  bool fromBool = from.isInteger(1) || fromUnsigned;
   if (isa<FloatType>(from) && isa<FloatType>(to)) {
     if (from.getIntOrFloatBitWidth() < to.getIntOrFloatBitWidth())
       return arith::ExtFOp::create(b, loc, to, v);
@@ -117,7 +218,8 @@ Value convertScalar(OpBuilder &b, Location loc, Value v, Type to) {
     return fromBool ? (Value)arith::UIToFPOp::create(b, loc, to, v)
                     : (Value)arith::SIToFPOp::create(b, loc, to, v);
   if (isa<FloatType>(from))
-    return arith::FPToSIOp::create(b, loc, to, v);
+    return toUnsigned ? (Value)arith::FPToUIOp::create(b, loc, to, v)
+                      : (Value)arith::FPToSIOp::create(b, loc, to, v);
   if (from.getIntOrFloatBitWidth() < to.getIntOrFloatBitWidth())
     return fromBool ? (Value)arith::ExtUIOp::create(b, loc, to, v)
                     : (Value)arith::ExtSIOp::create(b, loc, to, v);
@@ -245,14 +347,15 @@ Value reduceSum(OpBuilder &b, Location loc, Value input, ArrayRef<int64_t> axes,
 
 /// Maximum over `axes` in the element type (NaN propagates).
 Value reduceMax(OpBuilder &b, Location loc, Value input, ArrayRef<int64_t> axes,
-                bool keepdims) {
+                bool keepdims, bool isUnsigned = false) {
   Type elt = tensorType(input).getElementType();
-  return buildReduce(b, loc, input, axes, keepdims, lowestAttr(b, elt),
+  return buildReduce(b, loc, input, axes, keepdims,
+                     lowestAttr(b, elt, isUnsigned),
                      [&](OpBuilder &nb, Location nl, Value a, ValueRange x) {
                        if (isa<FloatType>(elt))
                          return (Value)arith::MaximumFOp::create(nb, nl, a,
                                                                  x[0]);
-                       return (Value)arith::MaxSIOp::create(nb, nl, a, x[0]);
+                       return intMax(nb, nl, a, x[0], isUnsigned);
                      });
 }
 
@@ -322,6 +425,8 @@ Value scalarOf(NegOp op, OpBuilder &b, Location loc, ValueRange args) {
 Value scalarOf(AbsOp op, OpBuilder &b, Location loc, ValueRange args) {
   if (isa<FloatType>(args[0].getType()))
     return math::AbsFOp::create(b, loc, args[0]);
+  if (unsignedOperands(op))
+    return args[0];
   return math::AbsIOp::create(b, loc, args[0]);
 }
 
@@ -383,10 +488,12 @@ Value scalarOf(SiluOp, OpBuilder &b, Location loc, ValueRange a) {
   return narrow(b, loc, arith::MulFOp::create(b, loc, x, sigmoid(b, loc, x)),
                 t);
 }
-Value scalarOf(ReluOp, OpBuilder &b, Location loc, ValueRange a) {
+Value scalarOf(ReluOp op, OpBuilder &b, Location loc, ValueRange a) {
   Type t = a[0].getType();
   if (isa<FloatType>(t))
     return arith::MaximumFOp::create(b, loc, a[0], floatConst(b, loc, t, 0));
+  if (unsignedOperands(op))
+    return a[0];
   return arith::MaxSIOp::create(b, loc, a[0], intConst(b, loc, t, 0));
 }
 Value scalarOf(GeluOp op, OpBuilder &b, Location loc, ValueRange a) {
@@ -440,7 +547,7 @@ Value scalarOf(MulOp, OpBuilder &b, Location loc, ValueRange a) {
 /// Float division is IEEE. Integer division truncates toward zero; where it
 /// is undefined (and would trap) it is defined here: x / 0 = 0, and
 /// INT_MIN / -1 = INT_MIN (two's complement wrap-around).
-Value scalarOf(DivOp, OpBuilder &b, Location loc, ValueRange a) {
+Value scalarOf(DivOp op, OpBuilder &b, Location loc, ValueRange a) {
   Type t = a[0].getType();
   if (isa<FloatType>(t))
     return binary<arith::DivFOp, arith::DivSIOp>(b, loc, a);
@@ -448,6 +555,11 @@ Value scalarOf(DivOp, OpBuilder &b, Location loc, ValueRange a) {
         minusOne = intConst(b, loc, t, -1);
   Value isZero =
       arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, a[1], zero);
+  if (unsignedOperands(op)) {
+    Value safe = arith::SelectOp::create(b, loc, isZero, one, a[1]);
+    Value q = arith::DivUIOp::create(b, loc, a[0], safe);
+    return arith::SelectOp::create(b, loc, isZero, zero, q);
+  }
   Value isMinusOne =
       arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, a[1], minusOne);
   Value safe = arith::SelectOp::create(
@@ -457,10 +569,14 @@ Value scalarOf(DivOp, OpBuilder &b, Location loc, ValueRange a) {
   q = arith::SelectOp::create(b, loc, isMinusOne, negated, q);
   return arith::SelectOp::create(b, loc, isZero, zero, q);
 }
-Value scalarOf(MaximumOp, OpBuilder &b, Location loc, ValueRange a) {
+Value scalarOf(MaximumOp op, OpBuilder &b, Location loc, ValueRange a) {
+  if (!isa<FloatType>(a[0].getType()))
+    return intMax(b, loc, a[0], a[1], unsignedOperands(op));
   return binary<arith::MaximumFOp, arith::MaxSIOp>(b, loc, a);
 }
-Value scalarOf(MinimumOp, OpBuilder &b, Location loc, ValueRange a) {
+Value scalarOf(MinimumOp op, OpBuilder &b, Location loc, ValueRange a) {
+  if (!isa<FloatType>(a[0].getType()))
+    return intMin(b, loc, a[0], a[1], unsignedOperands(op));
   return binary<arith::MinimumFOp, arith::MinSIOp>(b, loc, a);
 }
 Value scalarOf(PowOp, OpBuilder &b, Location loc, ValueRange a) {
@@ -488,8 +604,9 @@ Value scalarOf(CompareOp op, OpBuilder &b, Location loc, ValueRange a) {
   if (isa<FloatType>(t))
     return arith::CmpFOp::create(b, loc, kFloatPredicates[index],
                                  widen(b, loc, a[0]), widen(b, loc, a[1]));
-  arith::CmpIPredicate p =
-      t.isInteger(1) ? kUnsignedPredicates[index] : kSignedPredicates[index];
+  arith::CmpIPredicate p = t.isInteger(1) || unsignedOperands(op)
+                               ? kUnsignedPredicates[index]
+                               : kSignedPredicates[index];
   return arith::CmpIOp::create(b, loc, p, a[0], a[1]);
 }
 Value scalarOf(SelectOp, OpBuilder &b, Location loc, ValueRange a) {
@@ -497,7 +614,8 @@ Value scalarOf(SelectOp, OpBuilder &b, Location loc, ValueRange a) {
 }
 Value scalarOf(CastOp op, OpBuilder &b, Location loc, ValueRange a) {
   return convertScalar(b, loc, a[0],
-                       tensorType(op.getResult()).getElementType());
+                       tensorType(op.getResult()).getElementType(),
+                       unsignedOperands(op), unsignedResults(op));
 }
 
 /// Any op computed element by element from its (broadcast) operands.
@@ -728,7 +846,8 @@ struct ReduceMaxLowering : OpConversionPattern<ReduceMaxOp> {
   matchAndRewrite(ReduceMaxOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     rewriter.replaceOp(op, reduceMax(rewriter, op.getLoc(), adaptor.getInput(),
-                                     op.getAxes(), op.getKeepdims()));
+                                     op.getAxes(), op.getKeepdims(),
+                                     unsignedOperands(op)));
     return success();
   }
 };
@@ -814,8 +933,9 @@ struct ArgReduceLowering : OpConversionPattern<OpTy> {
     SmallVector<AffineMap> maps = {AffineMap::getMultiDimIdentityMap(rank, ctx),
                                    outMap, outMap};
     ArrayRef<int64_t> shape = tensorType(op).getShape();
-    TypedAttr worst = isMax ? lowestAttr(rewriter, elt)
-                            : highestAttr(rewriter, elt);
+    bool isUnsigned = unsignedOperands(op);
+    TypedAttr worst = isMax ? lowestAttr(rewriter, elt, isUnsigned)
+                            : highestAttr(rewriter, elt, isUnsigned);
     Value bestInit = filledTensor(rewriter, loc, shape, worst);
     Value indexInit =
         filledTensor(rewriter, loc, shape, rewriter.getI64IntegerAttr(0));
@@ -841,8 +961,10 @@ struct ArgReduceLowering : OpConversionPattern<OpTy> {
                 b, l, wins, arith::AndIOp::create(b, l, xNaN, notBestNaN));
           } else {
             using P = arith::CmpIPredicate;
-            P better = isMax ? (last ? P::sge : P::sgt)
-                             : (last ? P::sle : P::slt);
+            P better = isUnsigned ? (isMax ? (last ? P::uge : P::ugt)
+                                           : (last ? P::ule : P::ult))
+                                  : (isMax ? (last ? P::sge : P::sgt)
+                                           : (last ? P::sle : P::slt));
             take = arith::CmpIOp::create(b, l, better, x, best);
           }
           linalg::YieldOp::create(
@@ -1060,8 +1182,9 @@ struct PoolLowering : OpConversionPattern<OpTy> {
       extra[i] = std::max<int64_t>(
           0, need - (inType.getDimSize(2 + i) + p[i] + p[i + 2]));
     }
+    bool isUnsigned = unsignedOperands(op);
     TypedAttr padValue =
-        isMax ? lowestAttr(rewriter, elt)
+        isMax ? lowestAttr(rewriter, elt, isUnsigned)
               : (isa<FloatType>(elt)
                      ? (TypedAttr)rewriter.getFloatAttr(elt, 0)
                      : (TypedAttr)rewriter.getIntegerAttr(elt, 0));
@@ -1084,7 +1207,7 @@ struct PoolLowering : OpConversionPattern<OpTy> {
     iters.append(2, IteratorType::reduction);
     iters.push_back(IteratorType::parallel);
     Type acc = isMax ? elt : f;
-    TypedAttr init = isMax ? lowestAttr(rewriter, elt)
+    TypedAttr init = isMax ? lowestAttr(rewriter, elt, isUnsigned)
                            : (TypedAttr)rewriter.getFloatAttr(f, 0.0);
     Value out = filledTensor(rewriter, loc, type.getShape(), init);
     auto generic = linalg::GenericOp::create(
@@ -1095,7 +1218,7 @@ struct PoolLowering : OpConversionPattern<OpTy> {
           if (isMax)
             r = isa<FloatType>(acc)
                     ? (Value)arith::MaximumFOp::create(b, l, a[2], a[0])
-                    : (Value)arith::MaxSIOp::create(b, l, a[2], a[0]);
+                    : intMax(b, l, a[2], a[0], isUnsigned);
           else
             r = arith::AddFOp::create(b, l, a[2], widen(b, l, a[0]));
           linalg::YieldOp::create(b, l, r);
@@ -1409,6 +1532,133 @@ struct GatherElementsLowering : OpConversionPattern<GatherElementsOp> {
   }
 };
 
+/// scatter_nd: a loop over the index tuples (in order, so a later update
+/// of one slice wins) and, for each tuple in bounds, over its slice, each
+/// element read, combined and inserted into the result carried by the
+/// loops. One-shot bufferization turns the inserts into stores in place.
+struct ScatterNdLowering : OpConversionPattern<ScatterNdOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(ScatterNdOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value input = adaptor.getInput(), indices = adaptor.getIndices(),
+          updates = adaptor.getUpdates();
+    RankedTensorType inType = tensorType(input), idxType = tensorType(indices);
+    int64_t q = idxType.getShape().back();
+    int64_t lead = idxType.getRank() - 1;
+    Type elt = inType.getElementType(), idxElt = idxType.getElementType();
+    ScatterReduction kind = op.getReduction();
+    bool isUnsigned = unsignedOperands(op);
+    auto c = [&](OpBuilder &b, Location l, int64_t v) -> Value {
+      return arith::ConstantIndexOp::create(b, l, v);
+    };
+    auto bounds = [&](ArrayRef<int64_t> dims, SmallVector<Value> &lbs,
+                      SmallVector<Value> &ubs, SmallVector<Value> &steps) {
+      for (int64_t d : dims) {
+        lbs.push_back(c(rewriter, loc, 0));
+        ubs.push_back(c(rewriter, loc, d));
+        steps.push_back(c(rewriter, loc, 1));
+      }
+    };
+    auto combine = [&](OpBuilder &b, Location l, Value old,
+                       Value update) -> Value {
+      if (kind == ScatterReduction::none)
+        return update;
+      if (isa<FloatType>(elt)) {
+        Value x = widen(b, l, old), y = widen(b, l, update), r;
+        switch (kind) {
+        case ScatterReduction::add:
+          r = arith::AddFOp::create(b, l, x, y);
+          break;
+        case ScatterReduction::mul:
+          r = arith::MulFOp::create(b, l, x, y);
+          break;
+        case ScatterReduction::max:
+          r = arith::MaximumFOp::create(b, l, x, y);
+          break;
+        default:
+          r = arith::MinimumFOp::create(b, l, x, y);
+          break;
+        }
+        return narrow(b, l, r, elt);
+      }
+      switch (kind) {
+      case ScatterReduction::add:
+        return arith::AddIOp::create(b, l, old, update);
+      case ScatterReduction::mul:
+        return arith::MulIOp::create(b, l, old, update);
+      case ScatterReduction::max:
+        return intMax(b, l, old, update, isUnsigned);
+      default:
+        return intMin(b, l, old, update, isUnsigned);
+      }
+    };
+
+    SmallVector<Value> lbs, ubs, steps;
+    bounds(idxType.getShape().drop_back(), lbs, ubs, steps);
+    scf::LoopNest tuples = scf::buildLoopNest(
+        rewriter, loc, lbs, ubs, steps, ValueRange{input},
+        [&](OpBuilder &b, Location l, ValueRange row,
+            ValueRange acc) -> scf::ValueVector {
+          // The tuple's coordinates, and whether all are in bounds.
+          SmallVector<Value> coords;
+          Value inBounds;
+          for (int64_t t = 0; t < q; ++t) {
+            SmallVector<Value> at(row);
+            at.push_back(c(b, l, t));
+            Value v = tensor::ExtractOp::create(b, l, indices, at);
+            Value low = arith::CmpIOp::create(b, l, arith::CmpIPredicate::sge,
+                                              v, intConst(b, l, idxElt, 0));
+            Value high = arith::CmpIOp::create(
+                b, l, arith::CmpIPredicate::slt, v,
+                intConst(b, l, idxElt, inType.getDimSize(t)));
+            Value ok = arith::AndIOp::create(b, l, low, high);
+            inBounds = inBounds ? arith::AndIOp::create(b, l, inBounds, ok)
+                                : ok;
+            coords.push_back(
+                arith::IndexCastOp::create(b, l, b.getIndexType(), v));
+          }
+          auto ifOp = scf::IfOp::create(
+              b, l, inBounds,
+              [&](OpBuilder &tb, Location tl) {
+                SmallVector<Value> slbs, subs, ssteps;
+                for (int64_t d : inType.getShape().drop_front(q)) {
+                  slbs.push_back(c(tb, tl, 0));
+                  subs.push_back(c(tb, tl, d));
+                  ssteps.push_back(c(tb, tl, 1));
+                }
+                scf::LoopNest slice = scf::buildLoopNest(
+                    tb, tl, slbs, subs, ssteps, acc,
+                    [&](OpBuilder &sb, Location sl, ValueRange pos,
+                        ValueRange inner) -> scf::ValueVector {
+                      SmallVector<Value> at(coords), from(row);
+                      llvm::append_range(at, pos);
+                      llvm::append_range(from, pos);
+                      Value update =
+                          tensor::ExtractOp::create(sb, sl, updates, from);
+                      Value next = update;
+                      if (kind != ScatterReduction::none)
+                        next = combine(
+                            sb, sl,
+                            tensor::ExtractOp::create(sb, sl, inner[0], at),
+                            update);
+                      return {tensor::InsertOp::create(sb, sl, next, inner[0],
+                                                       at)
+                                  .getResult()};
+                    });
+                scf::YieldOp::create(tb, tl, slice.results);
+              },
+              [&](OpBuilder &eb, Location el) {
+                scf::YieldOp::create(eb, el, acc);
+              });
+          return {ifOp.getResult(0)};
+        });
+    rewriter.replaceOp(op, tuples.results);
+    return success();
+  }
+};
+
 struct PadLowering : OpConversionPattern<PadOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
@@ -1439,6 +1689,7 @@ struct ConvertFlowToLinalgPass
     : flow::impl::ConvertFlowToLinalgPassBase<ConvertFlowToLinalgPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
+    makeSignless(module);
     // Ops with no single-device lowering: report every one, by name.
     bool unsupported = false;
     module.walk([&](Operation *op) {
@@ -1456,7 +1707,7 @@ struct ConvertFlowToLinalgPass
     ConversionTarget target(getContext());
     target.addLegalDialect<linalg::LinalgDialect, tensor::TensorDialect,
                            arith::ArithDialect, math::MathDialect,
-                           func::FuncDialect>();
+                           scf::SCFDialect, func::FuncDialect>();
     target.addIllegalDialect<FlowDialect>();
     target.addLegalOp<MeshOp>();
     RewritePatternSet patterns(&getContext());
@@ -1498,7 +1749,7 @@ void mlir::flow::populateFlowToLinalgPatterns(RewritePatternSet &patterns) {
            PoolLowering<AvgPool2dOp, false>, ConstantLowering, AnnotateLowering,
            ReshapeLowering, TransposeLowering, BroadcastToLowering,
            ConcatLowering, SliceLowering, ReverseLowering, GatherLowering,
-           GatherElementsLowering, CumsumLowering,
+           GatherElementsLowering, ScatterNdLowering, CumsumLowering,
            ArgReduceLowering<ArgmaxOp, true>,
            ArgReduceLowering<ArgminOp, false>,
            PadLowering>(ctx);

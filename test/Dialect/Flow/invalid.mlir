@@ -190,16 +190,25 @@ func.func @f(%a: tensor<?x3xf32>) -> tensor<?x3xf32> {
 
 // -----
 
-func.func @f(%a: tensor<3xf64>) -> tensor<3xf64> {
-  // expected-error @+1 {{operand #0 must be statically shaped tensor of 32-bit float or 16-bit float or bfloat16 type or 64-bit signless integer or 32-bit signless integer values, but got 'tensor<3xf64>'}}
-  %0 = flow.neg %a : tensor<3xf64>
-  return %0 : tensor<3xf64>
+func.func @f(%a: tensor<3xf8E4M3FN>) -> tensor<3xf8E4M3FN> {
+  // expected-error @+1 {{operand #0 must be statically shaped tensor of 32-bit float or 16-bit float or bfloat16 type or 64-bit float or 64-bit signless integer or 32-bit signless integer or 16-bit signless integer or 8-bit signless integer or 64-bit unsigned integer or 32-bit unsigned integer or 16-bit unsigned integer or 8-bit unsigned integer values, but got 'tensor<3xf8E4M3FN>'}}
+  %0 = flow.neg %a : tensor<3xf8E4M3FN>
+  return %0 : tensor<3xf8E4M3FN>
+}
+
+// -----
+
+// Signed integers are signless; an explicitly signed type is not Flow's.
+func.func @f(%a: tensor<3xsi32>) -> tensor<3xsi32> {
+  // expected-error @+1 {{operand #0 must be statically shaped tensor of}}
+  %0 = flow.neg %a : tensor<3xsi32>
+  return %0 : tensor<3xsi32>
 }
 
 // -----
 
 func.func @f(%a: tensor<3xi32>) -> tensor<3xi32> {
-  // expected-error @+1 {{operand #0 must be statically shaped tensor of 32-bit float or 16-bit float or bfloat16 type values}}
+  // expected-error @+1 {{operand #0 must be statically shaped tensor of 32-bit float or 16-bit float or bfloat16 type or 64-bit float values}}
   %0 = flow.exp %a : tensor<3xi32>
   return %0 : tensor<3xi32>
 }
@@ -829,7 +838,7 @@ func.func @f(%a: tensor<8xf32>) -> tensor<8xf32> {
 
 flow.mesh @m [4]
 func.func @f(%a: tensor<8xi1>) -> tensor<8xi1> {
-  // expected-error @+1 {{'flow.all_reduce' op operand #0 must be statically shaped tensor of 32-bit float or 16-bit float or bfloat16 type or 64-bit signless integer or 32-bit signless integer values, but got 'tensor<8xi1>'}}
+  // expected-error @+1 {{'flow.all_reduce' op operand #0 must be statically shaped tensor of 32-bit float or 16-bit float or bfloat16 type or 64-bit float or 64-bit signless integer or 32-bit signless integer or 16-bit signless integer or 8-bit signless integer or 64-bit unsigned integer or 32-bit unsigned integer or 16-bit unsigned integer or 8-bit unsigned integer values, but got 'tensor<8xi1>'}}
   %0 = flow.all_reduce sum %a on @m axes = [0] : tensor<8xi1>
   return %0 : tensor<8xi1>
 }
@@ -1108,4 +1117,39 @@ func.func @f(%x: tensor<2x3xf32>, %i: tensor<6xi64>) -> tensor<6xf32> {
   // expected-error @+1 {{failed to infer returned types}}
   %0 = flow.gather_elements %x[%i] axis = 1 : (tensor<2x3xf32>, tensor<6xi64>) -> tensor<6xf32>
   return %0 : tensor<6xf32>
+}
+
+// -----
+
+func.func @f(%x: tensor<4x8xf32>, %i: tensor<2x1xi64>, %u: tensor<2x4xf32>) -> tensor<4x8xf32> {
+  // expected-error @+2 {{updates must have shape [2, 8] (the indices' leading dimensions, then the input's after the 1 indexed), got [2, 4]}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = flow.scatter_nd %x[%i], %u : (tensor<4x8xf32>, tensor<2x1xi64>, tensor<2x4xf32>) -> tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+func.func @f(%x: tensor<4x8xf32>, %i: tensor<2x3xi64>, %u: tensor<2xf32>) -> tensor<4x8xf32> {
+  // expected-error @+2 {{index tuples of 3 coordinates for an input of rank 2 (1 to the rank)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = flow.scatter_nd %x[%i], %u : (tensor<4x8xf32>, tensor<2x3xi64>, tensor<2xf32>) -> tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+func.func @f(%x: tensor<4xi1>, %i: tensor<2x1xi64>, %u: tensor<2xi1>) -> tensor<4xi1> {
+  // expected-error @+2 {{reduction 'add' of i1 elements}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = flow.scatter_nd %x[%i], %u reduction = add : (tensor<4xi1>, tensor<2x1xi64>, tensor<2xi1>) -> tensor<4xi1>
+  return %0 : tensor<4xi1>
+}
+
+// -----
+
+func.func @f(%x: tensor<4xf32>, %i: tensor<2x1xf32>, %u: tensor<2xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{operand #1 must be statically shaped tensor of 64-bit signless integer or 32-bit signless integer values}}
+  %0 = flow.scatter_nd %x[%i], %u : (tensor<4xf32>, tensor<2x1xf32>, tensor<2xf32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
 }

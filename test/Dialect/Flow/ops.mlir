@@ -259,3 +259,16 @@ func.func @collectives(%x: tensor<2x16xf32>, %y: tensor<8x16xf32>, %i: tensor<4x
   %8 = flow.broadcast %y on @mesh2d axes = [1] root = 3 : tensor<8x16xf32>
   return %8 : tensor<8x16xf32>
 }
+
+// CHECK-LABEL: func.func @scatter
+func.func @scatter(%x: tensor<4x8xf32>, %i: tensor<2x1xi64>, %u: tensor<2x8xf32>,
+                   %j: tensor<3x2xi32>, %v: tensor<3xf32>, %b: tensor<4x8xui8>,
+                   %bu: tensor<2x8xui8>) -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xui8>) {
+  // CHECK: flow.scatter_nd %{{.*}}[%{{.*}}], %{{.*}} : (tensor<4x8xf32>, tensor<2x1xi64>, tensor<2x8xf32>) -> tensor<4x8xf32>
+  %0 = flow.scatter_nd %x[%i], %u : (tensor<4x8xf32>, tensor<2x1xi64>, tensor<2x8xf32>) -> tensor<4x8xf32>
+  // CHECK: flow.scatter_nd %{{.*}}[%{{.*}}], %{{.*}} reduction = add : (tensor<4x8xf32>, tensor<3x2xi32>, tensor<3xf32>) -> tensor<4x8xf32>
+  %1 = flow.scatter_nd %0[%j], %v reduction = add : (tensor<4x8xf32>, tensor<3x2xi32>, tensor<3xf32>) -> tensor<4x8xf32>
+  // CHECK: flow.scatter_nd %{{.*}}[%{{.*}}], %{{.*}} reduction = max : (tensor<4x8xui8>, tensor<2x1xi64>, tensor<2x8xui8>) -> tensor<4x8xui8>
+  %2 = flow.scatter_nd %b[%i], %bu reduction = max : (tensor<4x8xui8>, tensor<2x1xi64>, tensor<2x8xui8>) -> tensor<4x8xui8>
+  return %0, %1, %2 : tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xui8>
+}

@@ -174,3 +174,14 @@ func.func @refused(%x: tensor<4x8xf32>, %h: tensor<4x8xf16>, %i: tensor<4x8xi32>
       : (tensor<2x4x6x6xf32>, tensor<4x1x3x3xf32>) -> tensor<2x4x6x6xf32>
   return
 }
+
+// -----
+
+flow.mesh @m [2]
+func.func @scatter(%x: tensor<4x8x6xf32>, %i: tensor<3x1xi64>, %u: tensor<3x8x6xf32>) attributes {flow.mesh = @m} {
+  // The dimensions after the indexed one split with the updates' matching
+  // ones; the indices stay whole.
+  // CHECK: remark: rules: ([B, B, B] -> [B]) ([S(1), B, S(1)] -> [S(1)]) ([S(2), B, S(2)] -> [S(2)]){{$}}
+  %0 = flow.scatter_nd %x[%i], %u : (tensor<4x8x6xf32>, tensor<3x1xi64>, tensor<3x8x6xf32>) -> tensor<4x8x6xf32>
+  return
+}

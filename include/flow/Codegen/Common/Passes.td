@@ -22,6 +22,9 @@ def RecordKernelAbiPass : Pass<"flow-record-kernel-abi", "ModuleOp"> {
     and `flow.num_outputs`: how many of them it writes. The host schedule
     writer and `flow-emit-kernel-entries` read these, so the metadata in the
     executable and the table inside the kernel library come from one rule.
+    Every operand is marked `bufferization.writable = false`: a kernel reads
+    its operands and writes only its results, so a kernel that updates a
+    tensor in place (a scatter) copies its operand first.
 
     ```mlir
     func.func @k(%a: tensor<4xf32>) -> tensor<4xf32>

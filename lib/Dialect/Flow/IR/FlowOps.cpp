@@ -839,6 +839,41 @@ LogicalResult GatherElementsOp::inferReturnTypes(
   return success();
 }
 
+LogicalResult ScatterNdOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+    SmallVectorImpl<Type> &results) {
+  Reporter report{loc};
+  RankedTensorType input = tensorTypeOf(adaptor.getInput());
+  RankedTensorType indices = tensorTypeOf(adaptor.getIndices());
+  RankedTensorType updates = tensorTypeOf(adaptor.getUpdates());
+  if (!input || !indices || !updates)
+    return report.fail("operands must be ranked tensors");
+  if (indices.getRank() < 1)
+    return report.fail("indices must have rank 1 or more");
+  int64_t q = indices.getShape().back();
+  if (q < 1 || q > input.getRank())
+    return report.fail("index tuples of ", q, " coordinates for an input of ",
+                       "rank ", input.getRank(), " (1 to the rank)");
+  SmallVector<int64_t> want(indices.getShape().drop_back());
+  llvm::append_range(want, input.getShape().drop_front(q));
+  if (updates.getShape() != ArrayRef<int64_t>(want))
+    return report.fail("updates must have shape [", ArrayRef<int64_t>(want),
+                       "] (the indices' ",
+                       "leading dimensions, then the input's after the ", q,
+                       " indexed), got [", updates.getShape(), "]");
+  if (updates.getElementType() != input.getElementType())
+    return report.fail("updates must have the input's element type ",
+                       input.getElementType(), ", got ",
+                       updates.getElementType());
+  if (input.getElementType().isInteger(1) &&
+      adaptor.getReduction() != ScatterReduction::none)
+    return report.fail("reduction '",
+                       stringifyScatterReduction(adaptor.getReduction()),
+                       "' of i1 elements");
+  results.push_back(input);
+  return success();
+}
+
 LogicalResult PadOp::inferReturnTypes(MLIRContext *,
                                       std::optional<Location> loc,
                                       Adaptor adaptor,
@@ -1301,6 +1336,17 @@ bool mlir::flow::isElementwise(Operation *op) {
   return op->hasTrait<OpTrait::Elementwise>() ||
          isa<AddOp, SubOp, MulOp, DivOp, MaximumOp, MinimumOp, PowOp,
              CompareOp, SelectOp, BroadcastToOp, BatchNormOp>(op);
+}
+
+bool mlir::flow::isFlowElementType(Type type) {
+  if (type.isF32() || type.isF16() || type.isBF16() || type.isF64() ||
+      type.isInteger(1))
+    return true;
+  auto integer = dyn_cast<IntegerType>(type);
+  if (!integer || integer.isSigned())
+    return false;
+  unsigned width = integer.getWidth();
+  return width == 8 || width == 16 || width == 32 || width == 64;
 }
 
 int64_t mlir::flow::storageBytes(ShapedType type) {

@@ -413,6 +413,17 @@ Rules sbpRules(GatherElementsOp op) {
   }
   return rules;
 }
+Rules sbpRules(ScatterNdOp op) {
+  // The dimensions after the indexed ones are copied slice by slice: input,
+  // updates (and the result) split there together, the indices whole.
+  Rules rules = start(op);
+  RankedTensorType input = typeOf(op.getInput()),
+                   indices = typeOf(op.getIndices());
+  int64_t q = indices.getShape().back(), lead = indices.getRank() - 1;
+  for (int64_t d = q; d < input.getRank(); ++d)
+    rules.push_back({{S(d), B, S(lead + d - q)}, {S(d)}});
+  return rules;
+}
 Rules sbpRules(GatherOp op) {
   Rules rules = start(op);
   int64_t axis = op.getAxis();
@@ -473,7 +484,8 @@ double computeCost(Operation *op) {
 /// partial value must be reduced some day).
 bool isReducible(Type type) {
   Type element = cast<RankedTensorType>(type).getElementType();
-  return element.isF32() || element.isInteger(64) || element.isInteger(32);
+  return element.isF32() || element.isF64() ||
+         (isa<IntegerType>(element) && !element.isInteger(1));
 }
 
 /// \p rules without those that make or take a partial value of a type that

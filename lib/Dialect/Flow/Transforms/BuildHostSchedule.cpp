@@ -142,13 +142,12 @@ LogicalResult ScheduleBuilder::build() {
   for (Type t : signature) {
     auto tensor = dyn_cast<RankedTensorType>(t);
     Type e = tensor ? tensor.getElementType() : Type();
-    if (!tensor || !tensor.hasStaticShape() ||
-        !(e.isF32() || e.isF16() || e.isBF16() || e.isInteger(64) ||
-          e.isInteger(32) || e.isInteger(1)))
+    if (!tensor || !tensor.hasStaticShape() || !isFlowElementType(e))
       return func.emitError("function signature type ")
              << t
              << " is not supported: Flow executables take tensors of static "
-                "shape of f32, f16, bf16, i64, i32 or i1";
+                "shape of f32, f16, bf16, f64, i64, i32, i16, i8, ui64, "
+                "ui32, ui16, ui8 or i1";
     types.push_back(bufferType(t));
   }
   auto *block = new Block();

@@ -10,6 +10,8 @@
 // Supported element types and their .npy descr strings:
 //
 //   F32  '<f4'    F16  '<f2'    I64  '<i8'    I32  '<i4'    I1  '|b1'
+//   F64  '<f8'    I16  '<i2'    I8   '|i1'    U8   '|u1'    U16 '<u2'
+//   U32  '<u4'    U64  '<u8'
 //   BF16 '<V2'    numpy has no bfloat16; a BF16 tensor is written as a raw
 //                 2-byte void type '<V2' (what np.save writes for an
 //                 ml_dtypes.bfloat16 array), and '<V2' (or '|V2', what numpy
@@ -37,12 +39,15 @@ namespace flow {
 namespace runtime {
 
 /// Element types of host tensors.
-enum class DType : uint8_t { F32, F16, BF16, I64, I32, I1 };
+enum class DType : uint8_t {
+  F32, F16, BF16, I64, I32, I1, F64, I16, I8, U8, U16, U32, U64
+};
 
 /// Size of one element in bytes (I1 is stored as one byte, 0 or 1).
 size_t dtypeSize(DType dtype);
 
-/// Short name of the type: "f32", "f16", "bf16", "i64", "i32" or "i1".
+/// Short name of the type, as Flow's IR spells it: "f32", "f16", "bf16",
+/// "f64", "i64", "i32", "i16", "i8", "ui64", "ui32", "ui16", "ui8" or "i1".
 const char *dtypeName(DType dtype);
 
 /// A dense tensor in host memory. Data is row-major and little-endian; a

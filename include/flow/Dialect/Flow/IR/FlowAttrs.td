@@ -42,6 +42,18 @@ def Flow_ReductionKindAttr : I32EnumAttr<"ReductionKind",
   let cppNamespace = "::mlir::flow";
 }
 
+def Flow_ScatterNone : I32EnumAttrCase<"none", 0>;
+def Flow_ScatterAdd : I32EnumAttrCase<"add", 1>;
+def Flow_ScatterMul : I32EnumAttrCase<"mul", 2>;
+def Flow_ScatterMax : I32EnumAttrCase<"max", 3>;
+def Flow_ScatterMin : I32EnumAttrCase<"min", 4>;
+def Flow_ScatterReductionAttr : I32EnumAttr<"ScatterReduction",
+    "how a scatter combines an update with the element it lands on",
+    [Flow_ScatterNone, Flow_ScatterAdd, Flow_ScatterMul, Flow_ScatterMax,
+     Flow_ScatterMin]> {
+  let cppNamespace = "::mlir::flow";
+}
+
 def Flow_CollectiveAllReduce : I32EnumAttrCase<"all_reduce", 0>;
 def Flow_CollectiveAllGather : I32EnumAttrCase<"all_gather", 1>;
 def Flow_CollectiveReduceScatter : I32EnumAttrCase<"reduce_scatter", 2>;

@@ -133,16 +133,19 @@ class Flow_Op<string mnemonic, list<Trait> traits = []>
 // Types
 //===----------------------------------------------------------------------===//
 
-def Flow_FloatElement : AnyTypeOf<[F32, F16, BF16]>;
-def Flow_IntElement : AnyTypeOf<[I64, I32]>;
+// Element types: floats (f16 and bf16 are computed in f32), signed and
+// unsigned integers (signless `iN` is signed; `uiN` unsigned), and i1.
+def Flow_FloatElement : AnyTypeOf<[F32, F16, BF16, F64]>;
+def Flow_IntElement : AnyTypeOf<[I64, I32, I16, I8, UI64, UI32, UI16, UI8]>;
 
 /// Every tensor Flow accepts: ranked, static shape, a supported element type.
-def Flow_Tensor : StaticShapeTensorOf<[F32, F16, BF16, I64, I32, I1]>;
+def Flow_Tensor : StaticShapeTensorOf<[F32, F16, BF16, F64, I64, I32, I16, I8,
+                                       UI64, UI32, UI16, UI8, I1]>;
 /// Tensors of numbers (no i1).
-def Flow_NumericTensor : StaticShapeTensorOf<[F32, F16, BF16, I64, I32]>;
+def Flow_NumericTensor : StaticShapeTensorOf<[F32, F16, BF16, F64, I64, I32,
+                                              I16, I8, UI64, UI32, UI16, UI8]>;
 /// Floating-point tensors.
-def Flow_FloatTensor : StaticShapeTensorOf<[F32, F16, BF16]>;
-/// Index tensors (gather indices).
+def Flow_FloatTensor : StaticShapeTensorOf<[F32, F16, BF16, F64]>;
 def Flow_IndexTensor : StaticShapeTensorOf<[I64, I32]>;
 /// Boolean tensors (comparison results, select conditions).
 def Flow_BoolTensor : StaticShapeTensorOf<[I1]>;

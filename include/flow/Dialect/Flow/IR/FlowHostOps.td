@@ -23,7 +23,8 @@ include "mlir/Interfaces/SideEffectInterfaces.td"
 
 /// A buffer of the host schedule: static shape, identity layout (checked by
 /// the verifiers), a supported element type.
-def Flow_HostBuffer : StaticShapeMemRefOf<[F32, F16, BF16, I64, I32, I1]>;
+def Flow_HostBuffer : StaticShapeMemRefOf<[F32, F16, BF16, F64, I64, I32, I16,
+                                           I8, UI64, UI32, UI16, UI8, I1]>;
 /// The arena: bytes.
 def Flow_ArenaBuffer : MemRefRankOf<[I8], [1]>;
 

@@ -49,6 +49,11 @@ bool isHostCommand(Operation *op);
 /// none.
 Operation *previousHostCommand(Operation *op);
 
+/// True for the element types Flow computes and executables carry: f32, f16,
+/// bf16, f64, i1, and signed (signless) and unsigned integers of 8, 16, 32 and
+/// 64 bits.
+bool isFlowElementType(Type type);
+
 /// Bytes a tensor or buffer of `type` takes in a Flow executable (an i1
 /// takes a byte).
 int64_t storageBytes(ShapedType type);

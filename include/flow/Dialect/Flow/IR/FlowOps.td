@@ -749,6 +749,41 @@ def Flow_GatherElementsOp : Flow_Op<"gather_elements", [Pure,
   }];
 }
 
+def Flow_ScatterNdOp : Flow_Op<"scatter_nd", [Pure, InferTypeOpAdaptor]> {
+  let summary = "writes (or combines) slices at index tuples";
+  let description = [{
+    The result is `input` with updates written into it. `indices` (`i32` or
+    `i64`) has shape `[..., q]`: each of its rows is a tuple of `q`
+    coordinates (1 <= q <= rank) naming a slice `input[c0, .., cq-1, :, ..]`,
+    and `updates` has shape `indices.shape[:-1] + input.shape[q:]`: one
+    slice per tuple. Tuples are applied in row-major order: with `reduction =
+    none` (the default) an update replaces the element, so of two tuples
+    naming one slice the later wins; `add`, `mul`, `max` and `min` combine
+    the update with the element (NaN propagates through `max` and `min`). A
+    tuple with a coordinate outside `[0, dim)` is skipped: no write leaves
+    the tensor. ONNX `ScatterND` and `ScatterElements` and torch's
+    `index_put`, `scatter`, `scatter_add`, `scatter_reduce` and `index_copy`
+    import to it.
+
+    ```mlir
+    // rows 3 and 0 of a 4x8 table, overwritten:
+    %y = flow.scatter_nd %x[%i], %u
+        : (tensor<4x8xf32>, tensor<2x1xi64>, tensor<2x8xf32>) -> tensor<4x8xf32>
+    %z = flow.scatter_nd %x[%i], %u reduction = add
+        : (tensor<4x8xf32>, tensor<2x1xi64>, tensor<2x8xf32>) -> tensor<4x8xf32>
+    ```
+  }];
+  let arguments = (ins Flow_Tensor:$input, Flow_IndexTensor:$indices,
+                       Flow_Tensor:$updates,
+                       DefaultValuedAttr<Flow_ScatterReductionAttr,
+                                         "ScatterReduction::none">:$reduction);
+  let results = (outs Flow_Tensor:$result);
+  let assemblyFormat = [{
+    $input `[` $indices `]` `,` $updates (`reduction` `=` $reduction^)?
+    attr-dict `:` functional-type(operands, results)
+  }];
+}
+
 def Flow_PadOp : Flow_Op<"pad", [Pure, InferTypeOpAdaptor,
                                  SameOperandsAndResultElementType]> {
   let summary = "pads with a constant";
