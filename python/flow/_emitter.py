@@ -160,7 +160,7 @@ def _same_values(a: np.ndarray, b: np.ndarray) -> bool:
     return bool(np.array_equal(bytes_of(a), bytes_of(b)))
 
 
-#: The largest k Emitter.topk unrolls (and the longest axis it sorts).
+#: The largest k Emitter.topk unrolls; larger ones sort (flow.sort).
 TOPK_UNROLL = 64
 
 
@@ -193,6 +193,15 @@ class Emitter:
         self._count += 1
         self.body.append(f"    {name} = {text}{self.loc}")
         return Value(name, tuple(int(d) for d in shape), dtype)
+
+    def op_results(self, text: str, types) -> Tuple[Value, ...]:
+        """Adds `%vN:K = <text>` and returns its K results, each of the
+        given (shape, dtype)."""
+        name = f"%v{self._count}"
+        self._count += 1
+        self.body.append(f"    {name}:{len(types)} = {text}{self.loc}")
+        return tuple(Value(f"{name}#{i}", tuple(int(d) for d in shape), dtype)
+                     for i, (shape, dtype) in enumerate(types))
 
     def constant(self, array: np.ndarray, name: Optional[str] = None) -> Value:
         """`array` as a value: inline when small (or unnamed), otherwise a
@@ -440,19 +449,31 @@ class Emitter:
                        f"{tensor_type(shape, values[0].dtype)}", shape,
                        values[0].dtype)
 
+    def sort(self, v: Value, axis: int, descending: bool = False):
+        """(values, i64 indices): flow.sort, stable, NaN the largest."""
+        axis = int(axis) % len(v.shape)
+        flag = " {descending}" if descending else ""
+        text = (f"flow.sort {v} axis = {axis}{flag} : {v.type} -> "
+                f"({v.type}, {tensor_type(v.shape, 'i64')})")
+        return self.op_results(text, [(v.shape, v.dtype), (v.shape, "i64")])
+
     def topk(self, v: Value, k: int, axis: int, largest: bool = True):
         """(values, i64 indices) of the k largest (or smallest) elements
         along `axis`, best first; of equal values the first index first, a
-        NaN counts as the largest (PyTorch's order). Unrolled: k rounds of
-        a maximum over the elements not taken yet, each a pass over the
-        row, so k is at most TOPK_UNROLL."""
+        NaN counts as the largest (PyTorch's order). Up to TOPK_UNROLL,
+        unrolled: k rounds of a maximum over the elements not taken yet,
+        each a pass over the row; beyond, a sort and its first k."""
         axis = int(axis) % len(v.shape)
         n = v.shape[axis]
         if not 0 < k <= n:
             raise Unsupported(f"top-{k} of {n} elements")
         if k > TOPK_UNROLL:
-            raise Unsupported(f"top-{k} (Flow unrolls top-k and sorts of up "
-                              f"to {TOPK_UNROLL} elements)")
+            values, indices = self.sort(v, axis, descending=largest)
+            limits = list(v.shape)
+            limits[axis] = k
+            ones, zeros = [1] * len(v.shape), [0] * len(v.shape)
+            return (self.slice(values, zeros, limits, ones),
+                    self.slice(indices, zeros, limits, ones))
         is_float = v.dtype in FLOAT_TYPES
         key = v if largest else self.reversed_order(v)
         if is_float and not largest:

@@ -1224,8 +1224,8 @@ def _topk(self, x, k, dim=-1, largest=True, sorted=True):
 
 @_handles("aten.sort.default", "aten.sort.stable")
 def _sort(self, x, *args, **kwargs):
-    """A full sort: the top n of the axis, best first (equal values keep
-    their order, as a stable sort does)."""
+    """flow.sort: stable (equal values keep their order), NaN last
+    ascending and first descending, as PyTorch sorts."""
     if str(self.node.target) == "aten.sort.default":
         dim = args[0] if args else kwargs.get("dim", -1)
         descending = args[1] if len(args) > 1 else kwargs.get("descending",
@@ -1236,9 +1236,26 @@ def _sort(self, x, *args, **kwargs):
     v = self.value(x)
     if v.dtype == "i1":
         v = self.e.cast(v, "i32")
-    axis = _norm_dim(dim, len(v.shape))
-    values, indices = self.e.topk(v, v.shape[axis], axis, bool(descending))
+    if not v.shape:
+        return v, self.e.scalar(0, "i64")
+    values, indices = self.e.sort(v, _norm_dim(dim, len(v.shape)),
+                                  bool(descending))
     return (self.e.cast(values, _flow_dtype(self.meta()[0].dtype)), indices)
+
+
+@_handles("aten.argsort.default", "aten.argsort.stable")
+def _argsort(self, x, *args, **kwargs):
+    if str(self.node.target) == "aten.argsort.default":
+        dim = args[0] if args else kwargs.get("dim", -1)
+        descending = args[1] if len(args) > 1 else kwargs.get("descending",
+                                                              False)
+    else:
+        dim = kwargs.get("dim", -1)
+        descending = kwargs.get("descending", False)
+    v = self.value(x)
+    if v.dtype == "i1":
+        v = self.e.cast(v, "i32")
+    return self.e.sort(v, _norm_dim(dim, len(v.shape)), bool(descending))[1]
 
 
 @_handles("aten.max.dim", "aten.min.dim")

@@ -41,6 +41,8 @@ ARGS = {
     "t": ("9x7", "f32", "any"),
     "ids": ("3x2", "i64", "ids9"),
     "idx": ("5x7", "i64", "ids7"),
+    "rows": ("3x1", "i64", "ids5"),
+    "ru": ("3x7", "f32", "any"),
     "xi": ("5x7", "i32", "int"),
     "vi": ("7", "i32", "nonzero"),
     "c": ("5x7", "i1", "bool"),
@@ -151,6 +153,8 @@ OPS = [
     ("gather_elements", ["x", "idx"], "5x7xf32",
      "flow.gather_elements {0}[{1}] axis = 1 : (tensor<5x7xf32>, tensor<5x7xi64>) -> tensor<5x7xf32>"),
     ("cumsum", ["x"], "5x7xf32", "flow.cumsum {0} axis = 1 : tensor<5x7xf32>"),
+    ("scatter_nd", ["x", "rows", "ru"], "5x7xf32",
+     "flow.scatter_nd {0}[{1}], {2} reduction = add : (tensor<5x7xf32>, tensor<3x1xi64>, tensor<3x7xf32>) -> tensor<5x7xf32>"),
     ("cumsum_rev", ["x"], "5x7xf32",
      "flow.cumsum {0} axis = 0 {{exclusive, reverse}} : tensor<5x7xf32>"),
     ("argmax", ["x"], "5xi64",
@@ -352,6 +356,8 @@ def inputs_for(args, seed):
             v = rng.integers(0, 9, dims)
         elif kind == "ids7":
             v = rng.integers(0, 7, dims)
+        elif kind == "ids5":
+            v = rng.integers(0, 5, dims)
         else:
             v = rng.integers(0, 2, dims).astype(bool)
         dtype = {"f32": np.float32, "f16": np.float16, "i32": np.int32,

@@ -331,3 +331,24 @@ def test_flow_compile_reports_onnx_errors(tmp_path):
     assert result.returncode == 1
     assert "cannot read ONNX model" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_topk_of_many_against_onnxruntime():
+    """TopK past the unrolled limit (flow.sort): values and indices as
+    onnxruntime gives them (distinct values, so the order is defined)."""
+    model = graph_model(
+        [helper.make_node("TopK", ["x", "k"], ["v", "i"], axis=1),
+         helper.make_node("TopK", ["x", "k"], ["sv", "si"], axis=1,
+                          largest=0)],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 500])],
+        [helper.make_tensor_value_info(n, t, None) for n, t in
+         [("v", TensorProto.FLOAT), ("i", TensorProto.INT64),
+          ("sv", TensorProto.FLOAT), ("si", TensorProto.INT64)]],
+        [onnx.numpy_helper.from_array(np.array([200], np.int64), "k")])
+    x = np.random.default_rng(5).permutation(1500).reshape(3, 500).astype(
+        np.float32)
+    want = ort.InferenceSession(model.SerializeToString()).run(None, {"x": x})
+    got = flow.compile(model)(x)
+    for g, w in zip(got, want):
+        assert g.dtype == w.dtype
+        np.testing.assert_array_equal(g, w)

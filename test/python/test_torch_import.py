@@ -602,7 +602,36 @@ def test_topk_and_sort_in_pytorch_order():
                                        equal_nan=True)
 
 
-def test_topk_beyond_the_unrolled_limit_is_refused():
-    with pytest.raises(flow.UnsupportedOpsError, match="top-65"):
-        flow.import_torch(Lambda(lambda x: torch.topk(x, 65).values),
-                          (torch.randn(2, 100),))
+class LongSorts(torch.nn.Module):
+    def forward(self, x):
+        a = torch.topk(x, 100, dim=1)
+        b = torch.topk(x, 70, dim=1, largest=False)
+        c = torch.sort(x, dim=1, descending=True, stable=True)
+        d = torch.argsort(x, dim=1, stable=True)
+        return a.values, a.indices, b.values, b.indices, c.values, \
+            c.indices, d
+
+
+def test_topk_and_sort_beyond_the_unrolled_limit():
+    """Past 64 elements, flow.sort: exactly eager's stable order, with
+    ties, NaNs and infinities in rows of 300."""
+    x = (torch.randn(3, 300) * 4).round()  # many ties
+    x[0, 10], x[0, 200], x[1, 5] = float("nan"), float("nan"), float("inf")
+    x[2, :50] = float("-inf")
+    model = LongSorts()
+    compiled = flow.compile(model, (x,))
+    want, got = model(x), compiled(x)
+    for i, (w, g) in enumerate(zip(want, got)):
+        assert g.dtype == w.dtype
+        if w.dtype != torch.int64:
+            torch.testing.assert_close(g, w, rtol=0, atol=0, equal_nan=True)
+        elif i >= 4:  # the stable sorts: exactly eager's permutation
+            assert torch.equal(g, w)
+    # top-k orders ties as it likes in eager; Flow's indices pick the
+    # values, first index first among equal ones.
+    for values, indices in ((got[0], got[1]), (got[2], got[3])):
+        torch.testing.assert_close(x.gather(1, indices), values, rtol=0,
+                                   atol=0, equal_nan=True)
+        same = (values[:, 1:] == values[:, :-1]) | \
+            (values[:, 1:].isnan() & values[:, :-1].isnan())
+        assert bool((indices[:, 1:] > indices[:, :-1])[same].all())

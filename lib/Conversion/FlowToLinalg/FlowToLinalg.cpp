@@ -1532,6 +1532,126 @@ struct GatherElementsLowering : OpConversionPattern<GatherElementsOp> {
   }
 };
 
+/// sort: each element's rank is the number of elements that sort before it
+/// (smaller, or equal and earlier: a stable order; NaN the largest); the
+/// index at rank r is the one element whose rank is r, found by a second
+/// count; the values are gathered through those indices.
+struct SortLowering : OpConversionPattern<SortOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(SortOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = getContext();
+    Value input = adaptor.getInput();
+    RankedTensorType inType = tensorType(input);
+    Type elt = inType.getElementType();
+    int64_t rank = inType.getRank(), axis = op.getAxis();
+    bool isUnsigned = unsignedOperands(op), descending = op.getDescending();
+    ArrayRef<int64_t> shape = inType.getShape();
+    Type i64 = rewriter.getI64Type();
+    // Loops: the input's dimensions, then one more (k) along the axis.
+    auto d = [&](int64_t i) { return getAffineDimExpr(i, ctx); };
+    SmallVector<AffineExpr> own, other;
+    for (int64_t i = 0; i < rank; ++i) {
+      own.push_back(d(i));
+      other.push_back(i == axis ? d(rank) : d(i));
+    }
+    AffineMap ownMap = AffineMap::get(rank + 1, 0, own, ctx);
+    AffineMap otherMap = AffineMap::get(rank + 1, 0, other, ctx);
+    SmallVector<IteratorType> iters(rank, IteratorType::parallel);
+    iters.push_back(IteratorType::reduction);
+    Value zeros = filledTensor(rewriter, loc, shape, rewriter.getI64IntegerAttr(0));
+
+    // a < b in the sort's order (NaN the largest), and a == b.
+    auto less = [&](OpBuilder &b, Location l, Value x, Value y) -> Value {
+      if (isa<FloatType>(elt)) {
+        x = widen(b, l, x);
+        y = widen(b, l, y);
+        using P = arith::CmpFPredicate;
+        Value lt = arith::CmpFOp::create(b, l, P::OLT, x, y);
+        Value xNumber = arith::CmpFOp::create(b, l, P::ORD, x, x);
+        Value yNaN = arith::CmpFOp::create(b, l, P::UNO, y, y);
+        return arith::OrIOp::create(
+            b, l, lt, arith::AndIOp::create(b, l, xNumber, yNaN));
+      }
+      return arith::CmpIOp::create(b, l,
+                                   isUnsigned ? arith::CmpIPredicate::ult
+                                              : arith::CmpIPredicate::slt,
+                                   x, y);
+    };
+    auto equal = [&](OpBuilder &b, Location l, Value x, Value y) -> Value {
+      if (isa<FloatType>(elt)) {
+        x = widen(b, l, x);
+        y = widen(b, l, y);
+        using P = arith::CmpFPredicate;
+        Value eq = arith::CmpFOp::create(b, l, P::OEQ, x, y);
+        Value bothNaN = arith::AndIOp::create(
+            b, l, arith::CmpFOp::create(b, l, P::UNO, x, x),
+            arith::CmpFOp::create(b, l, P::UNO, y, y));
+        return arith::OrIOp::create(b, l, eq, bothNaN);
+      }
+      return arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, x, y);
+    };
+
+    // ranks[.., i, ..] = #{k : x[.., k, ..] sorts before x[.., i, ..]}.
+    auto ranks = linalg::GenericOp::create(
+        rewriter, loc, TypeRange{zeros.getType()}, ValueRange{input, input},
+        ValueRange{zeros}, {ownMap, otherMap, ownMap}, iters,
+        [&](OpBuilder &b, Location l, ValueRange a) {
+          Value x = a[0], y = a[1];
+          Value i = linalg::IndexOp::create(b, l, axis);
+          Value k = linalg::IndexOp::create(b, l, rank);
+          Value strictly = descending ? less(b, l, x, y) : less(b, l, y, x);
+          Value earlier = arith::AndIOp::create(
+              b, l, equal(b, l, x, y),
+              arith::CmpIOp::create(b, l, arith::CmpIPredicate::ult, k, i));
+          Value before = arith::OrIOp::create(b, l, strictly, earlier);
+          Value one = arith::ExtUIOp::create(b, l, i64, before);
+          linalg::YieldOp::create(b, l,
+                                  arith::AddIOp::create(b, l, a[2], one)
+                                      .getResult());
+        });
+    // indices[.., r, ..] = the k whose rank is r.
+    auto indices = linalg::GenericOp::create(
+        rewriter, loc, TypeRange{zeros.getType()},
+        ValueRange{ranks.getResult(0)}, ValueRange{zeros},
+        {otherMap, ownMap}, iters,
+        [&](OpBuilder &b, Location l, ValueRange a) {
+          Value r = arith::IndexCastOp::create(
+              b, l, i64, linalg::IndexOp::create(b, l, axis));
+          Value k = arith::IndexCastOp::create(
+              b, l, i64, linalg::IndexOp::create(b, l, rank));
+          Value hit =
+              arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, a[0], r);
+          Value add = arith::SelectOp::create(b, l, hit, k,
+                                              intConst(b, l, i64, 0));
+          linalg::YieldOp::create(
+              b, l, arith::AddIOp::create(b, l, a[1], add).getResult());
+        });
+    Value order = indices.getResult(0);
+    // values[.., r, ..] = x[.., indices[.., r, ..], ..].
+    SmallVector<AffineMap> maps(2,
+                                AffineMap::getMultiDimIdentityMap(rank, ctx));
+    auto values = linalg::GenericOp::create(
+        rewriter, loc, TypeRange{inType}, ValueRange{order},
+        ValueRange{emptyTensor(rewriter, loc, shape, elt)}, maps,
+        SmallVector<IteratorType>(rank, IteratorType::parallel),
+        [&](OpBuilder &b, Location l, ValueRange a) {
+          SmallVector<Value> coords;
+          for (int64_t j = 0; j < rank; ++j)
+            coords.push_back(
+                j == axis ? (Value)arith::IndexCastOp::create(
+                                b, l, b.getIndexType(), a[0])
+                          : (Value)linalg::IndexOp::create(b, l, j));
+          linalg::YieldOp::create(
+              b, l, tensor::ExtractOp::create(b, l, input, coords).getResult());
+        });
+    rewriter.replaceOp(op, {values.getResult(0), order});
+    return success();
+  }
+};
+
 /// scatter_nd: a loop over the index tuples (in order, so a later update
 /// of one slice wins) and, for each tuple in bounds, over its slice, each
 /// element read, combined and inserted into the result carried by the
@@ -1749,7 +1869,7 @@ void mlir::flow::populateFlowToLinalgPatterns(RewritePatternSet &patterns) {
            PoolLowering<AvgPool2dOp, false>, ConstantLowering, AnnotateLowering,
            ReshapeLowering, TransposeLowering, BroadcastToLowering,
            ConcatLowering, SliceLowering, ReverseLowering, GatherLowering,
-           GatherElementsLowering, ScatterNdLowering, CumsumLowering,
+           GatherElementsLowering, ScatterNdLowering, SortLowering, CumsumLowering,
            ArgReduceLowering<ArgmaxOp, true>,
            ArgReduceLowering<ArgminOp, false>,
            PadLowering>(ctx);

@@ -1153,3 +1153,12 @@ func.func @f(%x: tensor<4xf32>, %i: tensor<2x1xf32>, %u: tensor<2xf32>) -> tenso
   %0 = flow.scatter_nd %x[%i], %u : (tensor<4xf32>, tensor<2x1xf32>, tensor<2xf32>) -> tensor<4xf32>
   return %0 : tensor<4xf32>
 }
+
+// -----
+
+func.func @f(%x: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xi64>) {
+  // expected-error @+2 {{axis 2 is out of range [0, 2)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %v, %i = flow.sort %x axis = 2 : tensor<4x8xf32> -> (tensor<4x8xf32>, tensor<4x8xi64>)
+  return %v, %i : tensor<4x8xf32>, tensor<4x8xi64>
+}

@@ -272,3 +272,10 @@ func.func @scatter(%x: tensor<4x8xf32>, %i: tensor<2x1xi64>, %u: tensor<2x8xf32>
   %2 = flow.scatter_nd %b[%i], %bu reduction = max : (tensor<4x8xui8>, tensor<2x1xi64>, tensor<2x8xui8>) -> tensor<4x8xui8>
   return %0, %1, %2 : tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xui8>
 }
+
+// CHECK-LABEL: func.func @sort
+func.func @sort(%x: tensor<4x100xf32>) -> (tensor<4x100xf32>, tensor<4x100xi64>) {
+  // CHECK: flow.sort %{{.*}} axis = 1 {descending} : tensor<4x100xf32> -> (tensor<4x100xf32>, tensor<4x100xi64>)
+  %v, %i = flow.sort %x axis = 1 {descending} : tensor<4x100xf32> -> (tensor<4x100xf32>, tensor<4x100xi64>)
+  return %v, %i : tensor<4x100xf32>, tensor<4x100xi64>
+}

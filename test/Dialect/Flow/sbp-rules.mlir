@@ -185,3 +185,13 @@ func.func @scatter(%x: tensor<4x8x6xf32>, %i: tensor<3x1xi64>, %u: tensor<3x8x6x
   %0 = flow.scatter_nd %x[%i], %u : (tensor<4x8x6xf32>, tensor<3x1xi64>, tensor<3x8x6xf32>) -> tensor<4x8x6xf32>
   return
 }
+
+// -----
+
+flow.mesh @m [2]
+func.func @sort(%x: tensor<4x8x6xf32>) attributes {flow.mesh = @m} {
+  // Rows sort alone: the other axes' splits pass to both results.
+  // CHECK: remark: rules: ([B] -> [B, B]) ([S(0)] -> [S(0), S(0)]) ([S(2)] -> [S(2), S(2)]){{$}}
+  %v, %i = flow.sort %x axis = 1 : tensor<4x8x6xf32> -> (tensor<4x8x6xf32>, tensor<4x8x6xi64>)
+  return
+}

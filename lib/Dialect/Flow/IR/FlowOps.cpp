@@ -581,6 +581,22 @@ LogicalResult CumsumOp::verify() {
   return verifyAxisIn(*this, getAxis(), getType());
 }
 
+LogicalResult SortOp::inferReturnTypes(MLIRContext *context,
+                                       std::optional<Location> loc,
+                                       Adaptor adaptor,
+                                       SmallVectorImpl<Type> &results) {
+  Reporter report{loc};
+  RankedTensorType input = tensorTypeOf(adaptor.getInput());
+  if (!input)
+    return report.fail("input must be a ranked tensor");
+  int64_t axis = adaptor.getAxis();
+  if (failed(checkAxes(axis, input.getRank(), "axis", report)))
+    return failure();
+  results.push_back(input);
+  results.push_back(input.clone(IntegerType::get(context, 64)));
+  return success();
+}
+
 #define FLOW_ARG_REDUCE_INFER(OP)                                              \
   LogicalResult OP::inferReturnTypes(                                          \
       MLIRContext *context, std::optional<Location> loc, Adaptor adaptor,      \

@@ -253,6 +253,14 @@ Rules sbpRules(CumsumOp op) {
   rules.push_back({{P}, {P}});
   return rules;
 }
+Rules sbpRules(SortOp op) {
+  // Rows sort alone: splits of the other axes pass to both results.
+  Rules rules = start(op);
+  for (int64_t i = 0, e = typeOf(op.getInput()).getRank(); i < e; ++i)
+    if (i != op.getAxis())
+      rules.push_back({{S(i)}, {S(i), S(i)}});
+  return rules;
+}
 // Arg reductions: splits of the other axes pass (renumbered without
 // keepdims); the index along a split axis would need the other pieces.
 template <typename Op> Rules argReduceRules(Op op) {

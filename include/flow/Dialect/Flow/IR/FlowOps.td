@@ -442,6 +442,33 @@ class Flow_ArgReduceOp<string mnemonic, string what>
 def Flow_ArgmaxOp : Flow_ArgReduceOp<"argmax", "largest value">;
 def Flow_ArgminOp : Flow_ArgReduceOp<"argmin", "smallest value">;
 
+def Flow_SortOp : Flow_Op<"sort", [Pure, InferTypeOpAdaptor]> {
+  let summary = "sorts along one axis, with the permutation";
+  let description = [{
+    `values` holds `input` sorted along `axis` (in `[0, rank)`), ascending,
+    or descending with `descending`; `indices` (`i64`) says where each came
+    from. The sort is stable (equal values keep their order) and a NaN
+    counts as larger than every number (last ascending, first descending),
+    as in `torch.sort(stable=True)`. `torch.sort`, `torch.argsort`, top-k
+    of more elements than Flow unrolls and ONNX `TopK` import to it.
+
+    The kernel ranks each element by counting the elements before it:
+    `n * n` comparisons per row for an axis of length `n`, all of them
+    parallel (sorts of rows up to a few thousand).
+
+    ```mlir
+    %v, %i = flow.sort %x axis = 1 {descending}
+        : tensor<4x100xf32> -> (tensor<4x100xf32>, tensor<4x100xi64>)
+    ```
+  }];
+  let arguments = (ins Flow_NumericTensor:$input, Flow_I64Attr:$axis,
+                       UnitAttr:$descending);
+  let results = (outs Flow_NumericTensor:$values,
+                      StaticShapeTensorOf<[I64]>:$indices);
+  let assemblyFormat =
+      "$input `axis` `=` $axis attr-dict `:` type($input) `->` `(` type($values) `,` type($indices) `)`";
+}
+
 class Flow_SoftmaxBase<string mnemonic, string what>
     : Flow_Op<mnemonic, [Pure, SameOperandsAndResultType]> {
   let summary = what # " along one axis";
