@@ -50,6 +50,11 @@ class ImportedProgram:
     in_spec: Any = None
     #: The function's arguments, by the model's input names.
     input_names: List[str] = dataclasses.field(default_factory=list)
+    #: The model's run-time assertions (torch's `_assert_async`): the
+    #: function returns each condition as an extra bool result after the
+    #: model's own, (result index, message) here; a call checks them.
+    assertions: List[Tuple[int, str]] = dataclasses.field(
+        default_factory=list)
 
 
 # ---------------------------------------------------------------------------
@@ -127,6 +132,7 @@ class _TorchImporter:
         self.env: Dict[Any, Any] = {}
         self.names: Dict[Any, str] = {}
         self.unsupported: List[Tuple[str, str, str, str]] = []
+        self.assertions: List[Tuple[Value, str]] = []
         self.node = None
 
     # Values -------------------------------------------------------------
@@ -251,6 +257,10 @@ class _TorchImporter:
                 output_leaves.append(("constant", value))
         if self.unsupported:
             raise UnsupportedOpsError(self.unsupported, "PyTorch")
+        assertions = []
+        for condition, message in self.assertions:
+            assertions.append((len(results), message))
+            results.append(condition)
         if self.e.parameters and archive is None:
             fd, archive = tempfile.mkstemp(prefix="flow-", suffix=".safetensors")
             os.close(fd)
@@ -261,7 +271,7 @@ class _TorchImporter:
         in_spec = ep.call_spec.in_spec if ep.call_spec else None
         return ImportedProgram(text, archive if self.e.parameters else "",
                                input_leaves, out_spec, output_leaves, in_spec,
-                               input_names)
+                               input_names, assertions)
 
     def _record(self, node, reason: str):
         _, _, source = _source_line(node)
@@ -337,6 +347,7 @@ def _op_key(target) -> str:
 
 # Ops whose results must not be computed at import time.
 _NEVER_FOLD = {"aten._assert_tensor_metadata.default",
+               "aten._assert_async.msg", "aten._assert_async.default",
                "aten._assert_scalar.default",
                "aten.sym_constrain_range_for_size.default"}
 
@@ -619,6 +630,26 @@ def _full_like(self, x, fill_value=0, *_, **__):
                                    dtype=numpy_dtype(dtype)))
 
 
+@_handles("aten._assert_async.msg", "aten._assert_async.default")
+def _assert_async(self, condition, message="an assertion failed"):
+    """A run-time check of the model (one_hot's class range, say): the
+    condition becomes an extra result and each call raises FlowError with
+    the message when it is false. One that folds is checked now."""
+    if not isinstance(condition, Value):
+        if not bool(np.asarray(_to_numpy(condition)
+                               if hasattr(condition, "detach")
+                               else condition).all()):
+            raise Unsupported(f"an assertion that always fails: {message}")
+        return None
+    v = self.e.cast(condition, "i1")
+    if v.shape:
+        v = self.e.reduce_min(self.e.cast(v, "ui8"), list(range(len(v.shape))),
+                              False)
+        v = self.e.cast(v, "i1")
+    self.assertions.append((v, str(message)))
+    return None
+
+
 @_handles("aten._assert_tensor_metadata.default", "aten._assert_scalar.default",
           "aten.sym_constrain_range_for_size.default")
 def _no_op(self, *_, **__):
@@ -795,9 +826,11 @@ def _put(self, v: Value, indices, values, accumulate=False) -> Value:
             if t is not None]
     if not used:
         raise Unsupported("index_put without an index tensor")
+    if any(i.dtype == "i1" for _, i in used):
+        return _masked_put(self, v, used, values, accumulate)
     if any(i.dtype not in INT_TYPES for _, i in used):
-        raise Unsupported("boolean-mask assignment (its positions depend on "
-                          "the data)")
+        raise Unsupported("index tensors of type "
+                          f"{[i.dtype for _, i in used]}")
     dims = [d for d, _ in used]
     rest = [d for d in range(rank) if d not in dims]
     bshape = tuple(np.broadcast_shapes(*[i.shape for _, i in used]))
@@ -823,6 +856,27 @@ def _put(self, v: Value, indices, values, accumulate=False) -> Value:
     out = self.e.scatter_nd(vt, self.e.concat(columns, nb), u,
                             "add" if accumulate else "none")
     return self.e.transpose(out, list(np.argsort(perm)))
+
+
+def _masked_put(self, v: Value, used, values, accumulate) -> Value:
+    """x[mask] = value (or += with `accumulate`): with one value for every
+    masked position, a select over the positions the mask covers. A tensor
+    of values, one per True, has a data-dependent layout and is refused."""
+    if len(used) != 1:
+        raise Unsupported("a boolean mask together with other indices")
+    d, mask = used[0]
+    u = self.value(values, v.dtype)
+    if int(np.prod(u.shape)) != 1:
+        raise Unsupported("boolean-mask assignment of one value per True "
+                          "(the positions depend on the data); a single "
+                          "value is supported")
+    rank = len(v.shape)
+    mask = self.e.reshape(mask, (1,) * d + mask.shape +
+                          (1,) * (rank - d - len(mask.shape)))
+    u = self.e.reshape(u, ())
+    new = self.e.binary("add", v, u) if accumulate else \
+        self.e.broadcast_to(u, v.shape)
+    return self.e.select(mask, new, v)
 
 
 @_handles("aten.index_put.default")

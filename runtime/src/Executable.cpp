@@ -70,10 +70,15 @@ static_assert(
 //===----------------------------------------------------------------------===//
 
 int64_t TensorSpec::numElements() const {
-  int64_t n = 1;
+  // A loaded spec's element count fits (the loader checks it), but its
+  // partial products need not: [2^62, 4, 0] holds nothing. Any empty
+  // dimension makes it 0; otherwise the product is in range.
+  if (std::find(shape.begin(), shape.end(), 0) != shape.end())
+    return 0;
+  uint64_t n = 1;
   for (int64_t dim : shape)
-    n *= dim;
-  return n;
+    n *= static_cast<uint64_t>(dim);
+  return static_cast<int64_t>(n);
 }
 
 size_t TensorSpec::byteSize() const {

@@ -168,6 +168,30 @@ def test_torch_scatter_family():
         torch.testing.assert_close(g, w, rtol=1e-6, atol=1e-6)
 
 
+def test_torch_boolean_mask_assignment():
+    """x[mask] = value (a select); one value per True is refused by name."""
+    torch = require("torch")
+
+    class Clamp(torch.nn.Module):
+        def forward(self, x, y):
+            x = x.clone()
+            x[x < 0] = 0.5
+            y = y.clone()
+            y[:, y[0] > 0] = 2.0
+            return x, y
+
+    check_torch(Clamp(), torch.randn(4, 6), torch.randn(3, 5))
+
+    class PerTrue(torch.nn.Module):
+        def forward(self, x, v):
+            x = x.clone()
+            x[x > 0] = v[: 24]
+            return x
+
+    with pytest.raises(flow.UnsupportedOpsError):
+        flow.import_torch(PerTrue(), (torch.randn(4, 6), torch.randn(30)))
+
+
 def test_torch_slice_and_select_assignment():
     torch = require("torch")
 

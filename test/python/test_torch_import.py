@@ -635,3 +635,19 @@ def test_topk_and_sort_beyond_the_unrolled_limit():
         same = (values[:, 1:] == values[:, :-1]) | \
             (values[:, 1:].isnan() & values[:, :-1].isnan())
         assert bool((indices[:, 1:] > indices[:, :-1])[same].all())
+
+
+def test_one_hot_and_run_time_assertions():
+    """torch.nn.functional.one_hot checks its classes with _assert_async:
+    the checks run on every call and fail with PyTorch's message."""
+    class OneHot(torch.nn.Module):
+        def forward(self, x):
+            return torch.nn.functional.one_hot(x, 5).float() * 2.0
+
+    x = torch.tensor([[1, 4], [0, 3]])
+    compiled = check(OneHot(), (x,))
+    with pytest.raises(flow.FlowError,
+                       match="smaller than num_classes"):
+        compiled(torch.tensor([[1, 5], [0, 3]]))
+    with pytest.raises(flow.FlowError, match="non-negative"):
+        compiled(torch.tensor([[1, -1], [0, 3]]))

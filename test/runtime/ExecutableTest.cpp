@@ -64,6 +64,12 @@ TEST(ExecutableTest, TensorSpecText) {
   EXPECT_EQ((TensorSpec{DType::BF16, {8, 0, 3}}).str(), "bf16[8,0,3]");
   EXPECT_EQ((TensorSpec{DType::BF16, {8, 0, 3}}).byteSize(), 0u);
   EXPECT_EQ((TensorSpec{DType::I1, {}}).numElements(), 1);
+  // An empty dimension after huge ones: no element, and no overflow on the
+  // way (the fuzzer found the partial product overflowing).
+  EXPECT_EQ((TensorSpec{DType::F32, {int64_t(1) << 62, 8, 0}}).numElements(),
+            0);
+  EXPECT_EQ((TensorSpec{DType::F32, {int64_t(1) << 62, 8, 0}}).byteSize(),
+            0u);
 }
 
 TEST(ExecutableTest, LoadsFromAFile) {
