@@ -1533,9 +1533,9 @@ struct GatherElementsLowering : OpConversionPattern<GatherElementsOp> {
 };
 
 /// sort: each element's rank is the number of elements that sort before it
-/// (smaller, or equal and earlier: a stable order; NaN the largest); the
-/// index at rank r is the one element whose rank is r, found by a second
-/// count; the values are gathered through those indices.
+/// (smaller, or equal and earlier: a stable order; NaN the largest), n * n
+/// parallel comparisons per row; then each element and its index are
+/// stored at their rank.
 struct SortLowering : OpConversionPattern<SortOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
@@ -1612,42 +1612,32 @@ struct SortLowering : OpConversionPattern<SortOp> {
                                   arith::AddIOp::create(b, l, a[2], one)
                                       .getResult());
         });
-    // indices[.., r, ..] = the k whose rank is r.
-    auto indices = linalg::GenericOp::create(
-        rewriter, loc, TypeRange{zeros.getType()},
-        ValueRange{ranks.getResult(0)}, ValueRange{zeros},
-        {otherMap, ownMap}, iters,
-        [&](OpBuilder &b, Location l, ValueRange a) {
+    // Each element goes to its rank: indices[.., r, ..] = k and
+    // values[.., r, ..] = x[.., k, ..] where r = ranks[.., k, ..]; a loop
+    // over the elements, n stores per row (the ranks are a permutation).
+    SmallVector<Value> lbs, ubs, steps;
+    for (int64_t dim : shape) {
+      lbs.push_back(arith::ConstantIndexOp::create(rewriter, loc, 0));
+      ubs.push_back(arith::ConstantIndexOp::create(rewriter, loc, dim));
+      steps.push_back(arith::ConstantIndexOp::create(rewriter, loc, 1));
+    }
+    Value rankOf = ranks.getResult(0);
+    scf::LoopNest placed = scf::buildLoopNest(
+        rewriter, loc, lbs, ubs, steps,
+        ValueRange{emptyTensor(rewriter, loc, shape, elt), zeros},
+        [&](OpBuilder &b, Location l, ValueRange at,
+            ValueRange acc) -> scf::ValueVector {
           Value r = arith::IndexCastOp::create(
-              b, l, i64, linalg::IndexOp::create(b, l, axis));
-          Value k = arith::IndexCastOp::create(
-              b, l, i64, linalg::IndexOp::create(b, l, rank));
-          Value hit =
-              arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, a[0], r);
-          Value add = arith::SelectOp::create(b, l, hit, k,
-                                              intConst(b, l, i64, 0));
-          linalg::YieldOp::create(
-              b, l, arith::AddIOp::create(b, l, a[1], add).getResult());
+              b, l, b.getIndexType(),
+              tensor::ExtractOp::create(b, l, rankOf, at));
+          SmallVector<Value> to(at);
+          to[axis] = r;
+          Value k = arith::IndexCastOp::create(b, l, i64, at[axis]);
+          Value x = tensor::ExtractOp::create(b, l, input, at);
+          return {tensor::InsertOp::create(b, l, x, acc[0], to).getResult(),
+                  tensor::InsertOp::create(b, l, k, acc[1], to).getResult()};
         });
-    Value order = indices.getResult(0);
-    // values[.., r, ..] = x[.., indices[.., r, ..], ..].
-    SmallVector<AffineMap> maps(2,
-                                AffineMap::getMultiDimIdentityMap(rank, ctx));
-    auto values = linalg::GenericOp::create(
-        rewriter, loc, TypeRange{inType}, ValueRange{order},
-        ValueRange{emptyTensor(rewriter, loc, shape, elt)}, maps,
-        SmallVector<IteratorType>(rank, IteratorType::parallel),
-        [&](OpBuilder &b, Location l, ValueRange a) {
-          SmallVector<Value> coords;
-          for (int64_t j = 0; j < rank; ++j)
-            coords.push_back(
-                j == axis ? (Value)arith::IndexCastOp::create(
-                                b, l, b.getIndexType(), a[0])
-                          : (Value)linalg::IndexOp::create(b, l, j));
-          linalg::YieldOp::create(
-              b, l, tensor::ExtractOp::create(b, l, input, coords).getResult());
-        });
-    rewriter.replaceOp(op, {values.getResult(0), order});
+    rewriter.replaceOp(op, placed.results);
     return success();
   }
 };
@@ -1666,7 +1656,6 @@ struct ScatterNdLowering : OpConversionPattern<ScatterNdOp> {
           updates = adaptor.getUpdates();
     RankedTensorType inType = tensorType(input), idxType = tensorType(indices);
     int64_t q = idxType.getShape().back();
-    int64_t lead = idxType.getRank() - 1;
     Type elt = inType.getElementType(), idxElt = idxType.getElementType();
     ScatterReduction kind = op.getReduction();
     bool isUnsigned = unsignedOperands(op);

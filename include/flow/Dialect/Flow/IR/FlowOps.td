@@ -452,9 +452,12 @@ def Flow_SortOp : Flow_Op<"sort", [Pure, InferTypeOpAdaptor]> {
     as in `torch.sort(stable=True)`. `torch.sort`, `torch.argsort`, top-k
     of more elements than Flow unrolls and ONNX `TopK` import to it.
 
-    The kernel ranks each element by counting the elements before it:
-    `n * n` comparisons per row for an axis of length `n`, all of them
-    parallel (sorts of rows up to a few thousand).
+    The kernel ranks each element by counting the elements before it
+    (`n * n` comparisons per row for an axis of length `n`, all of them
+    parallel), then stores each element and its index at its rank: meant
+    for rows up to a few thousand (on this project's 2-core machine, 4 rows
+    of 4096 take 36 ms and one row of 50257 takes 1.4 s; PyTorch 1.2 ms and
+    5 ms).
 
     ```mlir
     %v, %i = flow.sort %x axis = 1 {descending}
