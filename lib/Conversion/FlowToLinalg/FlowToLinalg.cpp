@@ -1532,6 +1532,22 @@ struct GatherElementsLowering : OpConversionPattern<GatherElementsOp> {
   }
 };
 
+/// The bounds of an scf loop nest over [0, dims[i]) with step 1.
+struct LoopBounds {
+  SmallVector<Value> lbs, ubs, steps;
+};
+LoopBounds loopBounds(OpBuilder &b, Location loc, ArrayRef<int64_t> dims) {
+  LoopBounds bounds;
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+  Value one = arith::ConstantIndexOp::create(b, loc, 1);
+  for (int64_t d : dims) {
+    bounds.lbs.push_back(zero);
+    bounds.ubs.push_back(arith::ConstantIndexOp::create(b, loc, d));
+    bounds.steps.push_back(one);
+  }
+  return bounds;
+}
+
 /// sort: each element's rank is the number of elements that sort before it
 /// (smaller, or equal and earlier: a stable order; NaN the largest), n * n
 /// parallel comparisons per row; then each element and its index are
@@ -1615,15 +1631,10 @@ struct SortLowering : OpConversionPattern<SortOp> {
     // Each element goes to its rank: indices[.., r, ..] = k and
     // values[.., r, ..] = x[.., k, ..] where r = ranks[.., k, ..]; a loop
     // over the elements, n stores per row (the ranks are a permutation).
-    SmallVector<Value> lbs, ubs, steps;
-    for (int64_t dim : shape) {
-      lbs.push_back(arith::ConstantIndexOp::create(rewriter, loc, 0));
-      ubs.push_back(arith::ConstantIndexOp::create(rewriter, loc, dim));
-      steps.push_back(arith::ConstantIndexOp::create(rewriter, loc, 1));
-    }
+    LoopBounds all = loopBounds(rewriter, loc, shape);
     Value rankOf = ranks.getResult(0);
     scf::LoopNest placed = scf::buildLoopNest(
-        rewriter, loc, lbs, ubs, steps,
+        rewriter, loc, all.lbs, all.ubs, all.steps,
         ValueRange{emptyTensor(rewriter, loc, shape, elt), zeros},
         [&](OpBuilder &b, Location l, ValueRange at,
             ValueRange acc) -> scf::ValueVector {
@@ -1662,14 +1673,6 @@ struct ScatterNdLowering : OpConversionPattern<ScatterNdOp> {
     auto c = [&](OpBuilder &b, Location l, int64_t v) -> Value {
       return arith::ConstantIndexOp::create(b, l, v);
     };
-    auto bounds = [&](ArrayRef<int64_t> dims, SmallVector<Value> &lbs,
-                      SmallVector<Value> &ubs, SmallVector<Value> &steps) {
-      for (int64_t d : dims) {
-        lbs.push_back(c(rewriter, loc, 0));
-        ubs.push_back(c(rewriter, loc, d));
-        steps.push_back(c(rewriter, loc, 1));
-      }
-    };
     auto combine = [&](OpBuilder &b, Location l, Value old,
                        Value update) -> Value {
       if (kind == ScatterReduction::none)
@@ -1704,10 +1707,9 @@ struct ScatterNdLowering : OpConversionPattern<ScatterNdOp> {
       }
     };
 
-    SmallVector<Value> lbs, ubs, steps;
-    bounds(idxType.getShape().drop_back(), lbs, ubs, steps);
+    LoopBounds rows = loopBounds(rewriter, loc, idxType.getShape().drop_back());
     scf::LoopNest tuples = scf::buildLoopNest(
-        rewriter, loc, lbs, ubs, steps, ValueRange{input},
+        rewriter, loc, rows.lbs, rows.ubs, rows.steps, ValueRange{input},
         [&](OpBuilder &b, Location l, ValueRange row,
             ValueRange acc) -> scf::ValueVector {
           // The tuple's coordinates, and whether all are in bounds.
@@ -1731,14 +1733,10 @@ struct ScatterNdLowering : OpConversionPattern<ScatterNdOp> {
           auto ifOp = scf::IfOp::create(
               b, l, inBounds,
               [&](OpBuilder &tb, Location tl) {
-                SmallVector<Value> slbs, subs, ssteps;
-                for (int64_t d : inType.getShape().drop_front(q)) {
-                  slbs.push_back(c(tb, tl, 0));
-                  subs.push_back(c(tb, tl, d));
-                  ssteps.push_back(c(tb, tl, 1));
-                }
+                LoopBounds cols =
+                    loopBounds(tb, tl, inType.getShape().drop_front(q));
                 scf::LoopNest slice = scf::buildLoopNest(
-                    tb, tl, slbs, subs, ssteps, acc,
+                    tb, tl, cols.lbs, cols.ubs, cols.steps, acc,
                     [&](OpBuilder &sb, Location sl, ValueRange pos,
                         ValueRange inner) -> scf::ValueVector {
                       SmallVector<Value> at(coords), from(row);
