@@ -20,9 +20,10 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ._emitter import (FLOAT_TYPES, INT_TYPES, NUMPY_TO_FLOW, TYPES_TEXT, Emitter, Unsupported,
-                       UnsupportedOpsError, Value, float_literal,
-                       handler_registry, numpy_dtype, tensor_type)
+from ._emitter import (FLOAT_TYPES, INT_TYPES, NUMPY_TO_FLOW, TYPES_TEXT,
+                       Emitter, Unsupported, UnsupportedOpsError, Value,
+                       float_literal, handler_registry, numpy_dtype,
+                       tensor_type)
 
 __all__ = ["import_onnx", "SUPPORTED_OPS", "MIN_OPSET", "MAX_TESTED_OPSET"]
 
@@ -911,7 +912,7 @@ def _one_hot(self, ins, attrs):
     axis = _axis(attrs.get("axis", -1), rank)
     # Negative indices count from the end; others outside [0, depth) are
     # all off.
-    idx = _wrap_negative(self, idx, depth)
+    idx = self.e.wrap_negative(idx, depth)
     shape = list(idx.shape)
     shape.insert(axis, 1)
     idx = self.e.reshape(idx, shape)
@@ -1242,11 +1243,6 @@ def _slice(self, ins, attrs):
     return self.e.slice(self.e.reverse(x, reversed_axes), lo, hi, st)
 
 
-def _wrap_negative(self, idx: Value, size: int) -> Value:
-    """ONNX's indices: a negative one counts from the end."""
-    return self.e.wrap_negative(idx, size)
-
-
 def _scatter_reduction(attrs) -> str:
     reduction = attrs.get("reduction", b"none")
     reduction = reduction.decode() if isinstance(reduction, bytes) \
@@ -1276,7 +1272,7 @@ def _scatter_elements(self, ins, attrs):
     if idx.dtype not in ("i64", "i32"):
         raise Unsupported(f"{idx.dtype} indices")
     axis = _axis(attrs.get("axis", 0), len(x.shape))
-    idx = _wrap_negative(self, idx, x.shape[axis])
+    idx = self.e.wrap_negative(idx, x.shape[axis])
     return self.e.scatter_elements(x, idx, self.value(ins[2], x.dtype), axis,
                                    _scatter_reduction(attrs))
 
@@ -1290,7 +1286,7 @@ def _gather(self, ins, attrs):
     if isinstance(idx, Value):
         if idx.dtype not in ("i64", "i32"):
             raise Unsupported(f"{idx.dtype} indices")
-        i = _wrap_negative(self, idx, size)
+        i = self.e.wrap_negative(idx, size)
     else:
         arr = np.asarray(idx).astype(np.int64)
         arr = np.where(arr < 0, arr + size, arr)
@@ -1310,8 +1306,8 @@ def _gather_elements(self, ins, attrs):
     idx = self.value(ins[1])
     if idx.dtype not in ("i64", "i32"):
         raise Unsupported(f"{idx.dtype} indices")
-    return self.e.gather_elements(x, _wrap_negative(self, idx,
-                                                    x.shape[axis]), axis)
+    return self.e.gather_elements(
+        x, self.e.wrap_negative(idx, x.shape[axis]), axis)
 
 
 @_handles("TopK")
@@ -1350,7 +1346,7 @@ def _gather_nd(self, ins, attrs):
         comp = self.e.reshape(self.e.slice(
             idx, [0] * (len(idx.shape) - 1) + [j],
             list(idx.shape[:-1]) + [j + 1], [1] * len(idx.shape)), lead)
-        comp = _wrap_negative(self, comp, size)
+        comp = self.e.wrap_negative(comp, size)
         term = self.e.binary("mul", comp, self.e.scalar(stride, "i64"))
         flat = term if flat is None else self.e.binary("add", flat, term)
     if b:
@@ -1421,7 +1417,7 @@ def _pad(self, ins, attrs):
     return self.e.pad(x, low, high, mode, value)
 
 
-# Recurrent layers -------------------------------------------------------------
+# Recurrent layers -----------------------------------------------------------
 
 def _rnn_activation(self, name, alpha, beta):
     """One of ONNX's recurrent activations as a function of a Value."""
@@ -1555,7 +1551,8 @@ def _recurrent(kind):
         ys, hs, cs = [], [], []
         zero = e.broadcast_to(e.scalar(0, dtype), (batch, hidden))
         for d in range(dirs):
-            f, g, h_act = (acts[d * per_dir:(d + 1) * per_dir] + [None] * 3)[:3]
+            f, g, h_act = (acts[d * per_dir:(d + 1) * per_dir] +
+                           [None] * 3)[:3]
             wd = row(w, d, 0, gates * hidden)
             rd = row(r, d, 0, gates * hidden)
             proj = e.matmul(flat, wd, transpose_rhs=True)
@@ -1639,13 +1636,15 @@ def _recurrent(kind):
                 outs[t] = e.reshape(out, (1, 1, batch, hidden))
             ys.append(e.concat(outs, 0))
             hs.append(e.reshape(h, (1, batch, hidden)))
-            cs.append(e.reshape(c, (1, batch, hidden)))
-        y, y_h, y_c = e.concat(ys, 1), e.concat(hs, 0), e.concat(cs, 0)
-        if layout:
-            y = e.transpose(y, (2, 0, 1, 3))
-            y_h, y_c = e.transpose(y_h, (1, 0, 2)), e.transpose(y_c,
-                                                                (1, 0, 2))
-        return (y, y_h, y_c) if kind == "LSTM" else (y, y_h)
+            if kind == "LSTM":
+                cs.append(e.reshape(c, (1, batch, hidden)))
+        results = [e.concat(ys, 1), e.concat(hs, 0)]
+        if kind == "LSTM":
+            results.append(e.concat(cs, 0))
+        if layout:  # batch first: Y [batch, seq, dirs, H], states [batch, ...]
+            results = [e.transpose(r, (2, 0, 1, 3) if len(r.shape) == 4
+                                   else (1, 0, 2)) for r in results]
+        return tuple(results)
     return handler
 
 

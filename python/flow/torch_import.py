@@ -1276,17 +1276,22 @@ def _topk(self, x, k, dim=-1, largest=True, sorted=True):
     return (self.e.cast(values, _flow_dtype(self.meta()[0].dtype)), indices)
 
 
+def _sort_args(self, args, kwargs):
+    """(dim, descending) of sort/argsort: positional in the .default
+    overloads, keywords in .stable (x, *, stable, dim, descending)."""
+    if str(self.node.target).endswith(".default"):
+        dim = args[0] if args else kwargs.get("dim", -1)
+        descending = args[1] if len(args) > 1 else kwargs.get("descending",
+                                                              False)
+        return dim, descending
+    return kwargs.get("dim", -1), kwargs.get("descending", False)
+
+
 @_handles("aten.sort.default", "aten.sort.stable")
 def _sort(self, x, *args, **kwargs):
     """flow.sort: stable (equal values keep their order), NaN last
     ascending and first descending, as PyTorch sorts."""
-    if str(self.node.target) == "aten.sort.default":
-        dim = args[0] if args else kwargs.get("dim", -1)
-        descending = args[1] if len(args) > 1 else kwargs.get("descending",
-                                                              False)
-    else:  # sort.stable(x, *, stable, dim, descending)
-        dim = kwargs.get("dim", -1)
-        descending = kwargs.get("descending", False)
+    dim, descending = _sort_args(self, args, kwargs)
     v = self.value(x)
     if v.dtype == "i1":
         v = self.e.cast(v, "i32")
@@ -1299,13 +1304,7 @@ def _sort(self, x, *args, **kwargs):
 
 @_handles("aten.argsort.default", "aten.argsort.stable")
 def _argsort(self, x, *args, **kwargs):
-    if str(self.node.target) == "aten.argsort.default":
-        dim = args[0] if args else kwargs.get("dim", -1)
-        descending = args[1] if len(args) > 1 else kwargs.get("descending",
-                                                              False)
-    else:
-        dim = kwargs.get("dim", -1)
-        descending = kwargs.get("descending", False)
+    dim, descending = _sort_args(self, args, kwargs)
     v = self.value(x)
     if v.dtype == "i1":
         v = self.e.cast(v, "i32")

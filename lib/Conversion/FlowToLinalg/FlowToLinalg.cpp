@@ -1673,38 +1673,26 @@ struct ScatterNdLowering : OpConversionPattern<ScatterNdOp> {
     auto c = [&](OpBuilder &b, Location l, int64_t v) -> Value {
       return arith::ConstantIndexOp::create(b, l, v);
     };
+    // The element ops' own arithmetic (f16 and bf16 in f32).
     auto combine = [&](OpBuilder &b, Location l, Value old,
                        Value update) -> Value {
-      if (kind == ScatterReduction::none)
-        return update;
-      if (isa<FloatType>(elt)) {
-        Value x = widen(b, l, old), y = widen(b, l, update), r;
-        switch (kind) {
-        case ScatterReduction::add:
-          r = arith::AddFOp::create(b, l, x, y);
-          break;
-        case ScatterReduction::mul:
-          r = arith::MulFOp::create(b, l, x, y);
-          break;
-        case ScatterReduction::max:
-          r = arith::MaximumFOp::create(b, l, x, y);
-          break;
-        default:
-          r = arith::MinimumFOp::create(b, l, x, y);
-          break;
-        }
-        return narrow(b, l, r, elt);
-      }
+      Value both[] = {old, update};
+      bool isFloat = isa<FloatType>(elt);
       switch (kind) {
+      case ScatterReduction::none:
+        return update;
       case ScatterReduction::add:
-        return arith::AddIOp::create(b, l, old, update);
+        return binary<arith::AddFOp, arith::AddIOp>(b, l, both);
       case ScatterReduction::mul:
-        return arith::MulIOp::create(b, l, old, update);
+        return binary<arith::MulFOp, arith::MulIOp>(b, l, both);
       case ScatterReduction::max:
-        return intMax(b, l, old, update, isUnsigned);
-      default:
-        return intMin(b, l, old, update, isUnsigned);
+        return isFloat ? binary<arith::MaximumFOp, arith::MaxSIOp>(b, l, both)
+                       : intMax(b, l, old, update, isUnsigned);
+      case ScatterReduction::min:
+        return isFloat ? binary<arith::MinimumFOp, arith::MinSIOp>(b, l, both)
+                       : intMin(b, l, old, update, isUnsigned);
       }
+      llvm_unreachable("unknown scatter reduction");
     };
 
     LoopBounds rows = loopBounds(rewriter, loc, idxType.getShape().drop_back());
