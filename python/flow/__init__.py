@@ -272,7 +272,7 @@ class CompiledModel:
                 f"got {spec})")
         tensors = [leaves[i] for i in program.input_leaves]
         outputs = self._run(tensors)
-        for index, message in getattr(program, "assertions", ()):
+        for index, message in program.assertions:
             if not bool(outputs[index]):
                 raise FlowError(f"the model's assertion failed: {message}")
         out_leaves = [outputs[v] if kind == "result" else v
