@@ -127,6 +127,12 @@ mlir::flow::parseMeshShape(StringRef text) {
 
 /// Puts the public functions without a mesh on a new mesh of `shape`.
 static LogicalResult applyMesh(ModuleOp module, ArrayRef<int64_t> shape) {
+  auto placed = [](func::FuncOp func) {
+    return !func.isPublic() || func.isExternal() ||
+           func->hasAttr(FlowDialect::getMeshAttrName());
+  };
+  if (llvm::all_of(module.getOps<func::FuncOp>(), placed))
+    return success();
   std::string name = "mesh";
   for (int i = 0; SymbolTable::lookupSymbolIn(module, name); ++i)
     name = "mesh" + std::to_string(i);
@@ -134,8 +140,7 @@ static LogicalResult applyMesh(ModuleOp module, ArrayRef<int64_t> shape) {
   MeshOp::create(b, module.getLoc(), name, shape);
   auto ref = FlatSymbolRefAttr::get(module.getContext(), name);
   for (func::FuncOp func : module.getOps<func::FuncOp>())
-    if (func.isPublic() && !func.isExternal() &&
-        !func->hasAttr(FlowDialect::getMeshAttrName()))
+    if (!placed(func))
       func->setAttr(FlowDialect::getMeshAttrName(), ref);
   return success();
 }

@@ -18,17 +18,19 @@ from __future__ import annotations
 
 import os
 import tempfile
-from typing import Any, Optional
+from typing import Any, Optional, Tuple
 
 import numpy as np
 
 from ._flow import FlowError, Module as _Module, compile as _compile
+from ._flow import BuildError, ProgramBuilder
 from ._flow import blas_info as _blas_info
 from ._emitter import UnsupportedOpsError
 from .torch_import import import_torch
 from . import sbp
 
-__all__ = ["FlowError", "UnsupportedOpsError", "CompiledModule",
+__all__ = ["FlowError", "BuildError", "ProgramBuilder",
+           "UnsupportedOpsError", "CompiledModule",
            "CompiledModel", "compile", "compile_mlir", "compile_ir", "load",
            "import_torch", "import_onnx", "sbp", "blas_info",
            "compile_causal_lm", "CausalLM"]
@@ -301,8 +303,9 @@ class CompiledModel:
         return outputs[0] if len(outputs) == 1 else outputs
 
 
-def _mesh_rank(mesh) -> int:
-    return 1 if isinstance(mesh, int) else len(tuple(mesh))
+def _mesh_shape(mesh) -> Tuple[int, ...]:
+    return (int(mesh),) if isinstance(mesh, int) else tuple(
+        int(d) for d in mesh)
 
 
 def _is_onnx(model) -> bool:
@@ -341,6 +344,9 @@ def compile(model: Any, example_args=(), example_kwargs=None, *,
     kernel, the ops it computes and their source lines, the element and its
     value (`compiled.module.check_numerics` turns it on and off).
     """
+    if sbp and mesh is None:
+        raise FlowError("sbp= places inputs on a mesh: pass mesh=")
+    placements = (sbp, _mesh_shape(mesh)) if sbp else None
     keep = parameters is not None
     archive = os.fspath(parameters) if keep else None
     if not keep:
@@ -349,20 +355,15 @@ def compile(model: Any, example_args=(), example_kwargs=None, *,
     try:
         if _is_onnx(model):
             from .onnx_import import import_program as onnx_program
-            program = onnx_program(model, parameters=archive)
+            program = onnx_program(model, parameters=archive,
+                                   placements=placements)
             frontend = "onnx"
         else:
             from .torch_import import import_program as torch_program
             program = torch_program(model, example_args, example_kwargs,
-                                    parameters=archive)
+                                    parameters=archive,
+                                    placements=placements)
             frontend = "torch"
-        if sbp:
-            if mesh is None:
-                raise FlowError("sbp= places inputs on a mesh: pass mesh=")
-            from . import sbp as _sbp
-            program.text = _sbp.place_arguments(program.text,
-                                                program.input_names, sbp,
-                                                _mesh_rank(mesh))
         module = compile_mlir(program.text, target=target, threads=threads,
                               library_matmul=library_matmul, cpu=cpu,
                               mesh=mesh, timeout=timeout, fusion=fusion,

@@ -1,17 +1,20 @@
-"""Writing flow-dialect text: the part the torch and ONNX importers share.
+"""Building flow programs: the part the torch and ONNX importers share.
 
-An importer walks its graph and calls the `Emitter` to add ops; values are
-`Value`s (an SSA name, a static shape and a flow element type). Constants
-are numpy arrays until an op needs them as a value: then a small one
-becomes an inline `flow.constant` and a large one a `flow.parameter` whose
-bytes go to the module's safetensors archive.
+An importer walks its graph and calls the `Emitter` to add ops. The ops are
+built in C++ by the extension's `ProgramBuilder`, which asks each op for its
+result types (the op's own type inference), so a shape rule and an op's
+spelling live once, in the dialect. A `Value` is a handle to a value of the
+program with its static shape and flow element type. Constants are numpy
+arrays until an op needs them as a value: then a small one becomes an inline
+`flow.constant` (its bytes passed as they are) and a large one a
+`flow.parameter` whose bytes go to the module's safetensors archive.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import re
-from typing import Dict, List, Optional, Sequence, Tuple
+import struct
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -45,24 +48,17 @@ def numpy_dtype(flow_type: str) -> np.dtype:
     return np.dtype(name)
 
 
-def tensor_type(shape: Sequence[int], dtype: str) -> str:
-    dims = "".join(f"{int(d)}x" for d in shape)
-    return f"tensor<{dims}{dtype}>"
-
-
 @dataclasses.dataclass(frozen=True)
 class Value:
-    """An SSA value of the function being written."""
-    name: str
+    """A value of the program being built: the builder's handle, with the
+    static shape and element type the op that made it inferred."""
+    handle: int
     shape: Tuple[int, ...]
     dtype: str
 
-    @property
-    def type(self) -> str:
-        return tensor_type(self.shape, self.dtype)
-
     def __str__(self) -> str:
-        return self.name
+        dims = "".join(f"{d}x" for d in self.shape)
+        return f"%{self.handle}: tensor<{dims}{self.dtype}>"
 
 
 class Unsupported(Exception):
@@ -99,48 +95,43 @@ def handler_registry():
     return handlers, handles
 
 
-def _dense(array: np.ndarray, dtype: str) -> str:
-    """The elements attribute for `array` (already of `dtype`)."""
-    if array.size == 0:
-        return "dense<>"
-    array = np.ascontiguousarray(array)
-    flat = array.reshape(-1)
-    if dtype == "i1":
-        if (flat == flat[0]).all():
-            return f"dense<{'true' if flat[0] else 'false'}>"
+# Attributes, in MLIR's attribute syntax ---------------------------------
 
-        def nest(a):
-            if a.ndim == 0:
-                return "true" if a else "false"
-            return "[" + ", ".join(nest(x) for x in a) + "]"
-        return f"dense<{nest(array)}>"
-    raw = array
-    # One element's bytes spell a splat.
-    if (flat.view(np.uint8).reshape(flat.size, -1) ==
-            flat[:1].view(np.uint8)).all():
-        raw = flat[:1]
-    return f'dense<"0x{raw.tobytes().hex().upper()}">'
+def i64(x) -> str:
+    return f"{int(x)} : i64"
 
 
-def float_literal(x: float) -> str:
-    """`x` spelled as an MLIR float attribute value."""
-    x = float(x)
-    if x != x or x in (float("inf"), float("-inf")):
-        raise Unsupported(f"non-finite attribute value {x}")
-    s = repr(x)
-    if "e" in s and "." not in s.split("e")[0]:
-        mantissa, exponent = s.split("e")
-        s = f"{mantissa}.0e{exponent}"
-    return s
+def i64s(xs) -> str:
+    """A dense i64 array attribute."""
+    xs = [int(x) for x in xs]
+    return f"array<i64: {', '.join(map(str, xs))}>" if xs else "array<i64>"
 
 
-_LOC_ESCAPE = re.compile(r'[\\"]')
+def f64(x) -> str:
+    """An f64 attribute holding exactly `x` (its bits in hex)."""
+    return f"0x{struct.pack('>d', float(x)).hex().upper()} : f64"
 
 
-def location(file: Optional[str], line: Optional[int]) -> str:
-    if not file or not line:
-        return ""
-    return f' loc("{_LOC_ESCAPE.sub("_", file)}":{int(line)}:0)'
+#: A unit attribute (a flag that is set).
+UNIT = "unit"
+
+
+def string(s: str) -> str:
+    """A string attribute: quotes and backslashes escaped, other bytes
+    outside printable ASCII as \\XX."""
+    out = []
+    for byte in s.encode("utf-8"):
+        c = chr(byte)
+        if c in '"\\' or not 32 <= byte < 127:
+            out.append(f"\\{byte:02X}")
+        else:
+            out.append(c)
+    return '"' + "".join(out) + '"'
+
+
+def flags(**on) -> Dict[str, str]:
+    """Unit attributes for the names given True."""
+    return {name: UNIT for name, set_ in on.items() if set_}
 
 
 def _same_memory(a: np.ndarray, b: np.ndarray) -> bool:
@@ -169,39 +160,76 @@ class Emitter:
 
     def __init__(self, function: str = "main",
                  shared: Optional[Dict[str, np.ndarray]] = None):
+        from . import _flow
+        self._build_error = _flow.BuildError
+        self.builder = _flow.ProgramBuilder(function)
         self.function = function
-        self.body: List[str] = []
         self.arguments: List[Value] = []
         self.parameters: Dict[str, np.ndarray] = {}
         #: Parameters of other programs that will share this one's archive
         #: (see `_parameter_name`); None: the archive is this program's own.
         self.shared = shared
-        self._count = 0
         self._names: Dict[str, int] = {}
-        self.loc = ""
 
     # Values ---------------------------------------------------------------
+    def _value(self, handle: int) -> Value:
+        shape, dtype = self.builder.type(handle)
+        return Value(handle, tuple(shape), dtype)
+
+    def locate(self, file: Optional[str] = None, line: Optional[int] = None,
+               name: str = "") -> None:
+        """The next ops come from `file`:`line` (the model's source), or
+        else from the node called `name`."""
+        self.builder.set_location(file or "", int(line or 0), name or "")
+
     def argument(self, shape, dtype: str) -> Value:
-        v = Value(f"%arg{len(self.arguments)}", tuple(int(d) for d in shape),
-                  dtype)
+        try:
+            handle = self.builder.argument([int(d) for d in shape], dtype)
+        except self._build_error as e:
+            raise Unsupported(str(e)) from None
+        v = self._value(handle)
         self.arguments.append(v)
         return v
 
-    def op(self, text: str, shape, dtype: str) -> Value:
-        """Adds `%vN = <text>` and returns %vN of the given type."""
-        name = f"%v{self._count}"
-        self._count += 1
-        self.body.append(f"    {name} = {text}{self.loc}")
-        return Value(name, tuple(int(d) for d in shape), dtype)
+    def mesh(self, shape) -> None:
+        """Places the function on a device mesh of `shape` (`@mesh`)."""
+        try:
+            self.builder.set_mesh([int(d) for d in shape])
+        except self._build_error as e:
+            raise Unsupported(str(e)) from None
 
-    def op_results(self, text: str, types) -> Tuple[Value, ...]:
-        """Adds `%vN:K = <text>` and returns its K results, each of the
-        given (shape, dtype)."""
-        name = f"%v{self._count}"
-        self._count += 1
-        self.body.append(f"    {name}:{len(types)} = {text}{self.loc}")
-        return tuple(Value(f"{name}#{i}", tuple(int(d) for d in shape), dtype)
-                     for i, (shape, dtype) in enumerate(types))
+    def argument_attribute(self, index: int, name: str, text: str) -> None:
+        """Sets attribute `name` (MLIR attribute text) on argument `index`."""
+        try:
+            self.builder.set_argument_attribute(index, name, text)
+        except self._build_error as e:
+            raise Unsupported(str(e)) from None
+
+    def build(self, name: str, operands: Sequence[Value],
+              attrs: Optional[Mapping[str, str]] = None,
+              results: Optional[Sequence[Tuple[Sequence[int], str]]] = None
+              ) -> Tuple[Value, ...]:
+        """Op `name` on `operands` with `attrs` (name -> MLIR attribute
+        text); its results, of the types the op infers (or, for the few ops
+        whose result type is a choice, of `results`). An op that does not
+        take these operands or attributes is Unsupported, with the op's
+        own reason."""
+        types = None if results is None else [
+            ([int(d) for d in shape], dtype) for shape, dtype in results]
+        try:
+            handles = self.builder.create(
+                name, [v.handle for v in operands],
+                list((attrs or {}).items()), types)
+        except self._build_error as e:
+            raise Unsupported(str(e)) from None
+        return tuple(self._value(h) for h in handles)
+
+    def op(self, name: str, operands: Sequence[Value],
+           attrs: Optional[Mapping[str, str]] = None,
+           result: Optional[Tuple[Sequence[int], str]] = None) -> Value:
+        """`build` for an op of one result."""
+        return self.build(name, operands, attrs,
+                          None if result is None else [result])[0]
 
     def constant(self, array: np.ndarray, name: Optional[str] = None) -> Value:
         """`array` as a value: inline when small (or unnamed), otherwise a
@@ -210,15 +238,18 @@ class Emitter:
         dtype = NUMPY_TO_FLOW.get(array.dtype.name)
         if dtype is None:
             raise Unsupported(f"constant of dtype {array.dtype}")
-        type_ = tensor_type(array.shape, dtype)
         if name is None or array.nbytes <= INLINE_BYTES:
-            return self.op(f"flow.constant {_dense(array, dtype)} : {type_}",
-                           array.shape, dtype)
+            try:
+                handle = self.builder.constant(
+                    list(array.shape), dtype,
+                    np.ascontiguousarray(array).tobytes())
+            except self._build_error as e:
+                raise Unsupported(str(e)) from None
+            return self._value(handle)
         unique = self._parameter_name(name, array)
         self.parameters[unique] = array
-        escaped = unique.replace("\\", "\\\\").replace('"', '\\"')
-        return self.op(f'flow.parameter "{escaped}" : {type_}', array.shape,
-                       dtype)
+        return self.op("flow.parameter", [], {"name": string(unique)},
+                       result=(array.shape, dtype))
 
     def scalar(self, value, dtype: str) -> Value:
         """A rank-0 constant of `dtype`."""
@@ -228,64 +259,46 @@ class Emitter:
     def cast(self, v: Value, dtype: str) -> Value:
         if v.dtype == dtype:
             return v
-        return self.op(f"flow.cast {v} : {v.type} to "
-                       f"{tensor_type(v.shape, dtype)}", v.shape, dtype)
+        return self.op("flow.cast", [v], result=(v.shape, dtype))
 
     def reshape(self, v: Value, shape) -> Value:
         shape = tuple(int(d) for d in shape)
         if shape == v.shape:
             return v
-        return self.op(f"flow.reshape {v} : {v.type} -> "
-                       f"{tensor_type(shape, v.dtype)}", shape, v.dtype)
+        return self.op("flow.reshape", [v], result=(shape, v.dtype))
 
     def transpose(self, v: Value, perm) -> Value:
         perm = [int(p) for p in perm]
         if perm == list(range(len(perm))):
             return v
-        shape = tuple(v.shape[p] for p in perm)
-        return self.op(f"flow.transpose {v} {perm} : {v.type} -> "
-                       f"{tensor_type(shape, v.dtype)}", shape, v.dtype)
+        return self.op("flow.transpose", [v], {"permutation": i64s(perm)})
 
     def broadcast_to(self, v: Value, shape) -> Value:
         shape = tuple(int(d) for d in shape)
         if shape == v.shape:
             return v
-        return self.op(f"flow.broadcast_to {v} : {v.type} -> "
-                       f"{tensor_type(shape, v.dtype)}", shape, v.dtype)
+        return self.op("flow.broadcast_to", [v], result=(shape, v.dtype))
 
-    def binary(self, op: str, a: Value, b: Value, dtype: Optional[str] = None
-               ) -> Value:
+    def binary(self, op: str, a: Value, b: Value) -> Value:
         """flow.<op> with numpy broadcasting; both operands have one type."""
-        shape = np.broadcast_shapes(a.shape, b.shape)
-        dtype = dtype or a.dtype
-        return self.op(f"flow.{op} {a}, {b} : ({a.type}, {b.type}) -> "
-                       f"{tensor_type(shape, dtype)}", shape, dtype)
+        return self.op(f"flow.{op}", [a, b])
 
     def compare(self, predicate: str, a: Value, b: Value) -> Value:
-        shape = np.broadcast_shapes(a.shape, b.shape)
-        return self.op(f"flow.compare {predicate}, {a}, {b} : ({a.type}, "
-                       f"{b.type}) -> {tensor_type(shape, 'i1')}", shape, "i1")
+        return self.op("flow.compare", [a, b], {"predicate": predicate})
 
     def select(self, c: Value, a: Value, b: Value) -> Value:
-        shape = np.broadcast_shapes(c.shape, a.shape, b.shape)
-        return self.op(f"flow.select {c}, {a}, {b} : ({c.type}, {a.type}, "
-                       f"{b.type}) -> {tensor_type(shape, a.dtype)}", shape,
-                       a.dtype)
+        return self.op("flow.select", [c, a, b])
 
-    def unary(self, op: str, v: Value, attrs: str = "") -> Value:
-        return self.op(f"flow.{op} {v}{attrs} : {v.type}", v.shape, v.dtype)
+    def unary(self, op: str, v: Value,
+              attrs: Optional[Mapping[str, str]] = None) -> Value:
+        return self.op(f"flow.{op}", [v], attrs)
 
     def reduce(self, kind: str, v: Value, axes, keepdims: bool) -> Value:
         axes = sorted({int(a) % max(len(v.shape), 1) for a in axes})
         if not axes:
             return v
-        if keepdims:
-            shape = tuple(1 if i in axes else d for i, d in enumerate(v.shape))
-        else:
-            shape = tuple(d for i, d in enumerate(v.shape) if i not in axes)
-        keep = " {keepdims}" if keepdims else ""
-        return self.op(f"flow.reduce_{kind} {v} {axes}{keep} : {v.type} -> "
-                       f"{tensor_type(shape, v.dtype)}", shape, v.dtype)
+        return self.op(f"flow.reduce_{kind}", [v],
+                       {"axes": i64s(axes), **flags(keepdims=keepdims)})
 
     def reversed_order(self, v: Value) -> Value:
         """A value whose order is v's reversed, exactly: -v for floats, the
@@ -343,11 +356,8 @@ class Emitter:
     def cumsum(self, v: Value, axis: int, exclusive: bool = False,
                reverse: bool = False) -> Value:
         axis = int(axis) % max(len(v.shape), 1)
-        flags = [f for f, on in (("exclusive", exclusive),
-                                 ("reverse", reverse)) if on]
-        attrs = f" {{{', '.join(flags)}}}" if flags else ""
-        return self.op(f"flow.cumsum {v} axis = {axis}{attrs} : {v.type}",
-                       v.shape, v.dtype)
+        return self.op("flow.cumsum", [v], {
+            "axis": i64(axis), **flags(exclusive=exclusive, reverse=reverse)})
 
     def arg_reduce(self, kind: str, v: Value, axis: int, keepdims: bool,
                    last: bool = False) -> Value:
@@ -355,21 +365,55 @@ class Emitter:
         if not v.shape:
             v = self.reshape(v, (1,))
         axis = int(axis) % len(v.shape)
-        if keepdims:
-            shape = tuple(1 if i == axis else d for i, d in enumerate(v.shape))
-        else:
-            shape = tuple(d for i, d in enumerate(v.shape) if i != axis)
-        flags = [f for f, on in (("keepdims", keepdims),
-                                 ("select_last_index", last)) if on]
-        attrs = f" {{{', '.join(flags)}}}" if flags else ""
-        return self.op(f"flow.arg{kind} {v} axis = {axis}{attrs} : {v.type} "
-                       f"-> {tensor_type(shape, 'i64')}", shape, "i64")
+        return self.op(f"flow.arg{kind}", [v], {
+            "axis": i64(axis),
+            **flags(keepdims=keepdims, select_last_index=last)})
 
     def gather_elements(self, v: Value, indices: Value, axis: int) -> Value:
-        return self.op(f"flow.gather_elements {v}[{indices}] axis = {axis} : "
-                       f"({v.type}, {indices.type}) -> "
-                       f"{tensor_type(indices.shape, v.dtype)}",
-                       indices.shape, v.dtype)
+        return self.op("flow.gather_elements", [v, indices],
+                       {"axis": i64(axis)})
+
+    def softmax(self, kind: str, v: Value, axis: int) -> Value:
+        """flow.softmax or flow.log_softmax (`kind`) along `axis`."""
+        return self.op(f"flow.{kind}", [v], {"axis": i64(axis)})
+
+    def layer_norm(self, x: Value, weight: Optional[Value],
+                   bias: Optional[Value], axis: int, epsilon: float) -> Value:
+        operands = [v for v in (x, weight, bias) if v is not None]
+        segments = [1, int(weight is not None), int(bias is not None)]
+        return self.op("flow.layer_norm", operands, {
+            "axis": i64(axis), "epsilon": f64(epsilon),
+            "operandSegmentSizes": f"array<i32: {', '.join(map(str, segments))}>"})
+
+    def batch_norm(self, x: Value, scale: Value, bias: Value, mean: Value,
+                   variance: Value, epsilon: float) -> Value:
+        return self.op("flow.batch_norm", [x, scale, bias, mean, variance],
+                       {"epsilon": f64(epsilon)})
+
+    def conv2d(self, x: Value, weight: Value, bias: Optional[Value], strides,
+               padding, dilations, groups: int) -> Value:
+        """padding: [top, left, bottom, right]."""
+        operands = [x, weight] + ([bias] if bias is not None else [])
+        return self.op("flow.conv2d", operands, {
+            "strides": i64s(strides), "padding": i64s(padding),
+            "dilations": i64s(dilations), "groups": i64(groups)})
+
+    def max_pool2d(self, v: Value, kernel, strides, padding, dilations,
+                   ceil_mode: bool = False) -> Value:
+        """padding: [top, left, bottom, right]."""
+        return self.op("flow.max_pool2d", [v], {
+            "kernel": i64s(kernel), "strides": i64s(strides),
+            "padding": i64s(padding), "dilations": i64s(dilations),
+            **flags(ceil_mode=ceil_mode)})
+
+    def avg_pool2d(self, v: Value, kernel, strides, padding,
+                   ceil_mode: bool = False,
+                   count_include_pad: bool = False) -> Value:
+        """padding: [top, left, bottom, right]."""
+        return self.op("flow.avg_pool2d", [v], {
+            "kernel": i64s(kernel), "strides": i64s(strides),
+            "padding": i64s(padding),
+            **flags(ceil_mode=ceil_mode, count_include_pad=count_include_pad)})
 
     # Compositions both importers use ------------------------------------
     def normalize(self, v: Value, axes, epsilon: float) -> Value:
@@ -441,21 +485,13 @@ class Emitter:
     def concat(self, values: Sequence[Value], axis: int) -> Value:
         if len(values) == 1:
             return values[0]
-        shape = list(values[0].shape)
-        shape[axis] = sum(v.shape[axis] for v in values)
-        operands = ", ".join(str(v) for v in values)
-        types = ", ".join(v.type for v in values)
-        return self.op(f"flow.concat {operands} axis = {axis} : ({types}) -> "
-                       f"{tensor_type(shape, values[0].dtype)}", shape,
-                       values[0].dtype)
+        return self.op("flow.concat", values, {"axis": i64(axis)})
 
     def sort(self, v: Value, axis: int, descending: bool = False):
         """(values, i64 indices): flow.sort, stable, NaN the largest."""
         axis = int(axis) % len(v.shape)
-        flag = " {descending}" if descending else ""
-        text = (f"flow.sort {v} axis = {axis}{flag} : {v.type} -> "
-                f"({v.type}, {tensor_type(v.shape, 'i64')})")
-        return self.op_results(text, [(v.shape, v.dtype), (v.shape, "i64")])
+        return self.build("flow.sort", [v], {
+            "axis": i64(axis), **flags(descending=descending)})
 
     def topk(self, v: Value, k: int, axis: int, largest: bool = True):
         """(values, i64 indices) of the k largest (or smallest) elements
@@ -508,10 +544,7 @@ class Emitter:
 
     def gather(self, v: Value, indices: Value, axis: int) -> Value:
         """v's slices along `axis` at `indices` (i64 or i32, in range)."""
-        shape = v.shape[:axis] + indices.shape + v.shape[axis + 1:]
-        return self.op(f"flow.gather {v}[{indices}] axis = {axis} : "
-                       f"({v.type}, {indices.type}) -> "
-                       f"{tensor_type(shape, v.dtype)}", shape, v.dtype)
+        return self.op("flow.gather", [v, indices], {"axis": i64(axis)})
 
     def wrap_negative(self, idx: Value, size) -> Value:
         """Indices counting from the end when negative (`size` an int, or a
@@ -531,10 +564,8 @@ class Emitter:
             updates = self.cast(updates, v.dtype)
         want = indices.shape[:-1] + v.shape[indices.shape[-1]:]
         updates = self.broadcast_to(updates, want)
-        attr = "" if reduction == "none" else f" reduction = {reduction}"
-        return self.op(f"flow.scatter_nd {v}[{indices}], {updates}{attr} : "
-                       f"({v.type}, {indices.type}, {updates.type}) -> "
-                       f"{v.type}", v.shape, v.dtype)
+        return self.op("flow.scatter_nd", [v, indices, updates],
+                       {"reduction": reduction})
 
     def coordinates(self, indices: Value, axis: int) -> Value:
         """Index tuples [*indices.shape, rank] naming, for each position j
@@ -576,12 +607,10 @@ class Emitter:
         if mode == "constant":
             if v.dtype not in FLOAT_TYPES and not float(value).is_integer():
                 raise Unsupported(f"pad value {value} for a {v.dtype} tensor")
-            shape = tuple(d + lo + hi for d, lo, hi in zip(v.shape, low, high))
-            if shape == v.shape:
+            if not any(low + high):
                 return v
-            return self.op(f"flow.pad {v} low = {low} high = {high} value = "
-                           f"{float_literal(value)} : {v.type} -> "
-                           f"{tensor_type(shape, v.dtype)}", shape, v.dtype)
+            return self.op("flow.pad", [v], {
+                "low": i64s(low), "high": i64s(high), "value": f64(value)})
         if mode not in ("edge", "reflect", "wrap"):
             raise Unsupported(f"mode '{mode}'")
         for axis, (n, lo, hi) in enumerate(zip(v.shape, low, high)):
@@ -605,28 +634,20 @@ class Emitter:
         axes = sorted({int(a) for a in axes})
         if not axes:
             return v
-        return self.op(f"flow.reverse {v} axes = {axes} : {v.type}", v.shape,
-                       v.dtype)
+        return self.op("flow.reverse", [v], {"axes": i64s(axes)})
 
     def slice(self, v: Value, starts, limits, strides) -> Value:
         shape = tuple(max(0, -(-(l - s) // st))
                       for s, l, st in zip(starts, limits, strides))
         if shape == v.shape and all(st == 1 for st in strides):
             return v
-        return self.op(
-            f"flow.slice {v} starts = {list(map(int, starts))} limits = "
-            f"{list(map(int, limits))} strides = {list(map(int, strides))} : "
-            f"{v.type} -> {tensor_type(shape, v.dtype)}", shape, v.dtype)
+        return self.op("flow.slice", [v], {
+            "starts": i64s(starts), "limits": i64s(limits),
+            "strides": i64s(strides)})
 
     def matmul(self, a: Value, b: Value, transpose_rhs: bool = False
                ) -> Value:
-        m = a.shape[-2]
-        n = b.shape[-2] if transpose_rhs else b.shape[-1]
-        batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
-        shape = tuple(batch) + (m, n)
-        attrs = " {transpose_rhs}" if transpose_rhs else ""
-        return self.op(f"flow.matmul {a}, {b}{attrs} : ({a.type}, {b.type}) "
-                       f"-> {tensor_type(shape, a.dtype)}", shape, a.dtype)
+        return self.op("flow.matmul", [a, b], flags(transpose_rhs=transpose_rhs))
 
     def _parameter_name(self, name: str, array: np.ndarray) -> str:
         """A name for `array` in the archive: `name`, or `name.N` when that
@@ -656,23 +677,12 @@ class Emitter:
 
     # Output ---------------------------------------------------------------
     def module(self, results: Sequence[Value], archive: Optional[str]) -> str:
-        args = ", ".join(f"{a}: {a.type}" for a in self.arguments)
-        types = ", ".join(r.type for r in results)
-        lines = []
-        if self.parameters:
-            if archive is None:
-                raise ValueError("the module has parameters but no archive")
-            escaped = archive.replace("\\", "\\\\").replace('"', '\\"')
-            lines.append(f'module attributes {{flow.parameters = "{escaped}"}} {{')
-        else:
-            lines.append("module {")
-        lines.append(f"  func.func @{self.function}({args}) -> ({types}) {{")
-        lines.extend(self.body)
-        lines.append("    return " + ", ".join(str(r) for r in results) +
-                     (" : " + types if results else ""))
-        lines.append("  }")
-        lines.append("}")
-        return "\n".join(lines) + "\n"
+        """Returns `results`; the module as MLIR text. A module with
+        parameters names the archive that holds them."""
+        if self.parameters and archive is None:
+            raise ValueError("the module has parameters but no archive")
+        return self.builder.finish([r.handle for r in results],
+                                   archive if self.parameters else "")
 
     def write_archive(self, path: str) -> None:
         safetensors.save(self.parameters, path)

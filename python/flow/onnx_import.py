@@ -15,15 +15,14 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import tempfile
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
 from ._emitter import (FLOAT_TYPES, INT_TYPES, NUMPY_TO_FLOW, TYPES_TEXT,
-                       Emitter, Unsupported, UnsupportedOpsError, Value,
-                       float_literal, handler_registry, numpy_dtype,
-                       tensor_type)
+                       Unsupported, UnsupportedOpsError, Value,
+                       handler_registry, numpy_dtype)
+from ._importer import ELEMENT_TYPES, FOLD_BYTES, GraphImporter, Poison
 
 __all__ = ["import_onnx", "SUPPORTED_OPS", "MIN_OPSET", "MAX_TESTED_OPSET"]
 
@@ -31,8 +30,6 @@ MIN_OPSET = 13
 #: Opsets the conformance suite and model tests cover; later opsets are
 #: accepted for the ops whose semantics they did not change.
 MAX_TESTED_OPSET = 21
-#: Constants computed at import time may be at most this large.
-FOLD_BYTES = 64 << 20
 
 def _type_refusal(elem_type) -> str:
     """Why an ONNX element type is refused, by its name."""
@@ -45,9 +42,8 @@ def _type_refusal(elem_type) -> str:
 
 
 # ONNX TensorProto element type -> flow element type.
-_ONNX_TYPES = {1: "f32", 10: "f16", 16: "bf16", 11: "f64", 7: "i64", 6: "i32",
-               5: "i16", 3: "i8", 13: "ui64", 12: "ui32", 4: "ui16", 2: "ui8",
-               9: "i1"}
+_ONNX_TYPES = {onnx_type: flow
+               for flow, (_, onnx_type) in ELEMENT_TYPES.items()}
 
 
 @dataclasses.dataclass
@@ -58,41 +54,28 @@ class ImportedOnnx:
     output_names: List[str]
 
 
-class _Poison:
-    pass
-
-
 def _attrs(node) -> Dict[str, Any]:
     from onnx import helper
     return {a.name: helper.get_attribute_value(a) for a in node.attribute}
 
 
-class _OnnxImporter:
-    def __init__(self, model, input_shapes, function, constants=None):
+class _OnnxImporter(GraphImporter):
+    frontend = "ONNX"
+
+    def __init__(self, model, input_shapes, function, constants=None,
+                 placements=None):
+        super().__init__(function, placements=placements)
+        self.handlers = _HANDLERS
+        self.never_fold = _NEVER_FOLD
         self.model = model
         self.graph = model.graph
         self.opset = next((o.version for o in model.opset_import
                            if o.domain in ("", "ai.onnx")), None)
-        self.e = Emitter(function)
-        self.env: Dict[str, Any] = {"": None}
-        self.names: Dict[int, str] = {}
-        self.unsupported: List[Tuple[str, str, str, str]] = []
+        self.env[""] = None
         self.input_shapes = input_shapes or {}
         self.constants = constants or {}
-        self.node = None
 
     # Values -------------------------------------------------------------
-    def value(self, x, dtype: Optional[str] = None) -> Value:
-        if isinstance(x, Value):
-            return self.e.cast(x, dtype) if dtype else x
-        if isinstance(x, np.ndarray):
-            if dtype and NUMPY_TO_FLOW.get(x.dtype.name) != dtype:
-                x = x.astype(numpy_dtype(dtype))
-            return self.e.constant(x, self.names.get(id(x)) or
-                                   f"folded.{self.node.name or 'node'}")
-        if x is None:
-            raise Unsupported("a required input is missing")
-        raise Unsupported(f"input of type {type(x).__name__}")
 
     def dtype_of(self, x) -> str:
         if isinstance(x, Value):
@@ -140,7 +123,7 @@ class _OnnxImporter:
             if dtype is None:
                 self.unsupported.append(("input", inp.name, "",
                                          _type_refusal(tt.elem_type)))
-                self.env[inp.name] = _Poison()
+                self.env[inp.name] = Poison()
                 continue
             shape = self.input_shapes.get(inp.name)
             if shape is None:
@@ -153,40 +136,32 @@ class _OnnxImporter:
                             f"ONNX input '{inp.name}' has the symbolic "
                             f"dimension '{d.dim_param or '?'}': pass "
                             f"input_shapes={{'{inp.name}': (...)}}")
+            self.e.locate(name=inp.name)
             self.env[inp.name] = self.e.argument(shape, dtype)
             inputs.append(inp.name)
 
         for node in self.graph.node:
             self.node = node
+            self.e.locate(name=node.name or node.output[0])
             outs = self.visit(node)
             for name, v in zip(node.output, outs):
                 if name:
                     self.env[name] = v
 
+        self.e.locate()
         results, names = [], []
         for out in self.graph.output:
             v = self.env.get(out.name)
-            if isinstance(v, _Poison):
+            if isinstance(v, Poison):
                 continue
             if v is None:
                 raise ValueError(f"graph output '{out.name}' is not computed")
-            try:
-                results.append(self.value(v))
-            except Unsupported as u:
-                self.unsupported.append(("output", out.name, "", str(u)))
+            v = self.result(v, out)
+            if v is not None:
+                results.append(v)
             names.append(out.name)
-        if self.unsupported:
-            raise UnsupportedOpsError(self.unsupported, "ONNX")
-        if self.e.parameters and archive is None:
-            fd, archive = tempfile.mkstemp(prefix="flow-",
-                                           suffix=".safetensors")
-            os.close(fd)
-        text = self.e.module(results, (archive_name or archive)
-                             if self.e.parameters else None)
-        if self.e.parameters:
-            self.e.write_archive(archive)
-        return ImportedOnnx(text, archive if self.e.parameters else "",
-                            inputs, names)
+        text, archive = self.finish(results, archive, archive_name, inputs)
+        return ImportedOnnx(text, archive, inputs, names)
 
     def visit(self, node) -> List[Any]:
         ins = [self.env.get(n) if n else None for n in node.input]
@@ -194,35 +169,26 @@ class _OnnxImporter:
             if name and name not in self.env:
                 raise ValueError(f"node '{node.name}' ({node.op_type}) reads "
                                  f"'{name}', which nothing defines")
-        if any(isinstance(v, _Poison) for v in ins):
-            # Downstream of an unsupported op: still name this one if Flow
-            # cannot import it either.
-            if node.op_type not in _HANDLERS:
-                self._record(node, "")
-            return [_Poison()] * len(node.output)
-        if node.domain not in ("", "ai.onnx"):
-            self._record(node, f"domain '{node.domain}'")
-            return [_Poison()] * len(node.output)
+        poison = lambda: [Poison()] * len(node.output)
+        if node.domain not in ("", "ai.onnx") and not any(
+                isinstance(v, Poison) for v in ins):
+            self.record(node, f"domain '{node.domain}'")
+            return poison()
         attrs = _attrs(node)
-        if node.op_type not in _NEVER_FOLD and not any(
-                isinstance(v, Value) for v in ins):
-            folded = self.fold(node, ins)
-            if folded is not None:
-                return folded
-        handler = _HANDLERS.get(node.op_type)
-        if handler is None:
-            self._record(node, "")
-            return [_Poison()] * len(node.output)
-        try:
-            out = handler(self, ins, attrs)
-        except Unsupported as u:
-            self._record(node, str(u))
-            return [_Poison()] * len(node.output)
-        return list(out) if isinstance(out, (list, tuple)) else [out]
 
-    def _record(self, node, reason):
-        self.unsupported.append((node.op_type, node.name or node.output[0],
-                                 "", reason))
+        def call(handler):
+            out = handler(self, ins, attrs)
+            return list(out) if isinstance(out, (list, tuple)) else [out]
+        return self.dispatch(node, node.op_type, ins,
+                             fold=lambda: self.fold(node, ins), call=call,
+                             poison=poison)
+
+    def record(self, node, reason):
+        if hasattr(node, "op_type"):
+            self.unsupported.append((node.op_type, node.name or
+                                     node.output[0], "", reason))
+        else:  # a graph output
+            self.unsupported.append(("output", node.name, "", reason))
 
     def fold(self, node, ins) -> Optional[List[Any]]:
         from onnx import helper
@@ -457,8 +423,7 @@ def _gelu(self, ins, attrs):
     approximate = attrs.get("approximate", b"none")
     approximate = approximate.decode() if isinstance(approximate, bytes) \
         else approximate
-    return self.e.unary("gelu", v, " approximate = tanh"
-                        if approximate == "tanh" else "")
+    return self.e.unary("gelu", v, {"approximate": approximate})
 
 
 @_handles("LeakyRelu")
@@ -527,7 +492,7 @@ def _clip(self, ins, attrs):
 
 @_handles("MatMul")
 def _matmul(self, ins, attrs):
-    dtype = _common(self, ins, float_only=True)
+    _common(self, ins, float_only=True)
     a, b = self.value(ins[0]), self.value(ins[1])
     squeeze = []
     if len(a.shape) == 1:
@@ -586,7 +551,7 @@ def _spatial_pads(self, attrs, in_hw, kernel, strides, dilations):
 
 @_handles("Conv")
 def _conv(self, ins, attrs):
-    dtype = _common(self, [x for x in ins if x is not None], float_only=True)
+    _common(self, [x for x in ins if x is not None], float_only=True)
     x, w = self.value(ins[0]), self.value(ins[1])
     if len(x.shape) != 4:
         raise Unsupported(f"{len(x.shape) - 2}-D convolution (Flow has 2-D)")
@@ -595,17 +560,8 @@ def _conv(self, ins, attrs):
     dilations = list(attrs.get("dilations", [1, 1]))
     groups = attrs.get("group", 1)
     pads = _spatial_pads(self, attrs, x.shape[2:], kernel, strides, dilations)
-    operands = [x, w]
-    if len(ins) > 2 and ins[2] is not None:
-        operands.append(self.value(ins[2]))
-    hw = [(x.shape[2 + i] + pads[i] + pads[i + 2] - dilations[i] *
-           (kernel[i] - 1) - 1) // strides[i] + 1 for i in range(2)]
-    shape = (x.shape[0], w.shape[0], *hw)
-    names = ", ".join(str(v) for v in operands)
-    types = ", ".join(v.type for v in operands)
-    return self.e.op(f"flow.conv2d {names} strides = {strides} padding = "
-                     f"{pads} dilations = {dilations} groups = {groups} : "
-                     f"({types}) -> {tensor_type(shape, dtype)}", shape, dtype)
+    bias = self.value(ins[2]) if len(ins) > 2 and ins[2] is not None else None
+    return self.e.conv2d(x, w, bias, strides, pads, dilations, groups)
 
 
 # Normalization ---------------------------------------------------------------
@@ -616,11 +572,7 @@ def _batch_norm(self, ins, attrs):
         raise Unsupported("training_mode=1")
     dtype = self.dtype_of(ins[0])
     vs = [self.value(v, dtype) for v in ins[:5]]
-    types = ", ".join(v.type for v in vs)
-    eps = attrs.get("epsilon", 1e-5)
-    return self.e.op(f"flow.batch_norm {', '.join(map(str, vs))} epsilon = "
-                     f"{float_literal(eps)} : ({types}) -> {vs[0].type}",
-                     vs[0].shape, dtype)
+    return self.e.batch_norm(*vs, attrs.get("epsilon", 1e-5))
 
 
 @_handles("LayerNormalization")
@@ -640,20 +592,11 @@ def _layer_norm(self, ins, attrs):
                             axes, True)
         eps = self.e.scalar(attrs.get("epsilon", 1e-5), "f32")
         extra = [mean, self.e.unary("rsqrt", self.e.binary("add", var, eps))]
-    operands, parts = [x], ""
-    if len(ins) > 1 and ins[1] is not None:
-        w = self.value(ins[1], x.dtype)
-        operands.append(w)
-        parts += f" weight {w}"
-    if len(ins) > 2 and ins[2] is not None:
-        b = self.value(ins[2], x.dtype)
-        operands.append(b)
-        parts += f" bias {b}"
-    types = ", ".join(v.type for v in operands)
-    eps = attrs.get("epsilon", 1e-5)
-    y = self.e.op(f"flow.layer_norm {x}{parts} axis = {axis} epsilon = "
-                  f"{float_literal(eps)} : ({types}) -> {x.type}", x.shape,
-                  x.dtype)
+    w = self.value(ins[1], x.dtype) if len(ins) > 1 and ins[1] is not None \
+        else None
+    b = self.value(ins[2], x.dtype) if len(ins) > 2 and ins[2] is not None \
+        else None
+    y = self.e.layer_norm(x, w, b, axis, attrs.get("epsilon", 1e-5))
     return [y] + extra
 
 
@@ -662,9 +605,8 @@ def _softmax_like(op):
         x = self.value(ins[0])
         if x.dtype not in FLOAT_TYPES:
             raise Unsupported(f"{x.dtype} input")
-        axis = _axis(attrs.get("axis", -1), len(x.shape))
-        return self.e.op(f"flow.{op} {x} axis = {axis} : {x.type}", x.shape,
-                         x.dtype)
+        return self.e.softmax(op, x, _axis(attrs.get("axis", -1),
+                                           len(x.shape)))
     return handler
 
 
@@ -1062,18 +1004,6 @@ def _mvn(self, ins, attrs):
 
 # Pooling ---------------------------------------------------------------------
 
-def _pool_shape(in_hw, kernel, strides, pads, dilations, ceil):
-    out = []
-    for i in range(2):
-        span = in_hw[i] + pads[i] + pads[i + 2] - dilations[i] * \
-            (kernel[i] - 1) - 1
-        n = (-(-span // strides[i]) if ceil else span // strides[i]) + 1
-        if ceil and (n - 1) * strides[i] >= in_hw[i] + pads[i]:
-            n -= 1
-        out.append(n)
-    return out
-
-
 @_handles("MaxPool", "AveragePool")
 def _pool(self, ins, attrs):
     x = self.value(ins[0])
@@ -1106,20 +1036,11 @@ def _pool(self, ins, attrs):
         raise Unsupported("dilated average pooling")
     ceil = bool(attrs.get("ceil_mode", 0))
     pads = _spatial_pads(self, attrs, x.shape[2:], kernel, strides, dilations)
-    hw = _pool_shape(x.shape[2:], kernel, strides, pads, dilations, ceil)
-    shape = (x.shape[0], x.shape[1], *hw)
-    flags = ["ceil_mode"] if ceil else []
-    if not is_max and attrs.get("count_include_pad", 0) and any(pads):
-        flags.append("count_include_pad")
-    attr = " {" + ", ".join(flags) + "}" if flags else ""
     if is_max:
-        text = (f"flow.max_pool2d {x} kernel = {kernel} strides = {strides} "
-                f"padding = {pads} dilations = {dilations}{attr}")
-    else:
-        text = (f"flow.avg_pool2d {x} kernel = {kernel} strides = {strides} "
-                f"padding = {pads}{attr}")
-    return self.e.op(f"{text} : {x.type} -> {tensor_type(shape, x.dtype)}",
-                     shape, x.dtype)
+        return self.e.max_pool2d(x, kernel, strides, pads, dilations, ceil)
+    return self.e.avg_pool2d(
+        x, kernel, strides, pads, ceil,
+        bool(attrs.get("count_include_pad", 0) and any(pads)))
 
 
 @_handles("GlobalAveragePool", "GlobalMaxPool")
@@ -1195,18 +1116,12 @@ def _squeeze(self, ins, attrs):
 
 @_handles("Concat")
 def _concat(self, ins, attrs):
-    dtype = _common(self, ins)
+    _common(self, ins)
     values = [self.value(v) for v in ins]
     rank = len(values[0].shape)
     axis = _axis(attrs["axis"], rank)
     values = [v for v in values if v.shape[axis] != 0] or values[:1]
-    if len(values) == 1:
-        return values[0]
-    shape = list(values[0].shape)
-    shape[axis] = sum(v.shape[axis] for v in values)
-    return self.e.op(f"flow.concat {', '.join(map(str, values))} axis = "
-                     f"{axis} : ({', '.join(v.type for v in values)}) -> "
-                     f"{tensor_type(shape, dtype)}", shape, dtype)
+    return self.e.concat(values, axis)
 
 
 @_handles("Slice")
@@ -1293,10 +1208,7 @@ def _gather(self, ins, attrs):
         if arr.size and (arr.min() < 0 or arr.max() >= size):
             raise Unsupported(f"index out of range for a dimension of {size}")
         i = self.e.constant(arr, None)
-    shape = x.shape[:axis] + i.shape + x.shape[axis + 1:]
-    return self.e.op(f"flow.gather {x}[{i}] axis = {axis} : ({x.type}, "
-                     f"{i.type}) -> {tensor_type(shape, x.dtype)}", shape,
-                     x.dtype)
+    return self.e.gather(x, i, axis)
 
 
 @_handles("GatherElements")
@@ -1356,10 +1268,7 @@ def _gather_nd(self, ins, attrs):
         flat = self.e.binary("add", flat, self.e.constant(base))
     rest = x.shape[b + m:]
     table = self.e.reshape(x, (int(np.prod(x.shape[:b + m])),) + tuple(rest))
-    shape = tuple(lead) + tuple(rest)
-    return self.e.op(f"flow.gather {table}[{flat}] axis = 0 : ({table.type}, "
-                     f"{flat.type}) -> {tensor_type(shape, x.dtype)}", shape,
-                     x.dtype)
+    return self.e.gather(table, flat, 0)
 
 
 @_handles("Split")
@@ -1688,11 +1597,12 @@ def _load(model):
 
 def import_program(model, *, parameters=None, input_shapes=None,
                    constants=None, function="main",
-                   archive_name=None) -> ImportedOnnx:
+                   archive_name=None, placements=None) -> ImportedOnnx:
     model = _load(model)
     if not hasattr(model, "graph"):
         raise ValueError(f"not an ONNX model: {type(model).__name__}")
-    return _OnnxImporter(model, input_shapes, function, constants).run(
+    return _OnnxImporter(model, input_shapes, function, constants,
+                         placements).run(
         os.fspath(parameters) if parameters is not None else None,
         archive_name)
 

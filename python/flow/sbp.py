@@ -17,7 +17,7 @@ import re
 from typing import Dict, List, Sequence, Union
 
 __all__ = ["split", "broadcast", "partial_sum", "partial_max",
-           "place_arguments"]
+           "argument_sbps"]
 
 
 def split(dim: int) -> str:
@@ -44,22 +44,17 @@ def _attr(value: Union[str, Sequence[str]], rank: int) -> str:
     return "#flow.sbp<[" + ", ".join(entries) + "]>"
 
 
-def place_arguments(text: str, names: List[str],
-                    placements: Dict[Union[str, int], object],
-                    mesh_rank: int) -> str:
-    """Adds `flow.sbp` to the arguments of the module's function."""
-    start = text.index("func.func @")
-    end = text.index(") -> (", start)
-    signature = text[start:end]
+def argument_sbps(names: List[str],
+                  placements: Dict[Union[str, int], object],
+                  mesh_rank: int) -> Dict[int, str]:
+    """The `flow.sbp` attribute (MLIR text) of each placed argument, by
+    position; `placements` names arguments by position or input name."""
+    out = {}
     for key, value in placements.items():
         index = key if isinstance(key, int) else (
             names.index(key) if key in names else None)
         if index is None or not 0 <= index < len(names):
             raise ValueError(f"sbp names input {key!r}; the inputs are "
                              f"{names}")
-        pattern = re.compile(r"(%arg" + str(index) + r": tensor<[^>]*>)")
-        signature, n = pattern.subn(
-            r"\1 {flow.sbp = " + _attr(value, mesh_rank).replace("\\", "")
-            + "}", signature, count=1)
-        assert n == 1
-    return text[:start] + signature + text[end:]
+        out[index] = _attr(value, mesh_rank)
+    return out

@@ -18,20 +18,16 @@ import dataclasses
 import operator
 import os
 import re
-import tempfile
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, List, Optional, Tuple
 
 import numpy as np
 
-from ._emitter import (FLOAT_TYPES, INT_TYPES, TYPES_TEXT, Emitter,
-                       Unsupported, UnsupportedOpsError, Value, float_literal,
-                       handler_registry, location, numpy_dtype, tensor_type)
+from ._emitter import (FLOAT_TYPES, INT_TYPES, TYPES_TEXT, Unsupported,
+                       UnsupportedOpsError, Value, handler_registry,
+                       numpy_dtype)
+from ._importer import ELEMENT_TYPES, FOLD_BYTES, GraphImporter, Poison
 
 __all__ = ["import_torch", "ImportedProgram", "UnsupportedOpsError"]
-
-#: Constants folded at import time may be at most this large.
-FOLD_BYTES = 64 << 20
-
 
 @dataclasses.dataclass
 class ImportedProgram:
@@ -62,7 +58,6 @@ class ImportedProgram:
 # ---------------------------------------------------------------------------
 
 def _flow_dtype(dtype) -> str:
-    import torch
     table = _torch_types()
     if dtype not in table:
         raise Unsupported(f"element type {dtype} (Flow computes in "
@@ -73,14 +68,9 @@ def _flow_dtype(dtype) -> str:
 def _torch_types():
     """torch dtype -> flow element type, for the types this torch has."""
     import torch
-    table = {torch.float32: "f32", torch.float16: "f16",
-             torch.bfloat16: "bf16", torch.float64: "f64",
-             torch.int64: "i64", torch.int32: "i32", torch.int16: "i16",
-             torch.int8: "i8", torch.uint8: "ui8", torch.bool: "i1"}
-    for bits in (16, 32, 64):
-        if hasattr(torch, f"uint{bits}"):
-            table[getattr(torch, f"uint{bits}")] = f"ui{bits}"
-    return table
+    return {getattr(torch, name): flow
+            for flow, (name, _) in ELEMENT_TYPES.items()
+            if hasattr(torch, name)}
 
 
 def _torch_dtype(flow_type: str):
@@ -113,10 +103,6 @@ def _source_line(node) -> Tuple[Optional[str], Optional[int], str]:
     return file, int(line), f"{file}:{line}: {code.strip()}"
 
 
-class _Poison:
-    """The value of a node that could not be imported."""
-
-
 def _is_int_dtype(dtype: str) -> bool:
     return dtype in INT_TYPES
 
@@ -125,15 +111,15 @@ def _is_int_dtype(dtype: str) -> bool:
 # The importer
 # ---------------------------------------------------------------------------
 
-class _TorchImporter:
-    def __init__(self, ep, function: str, shared=None):
+class _TorchImporter(GraphImporter):
+    frontend = "PyTorch"
+
+    def __init__(self, ep, function: str, shared=None, placements=None):
+        super().__init__(function, shared, placements)
+        self.handlers = _HANDLERS
+        self.never_fold = _NEVER_FOLD
         self.ep = ep
-        self.e = Emitter(function, shared)
-        self.env: Dict[Any, Any] = {}
-        self.names: Dict[Any, str] = {}
-        self.unsupported: List[Tuple[str, str, str, str]] = []
         self.assertions: List[Tuple[Value, str]] = []
-        self.node = None
 
     # Values -------------------------------------------------------------
     def meta(self, node=None):
@@ -150,32 +136,11 @@ class _TorchImporter:
                               "export without dynamic_shapes)")
         return tuple(shape)
 
-    def value(self, x, dtype: Optional[str] = None) -> Value:
-        """`x` (a Value, a folded torch tensor or a Python number) as a
-        Value, cast to `dtype` when given."""
+    def to_array(self, x) -> Optional[np.ndarray]:
         import torch
-        if isinstance(x, Value):
-            return self.e.cast(x, dtype) if dtype else x
         if isinstance(x, torch.Tensor):
-            key = id(x)
-            cached = self.names.get(key)
-            if dtype:
-                target = _torch_dtype(dtype)
-                if x.dtype != target:
-                    x = x.to(target)
-                    cached = None
-            name = cached if isinstance(cached, str) else None
-            v = self.e.constant(_to_numpy(x), name or self._const_name(x))
-            return v
-        if isinstance(x, (bool, int, float)):
-            if dtype is None:
-                dtype = ("i1" if isinstance(x, bool) else
-                         "i64" if isinstance(x, int) else "f32")
-            return self.e.scalar(x, dtype)
-        raise Unsupported(f"argument of type {type(x).__name__}")
-
-    def _const_name(self, t) -> str:
-        return self.names.get(id(t)) or f"folded.{self.node.name}"
+            return _to_numpy(x)
+        return super().to_array(x)
 
     # Driver ---------------------------------------------------------------
     def run(self, archive: Optional[str]) -> ImportedProgram:
@@ -198,12 +163,13 @@ class _TorchImporter:
                     self.env[node] = val
                     continue
                 self.node = node
+                self.e.locate(name=spec.arg.name)
                 try:
                     v = self.e.argument(self.out_shape(),
                                         _flow_dtype(val.dtype))
                 except Unsupported as u:
-                    self._record(node, str(u))
-                    self.env[node] = _Poison()
+                    self.record(node, str(u))
+                    self.env[node] = Poison()
                     continue
                 self.env[node] = v
                 input_leaves.append(position)
@@ -227,14 +193,14 @@ class _TorchImporter:
                 continue
             self.node = node
             file, line, _ = _source_line(node)
-            self.e.loc = location(file, line)
+            self.e.locate(file, line, node.name)
             self.env[node] = self.visit(node)
 
         output = next(n for n in ep.graph.nodes if n.op == "output")
         outs = output.args[0]
         results: List[Value] = []
         output_leaves: List[Tuple[str, Any]] = []
-        self.e.loc = ""
+        self.e.locate()
         for out, spec in zip(outs, sig.output_specs):
             if spec.kind.name != "USER_OUTPUT":
                 continue
@@ -242,38 +208,29 @@ class _TorchImporter:
                 output_leaves.append(("constant", out))
                 continue
             value = self.env.get(out)
-            if isinstance(value, _Poison):
+            if isinstance(value, Poison):
                 continue
             if isinstance(value, (Value, torch.Tensor)):
-                self.node = out
-                try:
-                    v = self.value(value)
-                except Unsupported as u:
-                    self._record(out, str(u))
-                    continue
-                output_leaves.append(("result", len(results)))
-                results.append(v)
+                v = self.result(value, out)
+                if v is not None:
+                    output_leaves.append(("result", len(results)))
+                    results.append(v)
             else:
                 output_leaves.append(("constant", value))
-        if self.unsupported:
-            raise UnsupportedOpsError(self.unsupported, "PyTorch")
         assertions = []
-        for condition, message in self.assertions:
-            assertions.append((len(results), message))
-            results.append(condition)
-        if self.e.parameters and archive is None:
-            fd, archive = tempfile.mkstemp(prefix="flow-", suffix=".safetensors")
-            os.close(fd)
-        text = self.e.module(results, archive if self.e.parameters else None)
-        if self.e.parameters and self.e.shared is None:
-            self.e.write_archive(archive)
+        if not self.unsupported:
+            for condition, message in self.assertions:
+                assertions.append((len(results), message))
+                results.append(condition)
+        text, archive = self.finish(results, archive,
+                                    input_names=input_names)
         out_spec = ep.call_spec.out_spec if ep.call_spec else None
         in_spec = ep.call_spec.in_spec if ep.call_spec else None
-        return ImportedProgram(text, archive if self.e.parameters else "",
-                               input_leaves, out_spec, output_leaves, in_spec,
-                               input_names, assertions)
+        return ImportedProgram(text, archive, input_leaves, out_spec,
+                               output_leaves, in_spec, input_names,
+                               assertions)
 
-    def _record(self, node, reason: str):
+    def record(self, node, reason: str):
         _, _, source = _source_line(node)
         self.unsupported.append((str(node.target), node.name, source, reason))
 
@@ -282,28 +239,32 @@ class _TorchImporter:
         args = torch.fx.node.map_arg(node.args, lambda n: self.env[n])
         kwargs = torch.fx.node.map_arg(node.kwargs, lambda n: self.env[n])
         leaves = torch.utils._pytree.tree_leaves((args, kwargs))
-        key = _op_key(node.target)
-        if any(isinstance(x, _Poison) for x in leaves):
-            # Downstream of an unsupported op: still name this one if Flow
-            # cannot import it either.
-            if key not in _HANDLERS:
-                self._record(node, "")
-            return _Poison()
-        # Fold what is known at import time.
-        if key not in _NEVER_FOLD and not any(isinstance(x, Value)
-                                              for x in leaves):
-            folded = self.fold(node, args, kwargs)
-            if folded is not None:
-                return folded
-        handler = _HANDLERS.get(key)
-        if handler is None:
-            self._record(node, "")
-            return _Poison()
-        try:
-            return handler(self, *args, **kwargs)
-        except Unsupported as u:
-            self._record(node, str(u))
-            return _Poison()
+        return self.dispatch(
+            node, _op_key(node.target), leaves,
+            fold=lambda: self.fold(node, args, kwargs),
+            call=lambda handler: self.checked(handler(self, *args, **kwargs)),
+            poison=Poison)
+
+    def checked(self, out):
+        """A handler's result, checked against the shapes torch.export
+        recorded for the node: an importer that computes a different shape
+        than the model would be a wrong answer, so it is a refusal."""
+        import torch
+        meta = self.meta()
+        pairs = (zip(out, meta) if isinstance(out, (tuple, list)) and
+                 isinstance(meta, (tuple, list)) else [(out, meta)])
+        for v, m in pairs:
+            if isinstance(v, Value) and isinstance(m, torch.Tensor) and \
+                    all(type(d) is int for d in m.shape) and \
+                    v.shape != tuple(m.shape):
+                raise Unsupported(f"Flow's result has shape {list(v.shape)}, "
+                                  f"the exported program's {list(m.shape)}")
+            if isinstance(v, Value) and isinstance(m, torch.Tensor) and \
+                    m.dtype in _torch_types() and \
+                    v.dtype != _torch_types()[m.dtype]:
+                raise Unsupported(f"Flow's result is {v.dtype}, the exported "
+                                  f"program's {m.dtype}")
+        return out
 
     def fold(self, node, args, kwargs):
         import torch
@@ -513,8 +474,8 @@ for _name, _op, _float in [("neg", "neg", False), ("abs", "abs", False),
 
 @_handles("aten.gelu.default")
 def _gelu(self, x, approximate="none"):
-    attr = " approximate = tanh" if approximate == "tanh" else ""
-    return self.e.unary("gelu", self.value(x, self.out_dtype()), attr)
+    return self.e.unary("gelu", self.value(x, self.out_dtype()),
+                        {"approximate": approximate})
 
 
 @_handles("aten.reciprocal.default")
@@ -665,11 +626,7 @@ def _cat(self, tensors, dim=0):
                                         and len(shape) != 1)]
     if len(values) == 1:
         return values[0]
-    axis = _norm_dim(dim, len(shape))
-    operands = ", ".join(str(v) for v in values)
-    types = ", ".join(v.type for v in values)
-    return self.e.op(f"flow.concat {operands} axis = {axis} : ({types}) -> "
-                     f"{tensor_type(shape, dtype)}", shape, dtype)
+    return self.e.concat(values, _norm_dim(dim, len(shape)))
 
 
 def _slice_bounds(size, start, end, step):
@@ -751,10 +708,7 @@ def _gather(self, table, indices, axis):
     i = self.value(indices)
     if i.dtype not in ("i64", "i32"):
         raise Unsupported(f"indices of type {i.dtype}")
-    shape = self.out_shape()
-    return self.e.op(f"flow.gather {t}[{i}] axis = {axis} : ({t.type}, "
-                     f"{i.type}) -> {tensor_type(shape, t.dtype)}", shape,
-                     t.dtype)
+    return self.e.gather(t, i, axis)
 
 
 @_handles("aten.embedding.default")
@@ -809,10 +763,7 @@ def _index(self, x, indices):
             "mul", i, self.e.scalar(stride, "i64"))
         linear = term if linear is None else self.e.binary("add", linear, term)
         stride *= size
-    shape = self.out_shape()
-    return self.e.op(f"flow.gather {v}[{linear}] axis = {axis} : ({v.type}, "
-                     f"{linear.type}) -> {tensor_type(shape, v.dtype)}", shape,
-                     v.dtype)
+    return self.e.gather(v, linear, axis)
 
 
 # Scatters -----------------------------------------------------------------
@@ -1071,14 +1022,9 @@ def _convolution(self, x, w, b=None, stride=(1, 1), padding=(0, 0),
     if isinstance(padding, str):
         raise Unsupported(f"padding='{padding}'")
     ph, pw = (list(padding) * 2)[:2]
-    operands = [xv, wv] + ([self.value(b, dtype)] if b is not None else [])
-    shape = self.out_shape()
-    names = ", ".join(str(v) for v in operands)
-    types = ", ".join(v.type for v in operands)
-    return self.e.op(
-        f"flow.conv2d {names} strides = {list(stride)} padding = "
-        f"[{ph}, {pw}, {ph}, {pw}] dilations = {list(dilation)} groups = "
-        f"{groups} : ({types}) -> {tensor_type(shape, dtype)}", shape, dtype)
+    bv = self.value(b, dtype) if b is not None else None
+    return self.e.conv2d(xv, wv, bv, stride, [ph, pw, ph, pw], dilation,
+                         groups)
 
 
 @_handles("aten.scaled_dot_product_attention.default")
@@ -1112,8 +1058,7 @@ def _attention(self, q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False,
     axis = len(scores.shape) - 1
     if attn_mask is None:
         # A causal mask always keeps the diagonal: no row is empty.
-        probs = self.e.op(f"flow.softmax {scores} axis = {axis} : "
-                          f"{scores.type}", scores.shape, dtype)
+        probs = self.e.softmax("softmax", scores, axis)
     else:
         probs = _safe_softmax_of(self, scores, axis)
     return self.e.matmul(probs, vv)
@@ -1124,8 +1069,7 @@ def _safe_softmax_of(self, x: Value, axis: int) -> Value:
     from every key, as left padding makes) are zeros instead of NaN: what
     PyTorch's attention computes (aten._safe_softmax). A row holding a NaN
     stays NaN."""
-    probs = self.e.op(f"flow.softmax {x} axis = {axis} : {x.type}", x.shape,
-                      x.dtype)
+    probs = self.e.softmax("softmax", x, axis)
     peak = self.e.reduce("max", x, [axis], keepdims=True)
     empty = self.e.compare("eq", peak, self.e.constant(
         np.array(-np.inf, dtype=numpy_dtype(x.dtype))))
@@ -1397,11 +1341,7 @@ def _upsample_nearest(self, x, *_, **__):
             continue
         idx = np.minimum(np.floor(np.arange(size_out) * (size_in / size_out)),
                          size_in - 1).astype(np.int64)
-        i = self.e.constant(idx)
-        shape = v.shape[:axis] + (size_out,) + v.shape[axis + 1:]
-        v = self.e.op(f"flow.gather {v}[{i}] axis = {axis} : ({v.type}, "
-                      f"{i.type}) -> {tensor_type(shape, v.dtype)}", shape,
-                      v.dtype)
+        v = self.e.gather(v, self.e.constant(idx), axis)
     return v
 
 
@@ -1412,18 +1352,9 @@ def _layer_norm(self, x, normalized_shape, w, b, eps):
     dtype = _flow_dtype(self.meta()[0].dtype)
     xv = self.value(x, dtype)
     axis = len(xv.shape) - len(normalized_shape)
-    operands, parts = [xv], ""
-    if w is not None:
-        wv = self.value(w, dtype)
-        operands.append(wv)
-        parts += f" weight {wv}"
-    if b is not None:
-        bv = self.value(b, dtype)
-        operands.append(bv)
-        parts += f" bias {bv}"
-    types = ", ".join(v.type for v in operands)
-    y = self.e.op(f"flow.layer_norm {xv}{parts} axis = {axis} epsilon = "
-                  f"{float_literal(eps)} : ({types}) -> {xv.type}", xv.shape, dtype)
+    wv = self.value(w, dtype) if w is not None else None
+    bv = self.value(b, dtype) if b is not None else None
+    y = self.e.layer_norm(xv, wv, bv, axis, eps)
     return (y, None, None)
 
 
@@ -1438,19 +1369,14 @@ def _batch_norm(self, x, w, b, mean, var, momentum, eps):
     bv = self.value(b, dtype) if b is not None else self.e.cast(
         self.e.constant(ones * 0), dtype)
     mv, vv = self.value(mean, dtype), self.value(var, dtype)
-    operands = [xv, wv, bv, mv, vv]
-    types = ", ".join(v.type for v in operands)
-    y = self.e.op(f"flow.batch_norm {xv}, {wv}, {bv}, {mv}, {vv} epsilon = "
-                  f"{float_literal(eps)} : ({types}) -> {xv.type}", xv.shape, dtype)
+    y = self.e.batch_norm(xv, wv, bv, mv, vv, eps)
     return (y, None, None)
 
 
 def _softmax_like(op):
     def handler(self, x, dim, *_):
         v = self.value(x, self.out_dtype())
-        axis = _norm_dim(dim, len(v.shape))
-        return self.e.op(f"flow.{op} {v} axis = {axis} : {v.type}", v.shape,
-                         v.dtype)
+        return self.e.softmax(op, v, _norm_dim(dim, len(v.shape)))
     return handler
 
 
@@ -1533,13 +1459,8 @@ def _max_pool(self, x, kernel, stride=(), padding=0, dilation=1,
     kernel = _pair(kernel)
     stride = _pair(stride) if stride else kernel
     ph, pw = _pair(padding)
-    shape = self.out_shape() if not isinstance(self.meta(), (tuple, list)) \
-        else tuple(int(d) for d in self.meta()[0].shape)
-    attrs = " {ceil_mode}" if ceil_mode else ""
-    y = self.e.op(f"flow.max_pool2d {v} kernel = {kernel} strides = {stride} "
-                  f"padding = [{ph}, {pw}, {ph}, {pw}] dilations = "
-                  f"{_pair(dilation)}{attrs} : {v.type} -> "
-                  f"{tensor_type(shape, v.dtype)}", shape, v.dtype)
+    y = self.e.max_pool2d(v, kernel, stride, [ph, pw, ph, pw],
+                          _pair(dilation), ceil_mode)
     if "with_indices" in str(self.node.target):
         return (y, None)
     return y
@@ -1554,15 +1475,8 @@ def _avg_pool(self, x, kernel, stride=(), padding=0, ceil_mode=False,
     kernel = _pair(kernel)
     stride = _pair(stride) if stride else kernel
     ph, pw = _pair(padding)
-    flags = [f for f, on in (("ceil_mode", ceil_mode),
-                             ("count_include_pad",
-                              count_include_pad and (ph or pw))) if on]
-    attrs = " {" + ", ".join(flags) + "}" if flags else ""
-    shape = self.out_shape()
-    return self.e.op(f"flow.avg_pool2d {v} kernel = {kernel} strides = "
-                     f"{stride} padding = [{ph}, {pw}, {ph}, {pw}]{attrs} : "
-                     f"{v.type} -> {tensor_type(shape, v.dtype)}", shape,
-                     v.dtype)
+    return self.e.avg_pool2d(v, kernel, stride, [ph, pw, ph, pw], ceil_mode,
+                             bool(count_include_pad and (ph or pw)))
 
 
 @_handles("aten._adaptive_avg_pool2d.default",
@@ -1706,16 +1620,19 @@ def _fold_batch_norms(ep) -> int:
 
 
 def import_program(module, args=(), kwargs=None, *, parameters=None,
-                   function="main", shared=None) -> ImportedProgram:
+                   function="main", shared=None,
+                   placements=None) -> ImportedProgram:
     """Exports and imports `module`. With `shared` (a dict), the weights go
     to it instead of to `parameters`, reusing entries other programs put
     there with the same values; the caller writes the dict to `parameters`
-    (flow.safetensors.save) before any of the programs is loaded."""
+    (flow.safetensors.save) before any of the programs is loaded.
+    `placements` is (SBPs by input name or position, mesh shape): the
+    function is placed on that mesh and its inputs get the SBPs."""
     ep = export(module, args, kwargs)
     _fold_batch_norms(ep)
     if shared is not None and parameters is None:
         raise ValueError("a shared parameter store needs the archive path")
-    return _TorchImporter(ep, function, shared).run(
+    return _TorchImporter(ep, function, shared, placements).run(
         os.fspath(parameters) if parameters is not None else None)
 
 

@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "flow/Frontend/ProgramBuilder.h"
 #include "flow/Pipelines/Pipelines.h"
 #include "flow/Support/ParseGuard.h"
 #include "flow/runtime/Blas.h"
@@ -37,6 +38,12 @@ namespace {
 /// Raised for every error the compiler or runtime reports.
 struct FlowError : std::runtime_error {
   using std::runtime_error::runtime_error;
+};
+
+/// Raised by the program builder when an op cannot be built (its operands,
+/// attributes or types are not what the op takes).
+struct BuildError : FlowError {
+  using FlowError::FlowError;
 };
 
 /// Compiles MLIR text. Returns bytes (phase "fbin") or the IR text.
@@ -309,11 +316,108 @@ private:
   std::string error;
 };
 
+template <typename T> T built(std::optional<T> value,
+                              const mlir::flow::ProgramBuilder &builder) {
+  if (!value)
+    throw BuildError(builder.error());
+  return std::move(*value);
+}
+
+py::tuple typeTuple(const mlir::flow::TensorSpec &spec) {
+  return py::make_tuple(py::tuple(py::cast(spec.shape)), spec.dtype);
+}
+
+/// The Python face of mlir::flow::ProgramBuilder: value handles are ints.
+void bindProgramBuilder(py::module_ &m) {
+  using mlir::flow::ProgramBuilder;
+  using mlir::flow::TensorSpec;
+  using Types = std::vector<std::pair<std::vector<int64_t>, std::string>>;
+  auto specs = [](const Types &types) {
+    std::vector<TensorSpec> out;
+    for (const auto &[shape, dtype] : types)
+      out.push_back({shape, dtype});
+    return out;
+  };
+  py::class_<ProgramBuilder>(m, "ProgramBuilder",
+                             "Builds one func.func of flow ops, each op's "
+                             "result types inferred by the op itself.")
+      .def(py::init<const std::string &>(), py::arg("function"))
+      .def(
+          "argument",
+          [](ProgramBuilder &b, std::vector<int64_t> shape,
+             const std::string &dtype) {
+            return built(b.addArgument({std::move(shape), dtype}), b);
+          },
+          py::arg("shape"), py::arg("dtype"))
+      .def(
+          "create",
+          [specs](ProgramBuilder &b, const std::string &name,
+                  const std::vector<int64_t> &operands,
+                  const std::vector<std::pair<std::string, std::string>>
+                      &attributes,
+                  std::optional<Types> results) {
+            std::optional<std::vector<TensorSpec>> types;
+            if (results)
+              types = specs(*results);
+            return built(b.create(name, operands, attributes, types), b);
+          },
+          py::arg("name"), py::arg("operands"), py::arg("attributes"),
+          py::arg("results") = py::none(),
+          "Builds op `name`; returns its results' handles.")
+      .def(
+          "constant",
+          [](ProgramBuilder &b, std::vector<int64_t> shape,
+             const std::string &dtype, py::bytes data) {
+            std::string_view bytes = data;
+            return built(b.constant({std::move(shape), dtype}, bytes.data(),
+                                    bytes.size()),
+                         b);
+          },
+          py::arg("shape"), py::arg("dtype"), py::arg("data"))
+      .def(
+          "type",
+          [](const ProgramBuilder &b, int64_t value) {
+            return typeTuple(b.typeOf(value));
+          },
+          py::arg("value"), "(shape, dtype) of a value.")
+      .def(
+          "set_mesh",
+          [](ProgramBuilder &b, const std::vector<int64_t> &shape) {
+            if (!b.setMesh(shape))
+              throw BuildError(b.error());
+          },
+          py::arg("shape"), "Places the function on a flow.mesh @mesh.")
+      .def(
+          "set_argument_attribute",
+          [](ProgramBuilder &b, int64_t argument, const std::string &name,
+             const std::string &text) {
+            if (!b.setArgumentAttribute(argument, name, text))
+              throw BuildError(b.error());
+          },
+          py::arg("argument"), py::arg("name"), py::arg("text"))
+      .def(
+          "set_location",
+          [](ProgramBuilder &b, const std::string &file, int64_t line,
+             const std::string &name) { b.setLocation(file, line, name); },
+          py::arg("file"), py::arg("line"), py::arg("name"),
+          "Where the next ops come from: file and line, or else a name.")
+      .def(
+          "finish",
+          [](ProgramBuilder &b, const std::vector<int64_t> &results,
+             const std::string &archive) {
+            return built(b.finish(results, archive), b);
+          },
+          py::arg("results"), py::arg("archive"),
+          "Returns `results`; the module's MLIR text.");
+}
+
 } // namespace
 
 PYBIND11_MODULE(_flow, m) {
   m.doc() = "Flow's compiler and runtime";
-  py::register_exception<FlowError>(m, "FlowError");
+  py::object flowError = py::register_exception<FlowError>(m, "FlowError");
+  py::register_exception<BuildError>(m, "BuildError", flowError);
+  bindProgramBuilder(m);
   mlir::flow::registerCompilerPasses();
   m.def("compile", &compile, py::arg("source"), py::arg("target") = "cpu",
         py::arg("compile_to") = "fbin", py::arg("library_matmul") = true,

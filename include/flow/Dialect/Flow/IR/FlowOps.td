@@ -62,7 +62,8 @@ def Flow_AnnotateOp : Flow_Op<"annotate", [
 }
 
 def Flow_ConstantOp : Flow_Op<"constant", [
-    ConstantLike, Pure, AllTypesMatch<["value", "result"]>]> {
+    ConstantLike, Pure, AllTypesMatch<["value", "result"]>,
+    DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
   let summary = "a constant tensor";
   let description = [{
     A tensor whose elements are given by an elements attribute (dense,
@@ -111,7 +112,8 @@ def Flow_ParameterOp : Flow_Op<"parameter", [Pure]> {
 
 class Flow_UnaryOp<string mnemonic, Type tensorType, string what,
                    list<Trait> traits = []>
-    : Flow_Op<mnemonic, traits # [Pure, Elementwise, SameOperandsAndResultType]> {
+    : Flow_Op<mnemonic, traits # [Pure, Elementwise, SameOperandsAndResultType,
+                          InferTypeOpInterface]> {
   let summary = what;
   let description = "\n    Computes " # what # [{ element-wise. The result has
     the operand's type.
@@ -148,7 +150,8 @@ def Flow_ReluOp : Flow_UnaryOp<"relu", Flow_NumericTensor, "max(x, 0)">;
 def Flow_SiluOp : Flow_UnaryOp<"silu", Flow_FloatTensor,
                                "SiLU (swish) x * sigmoid(x)">;
 
-def Flow_GeluOp : Flow_Op<"gelu", [Pure, Elementwise, SameOperandsAndResultType]> {
+def Flow_GeluOp : Flow_Op<"gelu", [Pure, Elementwise, SameOperandsAndResultType,
+                                   InferTypeOpInterface]> {
   let summary = "GELU, exact or tanh-approximated";
   let description = [{
     The Gaussian error linear unit. `approximate = none` (the default) is the
@@ -395,7 +398,8 @@ def Flow_ReduceSumOp : Flow_ReduceOp<"reduce_sum", Flow_NumericTensor, "the sum"
 def Flow_ReduceMeanOp : Flow_ReduceOp<"reduce_mean", Flow_FloatTensor, "the mean">;
 def Flow_ReduceMaxOp : Flow_ReduceOp<"reduce_max", Flow_NumericTensor, "the maximum">;
 
-def Flow_CumsumOp : Flow_Op<"cumsum", [Pure, SameOperandsAndResultType]> {
+def Flow_CumsumOp : Flow_Op<"cumsum", [Pure, SameOperandsAndResultType,
+                                       InferTypeOpInterface]> {
   let summary = "running sums along one axis";
   let description = [{
     `result[..., i, ...]` is the sum of `input[..., k, ...]` over `k <= i`
@@ -473,7 +477,7 @@ def Flow_SortOp : Flow_Op<"sort", [Pure, InferTypeOpAdaptor]> {
 }
 
 class Flow_SoftmaxBase<string mnemonic, string what>
-    : Flow_Op<mnemonic, [Pure, SameOperandsAndResultType]> {
+    : Flow_Op<mnemonic, [Pure, SameOperandsAndResultType, InferTypeOpInterface]> {
   let summary = what # " along one axis";
   let description = "\n    Computes " # what # [{ along `axis` (in `[0, rank)`),
     in the numerically stable form (the maximum is subtracted first).
@@ -492,7 +496,8 @@ def Flow_SoftmaxOp : Flow_SoftmaxBase<"softmax", "softmax">;
 def Flow_LogSoftmaxOp : Flow_SoftmaxBase<"log_softmax", "log(softmax)">;
 
 def Flow_LayerNormOp : Flow_Op<"layer_norm", [Pure, AttrSizedOperandSegments,
-    SameOperandsElementType, AllTypesMatch<["input", "result"]>]> {
+    SameOperandsElementType, AllTypesMatch<["input", "result"]>,
+    DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
   let summary = "layer normalization over the trailing axes";
   let description = [{
     Normalizes `input` over the dimensions `[axis, rank)` to zero mean and
@@ -518,7 +523,8 @@ def Flow_LayerNormOp : Flow_Op<"layer_norm", [Pure, AttrSizedOperandSegments,
 }
 
 def Flow_RmsNormOp : Flow_Op<"rms_norm", [Pure, SameOperandsElementType,
-                                         AllTypesMatch<["input", "result"]>]> {
+                                         AllTypesMatch<["input", "result"]>,
+                                         DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
   let summary = "RMS normalization over the trailing axes";
   let description = [{
     Divides `input` by the root mean square of the dimensions `[axis, rank)`
@@ -542,7 +548,8 @@ def Flow_RmsNormOp : Flow_Op<"rms_norm", [Pure, SameOperandsElementType,
 }
 
 def Flow_BatchNormOp : Flow_Op<"batch_norm", [Pure, SameOperandsElementType,
-                                             AllTypesMatch<["input", "result"]>]> {
+                                             AllTypesMatch<["input", "result"]>,
+                                         DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
   let summary = "batch normalization, inference form";
   let description = [{
     Normalizes channel `c` (dimension 1) of `input` `[N, C, ...]` with the
@@ -716,7 +723,8 @@ def Flow_SliceOp : Flow_Op<"slice", [Pure, InferTypeOpAdaptor,
   }];
 }
 
-def Flow_ReverseOp : Flow_Op<"reverse", [Pure, SameOperandsAndResultType]> {
+def Flow_ReverseOp : Flow_Op<"reverse", [Pure, SameOperandsAndResultType,
+                                         InferTypeOpInterface]> {
   let summary = "reverses the order of the elements along some axes";
   let description = [{
     `result[..., i, ...] = input[..., dim(a) - 1 - i, ...]` in each axis `a`
