@@ -93,9 +93,14 @@ ProgramBuilder::tensorType(const TensorSpec &spec) {
     diagnostics.clear();
     return fail("'" + spec.dtype + "' is not an element type Flow computes in");
   }
-  for (int64_t d : spec.shape)
+  int64_t elements = 1;
+  for (int64_t d : spec.shape) {
     if (d < 0)
       return fail("negative dimension " + llvm::Twine(d) + " in a shape");
+    if (d && elements > (int64_t(1) << 56) / d)
+      return fail("a shape of more than 2^56 elements");
+    elements *= d;
+  }
   return RankedTensorType::get(spec.shape, element);
 }
 
@@ -286,10 +291,14 @@ bool ProgramBuilder::setArgumentAttribute(int64_t argument,
   return true;
 }
 
-TensorSpec ProgramBuilder::typeOf(int64_t value) const {
-  auto type = cast<RankedTensorType>(values.at(value).getType());
-  return {std::vector<int64_t>(type.getShape().begin(), type.getShape().end()),
-          typeText(type.getElementType())};
+std::optional<TensorSpec> ProgramBuilder::typeOf(int64_t value) {
+  diagnostics.clear();
+  if (!checkHandles(value, "type"))
+    return std::nullopt;
+  auto type = cast<RankedTensorType>(values[value].getType());
+  return TensorSpec{
+      std::vector<int64_t>(type.getShape().begin(), type.getShape().end()),
+      typeText(type.getElementType())};
 }
 
 void ProgramBuilder::setLocation(llvm::StringRef file, int64_t line,

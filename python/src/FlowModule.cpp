@@ -376,8 +376,8 @@ void bindProgramBuilder(py::module_ &m) {
           py::arg("shape"), py::arg("dtype"), py::arg("data"))
       .def(
           "type",
-          [](const ProgramBuilder &b, int64_t value) {
-            return typeTuple(b.typeOf(value));
+          [](ProgramBuilder &b, int64_t value) {
+            return typeTuple(built(b.typeOf(value), b));
           },
           py::arg("value"), "(shape, dtype) of a value.")
       .def(

@@ -63,6 +63,8 @@ def test_handles_and_finish_are_checked():
     x = b.argument([2], "f32")
     with pytest.raises(_flow.BuildError, match="no value 7"):
         b.create("flow.neg", [7], [])
+    with pytest.raises(_flow.BuildError, match="no value 3"):
+        b.type(3)
     with pytest.raises(_flow.BuildError, match="no value -1"):
         b.finish([-1], "")
     b.finish([x], "")
@@ -123,3 +125,11 @@ def test_locations_are_the_models_lines():
     text = e.module([z], None)
     assert 'flow.tanh %arg0 : tensor<2xf32> loc("model.py":12:0)' in text
     assert 'loc("node_7")' in text
+
+
+def test_huge_shapes_are_refused():
+    b = _flow.ProgramBuilder("main")
+    with pytest.raises(_flow.BuildError, match="2\\^56"):
+        b.argument([1 << 40, 1 << 40], "f32")
+    with pytest.raises(_flow.BuildError, match="2\\^56"):
+        b.constant([1 << 40, 1 << 40], "f32", b"")

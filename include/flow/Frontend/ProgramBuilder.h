@@ -69,7 +69,7 @@ public:
                                   size_t size);
 
   /// The type of a value handle.
-  TensorSpec typeOf(int64_t value) const;
+  std::optional<TensorSpec> typeOf(int64_t value);
 
   /// Places the function on a new `flow.mesh @mesh` of `shape` (what
   /// `flow.sbp` argument attributes refer to).
