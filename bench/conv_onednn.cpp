@@ -9,10 +9,12 @@
 // pass keeping activations blocked across layers would give; weights are
 // reordered once, outside the timing, and activations are assumed to be
 // blocked already). The figures decide how Flow's f32 convolutions should
-// run; bench/conv.py prints them next to Flow's own.
+// run; bench/conv.py builds this file (g++ -fopenmp ... -ldnnl) and prints
+// them next to Flow's own.
 //
 //   conv_onednn BATCH THREADS ITERATIONS  ->  one line per layout:
 //   "<layout> <total ms per forward pass>"
+//   (CONV_VERBOSE=1 adds each convolution's time and oneDNN kernel.)
 //
 //===----------------------------------------------------------------------===//
 
