@@ -637,6 +637,33 @@ def test_topk_and_sort_beyond_the_unrolled_limit():
         assert bool((indices[:, 1:] > indices[:, :-1])[same].all())
 
 
+class MergedSorts(torch.nn.Module):
+    def forward(self, x, y, z):
+        a = torch.sort(x, dim=0, stable=True)
+        b = torch.sort(y, dim=1, descending=True, stable=True)
+        return a.values, a.indices, b.values, b.indices, \
+            torch.argsort(z, stable=True)
+
+
+def test_long_rows_merge_sort_in_eagers_order():
+    """Rows of 128 or more merge-sort: exactly eager's stable permutation
+    for a long integer column (axis 0), float rows of 5000 with ties, NaNs
+    and -inf sorted descending, and a rank-1 row of 129."""
+    x = torch.randint(-50, 50, (1000, 3), dtype=torch.int32)
+    y = (torch.randn(2, 5000) * 8).round()
+    y[0, 7], y[1, 4000] = float("nan"), float("nan")
+    y[1, :10] = float("-inf")
+    z = torch.randn(129)
+    model = MergedSorts()
+    want, got = model(x, y, z), flow.compile(model, (x, y, z))(x, y, z)
+    for w, g in zip(want, got):
+        assert g.dtype == w.dtype
+        if w.dtype == torch.int64:
+            assert torch.equal(g, w)
+        else:
+            torch.testing.assert_close(g, w, rtol=0, atol=0, equal_nan=True)
+
+
 def test_one_hot_and_run_time_assertions():
     """torch.nn.functional.one_hot checks its classes with _assert_async:
     the checks run on every call and fail with PyTorch's message."""

@@ -1548,10 +1548,129 @@ LoopBounds loopBounds(OpBuilder &b, Location loc, ArrayRef<int64_t> dims) {
   return bounds;
 }
 
-/// sort: each element's rank is the number of elements that sort before it
-/// (smaller, or equal and earlier: a stable order; NaN the largest), n * n
-/// parallel comparisons per row; then each element and its index are
-/// stored at their rank.
+/// Rows at least this long sort by merging (n log n comparisons, one row
+/// after another); shorter ones by counting ranks (n * n comparisons, all
+/// of them parallel).
+constexpr int64_t kMergeSortFrom = 128;
+
+/// A stable bottom-up merge sort of `values` (with their `indices`) along
+/// `axis`, row by row: pass p merges neighbouring runs of 2^p elements
+/// from one pair of tensors into the other, taking the right run's element
+/// only when it sorts strictly before the left run's (`before`), so equal
+/// elements keep their order. The passes go in pairs (a into b, b back into
+/// a) so that the loops carry each tensor in place; a pair whose first pass
+/// already covers the row copies it back unchanged.
+std::pair<Value, Value>
+mergeSortRows(OpBuilder &b, Location loc, Value values, Value indices,
+              int64_t axis,
+              function_ref<Value(OpBuilder &, Location, Value, Value)> before) {
+  auto type = cast<RankedTensorType>(values.getType());
+  ArrayRef<int64_t> shape = type.getShape();
+  int64_t n = shape[axis];
+  int64_t passes = llvm::Log2_64_Ceil(n);
+  auto c = [&](OpBuilder &ob, Location l, int64_t v) -> Value {
+    return arith::ConstantIndexOp::create(ob, l, v);
+  };
+  // The loops over rows: every dimension but the axis.
+  SmallVector<int64_t> rowShape(shape);
+  rowShape.erase(rowShape.begin() + axis);
+  LoopBounds rows = loopBounds(b, loc, rowShape);
+  Value scratchValues = emptyTensor(b, loc, shape, type.getElementType());
+  Value scratchIndices = emptyTensor(b, loc, shape, b.getI64Type());
+  scf::LoopNest nest = scf::buildLoopNest(
+      b, loc, rows.lbs, rows.ubs, rows.steps,
+      ValueRange{values, indices, scratchValues, scratchIndices},
+      [&](OpBuilder &rb, Location l, ValueRange at,
+          ValueRange row) -> scf::ValueVector {
+        auto coords = [&](Value i) {
+          SmallVector<Value> to(at);
+          to.insert(to.begin() + axis, i);
+          return to;
+        };
+        Value nV = c(rb, l, n), last = c(rb, l, n - 1);
+        // One pass: runs of `width` in (srcV, srcI) merged into (dstV, dstI).
+        auto pass = [&](OpBuilder &pb, Location pl, Value srcV, Value srcI,
+                        Value dstV, Value dstI,
+                        Value width) -> std::pair<Value, Value> {
+          Value pair = arith::MulIOp::create(pb, pl, width, c(pb, pl, 2));
+          auto blocks = scf::ForOp::create(
+              pb, pl, c(pb, pl, 0), nV, pair, ValueRange{dstV, dstI},
+              [&](OpBuilder &bb, Location bl, Value lo, ValueRange dst) {
+                Value mid = arith::MinSIOp::create(
+                    bb, bl, arith::AddIOp::create(bb, bl, lo, width), nV);
+                Value hi = arith::MinSIOp::create(
+                    bb, bl, arith::AddIOp::create(bb, bl, lo, pair), nV);
+                auto merge = scf::ForOp::create(
+                    bb, bl, lo, hi, c(bb, bl, 1),
+                    ValueRange{lo, mid, dst[0], dst[1]},
+                    [&](OpBuilder &mb, Location ml, Value k, ValueRange it) {
+                      Value i = it[0], j = it[1];
+                      Value ic = arith::MinSIOp::create(mb, ml, i, last);
+                      Value jc = arith::MinSIOp::create(mb, ml, j, last);
+                      Value left = tensor::ExtractOp::create(mb, ml, srcV,
+                                                             coords(ic));
+                      Value right = tensor::ExtractOp::create(mb, ml, srcV,
+                                                              coords(jc));
+                      using P = arith::CmpIPredicate;
+                      Value rightLeft = arith::CmpIOp::create(mb, ml, P::slt,
+                                                              j, hi);
+                      Value leftDone = arith::CmpIOp::create(mb, ml, P::sge,
+                                                             i, mid);
+                      Value take = arith::AndIOp::create(
+                          mb, ml, rightLeft,
+                          arith::OrIOp::create(mb, ml, leftDone,
+                                               before(mb, ml, right, left)));
+                      Value from = arith::SelectOp::create(mb, ml, take, jc, ic);
+                      Value v = arith::SelectOp::create(mb, ml, take, right,
+                                                        left);
+                      Value x = tensor::ExtractOp::create(mb, ml, srcI,
+                                                          coords(from));
+                      Value one = c(mb, ml, 1), zero = c(mb, ml, 0);
+                      Value di = arith::SelectOp::create(mb, ml, take, zero,
+                                                         one);
+                      Value dj = arith::SelectOp::create(mb, ml, take, one,
+                                                         zero);
+                      scf::YieldOp::create(
+                          mb, ml,
+                          ValueRange{
+                              arith::AddIOp::create(mb, ml, i, di),
+                              arith::AddIOp::create(mb, ml, j, dj),
+                              tensor::InsertOp::create(mb, ml, v, it[2],
+                                                       coords(k)),
+                              tensor::InsertOp::create(mb, ml, x, it[3],
+                                                       coords(k))});
+                    });
+                scf::YieldOp::create(
+                    bb, bl,
+                    ValueRange{merge.getResult(2), merge.getResult(3)});
+              });
+          return {blocks.getResult(0), blocks.getResult(1)};
+        };
+        auto pairs = scf::ForOp::create(
+            rb, l, c(rb, l, 0), c(rb, l, (passes + 1) / 2), c(rb, l, 1),
+            ValueRange(row),
+            [&](OpBuilder &qb, Location ql, Value q, ValueRange it) {
+              // width = 4^q, then 2 * 4^q.
+              Value width = arith::ShLIOp::create(
+                  qb, ql, c(qb, ql, 1),
+                  arith::MulIOp::create(qb, ql, q, c(qb, ql, 2)));
+              auto [bV, bI] = pass(qb, ql, it[0], it[1], it[2], it[3], width);
+              auto [aV, aI] = pass(
+                  qb, ql, bV, bI, it[0], it[1],
+                  arith::MulIOp::create(qb, ql, width, c(qb, ql, 2)));
+              scf::YieldOp::create(qb, ql, ValueRange{aV, aI, bV, bI});
+            });
+        return {pairs.getResult(0), pairs.getResult(1), pairs.getResult(2),
+                pairs.getResult(3)};
+      });
+  return {nest.results[0], nest.results[1]};
+}
+
+/// sort: rows of kMergeSortFrom elements or more by mergeSortRows; shorter
+/// ones by counting: each element's rank is the number of elements that
+/// sort before it (smaller, or equal and earlier: a stable order; NaN the
+/// largest), n * n parallel comparisons per row; then each element and its
+/// index are stored at their rank.
 struct SortLowering : OpConversionPattern<SortOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
@@ -1609,6 +1728,27 @@ struct SortLowering : OpConversionPattern<SortOp> {
       }
       return arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, x, y);
     };
+
+    if (shape[axis] >= kMergeSortFrom) {
+      // The indices start as 0, 1, ... along the axis.
+      SmallVector<AffineMap> maps{AffineMap::getMultiDimIdentityMap(rank, ctx)};
+      auto iota = linalg::GenericOp::create(
+          rewriter, loc, TypeRange{zeros.getType()}, ValueRange{},
+          ValueRange{zeros}, maps,
+          SmallVector<IteratorType>(rank, IteratorType::parallel),
+          [&](OpBuilder &b, Location l, ValueRange) {
+            Value i = linalg::IndexOp::create(b, l, axis);
+            linalg::YieldOp::create(
+                b, l, arith::IndexCastOp::create(b, l, i64, i).getResult());
+          });
+      auto [values, indices] = mergeSortRows(
+          rewriter, loc, input, iota.getResult(0), axis,
+          [&](OpBuilder &b, Location l, Value x, Value y) {
+            return descending ? less(b, l, y, x) : less(b, l, x, y);
+          });
+      rewriter.replaceOp(op, ValueRange{values, indices});
+      return success();
+    }
 
     // ranks[.., i, ..] = #{k : x[.., k, ..] sorts before x[.., i, ..]}.
     auto ranks = linalg::GenericOp::create(

@@ -21,3 +21,26 @@ func.func @sort(%x: tensor<4x9xf32>) -> (tensor<4x9xf32>, tensor<4x9xi64>) {
   %v, %i = flow.sort %x axis = 1 : tensor<4x9xf32> -> (tensor<4x9xf32>, tensor<4x9xi64>)
   return %v, %i : tensor<4x9xf32>, tensor<4x9xi64>
 }
+
+// Rows of 128 or more: indices start as 0, 1, ... along the axis, then a
+// loop over the rows runs pairs of merge passes (a into b, b back into a),
+// each pass a loop over blocks and, in a block, a merge loop taking the
+// right run's element only when it sorts strictly before the left's.
+// CHECK-LABEL: func.func @merge_sort
+// CHECK: %[[IOTA:.*]] = linalg.generic
+// CHECK:   linalg.index 0
+// CHECK: %[[R:.*]]:4 = scf.for %[[ROW:.*]] = {{.*}} iter_args(%[[A:.*]] = %arg0, %[[AI:.*]] = %[[IOTA]], %{{.*}} = %{{.*}}, %{{.*}} = %{{.*}})
+// CHECK:   scf.for %[[Q:.*]] = {{.*}} iter_args(
+// CHECK:     arith.shli
+// CHECK:     scf.for %[[LO:.*]] = {{.*}} step
+// CHECK:       scf.for %[[K:.*]] = {{.*}} iter_args(%[[I:.*]] = %[[LO]], %[[J:.*]] = %{{.*}}, %[[DV:.*]] = %{{.*}}, %[[DI:.*]] = %{{.*}})
+// CHECK:         arith.minsi %[[I]]
+// CHECK:         arith.minsi %[[J]]
+// CHECK:         arith.cmpf olt
+// CHECK:         tensor.insert %{{.*}} into %[[DV]][%[[K]], %[[ROW]]]
+// CHECK:         tensor.insert %{{.*}} into %[[DI]][%[[K]], %[[ROW]]]
+// CHECK: return %[[R]]#0, %[[R]]#1
+func.func @merge_sort(%x: tensor<200x3xf32>) -> (tensor<200x3xf32>, tensor<200x3xi64>) {
+  %v, %i = flow.sort %x axis = 0 : tensor<200x3xf32> -> (tensor<200x3xf32>, tensor<200x3xi64>)
+  return %v, %i : tensor<200x3xf32>, tensor<200x3xi64>
+}
