@@ -1,5 +1,6 @@
 """Imported models: compile time and CPU latency, Flow against PyTorch eager,
-torch.compile (Inductor) and onnxruntime, same machine, same thread count.
+torch.compile (Inductor), onnxruntime and OpenVINO (f32, when installed:
+bench/requirements.txt), same machine, same thread count.
 
     python bench/frontends.py [--threads 2] [--repeats 3] [--models bert,resnet50]
         [--batches 1,8] [--no-inductor]
@@ -73,6 +74,10 @@ def main():
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     import onnxruntime as ort
+    try:
+        import openvino as ov
+    except ImportError:  # an optional peer (bench/requirements.txt)
+        ov = None
     warnings.filterwarnings("ignore")
 
     rows = []
@@ -131,6 +136,18 @@ def main():
                          zip(session.get_inputs(), inputs)}
                 row["ort_ms"] = latency(lambda: session.run(None, feeds),
                                         args.repeats, args.iterations, 2)
+                if ov is not None:
+                    # OpenVINO on the same ONNX file, f32, same threads.
+                    core = ov.Core()
+                    vino, row["ov_compile_s"] = timed(
+                        lambda: core.compile_model(path, "CPU", {
+                            "INFERENCE_NUM_THREADS": args.threads,
+                            "INFERENCE_PRECISION_HINT": "f32",
+                            "PERFORMANCE_HINT": "LATENCY"}))
+                    request = vino.create_infer_request()
+                    ov_feeds = list(feeds.values())
+                    row["ov_ms"] = latency(lambda: request.infer(ov_feeds),
+                                           args.repeats, args.iterations, 2)
             rows.append(row)
             print(row, file=sys.stderr, flush=True)
 
@@ -139,18 +156,22 @@ def main():
           "faster).\n")
     print("| model | Flow compile s | Inductor compile s | Flow ms | "
           "Flow bf16 ms | eager ms | Inductor ms | onnxruntime ms | "
-          "eager/Flow | Inductor/Flow | ort/Flow | bf16 error |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+          "OpenVINO ms | eager/Flow | Inductor/Flow | ort/Flow | "
+          "OpenVINO/Flow | bf16 error |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         ind = r.get("inductor_ms")
+        vino = r.get("ov_ms", float("nan"))
         print(f"| {r['model']} | {r['flow_compile_s']:.1f} | "
               f"{r.get('inductor_compile_s', float('nan')):.1f} | "
               f"{r['flow_ms']:.1f} | {r['flow_bf16_ms']:.1f} | "
               f"{r['eager_ms']:.1f} | "
               f"{ind if ind else float('nan'):.1f} | {r['ort_ms']:.1f} | "
+              f"{vino:.1f} | "
               f"{r['eager_ms'] / r['flow_ms']:.2f} | "
               f"{(ind / r['flow_ms']) if ind else float('nan'):.2f} | "
               f"{r['ort_ms'] / r['flow_ms']:.2f} | "
+              f"{vino / r['flow_ms']:.2f} | "
               f"{r['bf16_max_rel_err']:.1e} |")
 
 

@@ -23,7 +23,7 @@ echo
 echo "== Models (Flow vs PyTorch eager)"
 "$PY" models.py --threads "$THREADS" --repeats "$REPEATS"
 echo
-echo "== Imported models: BERT-base and ResNet-50 (Flow vs eager, torch.compile, onnxruntime)"
+echo "== Imported models: BERT-base and ResNet-50 (Flow vs eager, torch.compile, onnxruntime, OpenVINO)"
 "$PY" frontends.py --threads "$THREADS" --repeats "$((REPEATS < 3 ? REPEATS : 3))"
 echo
 echo "== Data parallel over MPI ranks (1 thread per rank)"
