@@ -8,6 +8,7 @@
 
 #include "flow/Dialect/Flow/IR/FlowDialect.h"
 #include "flow/Dialect/Flow/IR/FlowOps.h"
+#include "flow/Support/ParseGuard.h"
 #include "mlir/AsmParser/AsmParser.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -157,6 +158,9 @@ std::optional<std::vector<int64_t>> ProgramBuilder::create(
 
   NamedAttrList attrs;
   for (const auto &[key, text] : attributes) {
+    // Text the MLIR parser is known to crash on is refused first.
+    if (std::optional<ParserHazard> hazard = findParserHazard(text))
+      return fail(name + ": attribute '" + key + "': " + hazard->message);
     Attribute attr = enumCase(context.get(), key, text);
     size_t numRead = text.size();
     if (!attr)
@@ -277,6 +281,10 @@ bool ProgramBuilder::setArgumentAttribute(int64_t argument,
   if (argument < 0 ||
       argument >= static_cast<int64_t>(function.front().getNumArguments())) {
     fail("the function has no argument " + llvm::Twine(argument));
+    return false;
+  }
+  if (std::optional<ParserHazard> hazard = findParserHazard(text)) {
+    fail("argument attribute '" + name + "': " + hazard->message);
     return false;
   }
   size_t numRead = 0;

@@ -42,6 +42,9 @@ def test_results_take_the_types_the_ops_infer():
     ("flow.reshape", "x", [], [((5,), "f32")], "flow.reshape"),
     ("flow.cast", "x", [], [((2, 3), "f17")], "not an element type"),
     ("flow.nonsense", "x", [], None, "not an op Flow knows"),
+    # The MLIR parser would crash on this one: refused before parsing.
+    ("flow.transpose", "x", [("permutation", "array<index: 1, 0>")], None,
+     "index"),
 ])
 def test_bad_ops_are_refused_by_name(name, operands, attrs, results,
                                      message):
