@@ -23,12 +23,17 @@ from . import safetensors
 #: Tensors up to this many bytes are written inline as flow.constant.
 INLINE_BYTES = 256
 
+#: Every element type Flow computes in: flow type -> (numpy and torch dtype
+#: name, ONNX TensorProto element type).
+ELEMENT_TYPES = {
+    "f32": ("float32", 1), "f16": ("float16", 10), "bf16": ("bfloat16", 16),
+    "f64": ("float64", 11), "i64": ("int64", 7), "i32": ("int32", 6),
+    "i16": ("int16", 5), "i8": ("int8", 3), "ui64": ("uint64", 13),
+    "ui32": ("uint32", 12), "ui16": ("uint16", 4), "ui8": ("uint8", 2),
+    "i1": ("bool", 9),
+}
 #: numpy dtype name -> flow element type.
-NUMPY_TO_FLOW = {"float32": "f32", "float16": "f16", "bfloat16": "bf16",
-                 "float64": "f64", "int64": "i64", "int32": "i32",
-                 "int16": "i16", "int8": "i8", "uint64": "ui64",
-                 "uint32": "ui32", "uint16": "ui16", "uint8": "ui8",
-                 "bool": "i1"}
+NUMPY_TO_FLOW = {name: flow for flow, (name, _) in ELEMENT_TYPES.items()}
 FLOW_TO_NUMPY = {v: k for k, v in NUMPY_TO_FLOW.items()}
 FLOAT_TYPES = ("f32", "f16", "bf16", "f64")
 SIGNED_TYPES = ("i64", "i32", "i16", "i8")
@@ -155,14 +160,32 @@ def _same_values(a: np.ndarray, b: np.ndarray) -> bool:
 TOPK_UNROLL = 64
 
 
+class _Refusing:
+    """The extension's ProgramBuilder, with its BuildErrors raised as
+    Unsupported: an op that cannot be built is a refusal of its node."""
+
+    def __init__(self, builder, build_error):
+        self._builder, self._build_error = builder, build_error
+
+    def __getattr__(self, name):
+        method = getattr(self._builder, name)
+
+        def call(*args):
+            try:
+                return method(*args)
+            except self._build_error as e:
+                raise Unsupported(str(e)) from None
+        return call
+
+
 class Emitter:
     """Builds one func.func and the module's parameter archive."""
 
     def __init__(self, function: str = "main",
                  shared: Optional[Dict[str, np.ndarray]] = None):
         from . import _flow
-        self._build_error = _flow.BuildError
-        self.builder = _flow.ProgramBuilder(function)
+        self.builder = _Refusing(_flow.ProgramBuilder(function),
+                                 _flow.BuildError)
         self.function = function
         self.arguments: List[Value] = []
         self.parameters: Dict[str, np.ndarray] = {}
@@ -183,27 +206,18 @@ class Emitter:
         self.builder.set_location(file or "", int(line or 0), name or "")
 
     def argument(self, shape, dtype: str) -> Value:
-        try:
-            handle = self.builder.argument([int(d) for d in shape], dtype)
-        except self._build_error as e:
-            raise Unsupported(str(e)) from None
+        handle = self.builder.argument([int(d) for d in shape], dtype)
         v = self._value(handle)
         self.arguments.append(v)
         return v
 
     def mesh(self, shape) -> None:
         """Places the function on a device mesh of `shape` (`@mesh`)."""
-        try:
-            self.builder.set_mesh([int(d) for d in shape])
-        except self._build_error as e:
-            raise Unsupported(str(e)) from None
+        self.builder.set_mesh([int(d) for d in shape])
 
     def argument_attribute(self, index: int, name: str, text: str) -> None:
         """Sets attribute `name` (MLIR attribute text) on argument `index`."""
-        try:
-            self.builder.set_argument_attribute(index, name, text)
-        except self._build_error as e:
-            raise Unsupported(str(e)) from None
+        self.builder.set_argument_attribute(index, name, text)
 
     def build(self, name: str, operands: Sequence[Value],
               attrs: Optional[Mapping[str, str]] = None,
@@ -216,12 +230,8 @@ class Emitter:
         own reason."""
         types = None if results is None else [
             ([int(d) for d in shape], dtype) for shape, dtype in results]
-        try:
-            handles = self.builder.create(
-                name, [v.handle for v in operands],
-                list((attrs or {}).items()), types)
-        except self._build_error as e:
-            raise Unsupported(str(e)) from None
+        handles = self.builder.create(name, [v.handle for v in operands],
+                                      list((attrs or {}).items()), types)
         return tuple(self._value(h) for h in handles)
 
     def op(self, name: str, operands: Sequence[Value],
@@ -239,12 +249,8 @@ class Emitter:
         if dtype is None:
             raise Unsupported(f"constant of dtype {array.dtype}")
         if name is None or array.nbytes <= INLINE_BYTES:
-            try:
-                handle = self.builder.constant(
-                    list(array.shape), dtype,
-                    np.ascontiguousarray(array).tobytes())
-            except self._build_error as e:
-                raise Unsupported(str(e)) from None
+            handle = self.builder.constant(
+                list(array.shape), dtype, np.ascontiguousarray(array).tobytes())
             return self._value(handle)
         unique = self._parameter_name(name, array)
         self.parameters[unique] = array

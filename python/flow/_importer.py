@@ -30,17 +30,6 @@ from ._emitter import (NUMPY_TO_FLOW, Emitter, Unsupported,
 #: Constants computed at import time may be at most this large.
 FOLD_BYTES = 64 << 20
 
-#: Every element type Flow computes in: flow type -> (numpy and torch dtype
-#: name, ONNX TensorProto element type).
-ELEMENT_TYPES = {
-    "f32": ("float32", 1), "f16": ("float16", 10), "bf16": ("bfloat16", 16),
-    "f64": ("float64", 11), "i64": ("int64", 7), "i32": ("int32", 6),
-    "i16": ("int16", 5), "i8": ("int8", 3), "ui64": ("uint64", 13),
-    "ui32": ("uint32", 12), "ui16": ("uint16", 4), "ui8": ("uint8", 2),
-    "i1": ("bool", 9),
-}
-
-
 class Poison:
     """The value of a node that could not be imported."""
 

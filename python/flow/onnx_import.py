@@ -19,10 +19,10 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from ._emitter import (FLOAT_TYPES, INT_TYPES, NUMPY_TO_FLOW, TYPES_TEXT,
-                       Unsupported, UnsupportedOpsError, Value,
+from ._emitter import (ELEMENT_TYPES, FLOAT_TYPES, INT_TYPES, NUMPY_TO_FLOW,
+                       TYPES_TEXT, Unsupported, UnsupportedOpsError, Value,
                        handler_registry, numpy_dtype)
-from ._importer import ELEMENT_TYPES, FOLD_BYTES, GraphImporter, Poison
+from ._importer import FOLD_BYTES, GraphImporter, Poison
 
 __all__ = ["import_onnx", "SUPPORTED_OPS", "MIN_OPSET", "MAX_TESTED_OPSET"]
 

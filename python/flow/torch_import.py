@@ -15,6 +15,7 @@ the Python source line that produced it.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import operator
 import os
 import re
@@ -22,10 +23,10 @@ from typing import Any, List, Optional, Tuple
 
 import numpy as np
 
-from ._emitter import (FLOAT_TYPES, INT_TYPES, TYPES_TEXT, Unsupported,
-                       UnsupportedOpsError, Value, handler_registry,
-                       numpy_dtype)
-from ._importer import ELEMENT_TYPES, FOLD_BYTES, GraphImporter, Poison
+from ._emitter import (ELEMENT_TYPES, FLOAT_TYPES, INT_TYPES, TYPES_TEXT,
+                       Unsupported, UnsupportedOpsError, Value,
+                       handler_registry, numpy_dtype)
+from ._importer import FOLD_BYTES, GraphImporter, Poison
 
 __all__ = ["import_torch", "ImportedProgram", "UnsupportedOpsError"]
 
@@ -65,6 +66,7 @@ def _flow_dtype(dtype) -> str:
     return table[dtype]
 
 
+@functools.lru_cache(maxsize=None)
 def _torch_types():
     """torch dtype -> flow element type, for the types this torch has."""
     import torch
