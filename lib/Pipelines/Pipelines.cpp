@@ -257,7 +257,8 @@ void mlir::flow::buildHostPipeline(OpPassManager &pm,
 
 void mlir::flow::buildKernelLinalgPipeline(OpPassManager &pm) {
   addPipeline(pm, "flow-convert-to-linalg,linalg-generalize-named-ops,"
-                  "linalg-fuse-elementwise-ops,canonicalize,cse");
+                  "linalg-fuse-elementwise-ops,canonicalize,cse,"
+                  "flow-reassociate-reductions");
 }
 
 void mlir::flow::buildKernelBufferizePipeline(OpPassManager &pm) {

@@ -70,4 +70,34 @@ def DistributeWorkgroupsPass : Pass<"flow-distribute-workgroups", "ModuleOp"> {
                            "::mlir::scf::SCFDialect"];
 }
 
+def ReassociateReductionsPass
+    : Pass<"flow-reassociate-reductions", "ModuleOp"> {
+  let summary = "Lets floating-point reductions be summed in any order, so "
+                "they vectorize";
+  let description = [{
+    Runs on kernels in linalg form. In every `linalg.generic` with a
+    reduction iterator, the floating-point ops that combine an element into
+    the accumulator (`arith.addf`, `arith.mulf`, `arith.maximumf`,
+    `arith.minimumf`, `arith.maxnumf`, `arith.minnumf` with the output
+    block argument as an operand) get the `reassoc` fast-math flag. Without
+    it LLVM must add the elements of a row one after another, in scalar
+    code; with it the loop vectorizer keeps one partial result per vector
+    lane and combines them at the end, as every vectorized library
+    reduction (PyTorch's, oneDNN's) does. The result may differ from the
+    sequential sum in the last bits; maximum and minimum are unchanged
+    (they are associative, NaN included). Integer reductions are exact
+    either way and are left alone.
+
+    ```mlir
+    %s = linalg.generic {... iterator_types = ["parallel", "reduction"]}
+        ins(%x : tensor<4x128xf32>) outs(%init : tensor<4xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %a = arith.addf %out, %in fastmath<reassoc> : f32
+      linalg.yield %a : f32
+    } -> tensor<4xf32>
+    ```
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect"];
+}
+
 #endif // FLOW_CODEGEN_COMMON_PASSES_TD
