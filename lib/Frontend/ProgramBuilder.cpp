@@ -33,22 +33,27 @@ std::string typeText(Type type) {
   return text;
 }
 
+/// `AttrT` for the case of its enum spelled \p text, or null.
+template <typename AttrT>
+Attribute enumAttr(MLIRContext *context, llvm::StringRef text) {
+  using Enum = decltype(std::declval<AttrT>().getValue());
+  if (std::optional<Enum> c = symbolizeEnum<Enum>(text))
+    return AttrT::get(context, *c);
+  return {};
+}
+
 /// A Flow enum attribute spelled by its case name (`predicate` = `eq`,
 /// `approximate` = `tanh`, `reduction` = `add`, `kind` = `sum`), or null.
 Attribute enumCase(MLIRContext *context, llvm::StringRef key,
                    llvm::StringRef text) {
   if (key == "predicate")
-    if (std::optional<ComparePredicate> c = symbolizeComparePredicate(text))
-      return ComparePredicateAttr::get(context, *c);
+    return enumAttr<ComparePredicateAttr>(context, text);
   if (key == "approximate")
-    if (std::optional<GeluApproximation> c = symbolizeGeluApproximation(text))
-      return GeluApproximationAttr::get(context, *c);
+    return enumAttr<GeluApproximationAttr>(context, text);
   if (key == "reduction")
-    if (std::optional<ScatterReduction> c = symbolizeScatterReduction(text))
-      return ScatterReductionAttr::get(context, *c);
+    return enumAttr<ScatterReductionAttr>(context, text);
   if (key == "kind")
-    if (std::optional<ReductionKind> c = symbolizeReductionKind(text))
-      return ReductionKindAttr::get(context, *c);
+    return enumAttr<ReductionKindAttr>(context, text);
   return {};
 }
 

@@ -19,11 +19,10 @@ using namespace mlir;
 
 namespace {
 
-/// True if \p op folds an element into a floating-point accumulator.
+/// True if \p op can fold an element into a floating-point accumulator.
 bool isFloatCombiner(Operation *op) {
   return isa<arith::AddFOp, arith::MulFOp, arith::MaximumFOp,
-             arith::MinimumFOp, arith::MaxNumFOp, arith::MinNumFOp>(op) &&
-         isa<FloatType>(op->getResult(0).getType());
+             arith::MinimumFOp, arith::MaxNumFOp, arith::MinNumFOp>(op);
 }
 
 struct ReassociateReductionsPass
