@@ -2,17 +2,18 @@
 
     python bench/conv.py [--threads 2] [--batch 1] [--repeats 3]
 
-Flow runs convolutions as im2col and a library GEMM; this prints, side by
-side in one run (medians of `repeats` interleaved runs), the milliseconds
-Flow's compiled ResNet-50 spends in its GEMM commands (`flow-run
---profile`: the convolutions' GEMMs plus the classifier's) against every
-convolution of the same network on oneDNN (bench/conv_onednn.cpp), once on
-plain layouts (NCHW, what Flow's buffers hold: a drop-in library call) and
-once on the blocked layouts oneDNN picks (weights reordered once,
-activations assumed blocked already: what a layout pass keeping activations
-blocked across layers would reach). Ratios are oneDNN / Flow (> 1: Flow's
-path is faster). Flow's im2col kernels are not counted (they are dispatch
-commands), so its side is the GEMMs alone.
+Prints, side by side in one run (medians of `repeats` interleaved runs),
+the milliseconds Flow's compiled ResNet-50 spends in its convolutions two
+ways: as library convolution commands (the default, `--conv=library`:
+oneDNN primitives with the residual add and ReLU as post-ops, activations
+blocked between convolutions; the `conv` commands of `flow-run --profile`)
+and as im2col and a library GEMM (`--conv=gemm`: its GEMM commands, the
+classifier's included; the im2col and epilogue kernels not counted),
+against every convolution of the same network on oneDNN alone
+(bench/conv_onednn.cpp, no post-ops), once on plain layouts (NCHW) and once
+on the blocked layouts oneDNN picks (weights reordered once, activations
+assumed blocked already). Ratios are the row / Flow's library
+convolutions (> 1: Flow's are faster).
 """
 
 import argparse
@@ -27,14 +28,15 @@ import numpy as np
 from common import BIN, BUILD, ROOT, tmpdir
 
 
-def flow_gemm_ms(fbin, x, work, threads):
+def flow_command_ms(fbin, x, work, threads, kind):
+    """Milliseconds per call in `kind` commands (flow-run --profile)."""
     path = pathlib.Path(work) / "x.npy"
     np.save(path, x)
     out = subprocess.run(
         [BIN / "flow-run", fbin, f"--input={path}", f"--threads={threads}",
          "--iterations=20", "--warmup=3", "--profile"],
         check=True, capture_output=True, text=True).stdout
-    return float(re.search(r"gemm\s+\d+ commands\s+([0-9.]+) ms",
+    return float(re.search(kind + r"\s+\d+ commands\s+([0-9.]+) ms",
                            out).group(1))
 
 
@@ -57,15 +59,20 @@ def main():
     import flow
     model = torchvision.models.resnet50().eval()
     x = torch.randn(args.batch, 3, 224, 224)
-    runs = {"flow": [], "plain": [], "blocked": []}
+    runs = {"flow": [], "gemm": [], "plain": [], "blocked": []}
     with tmpdir() as work:
-        compiled = flow.compile(model, (x,),
-                                parameters=pathlib.Path(work) / "w.safetensors")
-        fbin = pathlib.Path(work) / "r50.fbin"
-        fbin.write_bytes(compiled.module.executable)
+        fbins = {}
+        for conv in ("library", "gemm"):
+            compiled = flow.compile(
+                model, (x,), conv=conv,
+                parameters=pathlib.Path(work) / f"w_{conv}.safetensors")
+            fbins[conv] = pathlib.Path(work) / f"r50_{conv}.fbin"
+            fbins[conv].write_bytes(compiled.module.executable)
         for _ in range(args.repeats):
-            runs["flow"].append(flow_gemm_ms(fbin, x.numpy(), work,
-                                             args.threads))
+            runs["flow"].append(flow_command_ms(fbins["library"], x.numpy(),
+                                                work, args.threads, "conv"))
+            runs["gemm"].append(flow_command_ms(fbins["gemm"], x.numpy(),
+                                                work, args.threads, "gemm"))
             out = subprocess.run([tool, str(args.batch), str(args.threads),
                                   "10"], check=True, capture_output=True,
                                  text=True).stdout
@@ -75,12 +82,15 @@ def main():
     med = {k: statistics.median(v) for k, v in runs.items()}
     print(f"ResNet-50 b{args.batch}, {args.threads} threads, medians of "
           f"{args.repeats} runs")
-    print("| path | ms | oneDNN / Flow |")
+    print("| path | ms | row / Flow library |")
     print("|---|---|---|")
-    print(f"| Flow: im2col + GEMM (its GEMM commands) | {med['flow']:.1f} | - |")
+    print(f"| Flow: library convolutions (its conv commands) | "
+          f"{med['flow']:.1f} | - |")
+    print(f"| Flow: im2col + GEMM (its GEMM commands) | {med['gemm']:.1f} | "
+          f"{med['gemm'] / med['flow']:.2f} |")
     for layout in ("plain", "blocked"):
-        print(f"| oneDNN convolutions, {layout} layouts | {med[layout]:.1f} | "
-              f"{med[layout] / med['flow']:.2f} |")
+        print(f"| oneDNN convolutions alone, {layout} layouts | "
+              f"{med[layout]:.1f} | {med[layout] / med['flow']:.2f} |")
 
 
 if __name__ == "__main__":

@@ -151,9 +151,12 @@ def main():
             rows.append(row)
             print(row, file=sys.stderr, flush=True)
 
+    info = flow.blas_info()
     print(f"Threads: {args.threads}; medians of {args.repeats} runs of "
           f"{args.iterations} calls. Ratios are peer / Flow (> 1: Flow is "
-          "faster).\n")
+          "faster). Flow's GEMMs: "
+          f"{info['gemm_library']} ({info['gemm_kernels']}); convolutions: "
+          f"{info['conv_library']}.\n")
     print("| model | Flow compile s | Inductor compile s | Flow ms | "
           "Flow bf16 ms | eager ms | Inductor ms | onnxruntime ms | "
           "OpenVINO ms | eager/Flow | Inductor/Flow | ort/Flow | "

@@ -167,6 +167,9 @@ struct FormDispatchRegionsPass
              cast<RankedTensorType>(matmul.getType()).getElementType().isF32() &&
              (in.isF32() || in.isBF16());
     }
+    if (auto conv = dyn_cast<Conv2dOp>(op))
+      return libraryConv &&
+             cast<RankedTensorType>(conv.getType()).getElementType().isF32();
     return false;
   }
 
@@ -174,6 +177,9 @@ struct FormDispatchRegionsPass
   static std::string hostReason(Operation *producer) {
     if (isa<MatmulOp>(producer))
       return "its producer flow.matmul runs on the host as a library GEMM";
+    if (isa<Conv2dOp>(producer))
+      return "its producer flow.conv2d runs on the host as a library "
+             "convolution";
     return ("its producer " + producer->getName().getStringRef() +
             " runs on the host (a kernel never spans a host op)")
         .str();

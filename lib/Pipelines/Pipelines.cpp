@@ -235,7 +235,7 @@ void mlir::flow::buildFlowGraphPipeline(OpPassManager &pm,
                                         const GraphPipelineOptions &options) {
   std::string text =
       std::string("flow-partition,func.func(flow-strip-annotations") +
-      (options.libraryMatmul
+      (options.libraryMatmul && !options.libraryConv
            ? ",flow-conv-to-gemm{max-columns-bytes=" +
                  std::to_string(options.maxColumnsBytes) + "}"
            : "") +
@@ -243,6 +243,7 @@ void mlir::flow::buildFlowGraphPipeline(OpPassManager &pm,
       "),func.func(flow-form-dispatch-regions{fusion=" +
       (options.fusion ? "1" : "0") +
       " library-matmul=" + (options.libraryMatmul ? "1" : "0") +
+      " library-conv=" + (options.libraryConv ? "1" : "0") +
       "}),flow-outline-kernels,symbol-dce";
   addPipeline(pm, text);
 }
@@ -251,6 +252,9 @@ void mlir::flow::buildHostPipeline(OpPassManager &pm,
                                    const HostPipelineOptions &options) {
   addPipeline(pm, std::string("flow-dedup-kernels,flow-build-host-schedule,") +
                       (options.gemmEpilogues ? "flow-fuse-gemm-epilogues," : "") +
+                      (options.convEpilogues
+                           ? "flow-fuse-conv-epilogues,flow-choose-conv-layouts,"
+                           : "") +
                       "flow-plan-memory{in-place=" +
                       (options.inPlace ? "1" : "0") + "}");
 }
@@ -292,6 +296,11 @@ struct GraphPipelineCLOptions
       llvm::cl::desc("Leave f32 matmuls (and convolutions, as im2col and a "
                      "GEMM) to the library"),
       llvm::cl::init(true)};
+  Option<bool> libraryConv{
+      *this, "library-conv",
+      llvm::cl::desc("Leave f32 convolutions to the library (as library "
+                     "convolutions, not im2col and a GEMM)"),
+      llvm::cl::init(false)};
   Option<int64_t> maxColumnsBytes{
       *this, "max-columns-bytes",
       llvm::cl::desc("Largest im2col buffer of a convolution; larger ones "
@@ -313,6 +322,12 @@ struct HostPipelineCLOptions
       llvm::cl::desc("Run element-wise kernels as epilogues of the GEMM "
                      "before them"),
       llvm::cl::init(false)};
+  Option<bool> convEpilogues{
+      *this, "conv-epilogues",
+      llvm::cl::desc("Fuse element-wise kernels into the library "
+                     "convolutions before them; keep activations between "
+                     "convolutions in the library's blocked layout"),
+      llvm::cl::init(true)};
 };
 } // namespace
 
@@ -330,7 +345,8 @@ void mlir::flow::registerCompilerPipelines() {
         "annotations, form dispatch regions, outline them as kernels",
         [](OpPassManager &pm, const GraphPipelineCLOptions &o) {
           buildFlowGraphPipeline(
-              pm, {o.fusion, o.libraryMatmul, o.maxColumnsBytes, o.bf16});
+              pm, {o.fusion, o.libraryMatmul, o.maxColumnsBytes, o.bf16,
+                   o.libraryConv});
         });
     PassPipelineRegistration<HostPipelineCLOptions>(
         "flow-host-pipeline",
@@ -338,7 +354,8 @@ void mlir::flow::registerCompilerPipelines() {
         "buffers (element-wise kernels as GEMM epilogues with "
         "gemm-epilogues), its transient buffers placed in one arena",
         [](OpPassManager &pm, const HostPipelineCLOptions &o) {
-          buildHostPipeline(pm, {o.inPlace, o.gemmEpilogues});
+          buildHostPipeline(pm, {o.inPlace, o.gemmEpilogues,
+                                 o.convEpilogues});
         });
     PassPipelineRegistration<>(
         "flow-kernel-linalg-pipeline",
@@ -481,7 +498,9 @@ FailureOr<CompileResult> mlir::flow::compile(ModuleOp module,
     recordPlacements(module, report);
     GraphPipelineOptions graph{options.fusion, options.libraryMatmul,
                                options.maxColumnsBytes,
-                               options.precision == "bf16"};
+                               options.precision == "bf16",
+                               options.libraryConv &&
+                                   options.precision != "bf16"};
     if (failed(runPipeline(module, "flow-graph-pipeline", timing,
                            [&](OpPassManager &pm) {
                              buildFlowGraphPipeline(pm, graph);
@@ -498,7 +517,8 @@ FailureOr<CompileResult> mlir::flow::compile(ModuleOp module,
     if (failed(runPipeline(module, "flow-host-pipeline", timing,
                            [&](OpPassManager &pm) {
                              buildHostPipeline(pm, {options.inPlace,
-                                                    options.gemmEpilogues});
+                                                    options.gemmEpilogues,
+                                                    /*convEpilogues=*/true});
                            })))
       return failure();
   }
@@ -518,6 +538,11 @@ FailureOr<CompileResult> mlir::flow::compile(ModuleOp module,
             FlowDialect::getMergedKernelsAttrName()))
       for (auto name : merged.getAsRange<StringAttr>())
         runAs[name.getValue()] = func.getSymName().str();
+  // Kernels the host phase fused into library calls
+  // (flow-fuse-conv-epilogues) are not kernels any more.
+  llvm::erase_if(report.kernels, [&](const CompileReport::Kernel &k) {
+    return !kernels->lookupSymbol(k.name) && !runAs.count(k.name);
+  });
 
   struct Step {
     Phase phase;
@@ -599,6 +624,7 @@ void CompileReport::writeJson(raw_ostream &os) const {
       {"kernels", numKernels},
       {"dispatches", executable.numDispatches},
       {"gemms", executable.numGemms},
+      {"convs", executable.numConvs},
       {"gemm_epilogues", executable.numGemmEpilogues},
       {"copies", executable.numCopies},
       {"arena_bytes", executable.arenaBytes},

@@ -148,6 +148,7 @@ private:
   LogicalResult buffer(Operation &op, int64_t arenaBytes);
   FailureOr<flatbuffers::Offset<void>> dispatch(HostDispatchOp op);
   flatbuffers::Offset<void> gemm(HostGemmOp op);
+  flatbuffers::Offset<void> conv(HostConvOp op);
   FailureOr<flatbuffers::Offset<void>> collective(HostCollectiveOp op);
   void recordPlan(func::FuncOp func, HostArenaOp arena);
 
@@ -319,6 +320,33 @@ flatbuffers::Offset<void> FunctionWriter::gemm(HostGemmOp op) {
       .Union();
 }
 
+flatbuffers::Offset<void> FunctionWriter::conv(HostConvOp op) {
+  auto shape = [](Value v) {
+    ArrayRef<int64_t> s = cast<MemRefType>(v.getType()).getShape();
+    return std::vector<int64_t>(s.begin(), s.end());
+  };
+  auto vec = [](ArrayRef<int64_t> a) {
+    return std::vector<int64_t>(a.begin(), a.end());
+  };
+  std::vector<int64_t> in = shape(op.getInput()), filter = shape(op.getFilter()),
+                       out = shape(op.getOut()), strides = vec(op.getStrides()),
+                       padding = vec(op.getPadding()),
+                       dilations = vec(op.getDilations());
+  fb::BufferRef input = ref(op.getInput()), weights = ref(op.getFilter()),
+                output = ref(op.getOut()), bias, residual;
+  if (op.getBias())
+    bias = ref(op.getBias());
+  if (op.getResidual())
+    residual = ref(op.getResidual());
+  return fb::CreateConvDirect(fbb, &in, &filter, &out, &strides, &padding,
+                              &dilations, op.getGroups(), op.getRelu(), &input,
+                              &weights, op.getBias() ? &bias : nullptr,
+                              op.getResidual() ? &residual : nullptr, &output,
+                              op.getBlockedInput(), op.getBlockedResidual(),
+                              op.getBlockedOutput())
+      .Union();
+}
+
 FailureOr<flatbuffers::Offset<void>>
 FunctionWriter::collective(HostCollectiveOp op) {
   MemRefType inType = op.getInput().getType(), outType = op.getOutput().getType();
@@ -425,6 +453,10 @@ FunctionWriter::write(func::FuncOp func) {
       commands.push_back(gemm(g));
       commandTypes.push_back(fb::Command::Gemm);
       ++stats.numGemms;
+    } else if (auto c = dyn_cast<HostConvOp>(op)) {
+      commands.push_back(conv(c));
+      commandTypes.push_back(fb::Command::Conv);
+      ++stats.numConvs;
     } else if (auto copy = dyn_cast<HostCopyOp>(op)) {
       fb::BufferRef src = ref(copy.getSource()), dst = ref(copy.getTarget());
       commands.push_back(fb::CreateCopy(fbb, &src, &dst).Union());

@@ -123,20 +123,23 @@ def compile_mlir(source: str, target: str = "cpu", threads: int = 0,
                  timeout: Optional[float] = None,
                  fusion: bool = True,
                  precision: str = "f32",
-                 check_numerics: bool = False) -> CompiledModule:
+                 check_numerics: bool = False,
+                 conv: str = "library") -> CompiledModule:
     """Compiles flow-dialect MLIR text for `target` and loads it.
 
     The options are flow-compile's (`cpu` is its --cpu, the LLVM CPU the
     kernels are generated for; `fusion=False` is its --fusion=off, one op
     per kernel; `precision="bf16"` is its --precision=bf16: matrix products
-    and convolutions read bf16 operands and sum in f32). A relative parameter archive named by the
+    and convolutions read bf16 operands and sum in f32; `conv="gemm"` is
+    its --conv=gemm: f32 convolutions as im2col and a GEMM instead of the
+    runtime's convolution library). A relative parameter archive named by the
     module is taken from `base_directory` (default: the current
     directory); `parameters` overrides it. `timeout` and `check_numerics`
     are flow.compile's."""
     return CompiledModule(
         _compile(source, target=target, library_matmul=library_matmul,
                  cpu=cpu, mesh=_mesh_text(mesh), fusion=fusion,
-                 precision=precision),
+                 precision=precision, conv=conv),
         threads, parameters, base_directory, timeout, check_numerics)
 
 
@@ -320,7 +323,8 @@ def compile(model: Any, example_args=(), example_kwargs=None, *,
             library_matmul: bool = True, cpu: str = "host", mesh=None,
             sbp=None, timeout: Optional[float] = None,
             fusion: bool = True, precision: str = "f32",
-            check_numerics: bool = False) -> CompiledModel:
+            check_numerics: bool = False,
+            conv: str = "library") -> CompiledModel:
     """Imports, compiles and loads `model`; returns a callable.
 
     `model` is a torch.nn.Module or torch.export.ExportedProgram (traced
@@ -339,6 +343,8 @@ def compile(model: Any, example_args=(), example_kwargs=None, *,
     error naming the rank(s) that stopped. Default: FLOW_COLLECTIVE_TIMEOUT,
     else 300 s. The first mesh module of a process starts MPI; later ones
     set the timeout for all.
+    `conv="gemm"` runs f32 convolutions as im2col and a GEMM instead of
+    the runtime's convolution library (see compile_mlir).
     `check_numerics=True` makes each call stop at the first NaN or infinity
     (in an input, or written by a kernel) with a FlowError naming the
     kernel, the ops it computes and their source lines, the element and its
@@ -368,7 +374,7 @@ def compile(model: Any, example_args=(), example_kwargs=None, *,
                               library_matmul=library_matmul, cpu=cpu,
                               mesh=mesh, timeout=timeout, fusion=fusion,
                               precision=precision,
-                              check_numerics=check_numerics)
+                              check_numerics=check_numerics, conv=conv)
     finally:
         if not keep and os.path.exists(archive):
             os.unlink(archive)

@@ -50,7 +50,10 @@ struct BuildError : FlowError {
 py::object compile(const std::string &source, const std::string &target,
                    const std::string &compileTo, bool libraryMatmul,
                    const std::string &cpu, const std::string &mesh,
-                   bool fusion, const std::string &precision) {
+                   bool fusion, const std::string &precision,
+                   const std::string &conv) {
+  if (conv != "library" && conv != "gemm")
+    throw FlowError("conv must be 'library' or 'gemm', got '" + conv + "'");
   std::optional<std::vector<int64_t>> meshShape;
   if (!mesh.empty()) {
     meshShape = mlir::flow::parseMeshShape(mesh);
@@ -103,6 +106,7 @@ py::object compile(const std::string &source, const std::string &target,
   options.libraryMatmul = libraryMatmul;
   options.fusion = fusion;
   options.precision = precision;
+  options.libraryConv = conv == "library";
   if (meshShape)
     options.mesh = *meshShape;
   mlir::FailureOr<mlir::flow::CompileResult> result;
@@ -422,7 +426,7 @@ PYBIND11_MODULE(_flow, m) {
   m.def("compile", &compile, py::arg("source"), py::arg("target") = "cpu",
         py::arg("compile_to") = "fbin", py::arg("library_matmul") = true,
         py::arg("cpu") = "host", py::arg("mesh") = "", py::arg("fusion") = true,
-        py::arg("precision") = "f32",
+        py::arg("precision") = "f32", py::arg("conv") = "library",
         "Compiles flow-dialect MLIR text: executable bytes, or the IR of an "
         "earlier phase as text.");
   m.def(
@@ -435,6 +439,7 @@ PYBIND11_MODULE(_flow, m) {
         py::dict d;
         d["gemm_library"] = info->gemmLibrary;
         d["gemm_kernels"] = info->gemmKernels;
+        d["conv_library"] = info->convLibrary;
         d["library"] = info->library;
         d["kernels"] = info->kernels;
         d["chosen_by"] = info->chosenBy;

@@ -6,6 +6,7 @@
 
 #include "flow/runtime/Blas.h"
 #include "BlasCalls.h"
+#include "Convolution.h"
 
 #include <cpuid.h>
 #include <dlfcn.h>
@@ -283,7 +284,9 @@ StatusOr<BlasInfo> flow::runtime::loadBlas() {
   const Loaded &l = loaded();
   if (!l.status)
     return l.status;
-  return l.info;
+  BlasInfo info = l.info;
+  info.convLibrary = detail::convLibrary();
+  return info;
 }
 
 namespace flow {

@@ -174,6 +174,8 @@ private:
                     detail::CopyCommand &out);
   Status verifyCollective(const std::string &ctx, const fbs::Collective &cmd,
                           detail::CollectiveCommand &out);
+  Status verifyConv(const std::string &ctx, const fbs::Conv &cmd,
+                    detail::ConvCommand &out);
   Status verifyPlacements(const std::string &ctx,
                           const flatbuffers::Vector<
                               flatbuffers::Offset<fbs::Placement>> *list,
@@ -634,6 +636,10 @@ Status Checker::verifyCommand(const std::string &ctx, fbs::Command type,
     return verifyCollective(ctx + " (collective)",
                             *static_cast<const fbs::Collective *>(value),
                             std::get<detail::CollectiveCommand>(out));
+  case fbs::Command::Conv:
+    out = detail::ConvCommand();
+    return verifyConv(ctx + " (conv)", *static_cast<const fbs::Conv *>(value),
+                      std::get<detail::ConvCommand>(out));
   default:
     return Status::error(ctx + " has unknown command type " +
                          std::to_string(static_cast<int>(type)));
@@ -867,6 +873,138 @@ Status Checker::verifyGemm(const std::string &ctx, const fbs::Gemm &cmd,
                            std::to_string(ref->offset) +
                            " is not a multiple of " + std::to_string(size));
   }
+  return Status::ok();
+}
+
+Status Checker::verifyConv(const std::string &ctx, const fbs::Conv &cmd,
+                           detail::ConvCommand &out) {
+  // Every vector: its length, and each entry within [low, 2^31).
+  auto read = [&](const flatbuffers::Vector<int64_t> *v, const char *name,
+                  size_t length, int64_t low,
+                  std::vector<int64_t> &values) -> Status {
+    if (!isAligned(v))
+      return misaligned(ctx + ": " + name);
+    if (!v || v->size() != length)
+      return Status::error(ctx + ": " + name + " needs " +
+                           std::to_string(length) + " entries, has " +
+                           std::to_string(v ? v->size() : 0));
+    values.assign(v->begin(), v->end());
+    for (int64_t x : values)
+      if (x < low || x > INT_MAX)
+        return Status::error(ctx + ": " + name + " entry " +
+                             std::to_string(x) + " is out of range [" +
+                             std::to_string(low) + ", " +
+                             std::to_string(INT_MAX) + "]");
+    return Status::ok();
+  };
+  std::vector<int64_t> in, filter, outShape, strides, padding, dilations;
+  for (Status s :
+       {read(cmd.input_shape(), "input_shape", 4, 1, in),
+        read(cmd.filter_shape(), "filter_shape", 4, 1, filter),
+        read(cmd.output_shape(), "output_shape", 4, 1, outShape),
+        read(cmd.strides(), "strides", 2, 1, strides),
+        read(cmd.padding(), "padding", 4, 0, padding),
+        read(cmd.dilations(), "dilations", 2, 1, dilations)})
+    if (!s)
+      return s;
+  out.n = in[0], out.c = in[1], out.h = in[2], out.w = in[3];
+  out.o = filter[0], out.kh = filter[2], out.kw = filter[3];
+  out.oh = outShape[2], out.ow = outShape[3];
+  out.strideH = strides[0], out.strideW = strides[1];
+  out.padTop = padding[0], out.padLeft = padding[1];
+  out.padBottom = padding[2], out.padRight = padding[3];
+  out.dilationH = dilations[0], out.dilationW = dilations[1];
+  out.groups = cmd.groups();
+  if (out.groups < 1 || out.c % out.groups || out.o % out.groups ||
+      filter[1] != out.c / out.groups)
+    return Status::error(ctx + ": " + std::to_string(out.groups) +
+                         " groups do not divide " + std::to_string(out.c) +
+                         " input and " + std::to_string(out.o) +
+                         " output channels with " +
+                         std::to_string(filter[1]) +
+                         " input channels per filter");
+  auto extent = [](int64_t size, int64_t before, int64_t after,
+                   int64_t dilation, int64_t kernel, int64_t stride) {
+    int64_t span = size + before + after - dilation * (kernel - 1) - 1;
+    return span < 0 ? int64_t(0) : span / stride + 1;
+  };
+  if (outShape[0] != out.n || outShape[1] != out.o ||
+      out.oh != extent(out.h, out.padTop, out.padBottom, out.dilationH,
+                       out.kh, out.strideH) ||
+      out.ow != extent(out.w, out.padLeft, out.padRight, out.dilationW,
+                       out.kw, out.strideW))
+    return Status::error(ctx + ": output_shape does not follow from the "
+                               "input, filter, strides, padding and "
+                               "dilations");
+  out.relu = cmd.relu();
+  out.blockedInput = cmd.blocked_input();
+  out.blockedOutput = cmd.blocked_output();
+  out.blockedResidual = cmd.blocked_residual();
+  if ((out.blockedInput && out.c % 16) ||
+      ((out.blockedOutput || out.blockedResidual) && out.o % 16))
+    return Status::error(ctx + ": a blocked tensor needs a multiple of 16 "
+                               "channels");
+  // Bytes of each tensor (all fit: every factor is below 2^31 and the
+  // products are checked).
+  auto bytes = [&](std::initializer_list<int64_t> dims, uint64_t &b) {
+    b = sizeof(float);
+    for (int64_t d : dims)
+      if (!mulOk(b, static_cast<uint64_t>(d), b))
+        return false;
+    return b <= kMaxBufferBytes;
+  };
+  uint64_t inBytes, filterBytes, outBytes, columnBytes;
+  if (!bytes({out.n, out.c, out.h, out.w}, inBytes) ||
+      !bytes({out.o, filter[1], out.kh, out.kw}, filterBytes) ||
+      !bytes({out.n, out.o, out.oh, out.ow}, outBytes) ||
+      !bytes({filter[1], out.kh, out.kw, out.oh, out.ow}, columnBytes) ||
+      filter[1] * out.kh * out.kw > INT_MAX || out.oh * out.ow > INT_MAX)
+    return Status::error(ctx + ": tensor sizes overflow");
+  struct Operand {
+    const char *name;
+    const fbs::BufferRef *ref;
+    bool writable, optional;
+    uint64_t bytes;
+    detail::BufferRef &out;
+    bool *present;
+  };
+  for (const Operand &op :
+       {Operand{"input", cmd.input(), false, false, inBytes, out.input,
+                nullptr},
+        Operand{"filter", cmd.filter(), false, false, filterBytes, out.filter,
+                nullptr},
+        Operand{"bias", cmd.bias(), false, true,
+                uint64_t(out.o) * sizeof(float), out.bias, &out.hasBias},
+        Operand{"residual", cmd.residual(), false, true, outBytes,
+                out.residual, &out.hasResidual},
+        Operand{"output", cmd.output(), true, false, outBytes, out.output,
+                nullptr}}) {
+    if (op.optional && !op.ref)
+      continue;
+    if (op.present)
+      *op.present = true;
+    if (Status s = verifyRef(ctx, op.name, op.ref, op.writable, op.out); !s)
+      return s;
+    if (op.out.size != op.bytes)
+      return Status::error(ctx + ": " + op.name + " has " +
+                           std::to_string(op.out.size) +
+                           " bytes but its shape needs " +
+                           std::to_string(op.bytes));
+    if (op.out.offset % sizeof(float))
+      return Status::error(ctx + ": " + op.name + " offset " +
+                           std::to_string(op.out.offset) +
+                           " is not a multiple of 4");
+  }
+  if (out.blockedResidual && !out.hasResidual)
+    return Status::error(ctx + ": blocked_residual without a residual");
+  // The caller's tensors and constants are always plain.
+  for (auto [blocked, ref, name] :
+       {std::tuple{out.blockedInput, &out.input, "input"},
+        {out.blockedResidual, &out.residual, "residual"},
+        {out.blockedOutput, &out.output, "output"}})
+    if (blocked && ref->space != detail::Space::Arena)
+      return Status::error(ctx + ": the blocked " + std::string(name) +
+                           " is not a transient (arena) buffer");
   return Status::ok();
 }
 

@@ -76,8 +76,22 @@ struct CollectiveCommand {
   BufferRef input, output;
 };
 
-using Command =
-    std::variant<DispatchCommand, GemmCommand, CopyCommand, CollectiveCommand>;
+/// A convolution on the convolution library (shapes, sizes and layouts
+/// checked at load). Shapes: input [n, c, h, w], filter [o, c / groups, kh,
+/// kw], output [n, o, oh, ow].
+struct ConvCommand {
+  int64_t n = 0, c = 0, h = 0, w = 0, o = 0, kh = 0, kw = 0, oh = 0, ow = 0;
+  int64_t strideH = 1, strideW = 1, dilationH = 1, dilationW = 1;
+  int64_t padTop = 0, padLeft = 0, padBottom = 0, padRight = 0;
+  int64_t groups = 1;
+  bool relu = false, hasBias = false, hasResidual = false;
+  /// Held in the runtime's blocked layout (see convBlock()).
+  bool blockedInput = false, blockedResidual = false, blockedOutput = false;
+  BufferRef input, filter, bias, residual, output;
+};
+
+using Command = std::variant<DispatchCommand, GemmCommand, CopyCommand,
+                             CollectiveCommand, ConvCommand>;
 
 struct Function {
   std::vector<Command> commands;

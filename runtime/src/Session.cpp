@@ -13,6 +13,7 @@
 #include "flow/runtime/Session.h"
 #include "BlasCalls.h"
 #include "Collectives.h"
+#include "Convolution.h"
 
 #include "ExecutableImpl.h"
 #include "flow/runtime/Blas.h"
@@ -80,11 +81,32 @@ firstNonFinite(const uint8_t *data, uint64_t bytes, DType dtype) {
   return std::nullopt;
 }
 
+/// True if \p f runs a GEMM or a convolution (both need the BLAS).
 bool runsGemm(const detail::Function &f) {
   for (const detail::Command &c : f.commands)
-    if (std::holds_alternative<detail::GemmCommand>(c))
+    if (std::holds_alternative<detail::GemmCommand>(c) ||
+        std::holds_alternative<detail::ConvCommand>(c))
       return true;
   return false;
+}
+
+/// "conv 1x64x56x56 * 256x64x1x1 + residual, relu".
+std::string describeConv(const detail::ConvCommand &c) {
+  auto dims = [](std::initializer_list<int64_t> d) {
+    std::string s;
+    for (int64_t x : d)
+      s += (s.empty() ? "" : "x") + std::to_string(x);
+    return s;
+  };
+  std::string s = dims({c.n, c.c, c.h, c.w}) + " * " +
+                  dims({c.o, c.c / c.groups, c.kh, c.kw});
+  if (c.groups > 1)
+    s += " in " + std::to_string(c.groups) + " groups";
+  if (c.hasResidual)
+    s += " + residual";
+  if (c.relu)
+    s += ", relu";
+  return s;
 }
 
 /// The buffers of one call.
@@ -154,6 +176,10 @@ Status checkCommand(const Executable::Impl &impl, const std::string &function,
   } else if (const auto *c =
                  std::get_if<detail::CollectiveCommand>(&command)) {
     return check(c->output, c->dtype, "collective");
+  } else if (const auto *c = std::get_if<detail::ConvCommand>(&command)) {
+    // Layout does not matter: any non-finite element is reported (its
+    // index is in the buffer's layout).
+    return check(c->output, DType::F32, "conv " + describeConv(*c));
   }
   return Status::ok();
 }
@@ -370,7 +396,8 @@ struct Session::Arena {
 };
 
 Session::Session(std::shared_ptr<const Executable> executable, int threads)
-    : exe(std::move(executable)), pool(std::make_unique<ThreadPool>(threads)) {
+    : exe(std::move(executable)), pool(std::make_unique<ThreadPool>(threads)),
+      convs(std::make_unique<detail::ConvRunner>(pool->size())) {
   for (size_t i = 0; i < exe->functions().size(); ++i)
     arenas.push_back(std::make_unique<Arena>());
 }
@@ -487,6 +514,9 @@ std::vector<Session::CommandProfile> Session::profile() const {
         p.kind = "gemm";
         p.what = std::to_string(g->batchCount) + " x " + std::to_string(g->m) +
                  "x" + std::to_string(g->n) + "x" + std::to_string(g->k);
+      } else if (const auto *c = std::get_if<detail::ConvCommand>(&command)) {
+        p.kind = "conv";
+        p.what = describeConv(*c) + " [" + convs->kernel(*c) + "]";
       } else if (const auto *c = std::get_if<detail::CopyCommand>(&command)) {
         p.kind = "copy";
         p.what = std::to_string(c->src.size) + " bytes";
@@ -641,6 +671,19 @@ Status Session::run(size_t function, const std::vector<ConstBuffer> &inputs,
       } else {
         runGemm(*gemm, frame, *pool);
       }
+    } else if (const auto *conv = std::get_if<detail::ConvCommand>(&command)) {
+      auto address = [&](const BufferRef &ref) {
+        return reinterpret_cast<float *>(frame.pointer(ref));
+      };
+      detail::ConvBuffers buffers{
+          address(conv->input), address(conv->filter),
+          conv->hasBias ? address(conv->bias) : nullptr,
+          conv->hasResidual ? address(conv->residual) : nullptr,
+          address(conv->output)};
+      if (Status s = convs->run(*conv, buffers,
+                                conv->filter.space == detail::Space::Constant);
+          !s)
+        return Status::error("function '" + sig.name + "': " + s.message());
     } else if (const auto *col =
                    std::get_if<detail::CollectiveCommand>(&command)) {
       StatusOr<Group *> g = group(col->meshAxes);

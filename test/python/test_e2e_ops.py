@@ -316,7 +316,7 @@ def conv_ref(x, w, b, stride, pad, dil, groups):
     ((2, 2), (0, 1, 2, 0), (1, 1), 2, False),
     ((1, 2), (2, 2, 2, 2), (2, 1), 4, True),
 ])
-def test_conv2d(tmp_path, stride, pad, dil, groups, bias):
+def test_conv2d(tmp_path, monkeypatch, stride, pad, dil, groups, bias):
     x = rand((2, 4, 9, 10))
     k = 1 if pad == (0, 0, 0, 0) and stride == (1, 1) else 3
     w = rand((8, 4 // groups, k, k))
@@ -329,14 +329,21 @@ def test_conv2d(tmp_path, stride, pad, dil, groups, bias):
     body = (f"%r = flow.conv2d {operands} strides = [{stride[0]}, {stride[1]}] "
             f"padding = [{', '.join(map(str, pad))}] dilations = [{dil[0]}, {dil[1]}] "
             f"groups = {groups} : ({types}) -> {tr}\nreturn %r : {tr}")
-    # As im2col + library GEMM (the default for f32) ...
+    # On the runtime's convolution library (the default for f32) ...
     check(tmp_path, body, inputs, want)
-    # ... and as one generated convolution kernel.
     from flowtest import compile_mlir, run_fbin
     text = function(body, inputs, [tr])
-    fbin = compile_mlir(text, tmp_path, "--library-matmul=false")
+    # ... on the runtime's reference convolution ...
+    fbin = compile_mlir(text, tmp_path)
+    monkeypatch.setenv("FLOW_CONV", "reference")
     got = run_fbin(fbin, inputs, tmp_path)[0]
+    monkeypatch.delenv("FLOW_CONV")
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    # ... as im2col + library GEMM, and as one generated convolution kernel.
+    for flags in (["--conv=gemm"], ["--conv=gemm", "--library-matmul=false"]):
+        fbin = compile_mlir(text, tmp_path, *flags)
+        got = run_fbin(fbin, inputs, tmp_path)[0]
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.parametrize("shape,axes,dtype", [
@@ -471,14 +478,16 @@ def test_conv2d_in_row_blocks(tmp_path, limit, stride, pad, dil, groups, k):
             f"({types}) -> {tr}\nreturn %r : {tr}")
     from flowtest import compile_mlir, run_fbin
     text = function(body, inputs, [tr])
-    fbin = compile_mlir(text, tmp_path, f"--max-columns-bytes={limit}")
+    fbin = compile_mlir(text, tmp_path, "--conv=gemm",
+                        f"--max-columns-bytes={limit}")
     got = run_fbin(fbin, inputs, tmp_path)[0]
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
     if limit == 1:
         # As many blocks as the compiler allows (8 at most), unless one
         # would read only padding (the 1x1 window under 2 rows of it): then
         # the convolution stays whole.
-        flow_ir = compile_mlir(text, tmp_path, "--max-columns-bytes=1",
+        flow_ir = compile_mlir(text, tmp_path, "--conv=gemm",
+                               "--max-columns-bytes=1",
                                "--compile-to=flow").read_bytes().decode()
         blocks = flow_ir.count("flow.im2col")
         if k == 1:

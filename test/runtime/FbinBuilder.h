@@ -93,8 +93,18 @@ struct CollectiveSpec {
   std::optional<RefSpec> input, output;
 };
 
+struct ConvSpec {
+  std::vector<int64_t> inputShape, filterShape, outputShape;
+  std::vector<int64_t> strides = {1, 1}, padding = {0, 0, 0, 0},
+                       dilations = {1, 1};
+  int64_t groups = 1;
+  bool relu = false;
+  std::optional<RefSpec> input, filter, bias, residual, output;
+  bool blockedInput = false, blockedResidual = false, blockedOutput = false;
+};
+
 using CommandSpec = std::variant<DispatchSpec, GemmSpec, CopySpec,
-                                 RawCommandSpec, CollectiveSpec>;
+                                 RawCommandSpec, CollectiveSpec, ConvSpec>;
 
 struct FunctionSpec {
   std::optional<std::string> name;
@@ -202,6 +212,18 @@ inline std::vector<uint8_t> build(const ExecutableSpec &spec) {
                 static_cast<fbs::DType>(c->dtype), &c->inputShape,
                 &c->outputShape, c->dim, c->splitDim, c->concatDim,
                 ref(c->input, in), ref(c->output, out))
+                .Union());
+      } else if (const auto *c = std::get_if<ConvSpec>(&command)) {
+        fbs::BufferRef in, filter, bias, residual, out;
+        commandTypes.push_back(fbs::Command::Conv);
+        commands.push_back(
+            fbs::CreateConvDirect(
+                fbb, &c->inputShape, &c->filterShape, &c->outputShape,
+                &c->strides, &c->padding, &c->dilations, c->groups, c->relu,
+                ref(c->input, in), ref(c->filter, filter),
+                ref(c->bias, bias), ref(c->residual, residual),
+                ref(c->output, out), c->blockedInput, c->blockedResidual,
+                c->blockedOutput)
                 .Union());
       } else {
         const auto &raw = std::get<RawCommandSpec>(command);

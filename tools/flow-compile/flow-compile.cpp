@@ -86,6 +86,12 @@ static cl::opt<bool>
     libraryMatmul("library-matmul",
                   cl::desc("Run f32 matmuls as library GEMMs (default on)"),
                   cl::init(true));
+static cl::opt<std::string> conv(
+    "conv",
+    cl::desc("How f32 convolutions run: library (default; the runtime's "
+             "convolution library, epilogues fused, activations blocked "
+             "between convolutions) or gemm (im2col and a library GEMM)"),
+    cl::init("library"));
 static cl::opt<int64_t> maxColumnsBytes(
     "max-columns-bytes",
     cl::desc("Largest im2col buffer of a convolution run as a library GEMM; "
@@ -252,6 +258,12 @@ int main(int argc, char **argv) {
     return 1;
   }
   options.maxColumnsBytes = maxColumnsBytes;
+  if (conv != "library" && conv != "gemm") {
+    llvm::errs() << "flow-compile: --conv must be library or gemm, got '"
+                 << conv << "'\n";
+    return 1;
+  }
+  options.libraryConv = conv == "library";
   if (fusion != "on" && fusion != "off") {
     llvm::errs() << "flow-compile: --fusion must be on or off, got '"
                  << fusion << "'\n";

@@ -40,8 +40,10 @@ def FormDispatchRegionsPass
     - move a value past an op that uses it (an op outside the region,
       between the producer and the consumer, reads the producer);
     - read across a host op: a library GEMM (f32 `matmul` with
-      `library-matmul`) or a collective is never inside a kernel, so its
-      consumers start a new one.
+      `library-matmul`), a library convolution (f32 `conv2d` with
+      `library-conv`) or a collective is never inside a kernel, so its
+      consumers start a new one (the host pipeline may then fuse them into
+      the library call: `flow-fuse-conv-epilogues`).
 
     No op is ever duplicated: a value used inside and outside its region
     becomes one of the region's results. A trailing `reshape` whose result
@@ -69,7 +71,10 @@ def FormDispatchRegionsPass
     Option<"fusion", "fusion", "bool", /*default=*/"true",
            "Fuse producers and consumers (false: one op per region)">,
     Option<"libraryMatmul", "library-matmul", "bool", /*default=*/"true",
-           "Leave f32 flow.matmul in the host schedule for a library GEMM">
+           "Leave f32 flow.matmul in the host schedule for a library GEMM">,
+    Option<"libraryConv", "library-conv", "bool", /*default=*/"false",
+           "Leave f32 flow.conv2d in the host schedule for a library "
+           "convolution">
   ];
   let statistics = [
     Statistic<"numRegions", "regions", "Number of dispatch regions formed">,

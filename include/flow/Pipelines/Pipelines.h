@@ -54,6 +54,12 @@ struct CompileOptions {
   Phase compileTo = Phase::Fbin;
   /// f32 matmuls as library GEMMs (else generated kernels).
   bool libraryMatmul = true;
+  /// f32 convolutions as library convolution commands, their element-wise
+  /// epilogues (residual add, relu) fused in and activations between them
+  /// in the library's blocked layout; else im2col and a GEMM
+  /// (flow-conv-to-gemm). With precision "bf16" convolutions always take
+  /// the GEMM path (as bf16 GEMMs).
+  bool libraryConv = true;
   /// Largest im2col buffer of a convolution as a library GEMM; larger ones
   /// run in blocks of output rows (flow-conv-to-gemm{max-columns-bytes}).
   int64_t maxColumnsBytes = kDefaultMaxColumnsBytes;
@@ -126,8 +132,8 @@ void registerCompilerPasses();
 
 /// Registers the phase pipelines by name, for flow-opt (idempotent):
 /// flow-place-pipeline,
-/// flow-graph-pipeline{fusion library-matmul max-columns-bytes bf16},
-/// flow-host-pipeline{in-place gemm-epilogues}, flow-kernel-linalg-pipeline,
+/// flow-graph-pipeline{fusion library-matmul library-conv max-columns-bytes
+/// bf16}, flow-host-pipeline{in-place gemm-epilogues conv-epilogues}, flow-kernel-linalg-pipeline,
 /// flow-kernel-bufferize-pipeline, flow-kernel-cpu-llvm-pipeline. The kernel
 /// pipelines run on a module of kernels (what `--compile-to=host` prints
 /// after its host schedules, and what each later phase prints).
@@ -139,12 +145,19 @@ struct GraphPipelineOptions {
   int64_t maxColumnsBytes = kDefaultMaxColumnsBytes;
   /// Matrix products in bf16, summed in f32 (flow-matmuls-to-bf16).
   bool bf16Matmuls = false;
+  /// f32 convolutions stay flow.conv2d for the host's library convolution
+  /// (no flow-conv-to-gemm).
+  bool libraryConv = false;
 };
 struct HostPipelineOptions {
   bool inPlace = false;
   /// Run element-wise kernels as epilogues of the GEMM before them
   /// (flow-fuse-gemm-epilogues); off by default: it measured no faster.
   bool gemmEpilogues = false;
+  /// Fuse element-wise kernels into the library convolutions before them
+  /// and keep activations between convolutions blocked
+  /// (flow-fuse-conv-epilogues, flow-choose-conv-layouts).
+  bool convEpilogues = true;
 };
 /// The phases' pipelines, as compile() runs them.
 void buildFlowPlacePipeline(OpPassManager &pm);

@@ -46,6 +46,7 @@ struct ExecutableStats {
   int64_t transientBytes = 0;
   int64_t numDispatches = 0;
   int64_t numGemms = 0;
+  int64_t numConvs = 0;
   /// Dispatches run tile by tile as epilogues of the GEMM before them.
   int64_t numGemmEpilogues = 0;
   int64_t numCopies = 0;

@@ -139,3 +139,51 @@ func.func @epilogue_elsewhere(%a: memref<4x4xf32>, %t: memref<4x4xf32>, %b: memr
   flow.host.dispatch @k(%a, %t) outs(%b) {gemm_epilogue, in_place_operands = array<i64: 0>} : (memref<4x4xf32>, memref<4x4xf32>) -> (memref<4x4xf32>)
   return
 }
+
+// -----
+
+func.func @conv_shape(%x: memref<1x8x6x6xf32>, %w: memref<16x8x3x3xf32>, %o: memref<1x16x6x6xf32>) {
+  // expected-error @+1 {{writes 'memref<1x16x6x6xf32>' but the convolution gives 1x16x4x4}}
+  flow.host.conv %x, %w -> %o strides = [1, 1] padding = [0, 0, 0, 0] dilations = [1, 1] groups = 1 : memref<1x8x6x6xf32>, memref<16x8x3x3xf32> -> memref<1x16x6x6xf32>
+  return
+}
+
+// -----
+
+func.func @conv_groups(%x: memref<1x8x4x4xf32>, %w: memref<16x8x1x1xf32>, %o: memref<1x16x4x4xf32>) {
+  // expected-error @+1 {{filter 'memref<16x8x1x1xf32>' in 2 group(s) does not fit input 'memref<1x8x4x4xf32>'}}
+  flow.host.conv %x, %w -> %o strides = [1, 1] padding = [0, 0, 0, 0] dilations = [1, 1] groups = 2 : memref<1x8x4x4xf32>, memref<16x8x1x1xf32> -> memref<1x16x4x4xf32>
+  return
+}
+
+// -----
+
+func.func @conv_f16(%x: memref<1x8x4x4xf16>, %w: memref<16x8x1x1xf16>, %o: memref<1x16x4x4xf16>) {
+  // expected-error @+1 {{runs f32 convolutions, got 'memref<1x8x4x4xf16>'}}
+  flow.host.conv %x, %w -> %o strides = [1, 1] padding = [0, 0, 0, 0] dilations = [1, 1] groups = 1 : memref<1x8x4x4xf16>, memref<16x8x1x1xf16> -> memref<1x16x4x4xf16>
+  return
+}
+
+// -----
+
+func.func @conv_residual(%x: memref<1x8x4x4xf32>, %w: memref<16x8x1x1xf32>, %r: memref<1x8x4x4xf32>, %o: memref<1x16x4x4xf32>) {
+  // expected-error @+1 {{residual 'memref<1x8x4x4xf32>' must have the output's type 'memref<1x16x4x4xf32>'}}
+  flow.host.conv %x, %w residual(%r : memref<1x8x4x4xf32>) -> %o strides = [1, 1] padding = [0, 0, 0, 0] dilations = [1, 1] groups = 1 : memref<1x8x4x4xf32>, memref<16x8x1x1xf32> -> memref<1x16x4x4xf32>
+  return
+}
+
+// -----
+
+func.func @conv_blocked(%x: memref<1x8x4x4xf32>, %w: memref<16x8x1x1xf32>, %o: memref<1x16x4x4xf32>) {
+  // expected-error @+1 {{a blocked buffer needs a multiple of 16 channels}}
+  flow.host.conv %x, %w -> %o strides = [1, 1] padding = [0, 0, 0, 0] dilations = [1, 1] groups = 1 {blocked_input} : memref<1x8x4x4xf32>, memref<16x8x1x1xf32> -> memref<1x16x4x4xf32>
+  return
+}
+
+// -----
+
+func.func @conv_bias(%x: memref<1x8x4x4xf32>, %w: memref<16x8x1x1xf32>, %b: memref<8xf32>, %o: memref<1x16x4x4xf32>) {
+  // expected-error @+1 {{bias must hold one value per output channel (16), got 'memref<8xf32>'}}
+  flow.host.conv %x, %w bias(%b : memref<8xf32>) -> %o strides = [1, 1] padding = [0, 0, 0, 0] dilations = [1, 1] groups = 1 : memref<1x8x4x4xf32>, memref<16x8x1x1xf32> -> memref<1x16x4x4xf32>
+  return
+}

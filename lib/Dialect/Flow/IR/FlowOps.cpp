@@ -1248,6 +1248,53 @@ LogicalResult HostGemmOp::verify() {
   return success();
 }
 
+LogicalResult HostConvOp::verify() {
+  MemRefType x = getInput().getType(), w = getFilter().getType(),
+             out = getOut().getType();
+  for (Value v : getOperands()) {
+    if (!cast<MemRefType>(v.getType()).getElementType().isF32())
+      return emitOpError() << "runs f32 convolutions, got " << v.getType();
+    if (failed(verifyIdentityLayout(*this, v.getType())))
+      return failure();
+  }
+  if (x.getRank() != 4 || w.getRank() != 4 || out.getRank() != 4)
+    return emitOpError() << "needs rank-4 input, filter and output, got "
+                         << x << ", " << w << " -> " << out;
+  Reporter report{getLoc()};
+  ArrayRef<int64_t> xs = x.getShape(), ws = w.getShape();
+  int64_t groups = getGroups();
+  if (failed(checkWindow(ws.drop_front(2), getStrides(), getPadding(),
+                         getDilations(), report)))
+    return failure();
+  if (groups < 1 || xs[1] % groups || ws[0] % groups ||
+      ws[1] * groups != xs[1])
+    return emitOpError() << "filter " << w << " in " << groups
+                         << " group(s) does not fit input " << x;
+  FailureOr<std::pair<int64_t, int64_t>> hw =
+      windowOutputHW(xs, ws.drop_front(2), getStrides(), getPadding(),
+                     getDilations(), /*ceilMode=*/false, report);
+  if (failed(hw))
+    return failure();
+  SmallVector<int64_t> expected = {xs[0], ws[0], hw->first, hw->second};
+  if (out.getShape() != ArrayRef<int64_t>(expected))
+    return emitOpError() << "writes " << out << " but the convolution gives "
+                         << shapeStr(expected);
+  if (Value bias = getBias())
+    if (cast<MemRefType>(bias.getType()).getShape() != ArrayRef<int64_t>{ws[0]})
+      return emitOpError() << "bias must hold one value per output channel ("
+                           << ws[0] << "), got " << bias.getType();
+  if (Value residual = getResidual())
+    if (residual.getType() != out)
+      return emitOpError() << "residual " << residual.getType()
+                           << " must have the output's type " << out;
+  if (getBlockedResidual() && !getResidual())
+    return emitOpError() << "marks a blocked residual but has none";
+  if ((getBlockedInput() && xs[1] % 16) ||
+      ((getBlockedOutput() || getBlockedResidual()) && ws[0] % 16))
+    return emitOpError() << "a blocked buffer needs a multiple of 16 channels";
+  return success();
+}
+
 LogicalResult HostCopyOp::verify() {
   if (storageBytes(getSource().getType()) !=
       storageBytes(getTarget().getType()))
@@ -1372,7 +1419,8 @@ int64_t mlir::flow::storageBytes(ShapedType type) {
 }
 
 bool mlir::flow::isHostCommand(Operation *op) {
-  return isa<HostDispatchOp, HostGemmOp, HostCopyOp, HostCollectiveOp>(op);
+  return isa<HostDispatchOp, HostGemmOp, HostConvOp, HostCopyOp,
+             HostCollectiveOp>(op);
 }
 
 Operation *mlir::flow::previousHostCommand(Operation *op) {

@@ -26,8 +26,8 @@ static MemRefType bufferType(Type tensor) {
 
 /// Ops of the flow phase that run on the host as commands.
 static bool isCommand(Operation *op) {
-  return isa<func::CallOp, MatmulOp, AllReduceOp, AllGatherOp, ReduceScatterOp,
-             AllToAllOp>(op);
+  return isa<func::CallOp, MatmulOp, Conv2dOp, AllReduceOp, AllGatherOp,
+             ReduceScatterOp, AllToAllOp>(op);
 }
 
 namespace {
@@ -85,6 +85,18 @@ LogicalResult ScheduleBuilder::command(OpBuilder &b, Operation &op) {
     HostGemmOp::create(b, loc, in(matmul.getLhs()), in(matmul.getRhs()),
                        dests[0], matmul.getTransposeLhs(),
                        matmul.getTransposeRhs());
+  } else if (auto conv = dyn_cast<Conv2dOp>(op)) {
+    if (!conv.getType().getElementType().isF32())
+      return op.emitError("the host's library convolution runs f32; this ")
+             << conv.getType() << " convolution belongs in a kernel";
+    Value bias = conv.getBias() ? in(conv.getBias()) : Value();
+    HostConvOp::create(b, loc, in(conv.getInput()), in(conv.getWeight()), bias,
+                       /*residual=*/Value(), dests[0], conv.getStridesAttr(),
+                       conv.getPaddingAttr(), conv.getDilationsAttr(),
+                       conv.getGroupsAttr(), /*relu=*/UnitAttr(),
+                       /*blocked_input=*/UnitAttr(),
+                       /*blocked_residual=*/UnitAttr(),
+                       /*blocked_output=*/UnitAttr());
   } else {
     MLIRContext *ctx = op.getContext();
     auto i64 = [&](int64_t v) {

@@ -152,7 +152,7 @@ struct OutlineKernelsPass
             op->getParentOfType<DispatchRegionOp>() ||
             isa<ConstantOp, ParameterOp, ReshapeOp, AnnotateOp, MeshOp,
                 AllReduceOp, AllGatherOp, ReduceScatterOp, AllToAllOp,
-                BroadcastOp, MatmulOp>(op))
+                BroadcastOp, MatmulOp, Conv2dOp>(op))
           return WalkResult::advance();
         op->emitOpError("is not in a flow.dispatch_region: run "
                         "flow-form-dispatch-regions before outlining");

@@ -30,6 +30,9 @@ struct BlasInfo {
   /// What runs the GEMMs: "oneDNN 2.6.3" with its instruction set
   /// ("avx512_core_amx JIT"), or OpenBLAS (then the same as below).
   std::string gemmLibrary, gemmKernels;
+  /// What runs convolution commands, with the blocked layout it keeps
+  /// activations in: "oneDNN 2.6.3, nChw16c", or Flow's reference path.
+  std::string convLibrary;
   /// OpenBLAS and its build ("OpenBLAS 0.3.21 DYNAMIC_ARCH ...").
   std::string library;
   /// The kernels it runs ("SkylakeX", "Haswell", "Prescott"...).

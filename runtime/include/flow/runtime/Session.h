@@ -31,6 +31,9 @@ namespace flow {
 namespace runtime {
 
 class ThreadPool;
+namespace detail {
+class ConvRunner;
+} // namespace detail
 
 /// How a Session runs.
 struct RuntimeOptions {
@@ -132,6 +135,8 @@ private:
 
   std::shared_ptr<const Executable> exe;
   std::unique_ptr<ThreadPool> pool;
+  /// The convolution commands' library state.
+  std::unique_ptr<detail::ConvRunner> convs;
   /// One arena per function, allocated at its first call.
   std::vector<std::unique_ptr<Arena>> arenas;
   std::mutex runMutex;

@@ -209,6 +209,48 @@ def Flow_HostGemmOp : Flow_HostOp<"gemm"> {
   }];
 }
 
+def Flow_HostConvOp : Flow_HostOp<"conv", [AttrSizedOperandSegments]> {
+  let summary = "a library convolution with its epilogue";
+  let description = [{
+    A 2-D convolution (f32) on the runtime's convolution library, in the
+    form of `flow.conv2d`: `input` `[N, C, H, W]`, `filter`
+    `[O, C / groups, KH, KW]`, the optional `bias` `[O]`, written to `out`
+    `[N, O, OH, OW]`. Epilogues fused into it (by
+    `flow-fuse-conv-epilogues`): `residual` (the same shape as `out`) is
+    added, then `relu` clamps at zero.
+
+    `blocked_input`, `blocked_residual` and `blocked_output` (set by
+    `flow-choose-conv-layouts`) mean that buffer holds the runtime's blocked
+    layout (channels in blocks of 16 or 8, innermost) instead of NCHW: only
+    convolutions read and write such a buffer, so no kernel sees it.
+
+    ```mlir
+    flow.host.conv %x, %w bias(%b : memref<256xf32>)
+        residual(%r : memref<1x256x56x56xf32>) -> %out
+        strides = [1, 1] padding = [0, 0, 0, 0] dilations = [1, 1]
+        groups = 1 {relu}
+        : memref<1x64x56x56xf32>, memref<256x64x1x1xf32>
+        -> memref<1x256x56x56xf32>
+    ```
+  }];
+  let arguments = (ins Flow_HostBuffer:$input, Flow_HostBuffer:$filter,
+                       Optional<Flow_HostBuffer>:$bias,
+                       Optional<Flow_HostBuffer>:$residual,
+                       Flow_HostBuffer:$out,
+                       DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$padding,
+                       DenseI64ArrayAttr:$dilations, Flow_I64Attr:$groups,
+                       UnitAttr:$relu, UnitAttr:$blocked_input,
+                       UnitAttr:$blocked_residual, UnitAttr:$blocked_output);
+  let assemblyFormat = [{
+    $input `,` $filter (`bias` `(` $bias^ `:` type($bias) `)`)?
+    (`residual` `(` $residual^ `:` type($residual) `)`)?
+    `->` $out `strides` `=` $strides `padding` `=` $padding
+    `dilations` `=` $dilations `groups` `=` $groups attr-dict
+    `:` type($input) `,` type($filter) `->` type($out)
+  }];
+  let hasVerifier = 1;
+}
+
 def Flow_HostCopyOp : Flow_HostOp<"copy"> {
   let summary = "copies one buffer's bytes into another";
   let description = [{

@@ -330,6 +330,62 @@ def FuseGemmEpiloguesPass : Pass<"flow-fuse-gemm-epilogues", "ModuleOp"> {
   let dependentDialects = ["::mlir::flow::FlowDialect"];
 }
 
+def FuseConvEpiloguesPass : Pass<"flow-fuse-conv-epilogues", "ModuleOp"> {
+  let summary = "Fuses element-wise kernels into the library convolution before them";
+  let description = [{
+    On a host schedule, a `flow.host.dispatch` whose kernel only adds a
+    tensor of the same shape (a residual) to a `flow.host.conv`'s result
+    and/or applies `flow.relu` to it becomes part of that convolution: the
+    convolution gains `residual` and `relu` and writes the kernel's output
+    itself, and the dispatch and the convolution's own buffer go. The
+    convolution's result must be a transient buffer that only that kernel
+    reads. The convolution moves to where the kernel was, so a residual
+    computed between them (the other branch of a residual block) is ready.
+    The kernel functions must still be in the module.
+
+    ```mlir
+    flow.host.conv %x, %w bias(%b) -> %t strides = [1, 1] padding = [0, 0, 0, 0]
+        dilations = [1, 1] groups = 1 : ...
+    flow.host.dispatch @f_k3(%t, %r) outs(%out) : ...   // relu(add(%t, %r))
+    // becomes
+    flow.host.conv %x, %w bias(%b) residual(%r) -> %out strides = [1, 1]
+        padding = [0, 0, 0, 0] dilations = [1, 1] groups = 1 {relu} : ...
+    ```
+  }];
+  let statistics = [
+    Statistic<"numFused", "epilogues", "Number of kernels fused into convolutions">
+  ];
+  let dependentDialects = ["::mlir::flow::FlowDialect"];
+}
+
+def ChooseConvLayoutsPass : Pass<"flow-choose-conv-layouts", "ModuleOp"> {
+  let summary = "Keeps buffers only convolutions touch in the library's blocked layout";
+  let description = [{
+    A transient buffer (`flow.host.alloc`) of f32 `[N, C, H, W]` with `C` a
+    multiple of 16 whose every user is a `flow.host.conv` reading it as
+    input or residual or writing it as output is held in the runtime's
+    blocked layout: each such use is marked (`blocked_input`,
+    `blocked_residual`, `blocked_output`). Between convolutions the data
+    then never changes layout; the runtime reorders only where a
+    convolution meets a plain buffer (a kernel's, the caller's or a
+    constant). Filters, biases, views and every buffer a kernel, copy or
+    collective touches stay plain.
+
+    ```mlir
+    %t = flow.host.alloc : memref<1x64x56x56xf32>
+    flow.host.conv %x, %w1 -> %t ... {relu}
+    flow.host.conv %t, %w2 -> %y ...
+    // becomes
+    flow.host.conv %x, %w1 -> %t ... {blocked_output, relu}
+    flow.host.conv %t, %w2 -> %y ... {blocked_input}
+    ```
+  }];
+  let statistics = [
+    Statistic<"numBlocked", "blocked-buffers", "Number of buffers kept blocked">
+  ];
+  let dependentDialects = ["::mlir::flow::FlowDialect"];
+}
+
 def PlanMemoryPass : Pass<"flow-plan-memory", "ModuleOp"> {
   let summary = "Places every transient buffer of a host schedule in one arena";
   let description = [{

@@ -1,0 +1,566 @@
+//===- Convolution.cpp - Convolution commands on a library ----------------===//
+//
+// Part of the Flow project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Convolution.h"
+#include "BlasCalls.h"
+
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <vector>
+
+// oneDNN is loaded at run time; its 2.x C header gives the types. Without
+// the header (or with another major version) only the reference path is
+// built.
+#if __has_include(<oneapi/dnnl/dnnl.h>)
+#include <oneapi/dnnl/dnnl.h>
+#if DNNL_VERSION_MAJOR == 2
+#define FLOW_HAVE_DNNL 1
+#endif
+#endif
+
+using namespace flow::runtime;
+using namespace flow::runtime::detail;
+
+namespace {
+
+/// Rounds \p bytes up to a multiple of 64.
+size_t align64(size_t bytes) { return (bytes + 63) / 64 * 64; }
+
+#ifdef FLOW_HAVE_DNNL
+/// The oneDNN functions Flow calls, from the libdnnl.so.2 it loaded.
+struct Dnnl {
+#define FLOW_DNNL_FUNCTIONS(X)                                                 \
+  X(dnnl_engine_create)                                                        \
+  X(dnnl_stream_create)                                                        \
+  X(dnnl_stream_destroy)                                                       \
+  X(dnnl_memory_desc_init_by_tag)                                              \
+  X(dnnl_memory_desc_equal)                                                    \
+  X(dnnl_memory_desc_get_size)                                                 \
+  X(dnnl_dilated_convolution_forward_desc_init)                                \
+  X(dnnl_primitive_attr_create)                                                \
+  X(dnnl_primitive_attr_destroy)                                               \
+  X(dnnl_primitive_attr_set_scratchpad_mode)                                   \
+  X(dnnl_primitive_attr_set_post_ops)                                          \
+  X(dnnl_post_ops_create)                                                      \
+  X(dnnl_post_ops_destroy)                                                     \
+  X(dnnl_post_ops_append_eltwise)                                              \
+  X(dnnl_post_ops_append_binary)                                               \
+  X(dnnl_primitive_desc_create)                                                \
+  X(dnnl_primitive_desc_destroy)                                               \
+  X(dnnl_primitive_desc_query)                                                 \
+  X(dnnl_primitive_desc_query_md)                                              \
+  X(dnnl_reorder_primitive_desc_create)                                        \
+  X(dnnl_primitive_create)                                                     \
+  X(dnnl_primitive_destroy)                                                    \
+  X(dnnl_primitive_execute)                                                    \
+  X(dnnl_memory_create)                                                        \
+  X(dnnl_memory_destroy)                                                       \
+  X(dnnl_memory_set_data_handle)                                               \
+  X(dnnl_version)                                                              \
+  X(dnnl_get_effective_cpu_isa)
+#define FLOW_DNNL_MEMBER(name) decltype(&::name) name = nullptr;
+  FLOW_DNNL_FUNCTIONS(FLOW_DNNL_MEMBER)
+#undef FLOW_DNNL_MEMBER
+  void (*ompSetNumThreads)(int) = nullptr;
+  dnnl_engine_t engine = nullptr;
+  std::string name;
+  int block = 16;
+};
+
+/// oneDNN, loaded once per process; null when absent or unusable.
+const Dnnl *dnnl() {
+  static const Dnnl *loaded = []() -> const Dnnl * {
+    void *handle = ::dlopen("libdnnl.so.2", RTLD_NOW | RTLD_LOCAL);
+    if (!handle)
+      return nullptr;
+    auto *d = new Dnnl;
+    bool complete = true;
+#define FLOW_DNNL_LOAD(name)                                                   \
+  d->name = reinterpret_cast<decltype(&::name)>(::dlsym(handle, #name));      \
+  complete = complete && d->name;
+    FLOW_DNNL_FUNCTIONS(FLOW_DNNL_LOAD)
+#undef FLOW_DNNL_LOAD
+    d->ompSetNumThreads =
+        reinterpret_cast<void (*)(int)>(::dlsym(handle, "omp_set_num_threads"));
+    const dnnl_version_t *v = complete ? d->dnnl_version() : nullptr;
+    if (!v || v->major != 2 ||
+        d->dnnl_engine_create(&d->engine, dnnl_cpu, 0) != dnnl_success) {
+      delete d;
+      return nullptr;
+    }
+    dnnl_cpu_isa_t isa = d->dnnl_get_effective_cpu_isa();
+    bool avx512 = (isa & dnnl_cpu_isa_avx512_core) == dnnl_cpu_isa_avx512_core;
+    d->block = avx512 ? 16 : 8;
+    char text[96];
+    std::snprintf(text, sizeof(text), "oneDNN %d.%d.%d, nChw%dc", v->major,
+                  v->minor, v->patch, d->block);
+    d->name = text;
+    return d;
+  }();
+  return loaded;
+}
+#endif
+
+/// True unless FLOW_CONV=reference asks for Flow's reference path (read
+/// when a session starts).
+bool libraryWanted() {
+  const char *choice = std::getenv("FLOW_CONV");
+  return !(choice && std::string(choice) == "reference");
+}
+
+} // namespace
+
+int detail::convBlock() {
+#ifdef FLOW_HAVE_DNNL
+  if (const Dnnl *d = dnnl())
+    return d->block;
+#endif
+  return 16;
+}
+
+std::string detail::convLibrary() {
+#ifdef FLOW_HAVE_DNNL
+  if (const Dnnl *d = dnnl(); d && libraryWanted())
+    return d->name;
+#endif
+  return "Flow reference (im2col + GEMM, one thread), nChw" +
+         std::to_string(convBlock()) + "c";
+}
+
+void detail::toBlocked(const float *src, float *dst, int64_t n, int64_t c,
+                       int64_t hw, int block) {
+  for (int64_t b = 0; b < n; ++b)
+    for (int64_t ch = 0; ch < c; ++ch) {
+      const float *s = src + (b * c + ch) * hw;
+      float *d = dst + ((b * (c / block) + ch / block) * hw) * block +
+                 ch % block;
+      for (int64_t i = 0; i < hw; ++i)
+        d[i * block] = s[i];
+    }
+}
+
+void detail::fromBlocked(const float *src, float *dst, int64_t n, int64_t c,
+                         int64_t hw, int block) {
+  for (int64_t b = 0; b < n; ++b)
+    for (int64_t ch = 0; ch < c; ++ch) {
+      const float *s = src + ((b * (c / block) + ch / block) * hw) * block +
+                       ch % block;
+      float *d = dst + (b * c + ch) * hw;
+      for (int64_t i = 0; i < hw; ++i)
+        d[i] = s[i * block];
+    }
+}
+
+/// One command's primitives and memory objects (oneDNN), or the mark that
+/// it runs on the reference path.
+struct ConvRunner::Plan {
+  std::string kernel = "reference";
+  bool reference = true;
+#ifdef FLOW_HAVE_DNNL
+  dnnl_stream_t stream = nullptr;
+  dnnl_primitive_t conv = nullptr;
+  /// Reorders into the primitive's layouts (null where the buffer already
+  /// has it) and out of its destination layout.
+  dnnl_primitive_t srcReorder = nullptr, weightsReorder = nullptr,
+                   residualReorder = nullptr, dstReorder = nullptr;
+  /// Memory objects: the buffers as Flow holds them (user) and as the
+  /// primitive reads them; handles are set per call.
+  dnnl_memory_t src = nullptr, srcUser = nullptr, weights = nullptr,
+                weightsUser = nullptr, bias = nullptr, residual = nullptr,
+                residualUser = nullptr, dst = nullptr, dstUser = nullptr,
+                pad = nullptr;
+  /// Scratch bytes: reordered source, residual and destination, then the
+  /// primitive's scratchpad, each 64-byte aligned, one after another.
+  size_t srcBytes = 0, residualBytes = 0, dstBytes = 0, padBytes = 0;
+  /// Weights in the primitive's layout: kept when they are a constant.
+  AlignedBuffer reorderedWeights;
+  bool weightsReady = false;
+  const Dnnl *lib = nullptr;
+
+  ~Plan() {
+    if (!lib)
+      return;
+    for (dnnl_primitive_t p :
+         {conv, srcReorder, weightsReorder, residualReorder, dstReorder})
+      if (p)
+        lib->dnnl_primitive_destroy(p);
+    for (dnnl_memory_t m : {src, srcUser, weights, weightsUser, bias, residual,
+                            residualUser, dst, dstUser, pad})
+      if (m)
+        lib->dnnl_memory_destroy(m);
+    if (stream)
+      lib->dnnl_stream_destroy(stream);
+  }
+#endif
+};
+
+ConvRunner::ConvRunner(int threads)
+    : threads(std::max(1, threads)), library(libraryWanted()) {}
+ConvRunner::~ConvRunner() = default;
+
+float *ConvRunner::scratch(size_t bytes) {
+  if (bytes > scratchBytes) {
+    if (!scratchMemory.allocate(bytes))
+      return nullptr;
+    scratchBytes = bytes;
+  }
+  return reinterpret_cast<float *>(scratchMemory.data());
+}
+
+std::string ConvRunner::kernel(const ConvCommand &cmd) const {
+  auto it = plans.find(&cmd);
+  return it == plans.end() ? std::string() : it->second->kernel;
+}
+
+#ifdef FLOW_HAVE_DNNL
+namespace {
+
+/// Sets OpenMP's thread count for oneDNN on this thread while in scope,
+/// back to one after (the GEMM pieces run oneDNN single-threaded).
+struct OmpThreads {
+  const Dnnl &d;
+  OmpThreads(const Dnnl &d, int n) : d(d) {
+    if (d.ompSetNumThreads)
+      d.ompSetNumThreads(n);
+  }
+  ~OmpThreads() {
+    if (d.ompSetNumThreads)
+      d.ompSetNumThreads(1);
+  }
+};
+
+/// Builds the primitives of \p cmd into \p plan; false when oneDNN refuses
+/// (the command then runs on the reference path).
+bool buildPlan(const Dnnl &d, const ConvCommand &cmd, ConvRunner::Plan &plan) {
+  plan.lib = &d;
+  if (d.dnnl_stream_create(&plan.stream, d.engine,
+                           dnnl_stream_default_flags) != dnnl_success)
+    return false;
+  auto tagged = [&](std::vector<int64_t> dims, dnnl_format_tag_t tag) {
+    dnnl_memory_desc_t md;
+    if (d.dnnl_memory_desc_init_by_tag(&md, static_cast<int>(dims.size()),
+                                       dims.data(), dnnl_f32,
+                                       tag) != dnnl_success)
+      std::memset(&md, 0, sizeof md);
+    return md;
+  };
+  dnnl_format_tag_t blocked = d.block == 16 ? dnnl_nChw16c : dnnl_nChw8c;
+  std::vector<int64_t> srcDims = {cmd.n, cmd.c, cmd.h, cmd.w};
+  std::vector<int64_t> dstDims = {cmd.n, cmd.o, cmd.oh, cmd.ow};
+  std::vector<int64_t> weightDims =
+      cmd.groups == 1
+          ? std::vector<int64_t>{cmd.o, cmd.c, cmd.kh, cmd.kw}
+          : std::vector<int64_t>{cmd.groups, cmd.o / cmd.groups,
+                                 cmd.c / cmd.groups, cmd.kh, cmd.kw};
+  dnnl_memory_desc_t srcUser =
+      tagged(srcDims, cmd.blockedInput ? blocked : dnnl_nchw);
+  dnnl_memory_desc_t dstUser =
+      tagged(dstDims, cmd.blockedOutput ? blocked : dnnl_nchw);
+  dnnl_memory_desc_t residualUser =
+      tagged(dstDims, cmd.blockedResidual ? blocked : dnnl_nchw);
+  dnnl_memory_desc_t weightsUser =
+      tagged(weightDims, cmd.groups == 1 ? dnnl_oihw : dnnl_goihw);
+  dnnl_memory_desc_t biasMd = tagged({cmd.o}, dnnl_a);
+  // Blocked buffers are given as they are; plain ones let the primitive
+  // choose (a reorder is cheaper than a convolution on plain layouts).
+  dnnl_memory_desc_t srcAny = cmd.blockedInput
+                                  ? srcUser
+                                  : tagged(srcDims, dnnl_format_tag_any);
+  dnnl_memory_desc_t dstAny = cmd.blockedOutput
+                                  ? dstUser
+                                  : tagged(dstDims, dnnl_format_tag_any);
+  dnnl_memory_desc_t weightsAny = tagged(weightDims, dnnl_format_tag_any);
+  int64_t strides[2] = {cmd.strideH, cmd.strideW};
+  int64_t dilates[2] = {cmd.dilationH - 1, cmd.dilationW - 1};
+  int64_t padL[2] = {cmd.padTop, cmd.padLeft};
+  int64_t padR[2] = {cmd.padBottom, cmd.padRight};
+
+  // Made twice when there is a residual and the destination's layout is
+  // the primitive's choice: first to learn that layout, then with the
+  // residual (a post-op operand) in it.
+  auto create = [&](const dnnl_memory_desc_t *residualMd,
+                    dnnl_primitive_desc_t &pd) {
+    dnnl_convolution_desc_t desc;
+    if (d.dnnl_dilated_convolution_forward_desc_init(
+            &desc, dnnl_forward_inference, dnnl_convolution_direct, &srcAny,
+            &weightsAny, cmd.hasBias ? &biasMd : nullptr, &dstAny, strides,
+            dilates, padL, padR) != dnnl_success)
+      return false;
+    dnnl_primitive_attr_t attr;
+    if (d.dnnl_primitive_attr_create(&attr) != dnnl_success)
+      return false;
+    dnnl_post_ops_t ops;
+    bool ok = d.dnnl_post_ops_create(&ops) == dnnl_success;
+    if (ok && residualMd)
+      ok = d.dnnl_post_ops_append_binary(ops, dnnl_binary_add, residualMd) ==
+           dnnl_success;
+    if (ok && cmd.relu)
+      ok = d.dnnl_post_ops_append_eltwise(ops, 1.0f, dnnl_eltwise_relu, 0.0f,
+                                          0.0f) == dnnl_success;
+    ok = ok && d.dnnl_primitive_attr_set_post_ops(attr, ops) == dnnl_success &&
+         d.dnnl_primitive_attr_set_scratchpad_mode(
+             attr, dnnl_scratchpad_mode_user) == dnnl_success &&
+         d.dnnl_primitive_desc_create(&pd, &desc, attr, d.engine, nullptr) ==
+             dnnl_success;
+    d.dnnl_post_ops_destroy(ops);
+    d.dnnl_primitive_attr_destroy(attr);
+    return ok;
+  };
+  dnnl_primitive_desc_t pd = nullptr;
+  if (!create(nullptr, pd))
+    return false;
+  dnnl_memory_desc_t dstMd =
+      *d.dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
+  if (cmd.hasResidual) {
+    d.dnnl_primitive_desc_destroy(pd);
+    pd = nullptr;
+    if (!create(&dstMd, pd))
+      return false;
+  }
+  dnnl_memory_desc_t srcMd =
+      *d.dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0);
+  dnnl_memory_desc_t weightsMd =
+      *d.dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
+  dnnl_memory_desc_t padMd =
+      *d.dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
+  const char *impl = nullptr;
+  d.dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl);
+  plan.kernel = impl ? impl : "unknown";
+  bool ok = d.dnnl_primitive_create(&plan.conv, pd) == dnnl_success;
+  d.dnnl_primitive_desc_destroy(pd);
+  if (!ok)
+    return false;
+
+  auto memory = [&](const dnnl_memory_desc_t &md, dnnl_memory_t &m) {
+    return d.dnnl_memory_create(&m, &md, d.engine, DNNL_MEMORY_NONE) ==
+           dnnl_success;
+  };
+  // A reorder from \p from to \p to, unless they are the same layout.
+  auto reorder = [&](const dnnl_memory_desc_t &from,
+                     const dnnl_memory_desc_t &to, dnnl_primitive_t &prim,
+                     dnnl_memory_t &user) {
+    if (d.dnnl_memory_desc_equal(&from, &to))
+      return true;
+    dnnl_primitive_desc_t rpd;
+    if (d.dnnl_reorder_primitive_desc_create(&rpd, &from, d.engine, &to,
+                                             d.engine,
+                                             nullptr) != dnnl_success)
+      return false;
+    bool made = d.dnnl_primitive_create(&prim, rpd) == dnnl_success;
+    d.dnnl_primitive_desc_destroy(rpd);
+    return made && memory(from, user);
+  };
+  ok = memory(srcMd, plan.src) && memory(weightsMd, plan.weights) &&
+       memory(dstMd, plan.dst) && memory(padMd, plan.pad) &&
+       (!cmd.hasBias || memory(biasMd, plan.bias)) &&
+       reorder(srcUser, srcMd, plan.srcReorder, plan.srcUser) &&
+       reorder(weightsUser, weightsMd, plan.weightsReorder,
+               plan.weightsUser) &&
+       reorder(dstMd, dstUser, plan.dstReorder, plan.dstUser);
+  if (ok && cmd.hasResidual)
+    ok = memory(dstMd, plan.residual) &&
+         reorder(residualUser, dstMd, plan.residualReorder,
+                 plan.residualUser);
+  if (!ok)
+    return false;
+  if (plan.srcReorder)
+    plan.srcBytes = align64(d.dnnl_memory_desc_get_size(&srcMd));
+  if (plan.residualReorder)
+    plan.residualBytes = align64(d.dnnl_memory_desc_get_size(&dstMd));
+  if (plan.dstReorder)
+    plan.dstBytes = align64(d.dnnl_memory_desc_get_size(&dstMd));
+  plan.padBytes = align64(d.dnnl_memory_desc_get_size(&padMd));
+  if (plan.weightsReorder &&
+      !plan.reorderedWeights.allocate(d.dnnl_memory_desc_get_size(&weightsMd)))
+    return false;
+  plan.reference = false;
+  return true;
+}
+
+/// Runs \p prim with \p args on \p plan's stream; false on failure.
+bool execute(const ConvRunner::Plan &plan, dnnl_primitive_t prim,
+             std::vector<dnnl_exec_arg_t> args) {
+  return plan.lib->dnnl_primitive_execute(prim, plan.stream,
+                                          static_cast<int>(args.size()),
+                                          args.data()) == dnnl_success;
+}
+
+} // namespace
+#endif
+
+Status ConvRunner::run(const ConvCommand &cmd, const ConvBuffers &buffers,
+                       bool filterIsConstant) {
+  std::unique_ptr<Plan> &slot = plans[&cmd];
+  if (!slot) {
+    slot = std::make_unique<Plan>();
+#ifdef FLOW_HAVE_DNNL
+    if (const Dnnl *d = library ? dnnl() : nullptr) {
+      OmpThreads omp(*d, threads);
+      if (!buildPlan(*d, cmd, *slot)) {
+        slot = std::make_unique<Plan>();
+        static std::once_flag warned;
+        std::call_once(warned, [] {
+          std::fprintf(stderr, "flow: warning: oneDNN refused a convolution; "
+                               "it runs on Flow's reference path\n");
+        });
+      }
+    }
+#endif
+  }
+  Plan &plan = *slot;
+  if (plan.reference)
+    return runReference(cmd, buffers);
+#ifdef FLOW_HAVE_DNNL
+  const Dnnl &d = *plan.lib;
+  size_t total =
+      plan.srcBytes + plan.residualBytes + plan.dstBytes + plan.padBytes;
+  auto *base = reinterpret_cast<uint8_t *>(scratch(total));
+  if (!base && total)
+    return Status::error("out of memory for a convolution's " +
+                         std::to_string(total) + " scratch bytes");
+  uint8_t *srcScratch = base, *residualScratch = srcScratch + plan.srcBytes,
+          *dstScratch = residualScratch + plan.residualBytes,
+          *padScratch = dstScratch + plan.dstBytes;
+  auto set = [&](dnnl_memory_t m, const void *p) {
+    d.dnnl_memory_set_data_handle(m, const_cast<void *>(p));
+  };
+  OmpThreads omp(d, threads);
+  bool ok = true;
+  if (plan.srcReorder) {
+    set(plan.srcUser, buffers.input);
+    set(plan.src, srcScratch);
+    ok = execute(plan, plan.srcReorder,
+                 {{DNNL_ARG_FROM, plan.srcUser}, {DNNL_ARG_TO, plan.src}});
+  } else {
+    set(plan.src, buffers.input);
+  }
+  if (plan.weightsReorder) {
+    set(plan.weights, plan.reorderedWeights.data());
+    if (!plan.weightsReady) {
+      set(plan.weightsUser, buffers.filter);
+      ok = ok && execute(plan, plan.weightsReorder,
+                         {{DNNL_ARG_FROM, plan.weightsUser},
+                          {DNNL_ARG_TO, plan.weights}});
+      plan.weightsReady = filterIsConstant;
+    }
+  } else {
+    set(plan.weights, buffers.filter);
+  }
+  if (cmd.hasResidual) {
+    if (plan.residualReorder) {
+      set(plan.residualUser, buffers.residual);
+      set(plan.residual, residualScratch);
+      ok = ok && execute(plan, plan.residualReorder,
+                         {{DNNL_ARG_FROM, plan.residualUser},
+                          {DNNL_ARG_TO, plan.residual}});
+    } else {
+      set(plan.residual, buffers.residual);
+    }
+  }
+  set(plan.dst, plan.dstReorder ? static_cast<void *>(dstScratch)
+                                : static_cast<void *>(buffers.output));
+  set(plan.pad, padScratch);
+  std::vector<dnnl_exec_arg_t> args = {{DNNL_ARG_SRC, plan.src},
+                                       {DNNL_ARG_WEIGHTS, plan.weights},
+                                       {DNNL_ARG_DST, plan.dst},
+                                       {DNNL_ARG_SCRATCHPAD, plan.pad}};
+  if (cmd.hasBias) {
+    set(plan.bias, buffers.bias);
+    args.push_back({DNNL_ARG_BIAS, plan.bias});
+  }
+  if (cmd.hasResidual)
+    args.push_back(
+        {DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, plan.residual});
+  ok = ok && execute(plan, plan.conv, args);
+  if (ok && plan.dstReorder) {
+    set(plan.dstUser, buffers.output);
+    ok = execute(plan, plan.dstReorder,
+                 {{DNNL_ARG_FROM, plan.dst}, {DNNL_ARG_TO, plan.dstUser}});
+  }
+  if (!ok)
+    return Status::error("oneDNN failed to run a convolution (" +
+                         plan.kernel + ")");
+#endif
+  return Status::ok();
+}
+
+Status ConvRunner::runReference(const ConvCommand &cmd,
+                                const ConvBuffers &buffers) {
+  const int block = convBlock();
+  const int64_t hw = cmd.h * cmd.w, ohw = cmd.oh * cmd.ow;
+  const int64_t cg = cmd.c / cmd.groups, og = cmd.o / cmd.groups;
+  const int64_t rows = cg * cmd.kh * cmd.kw;
+  const size_t inBytes = align64(cmd.n * cmd.c * hw * sizeof(float));
+  const size_t outBytes = align64(cmd.n * cmd.o * ohw * sizeof(float));
+  const size_t colBytes = align64(rows * ohw * sizeof(float));
+  auto *base = reinterpret_cast<uint8_t *>(
+      scratch(inBytes + 2 * outBytes + colBytes));
+  if (!base)
+    return Status::error("out of memory for a convolution's scratch memory");
+  auto *plainIn = reinterpret_cast<float *>(base);
+  auto *plainOut = reinterpret_cast<float *>(base + inBytes);
+  auto *plainResidual = reinterpret_cast<float *>(base + inBytes + outBytes);
+  auto *columns =
+      reinterpret_cast<float *>(base + inBytes + 2 * outBytes);
+
+  const float *in = buffers.input;
+  if (cmd.blockedInput) {
+    fromBlocked(in, plainIn, cmd.n, cmd.c, hw, block);
+    in = plainIn;
+  }
+  float *out = cmd.blockedOutput ? plainOut : buffers.output;
+  for (int64_t b = 0; b < cmd.n; ++b)
+    for (int64_t g = 0; g < cmd.groups; ++g) {
+      const float *image = in + (b * cmd.c + g * cg) * hw;
+      // columns[(ci, ky, kx), (y, x)] = the input under that tap.
+      for (int64_t ci = 0; ci < cg; ++ci)
+        for (int64_t ky = 0; ky < cmd.kh; ++ky)
+          for (int64_t kx = 0; kx < cmd.kw; ++kx) {
+            float *col = columns + ((ci * cmd.kh + ky) * cmd.kw + kx) * ohw;
+            for (int64_t y = 0; y < cmd.oh; ++y) {
+              int64_t iy = y * cmd.strideH - cmd.padTop + ky * cmd.dilationH;
+              for (int64_t x = 0; x < cmd.ow; ++x) {
+                int64_t ix =
+                    x * cmd.strideW - cmd.padLeft + kx * cmd.dilationW;
+                col[y * cmd.ow + x] =
+                    iy >= 0 && iy < cmd.h && ix >= 0 && ix < cmd.w
+                        ? image[(ci * cmd.h + iy) * cmd.w + ix]
+                        : 0.0f;
+              }
+            }
+          }
+      blasSgemm(false, false, static_cast<int>(og), static_cast<int>(ohw),
+                static_cast<int>(rows), buffers.filter + g * og * rows,
+                static_cast<int>(rows), columns, static_cast<int>(ohw),
+                out + (b * cmd.o + g * og) * ohw, static_cast<int>(ohw));
+    }
+  const float *residual = buffers.residual;
+  if (cmd.hasResidual && cmd.blockedResidual) {
+    fromBlocked(residual, plainResidual, cmd.n, cmd.o, ohw, block);
+    residual = plainResidual;
+  }
+  for (int64_t b = 0; b < cmd.n; ++b)
+    for (int64_t oc = 0; oc < cmd.o; ++oc) {
+      float *row = out + (b * cmd.o + oc) * ohw;
+      const float *res =
+          cmd.hasResidual ? residual + (b * cmd.o + oc) * ohw : nullptr;
+      float bias = cmd.hasBias ? buffers.bias[oc] : 0.0f;
+      for (int64_t i = 0; i < ohw; ++i) {
+        float v = row[i] + bias;
+        if (res)
+          v += res[i];
+        row[i] = cmd.relu ? std::max(v, 0.0f) : v;
+      }
+    }
+  if (cmd.blockedOutput)
+    toBlocked(plainOut, buffers.output, cmd.n, cmd.o, ohw, block);
+  return Status::ok();
+}

@@ -1,0 +1,26 @@
+// RUN: flow-opt %s --flow-choose-conv-layouts | FileCheck %s
+
+// Buffers only convolutions touch, with channels a multiple of 16, are
+// blocked; the caller's buffers, a buffer a kernel reads, and one of 24
+// channels stay plain.
+// CHECK-LABEL: func.func @chain
+// CHECK: flow.host.conv %arg0, %{{.*}} -> %[[A:.*]] strides {{.*}} {blocked_output, relu}
+// CHECK: flow.host.conv %[[A]], %{{.*}} residual(%[[A]] : {{.*}}) -> %[[B:.*]] strides {{.*}} {blocked_input, blocked_output, blocked_residual}
+// CHECK: flow.host.conv %[[B]], %{{.*}} -> %[[C:.*]] strides {{.*}} {blocked_input} :
+// CHECK: flow.host.dispatch @k(%[[C]])
+// CHECK: flow.host.conv %{{.*}}, %{{.*}} -> %[[D:.*]] strides {{.*}} groups = 1 :
+// CHECK: flow.host.conv %[[D]], %{{.*}} -> %arg{{[0-9]+}} strides {{.*}} groups = 1 :
+func.func private @k(tensor<1x16x4x4xf32>) -> tensor<1x16x4x4xf32> attributes {flow.kernel, flow.workgroup_extent = 16 : i64}
+func.func @chain(%x: memref<1x8x4x4xf32>, %w1: memref<16x8x1x1xf32>, %w2: memref<16x16x1x1xf32>, %w3: memref<24x16x1x1xf32>, %w4: memref<16x24x1x1xf32>, %out: memref<1x16x4x4xf32>, %out2: memref<1x16x4x4xf32>) attributes {flow.host_outputs = 2 : i64} {
+  %a = flow.host.alloc : memref<1x16x4x4xf32>
+  flow.host.conv %x, %w1 -> %a strides = [1, 1] padding = [0, 0, 0, 0] dilations = [1, 1] groups = 1 {relu} : memref<1x8x4x4xf32>, memref<16x8x1x1xf32> -> memref<1x16x4x4xf32>
+  %b = flow.host.alloc : memref<1x16x4x4xf32>
+  flow.host.conv %a, %w2 residual(%a : memref<1x16x4x4xf32>) -> %b strides = [1, 1] padding = [0, 0, 0, 0] dilations = [1, 1] groups = 1 : memref<1x16x4x4xf32>, memref<16x16x1x1xf32> -> memref<1x16x4x4xf32>
+  %c = flow.host.alloc : memref<1x16x4x4xf32>
+  flow.host.conv %b, %w2 -> %c strides = [1, 1] padding = [0, 0, 0, 0] dilations = [1, 1] groups = 1 : memref<1x16x4x4xf32>, memref<16x16x1x1xf32> -> memref<1x16x4x4xf32>
+  flow.host.dispatch @k(%c) outs(%out) : (memref<1x16x4x4xf32>) -> (memref<1x16x4x4xf32>)
+  %d = flow.host.alloc : memref<1x24x4x4xf32>
+  flow.host.conv %out, %w3 -> %d strides = [1, 1] padding = [0, 0, 0, 0] dilations = [1, 1] groups = 1 : memref<1x16x4x4xf32>, memref<24x16x1x1xf32> -> memref<1x24x4x4xf32>
+  flow.host.conv %d, %w4 -> %out2 strides = [1, 1] padding = [0, 0, 0, 0] dilations = [1, 1] groups = 1 : memref<1x24x4x4xf32>, memref<16x24x1x1xf32> -> memref<1x16x4x4xf32>
+  return
+}
