@@ -70,6 +70,7 @@ struct Dnnl {
   FLOW_DNNL_FUNCTIONS(FLOW_DNNL_MEMBER)
 #undef FLOW_DNNL_MEMBER
   void (*ompSetNumThreads)(int) = nullptr;
+  int (*ompGetMaxThreads)() = nullptr;
   dnnl_engine_t engine = nullptr;
   std::string name;
   int block = 16;
@@ -90,6 +91,8 @@ const Dnnl *dnnl() {
 #undef FLOW_DNNL_LOAD
     d->ompSetNumThreads =
         reinterpret_cast<void (*)(int)>(::dlsym(handle, "omp_set_num_threads"));
+    d->ompGetMaxThreads =
+        reinterpret_cast<int (*)()>(::dlsym(handle, "omp_get_max_threads"));
     const dnnl_version_t *v = complete ? d->dnnl_version() : nullptr;
     if (!v || v->major != 2 ||
         d->dnnl_engine_create(&d->engine, dnnl_cpu, 0) != dnnl_success) {
@@ -224,16 +227,20 @@ std::string ConvRunner::kernel(const ConvCommand &cmd) const {
 namespace {
 
 /// Sets OpenMP's thread count for oneDNN on this thread while in scope,
-/// back to one after (the GEMM pieces run oneDNN single-threaded).
+/// and back to what it was after (one once the GEMM pieces have run here:
+/// they run oneDNN single-threaded).
 struct OmpThreads {
   const Dnnl &d;
+  int saved = 0;
   OmpThreads(const Dnnl &d, int n) : d(d) {
-    if (d.ompSetNumThreads)
-      d.ompSetNumThreads(n);
+    if (!d.ompSetNumThreads || !d.ompGetMaxThreads)
+      return;
+    saved = d.ompGetMaxThreads();
+    d.ompSetNumThreads(n);
   }
   ~OmpThreads() {
-    if (d.ompSetNumThreads)
-      d.ompSetNumThreads(1);
+    if (saved > 0)
+      d.ompSetNumThreads(saved);
   }
 };
 
@@ -498,9 +505,13 @@ Status ConvRunner::runReference(const ConvCommand &cmd,
   const int64_t hw = cmd.h * cmd.w, ohw = cmd.oh * cmd.ow;
   const int64_t cg = cmd.c / cmd.groups, og = cmd.o / cmd.groups;
   const int64_t rows = cg * cmd.kh * cmd.kw;
+  // The columns of a block of output positions at a time, at most about
+  // 4 MiB of them (at least one position: then the filter's size).
+  const int64_t chunk =
+      std::max<int64_t>(1, std::min<int64_t>(ohw, (int64_t(1) << 20) / rows));
   const size_t inBytes = align64(cmd.n * cmd.c * hw * sizeof(float));
   const size_t outBytes = align64(cmd.n * cmd.o * ohw * sizeof(float));
-  const size_t colBytes = align64(rows * ohw * sizeof(float));
+  const size_t colBytes = align64(rows * chunk * sizeof(float));
   auto *base = reinterpret_cast<uint8_t *>(
       scratch(inBytes + 2 * outBytes + colBytes));
   if (!base)
@@ -520,27 +531,30 @@ Status ConvRunner::runReference(const ConvCommand &cmd,
   for (int64_t b = 0; b < cmd.n; ++b)
     for (int64_t g = 0; g < cmd.groups; ++g) {
       const float *image = in + (b * cmd.c + g * cg) * hw;
-      // columns[(ci, ky, kx), (y, x)] = the input under that tap.
-      for (int64_t ci = 0; ci < cg; ++ci)
-        for (int64_t ky = 0; ky < cmd.kh; ++ky)
-          for (int64_t kx = 0; kx < cmd.kw; ++kx) {
-            float *col = columns + ((ci * cmd.kh + ky) * cmd.kw + kx) * ohw;
-            for (int64_t y = 0; y < cmd.oh; ++y) {
-              int64_t iy = y * cmd.strideH - cmd.padTop + ky * cmd.dilationH;
-              for (int64_t x = 0; x < cmd.ow; ++x) {
-                int64_t ix =
-                    x * cmd.strideW - cmd.padLeft + kx * cmd.dilationW;
-                col[y * cmd.ow + x] =
-                    iy >= 0 && iy < cmd.h && ix >= 0 && ix < cmd.w
-                        ? image[(ci * cmd.h + iy) * cmd.w + ix]
-                        : 0.0f;
+      for (int64_t first = 0; first < ohw; first += chunk) {
+        int64_t count = std::min(chunk, ohw - first);
+        // columns[(ci, ky, kx), p] = the input under that tap for output
+        // position first + p.
+        for (int64_t ci = 0; ci < cg; ++ci)
+          for (int64_t ky = 0; ky < cmd.kh; ++ky)
+            for (int64_t kx = 0; kx < cmd.kw; ++kx) {
+              float *col =
+                  columns + ((ci * cmd.kh + ky) * cmd.kw + kx) * count;
+              for (int64_t p = 0; p < count; ++p) {
+                int64_t y = (first + p) / cmd.ow, x = (first + p) % cmd.ow;
+                int64_t iy = y * cmd.strideH - cmd.padTop + ky * cmd.dilationH;
+                int64_t ix = x * cmd.strideW - cmd.padLeft + kx * cmd.dilationW;
+                col[p] = iy >= 0 && iy < cmd.h && ix >= 0 && ix < cmd.w
+                             ? image[(ci * cmd.h + iy) * cmd.w + ix]
+                             : 0.0f;
               }
             }
-          }
-      blasSgemm(false, false, static_cast<int>(og), static_cast<int>(ohw),
-                static_cast<int>(rows), buffers.filter + g * og * rows,
-                static_cast<int>(rows), columns, static_cast<int>(ohw),
-                out + (b * cmd.o + g * og) * ohw, static_cast<int>(ohw));
+        blasSgemm(false, false, static_cast<int>(og), static_cast<int>(count),
+                  static_cast<int>(rows), buffers.filter + g * og * rows,
+                  static_cast<int>(rows), columns, static_cast<int>(count),
+                  out + (b * cmd.o + g * og) * ohw + first,
+                  static_cast<int>(ohw));
+      }
     }
   const float *residual = buffers.residual;
   if (cmd.hasResidual && cmd.blockedResidual) {

@@ -14,8 +14,8 @@
 // oneDNN runs on OpenMP: a convolution runs on the calling thread with
 // OpenMP threads equal to the session's thread count while Flow's pool
 // waits (its workers sleep), so at any time one set of threads uses the
-// cores; the OpenMP count is set back to one afterwards, as the GEMM
-// pieces expect.
+// cores; the calling thread's OpenMP count is set back to what it was
+// afterwards (one once GEMM pieces ran there: they expect it).
 //
 //===----------------------------------------------------------------------===//
 

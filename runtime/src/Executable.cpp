@@ -953,11 +953,10 @@ Status Checker::verifyConv(const std::string &ctx, const fbs::Conv &cmd,
         return false;
     return b <= kMaxBufferBytes;
   };
-  uint64_t inBytes, filterBytes, outBytes, columnBytes;
+  uint64_t inBytes, filterBytes, outBytes;
   if (!bytes({out.n, out.c, out.h, out.w}, inBytes) ||
       !bytes({out.o, filter[1], out.kh, out.kw}, filterBytes) ||
       !bytes({out.n, out.o, out.oh, out.ow}, outBytes) ||
-      !bytes({filter[1], out.kh, out.kw, out.oh, out.ow}, columnBytes) ||
       filter[1] * out.kh * out.kw > INT_MAX || out.oh * out.ow > INT_MAX)
     return Status::error(ctx + ": tensor sizes overflow");
   struct Operand {

@@ -59,6 +59,9 @@ std::vector<HostTensor> zeros(const std::vector<TensorSpec> &specs) {
 
 extern "C" int LLVMFuzzerInitialize(int *, char ***) {
   trusted.loadOrAbort();
+  // Convolutions on Flow's own (instrumented) reference path, not a
+  // library's.
+  setenv("FLOW_CONV", "reference", 1);
   return 0;
 }
 

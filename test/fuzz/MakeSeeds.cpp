@@ -157,6 +157,44 @@ std::vector<std::pair<std::string, ExecutableSpec>> fbinSeeds() {
   gemm.functions = {g};
   seeds.push_back({"gemm-batched", gemm});
 
+  // Two convolutions through a blocked arena buffer (grouped, strided,
+  // padded; bias, residual and relu).
+  ExecutableSpec convs;
+  convs.constants = {floatBytes(std::vector<float>(16 * 2 * 9, 0.5f)),
+                     floatBytes(std::vector<float>(16, 0.25f))};
+  FunctionSpec cv;
+  cv.name = "convs";
+  cv.inputs = {{DType::F32, {1, 4, 6, 5}}};
+  cv.outputs = {{DType::F32, {1, 16, 3, 3}}};
+  cv.arenaSize = 16 * 9 * 4;
+  ConvSpec c1;
+  c1.inputShape = {1, 4, 6, 5};
+  c1.filterShape = {16, 2, 3, 3};
+  c1.outputShape = {1, 16, 3, 3};
+  c1.strides = {2, 2};
+  c1.padding = {1, 1, 1, 1};
+  c1.groups = 2;
+  c1.relu = true;
+  c1.input = inputRef(0, 4 * 30 * 4);
+  c1.filter = constantRef(0, 16 * 18 * 4);
+  c1.bias = constantRef(1, 16 * 4);
+  c1.output = arenaRef(0, 16 * 9 * 4);
+  c1.blockedOutput = true;
+  ConvSpec c2;
+  c2.inputShape = {1, 16, 3, 3};
+  c2.filterShape = {16, 2, 3, 3};
+  c2.outputShape = {1, 16, 3, 3};
+  c2.padding = {1, 1, 1, 1};
+  c2.groups = 8;
+  c2.input = arenaRef(0, 16 * 9 * 4);
+  c2.filter = constantRef(0, 16 * 18 * 4);
+  c2.residual = arenaRef(0, 16 * 9 * 4);
+  c2.blockedInput = c2.blockedResidual = true;
+  c2.output = outputRef(0, 16 * 9 * 4);
+  cv.commands = {c1, c2};
+  convs.functions = {cv};
+  seeds.push_back({"convs", convs});
+
   // Several functions and a parallel dispatch.
   ExecutableSpec several = sampleSpec();
   FunctionSpec scale;
