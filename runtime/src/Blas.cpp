@@ -153,7 +153,7 @@ void loadOneDnn(Loaded &l) {
   const char *choice = std::getenv("FLOW_GEMM");
   if (choice && std::string(choice) == "openblas")
     return;
-  void *handle = ::dlopen("libdnnl.so.2", RTLD_NOW | RTLD_LOCAL);
+  void *handle = detail::openOneDnn();
   if (!handle) {
     if (choice && std::string(choice) == "onednn")
       std::fprintf(stderr,

@@ -34,6 +34,30 @@ namespace {
 /// Rounds \p bytes up to a multiple of 64.
 size_t align64(size_t bytes) { return (bytes + 63) / 64 * 64; }
 
+/// "nhwc", "nChw16c".
+std::string layoutName(int block) {
+  return block == 0 ? "nhwc" : "nChw" + std::to_string(block) + "c";
+}
+
+
+} // namespace
+
+void *detail::openOneDnn() {
+  void *openmp = ::dlopen("libgomp.so.1", RTLD_LAZY | RTLD_NOLOAD);
+  if (openmp)
+    ::dlclose(openmp); // only asked whether it was loaded
+  bool passive = !std::getenv("OMP_WAIT_POLICY") && !openmp;
+  if (passive)
+    ::setenv("OMP_WAIT_POLICY", "PASSIVE", 0);
+  void *handle = ::dlopen("libdnnl.so.2", RTLD_NOW | RTLD_LOCAL);
+  // For this load only: the process's environment is left as it was.
+  if (passive)
+    ::unsetenv("OMP_WAIT_POLICY");
+  return handle;
+}
+
+namespace {
+
 #ifdef FLOW_HAVE_DNNL
 /// The oneDNN functions Flow calls, from the libdnnl.so.2 it loaded.
 struct Dnnl {
@@ -73,13 +97,52 @@ struct Dnnl {
   int (*ompGetMaxThreads)() = nullptr;
   dnnl_engine_t engine = nullptr;
   std::string name;
+  /// The layout of blocked buffers: channels innermost in blocks of
+  /// `block`, 0 meaning all of them (NHWC).
   int block = 16;
 };
+
+/// The activation layout oneDNN's own choice of convolution prefers on
+/// this CPU: asked of a typical 3x3 convolution (64 channels, 56x56) with
+/// every layout left to oneDNN. NHWC (0) where its brgemm kernels run
+/// (AVX-512), nChw16c or nChw8c for its older direct kernels.
+int preferredBlock(const Dnnl &d) {
+  dnnl_memory_desc_t src, weights, dst;
+  int64_t srcDims[4] = {1, 64, 56, 56}, wDims[4] = {64, 64, 3, 3};
+  int64_t one[2] = {1, 1}, zero[2] = {0, 0};
+  dnnl_convolution_desc_t desc;
+  dnnl_primitive_desc_t pd = nullptr;
+  if (d.dnnl_memory_desc_init_by_tag(&src, 4, srcDims, dnnl_f32,
+                                     dnnl_format_tag_any) != dnnl_success ||
+      d.dnnl_memory_desc_init_by_tag(&weights, 4, wDims, dnnl_f32,
+                                     dnnl_format_tag_any) != dnnl_success ||
+      d.dnnl_memory_desc_init_by_tag(&dst, 4, srcDims, dnnl_f32,
+                                     dnnl_format_tag_any) != dnnl_success ||
+      d.dnnl_dilated_convolution_forward_desc_init(
+          &desc, dnnl_forward_inference, dnnl_convolution_direct, &src,
+          &weights, nullptr, &dst, one, zero, one, one) != dnnl_success ||
+      d.dnnl_primitive_desc_create(&pd, &desc, nullptr, d.engine, nullptr) !=
+          dnnl_success)
+    return 16;
+  const dnnl_memory_desc_t *chosen =
+      d.dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0);
+  int block = 16;
+  if (chosen && chosen->format_kind == dnnl_blocked) {
+    const dnnl_blocking_desc_t &b = chosen->format_desc.blocking;
+    if (b.inner_nblks == 0 && b.strides[1] == 1)
+      block = 0;
+    else if (b.inner_nblks == 1 && b.inner_idxs[0] == 1 &&
+             (b.inner_blks[0] == 8 || b.inner_blks[0] == 16))
+      block = static_cast<int>(b.inner_blks[0]);
+  }
+  d.dnnl_primitive_desc_destroy(pd);
+  return block;
+}
 
 /// oneDNN, loaded once per process; null when absent or unusable.
 const Dnnl *dnnl() {
   static const Dnnl *loaded = []() -> const Dnnl * {
-    void *handle = ::dlopen("libdnnl.so.2", RTLD_NOW | RTLD_LOCAL);
+    void *handle = openOneDnn();
     if (!handle)
       return nullptr;
     auto *d = new Dnnl;
@@ -99,12 +162,10 @@ const Dnnl *dnnl() {
       delete d;
       return nullptr;
     }
-    dnnl_cpu_isa_t isa = d->dnnl_get_effective_cpu_isa();
-    bool avx512 = (isa & dnnl_cpu_isa_avx512_core) == dnnl_cpu_isa_avx512_core;
-    d->block = avx512 ? 16 : 8;
+    d->block = preferredBlock(*d);
     char text[96];
-    std::snprintf(text, sizeof(text), "oneDNN %d.%d.%d, nChw%dc", v->major,
-                  v->minor, v->patch, d->block);
+    std::snprintf(text, sizeof(text), "oneDNN %d.%d.%d, %s", v->major,
+                  v->minor, v->patch, layoutName(d->block).c_str());
     d->name = text;
     return d;
   }();
@@ -134,12 +195,14 @@ std::string detail::convLibrary() {
   if (const Dnnl *d = dnnl(); d && libraryWanted())
     return d->name;
 #endif
-  return "Flow reference (im2col + GEMM, one thread), nChw" +
-         std::to_string(convBlock()) + "c";
+  return "Flow reference (im2col + GEMM, one thread), " +
+         layoutName(convBlock());
 }
 
 void detail::toBlocked(const float *src, float *dst, int64_t n, int64_t c,
                        int64_t hw, int block) {
+  if (block == 0)
+    block = static_cast<int>(c);
   for (int64_t b = 0; b < n; ++b)
     for (int64_t ch = 0; ch < c; ++ch) {
       const float *s = src + (b * c + ch) * hw;
@@ -152,6 +215,8 @@ void detail::toBlocked(const float *src, float *dst, int64_t n, int64_t c,
 
 void detail::fromBlocked(const float *src, float *dst, int64_t n, int64_t c,
                          int64_t hw, int block) {
+  if (block == 0)
+    block = static_cast<int>(c);
   for (int64_t b = 0; b < n; ++b)
     for (int64_t ch = 0; ch < c; ++ch) {
       const float *s = src + ((b * (c / block) + ch / block) * hw) * block +
@@ -259,7 +324,9 @@ bool buildPlan(const Dnnl &d, const ConvCommand &cmd, ConvRunner::Plan &plan) {
       std::memset(&md, 0, sizeof md);
     return md;
   };
-  dnnl_format_tag_t blocked = d.block == 16 ? dnnl_nChw16c : dnnl_nChw8c;
+  dnnl_format_tag_t blocked = d.block == 0    ? dnnl_nhwc
+                              : d.block == 16 ? dnnl_nChw16c
+                                              : dnnl_nChw8c;
   std::vector<int64_t> srcDims = {cmd.n, cmd.c, cmd.h, cmd.w};
   std::vector<int64_t> dstDims = {cmd.n, cmd.o, cmd.oh, cmd.ow};
   std::vector<int64_t> weightDims =
@@ -327,6 +394,11 @@ bool buildPlan(const Dnnl &d, const ConvCommand &cmd, ConvRunner::Plan &plan) {
   dnnl_memory_desc_t dstMd =
       *d.dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
   if (cmd.hasResidual) {
+    // The destination keeps the layout chosen above (left open, oneDNN
+    // 2.6 may fall back to its reference kernel once a post-op operand
+    // is fixed).
+    srcAny = *d.dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0);
+    dstAny = dstMd;
     d.dnnl_primitive_desc_destroy(pd);
     pd = nullptr;
     if (!create(&dstMd, pd))
@@ -341,6 +413,11 @@ bool buildPlan(const Dnnl &d, const ConvCommand &cmd, ConvRunner::Plan &plan) {
   const char *impl = nullptr;
   d.dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl);
   plan.kernel = impl ? impl : "unknown";
+  // oneDNN's reference kernels are far slower than Flow's reference path.
+  if (plan.kernel.rfind("ref", 0) == 0) {
+    d.dnnl_primitive_desc_destroy(pd);
+    return false;
+  }
   bool ok = d.dnnl_primitive_create(&plan.conv, pd) == dnnl_success;
   d.dnnl_primitive_desc_destroy(pd);
   if (!ok)

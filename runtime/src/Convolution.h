@@ -6,10 +6,12 @@
 // installed (unless FLOW_CONV=reference when the session is created), else
 // on Flow's reference path
 // (im2col and the BLAS GEMM, single-threaded: correct, not fast). Buffers
-// a command marks blocked hold the runtime's blocked layout (nChw16c on
-// AVX-512, nChw8c otherwise; nChw16c without oneDNN): the same bytes as
-// NCHW, channels innermost in blocks. Weights that are constants are
-// reordered into the primitive's layout once per session.
+// a command marks blocked hold the layout oneDNN's convolutions prefer on
+// this CPU (asked once per process: nhwc where its brgemm kernels run,
+// nChw16c or nChw8c for its older direct kernels; nChw16c without
+// oneDNN): the same bytes as NCHW, channels innermost (all of them, or in
+// blocks). Weights that are constants are reordered into the primitive's
+// layout once per session.
 //
 // oneDNN runs on OpenMP: a convolution runs on the calling thread with
 // OpenMP threads equal to the session's thread count while Flow's pool
@@ -32,15 +34,22 @@ namespace flow {
 namespace runtime {
 namespace detail {
 
-/// Channels per block of the blocked layout (16 or 8), for this process.
+/// dlopen()s libdnnl.so.2 (null when absent). When this process has not
+/// loaded OpenMP yet and the user set no OMP_WAIT_POLICY, OpenMP starts
+/// with the passive policy: its threads sleep as soon as a convolution
+/// ends instead of spinning against Flow's pool.
+void *openOneDnn();
+
+/// Channels per block of the blocked layout (16 or 8; 0: all of them,
+/// NHWC), for this process.
 int convBlock();
 
-/// "oneDNN 2.6.3 (avx512_core_bf16), nChw16c" or "Flow reference (im2col +
+/// "oneDNN 2.6.3, nhwc" or "Flow reference (im2col +
 /// GEMM)": what runs convolution commands in this process.
 std::string convLibrary();
 
 /// Copies NCHW \p src into the blocked layout \p dst (channels a multiple
-/// of \p block), or back.
+/// of \p block; 0: NHWC), or back.
 void toBlocked(const float *src, float *dst, int64_t n, int64_t c,
                int64_t hw, int block);
 void fromBlocked(const float *src, float *dst, int64_t n, int64_t c,

@@ -31,7 +31,7 @@ struct BlasInfo {
   /// ("avx512_core_amx JIT"), or OpenBLAS (then the same as below).
   std::string gemmLibrary, gemmKernels;
   /// What runs convolution commands, with the blocked layout it keeps
-  /// activations in: "oneDNN 2.6.3, nChw16c", or Flow's reference path.
+  /// activations in: "oneDNN 2.6.3, nhwc", or Flow's reference path.
   std::string convLibrary;
   /// OpenBLAS and its build ("OpenBLAS 0.3.21 DYNAMIC_ARCH ...").
   std::string library;

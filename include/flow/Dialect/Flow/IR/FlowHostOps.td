@@ -220,8 +220,9 @@ def Flow_HostConvOp : Flow_HostOp<"conv", [AttrSizedOperandSegments]> {
     added, then `relu` clamps at zero.
 
     `blocked_input`, `blocked_residual` and `blocked_output` (set by
-    `flow-choose-conv-layouts`) mean that buffer holds the runtime's blocked
-    layout (channels in blocks of 16 or 8, innermost) instead of NCHW: only
+    `flow-choose-conv-layouts`) mean that buffer holds the runtime's
+    convolution layout (channels innermost: NHWC, or in blocks of 16 or 8,
+    whichever the runtime's library prefers) instead of NCHW: only
     convolutions read and write such a buffer, so no kernel sees it.
 
     ```mlir

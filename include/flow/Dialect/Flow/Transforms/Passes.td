@@ -359,12 +359,13 @@ def FuseConvEpiloguesPass : Pass<"flow-fuse-conv-epilogues", "ModuleOp"> {
 }
 
 def ChooseConvLayoutsPass : Pass<"flow-choose-conv-layouts", "ModuleOp"> {
-  let summary = "Keeps buffers only convolutions touch in the library's blocked layout";
+  let summary = "Keeps buffers only convolutions touch in the library's own layout";
   let description = [{
     A transient buffer (`flow.host.alloc`) of f32 `[N, C, H, W]` with `C` a
     multiple of 16 whose every user is a `flow.host.conv` reading it as
     input or residual or writing it as output is held in the runtime's
-    blocked layout: each such use is marked (`blocked_input`,
+    convolution layout (the one its library prefers: NHWC, or channels in
+    blocks of 16 or 8): each such use is marked (`blocked_input`,
     `blocked_residual`, `blocked_output`). Between convolutions the data
     then never changes layout; the runtime reorders only where a
     convolution meets a plain buffer (a kernel's, the caller's or a
