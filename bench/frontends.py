@@ -12,8 +12,10 @@ convolutions on bf16 operands summed in f32; its error is the largest
 difference from eager over eager's largest magnitude). Compile time is
 import + compile (flow.compile), torch.compile's first call
 (Inductor's compile), and onnxruntime's session creation (after the
-export, which is not counted). Latency is the median over `repeats` runs of
-each run's median per-call time. Ratios are peer / Flow: > 1 means Flow is
+export, which is not counted). Latency is the median over `repeats` rounds
+of each round's median per-call time; every engine runs once per round, in
+turn, so that a machine whose speed drifts over minutes drifts for all of
+them. Ratios are peer / Flow: > 1 means Flow is
 faster.
 """
 
@@ -25,7 +27,6 @@ import tempfile
 import time
 import warnings
 
-import numpy as np
 import torch
 
 from common import BUILD, median_ms
@@ -56,11 +57,6 @@ def timed(fn):
     start = time.perf_counter()
     out = fn()
     return out, time.perf_counter() - start
-
-
-def latency(fn, repeats, iterations, warmup):
-    return statistics.median(median_ms(fn, iterations, warmup)
-                             for _ in range(repeats))
 
 
 def main():
@@ -99,8 +95,9 @@ def main():
                 g = torch.utils._pytree.tree_leaves(got)[0]
                 row["max_rel_err"] = float((g - w).abs().max() /
                                            w.abs().max())
-                row["flow_ms"] = latency(lambda: compiled(*inputs),
-                                         args.repeats, args.iterations, 2)
+                # Timed below, every engine once per round, so that a
+                # machine whose speed drifts over minutes drifts for all.
+                runners = {"flow": lambda: compiled(*inputs)}
                 # Mixed precision: bf16 products summed in f32.
                 mixed = flow.compile(model, inputs, threads=args.threads,
                                      precision="bf16",
@@ -109,20 +106,22 @@ def main():
                 g16 = torch.utils._pytree.tree_leaves(mixed(*inputs))[0]
                 row["bf16_max_rel_err"] = float((g16 - w).abs().max() /
                                                 w.abs().max())
-                row["flow_bf16_ms"] = latency(lambda: mixed(*inputs),
-                                              args.repeats, args.iterations,
-                                              2)
-                with torch.no_grad():
-                    row["eager_ms"] = latency(lambda: model(*inputs),
-                                              args.repeats, args.iterations, 2)
+                runners["flow_bf16"] = lambda: mixed(*inputs)
+
+                def eager():
+                    with torch.no_grad():
+                        return model(*inputs)
+                runners["eager"] = eager
                 if not args.no_inductor:
                     fast = torch.compile(model)
                     with torch.no_grad():
                         _, row["inductor_compile_s"] = timed(
                             lambda: fast(*inputs))
-                        row["inductor_ms"] = latency(
-                            lambda: fast(*inputs), args.repeats,
-                            args.iterations, 2)
+
+                    def inductor():
+                        with torch.no_grad():
+                            return fast(*inputs)
+                    runners["inductor"] = inductor
                 path = os.path.join(tmp, "model.onnx")
                 torch.onnx.export(model, inputs, path, dynamo=True,
                                   opset_version=18, verbose=False)
@@ -134,8 +133,7 @@ def main():
                         path, options, providers=["CPUExecutionProvider"]))
                 feeds = {i.name: x.numpy() for i, x in
                          zip(session.get_inputs(), inputs)}
-                row["ort_ms"] = latency(lambda: session.run(None, feeds),
-                                        args.repeats, args.iterations, 2)
+                runners["ort"] = lambda: session.run(None, feeds)
                 if ov is not None:
                     # OpenVINO on the same ONNX file, f32, same threads.
                     core = ov.Core()
@@ -146,14 +144,20 @@ def main():
                             "PERFORMANCE_HINT": "LATENCY"}))
                     request = vino.create_infer_request()
                     ov_feeds = list(feeds.values())
-                    row["ov_ms"] = latency(lambda: request.infer(ov_feeds),
-                                           args.repeats, args.iterations, 2)
+                    runners["ov"] = lambda: request.infer(ov_feeds)
+                samples = {name: [] for name in runners}
+                for _ in range(args.repeats):
+                    for name, fn in runners.items():
+                        samples[name].append(
+                            median_ms(fn, args.iterations, 2))
+                for name, values in samples.items():
+                    row[f"{name}_ms"] = statistics.median(values)
             rows.append(row)
             print(row, file=sys.stderr, flush=True)
 
     info = flow.blas_info()
-    print(f"Threads: {args.threads}; medians of {args.repeats} runs of "
-          f"{args.iterations} calls. Ratios are peer / Flow (> 1: Flow is "
+    print(f"Threads: {args.threads}; medians of {args.repeats} rounds (each "
+          f"engine once per round) of {args.iterations} calls. Ratios are peer / Flow (> 1: Flow is "
           "faster). Flow's GEMMs: "
           f"{info['gemm_library']} ({info['gemm_kernels']}); convolutions: "
           f"{info['conv_library']}.\n")
