@@ -252,9 +252,8 @@ void mlir::flow::buildHostPipeline(OpPassManager &pm,
                                    const HostPipelineOptions &options) {
   addPipeline(pm, std::string("flow-dedup-kernels,flow-build-host-schedule,") +
                       (options.gemmEpilogues ? "flow-fuse-gemm-epilogues," : "") +
-                      (options.convEpilogues
-                           ? "flow-fuse-conv-epilogues,flow-choose-conv-layouts,"
-                           : "") +
+                      (options.convEpilogues ? "flow-fuse-conv-epilogues," : "") +
+                      "flow-choose-conv-layouts," +
                       "flow-plan-memory{in-place=" +
                       (options.inPlace ? "1" : "0") + "}");
 }
@@ -325,8 +324,7 @@ struct HostPipelineCLOptions
   Option<bool> convEpilogues{
       *this, "conv-epilogues",
       llvm::cl::desc("Fuse element-wise kernels into the library "
-                     "convolutions before them; keep activations between "
-                     "convolutions in the library's blocked layout"),
+                     "convolutions before them"),
       llvm::cl::init(true)};
 };
 } // namespace
@@ -518,7 +516,8 @@ FailureOr<CompileResult> mlir::flow::compile(ModuleOp module,
                            [&](OpPassManager &pm) {
                              buildHostPipeline(pm, {options.inPlace,
                                                     options.gemmEpilogues,
-                                                    /*convEpilogues=*/true});
+                                                    /*convEpilogues=*/
+                                                    options.fusion});
                            })))
       return failure();
   }

@@ -155,8 +155,7 @@ struct HostPipelineOptions {
   /// (flow-fuse-gemm-epilogues); off by default: it measured no faster.
   bool gemmEpilogues = false;
   /// Fuse element-wise kernels into the library convolutions before them
-  /// and keep activations between convolutions blocked
-  /// (flow-fuse-conv-epilogues, flow-choose-conv-layouts).
+  /// (flow-fuse-conv-epilogues; off with --fusion=off).
   bool convEpilogues = true;
 };
 /// The phases' pipelines, as compile() runs them.
