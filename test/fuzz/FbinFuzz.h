@@ -16,9 +16,11 @@
 //    library of a checked-in seed (FLOW_FUZZ_SEED_DIRS) whose own checksum
 //    is valid.
 //
-// Any other input is loaded as it is, so the checksum refuses it. A forged
-// kernel library is the documented trust boundary (a malformed ELF can crash
-// dlopen), not a bug for the fuzzers to report.
+// Any other input is loaded with a checksum that is wrong (if it is right,
+// libFuzzer forged it from the loader's comparison, and a bit of it is
+// flipped), so the checksum refuses it. A forged kernel library is the
+// documented trust boundary (a malformed ELF can crash dlopen), not a bug
+// for the fuzzers to report.
 //
 //===----------------------------------------------------------------------===//
 
@@ -142,8 +144,26 @@ inline std::vector<uint8_t> prepareInput(const uint8_t *data, size_t size,
                    library->size() > 0;
     return !dlopens || trusted.contains(library->data(), library->size());
   };
-  if (!safe(bytes))
+  if (!safe(bytes)) {
+    // Never load an untrusted library: the loader's checksum comparison is
+    // instrumented, so libFuzzer can copy the expected value into the input
+    // (its comparison feedback) and forge the checksum of a mutated
+    // library, which dlopen may then crash on. A file whose checksum is
+    // right gets one bit of it flipped, so that the loader still refuses
+    // it (after the checks before the checksum) and never dlopens it.
+    if (verifiesAsExecutable(bytes.data(), bytes.size())) {
+      std::optional<size_t> offset =
+          runtime::checksumFieldOffset(bytes.data());
+      if (offset && *offset + 8 <= bytes.size()) {
+        uint64_t stored;
+        std::memcpy(&stored, bytes.data() + *offset, sizeof(stored));
+        if (stored ==
+            runtime::fileChecksum(bytes.data(), bytes.size(), *offset))
+          bytes[*offset] ^= 1;
+      }
+    }
     return bytes;
+  }
   // A mutated vtable may put the checksum field inside another field, the
   // kernel library included: stamping would then write into the library
   // and turn a trusted one into a forged one. So the stamped file must be
