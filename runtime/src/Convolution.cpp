@@ -182,13 +182,37 @@ bool libraryWanted() {
 
 } // namespace
 
-int detail::convBlock() {
+namespace {
+/// Channels per block of the blocked layout (16 or 8; 0: all of them,
+/// NHWC), for this process.
+int convBlock() {
 #ifdef FLOW_HAVE_DNNL
   if (const Dnnl *d = dnnl())
     return d->block;
 #endif
   return 16;
 }
+
+/// Copies NCHW \p src into the blocked layout \p dst (channels a
+/// multiple of \p block; 0: NHWC) when \p toBlocked, else the reverse.
+void relayout(const float *src, float *dst, int64_t n, int64_t c, int64_t hw,
+              int block, bool toBlocked) {
+  if (block == 0)
+    block = static_cast<int>(c);
+  for (int64_t b = 0; b < n; ++b)
+    for (int64_t ch = 0; ch < c; ++ch) {
+      int64_t plain = (b * c + ch) * hw;
+      int64_t blocked =
+          ((b * (c / block) + ch / block) * hw) * block + ch % block;
+      for (int64_t i = 0; i < hw; ++i) {
+        if (toBlocked)
+          dst[blocked + i * block] = src[plain + i];
+        else
+          dst[plain + i] = src[blocked + i * block];
+      }
+    }
+}
+} // namespace
 
 std::string detail::convLibrary() {
 #ifdef FLOW_HAVE_DNNL
@@ -197,34 +221,6 @@ std::string detail::convLibrary() {
 #endif
   return "Flow reference (im2col + GEMM, one thread), " +
          layoutName(convBlock());
-}
-
-void detail::toBlocked(const float *src, float *dst, int64_t n, int64_t c,
-                       int64_t hw, int block) {
-  if (block == 0)
-    block = static_cast<int>(c);
-  for (int64_t b = 0; b < n; ++b)
-    for (int64_t ch = 0; ch < c; ++ch) {
-      const float *s = src + (b * c + ch) * hw;
-      float *d = dst + ((b * (c / block) + ch / block) * hw) * block +
-                 ch % block;
-      for (int64_t i = 0; i < hw; ++i)
-        d[i * block] = s[i];
-    }
-}
-
-void detail::fromBlocked(const float *src, float *dst, int64_t n, int64_t c,
-                         int64_t hw, int block) {
-  if (block == 0)
-    block = static_cast<int>(c);
-  for (int64_t b = 0; b < n; ++b)
-    for (int64_t ch = 0; ch < c; ++ch) {
-      const float *s = src + ((b * (c / block) + ch / block) * hw) * block +
-                       ch % block;
-      float *d = dst + (b * c + ch) * hw;
-      for (int64_t i = 0; i < hw; ++i)
-        d[i] = s[i * block];
-    }
 }
 
 /// One command's primitives and memory objects (oneDNN), or the mark that
@@ -601,7 +597,7 @@ Status ConvRunner::runReference(const ConvCommand &cmd,
 
   const float *in = buffers.input;
   if (cmd.blockedInput) {
-    fromBlocked(in, plainIn, cmd.n, cmd.c, hw, block);
+    relayout(in, plainIn, cmd.n, cmd.c, hw, block, /*toBlocked=*/false);
     in = plainIn;
   }
   float *out = cmd.blockedOutput ? plainOut : buffers.output;
@@ -635,7 +631,8 @@ Status ConvRunner::runReference(const ConvCommand &cmd,
     }
   const float *residual = buffers.residual;
   if (cmd.hasResidual && cmd.blockedResidual) {
-    fromBlocked(residual, plainResidual, cmd.n, cmd.o, ohw, block);
+    relayout(residual, plainResidual, cmd.n, cmd.o, ohw, block,
+             /*toBlocked=*/false);
     residual = plainResidual;
   }
   for (int64_t b = 0; b < cmd.n; ++b)
@@ -652,6 +649,7 @@ Status ConvRunner::runReference(const ConvCommand &cmd,
       }
     }
   if (cmd.blockedOutput)
-    toBlocked(plainOut, buffers.output, cmd.n, cmd.o, ohw, block);
+    relayout(plainOut, buffers.output, cmd.n, cmd.o, ohw, block,
+             /*toBlocked=*/true);
   return Status::ok();
 }

@@ -40,20 +40,9 @@ namespace detail {
 /// ends instead of spinning against Flow's pool.
 void *openOneDnn();
 
-/// Channels per block of the blocked layout (16 or 8; 0: all of them,
-/// NHWC), for this process.
-int convBlock();
-
 /// "oneDNN 2.6.3, nhwc" or "Flow reference (im2col +
 /// GEMM)": what runs convolution commands in this process.
 std::string convLibrary();
-
-/// Copies NCHW \p src into the blocked layout \p dst (channels a multiple
-/// of \p block; 0: NHWC), or back.
-void toBlocked(const float *src, float *dst, int64_t n, int64_t c,
-               int64_t hw, int block);
-void fromBlocked(const float *src, float *dst, int64_t n, int64_t c,
-                 int64_t hw, int block);
 
 /// The addresses of one convolution's buffers (bias and residual null
 /// when absent).

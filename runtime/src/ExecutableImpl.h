@@ -85,7 +85,7 @@ struct ConvCommand {
   int64_t padTop = 0, padLeft = 0, padBottom = 0, padRight = 0;
   int64_t groups = 1;
   bool relu = false, hasBias = false, hasResidual = false;
-  /// Held in the runtime's blocked layout (see convBlock()).
+  /// Held in the runtime's convolution layout (runtime/src/Convolution.h).
   bool blockedInput = false, blockedResidual = false, blockedOutput = false;
   BufferRef input, filter, bias, residual, output;
 };

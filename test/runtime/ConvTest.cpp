@@ -73,20 +73,6 @@ std::vector<float> randoms(size_t n, unsigned seed) {
   return v;
 }
 
-HostTensor tensor(std::vector<int64_t> shape, const std::vector<float> &v) {
-  HostTensor t;
-  t.dtype = DType::F32;
-  t.shape = std::move(shape);
-  t.data = floatBytes(v);
-  return t;
-}
-
-std::vector<float> floats(const HostTensor &t) {
-  std::vector<float> out(t.data.size() / sizeof(float));
-  std::memcpy(out.data(), t.data.data(), t.data.size());
-  return out;
-}
-
 /// Two convolutions through a blocked arena buffer: the first (relu) from
 /// the plain input into the arena, the second from there with the plain
 /// residual input, into the plain output. Compares with `direct` on the
@@ -156,8 +142,8 @@ void checkChain(const Shape &a, const Shape &b, int threads) {
     // Twice: the second call reuses the primitives and reordered weights.
     for (int call = 0; call < 2; ++call) {
       StatusOr<std::vector<HostTensor>> out = (*session)->run(
-          "main", {tensor({a.n, a.c, a.h, a.w}, x),
-                   tensor({b.n, b.o, b.oh(), b.ow()}, r)});
+          "main", {f32Tensor({a.n, a.c, a.h, a.w}, x),
+                   f32Tensor({b.n, b.o, b.oh(), b.ow()}, r)});
       ASSERT_TRUE(out) << out.status().message();
       std::vector<float> got = floats((*out)[0]);
       ASSERT_EQ(got.size(), want.size());

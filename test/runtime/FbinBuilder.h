@@ -359,6 +359,23 @@ inline std::vector<uint8_t> floatBytes(const std::vector<float> &values) {
   return out;
 }
 
+/// An f32 tensor of \p shape holding \p values.
+inline runtime::HostTensor f32Tensor(std::vector<int64_t> shape,
+                                     const std::vector<float> &values) {
+  runtime::HostTensor t;
+  t.dtype = DType::F32;
+  t.shape = std::move(shape);
+  t.data = floatBytes(values);
+  return t;
+}
+
+/// The values of an f32 tensor.
+inline std::vector<float> floats(const runtime::HostTensor &t) {
+  std::vector<float> out(t.data.size() / sizeof(float));
+  std::memcpy(out.data(), t.data.data(), t.data.size());
+  return out;
+}
+
 /// The 4x4 matrix constant of sampleSpec(): w[i][j] = i - j / 2.
 inline std::vector<float> sampleWeights() {
   std::vector<float> w(16);

@@ -34,21 +34,6 @@ std::unique_ptr<Session> makeSession(std::shared_ptr<const Executable> exe,
   return session ? std::move(*session) : nullptr;
 }
 
-HostTensor f32Tensor(std::vector<int64_t> shape,
-                     const std::vector<float> &values) {
-  HostTensor t;
-  t.dtype = DType::F32;
-  t.shape = std::move(shape);
-  t.data = floatBytes(values);
-  return t;
-}
-
-std::vector<float> floats(const HostTensor &t) {
-  std::vector<float> out(t.data.size() / sizeof(float));
-  std::memcpy(out.data(), t.data.data(), t.data.size());
-  return out;
-}
-
 template <typename T> T scalarAt(const HostTensor &t, size_t i) {
   T v;
   std::memcpy(&v, t.data.data() + i * sizeof(T), sizeof(T));
