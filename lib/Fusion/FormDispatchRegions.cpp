@@ -12,6 +12,7 @@
 #include "flow/Dialect/Flow/IR/FlowOps.h"
 #include "flow/Fusion/Passes.h"
 #include "flow/Support/Location.h"
+#include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/TypeSwitch.h"
@@ -140,6 +141,130 @@ static bool readsOwnRow(Operation *op, Value v, int64_t rows,
   return ok;
 }
 
+/// Static shape of `v`'s tensor type, empty (and false) when not static.
+static bool staticShape(Value v, SmallVector<int64_t> &shape) {
+  RankedTensorType type = tensorOf(v);
+  if (!type || !type.hasStaticShape())
+    return false;
+  shape.assign(type.getShape().begin(), type.getShape().end());
+  return true;
+}
+
+/// Size of `shape`'s row dimension (its first dimension longer than 1);
+/// 1 when it has none.
+static int64_t rowSize(ArrayRef<int64_t> shape) {
+  for (int64_t d : shape)
+    if (d > 1)
+      return d;
+  return 1;
+}
+
+/// For `reshape(e)` that splits `e`'s leading dimensions into others (as
+/// [B*S, F] -> [B, S, F] or [B, S, H, D]), the shape that splits them the
+/// same way and keeps `e`'s trailing dimensions: `y`'s first `j` dimensions
+/// then `e`'s from `i` on. Empty when no leading dimensions of `e` multiply
+/// to leading dimensions of `y` (then `i` is 0).
+static SmallVector<int64_t> leadingSplit(ArrayRef<int64_t> e,
+                                         ArrayRef<int64_t> y, size_t &i) {
+  int64_t pe = 1;
+  for (i = 1; i < e.size(); ++i) {
+    pe *= e[i - 1];
+    int64_t py = 1;
+    size_t j = 0;
+    while (j < y.size() && py < pe)
+      py *= y[j++];
+    if (py == pe && j < y.size()) {
+      SmallVector<int64_t> mid(y.begin(), y.begin() + j);
+      mid.append(e.begin() + i, e.end());
+      return mid;
+    }
+  }
+  i = 0;
+  return {};
+}
+
+/// Moves the row split of a reshape above the element-wise op it reads:
+/// `reshape(e(x, bias))`, where `x` comes from the host (a library GEMM's
+/// [B*S, F] result) and the reshape splits its rows ([B, S, ...]), becomes
+/// `e(reshape(x), bias)` (then a reshape of the trailing dimensions, if
+/// the original split them too). The reshape of `x` is a host view; `e`
+/// then has the rows of its consumers and fuses with them (a bias add with
+/// the activation after it, or with the split into attention heads),
+/// instead of ending a kernel of its own before a view. Operands that
+/// broadcast (a bias over the trailing dimensions, a scalar) stay as they
+/// are. Returns how many reshapes moved.
+static unsigned hoistRowSplits(Block &block,
+                               function_ref<bool(Operation *)> onHost) {
+  SmallVector<ReshapeOp> reshapes;
+  for (Operation &op : block)
+    if (auto reshape = dyn_cast<ReshapeOp>(op))
+      reshapes.push_back(reshape);
+  unsigned moved = 0;
+  for (ReshapeOp reshape : reshapes) {
+    Operation *e = reshape.getInput().getDefiningOp();
+    if (!e || !isElementwise(e) || isa<BatchNormOp, BroadcastToOp>(e) ||
+        e->getNumResults() != 1 || !e->hasOneUse() ||
+        e->getBlock() != &block)
+      continue;
+    SmallVector<int64_t> eShape, yShape;
+    if (!staticShape(e->getResult(0), eShape) ||
+        !staticShape(reshape.getResult(), yShape) ||
+        rowSize(eShape) == rowSize(yShape))
+      continue;
+    size_t i = 0;
+    SmallVector<int64_t> mid = leadingSplit(eShape, yShape, i);
+    if (mid.empty() || rowSize(mid) != rowSize(yShape))
+      continue;
+    bool ok = true;
+    for (Value operand : e->getOperands()) {
+      SmallVector<int64_t> shape;
+      if (!staticShape(operand, shape)) {
+        ok = false;
+        break;
+      }
+      if (ArrayRef<int64_t>(shape) == ArrayRef<int64_t>(eShape)) {
+        // Reshaped: only views of what the host computed.
+        Operation *def = operand.getDefiningOp();
+        ok = !def || onHost(def) || isa<ReshapeOp>(def);
+      } else {
+        // Broadcast from the right over e's trailing dimensions only.
+        size_t leadingOnes = 0;
+        while (leadingOnes < shape.size() && shape[leadingOnes] == 1)
+          ++leadingOnes;
+        ok = shape.size() - leadingOnes <= eShape.size() - i &&
+             shape.size() <= mid.size();
+      }
+      if (!ok)
+        break;
+    }
+    if (!ok)
+      continue;
+    OpBuilder b(e);
+    IRMapping mapping;
+    for (Value operand : e->getOperands()) {
+      RankedTensorType type = tensorOf(operand);
+      if (type.getShape() == ArrayRef<int64_t>(eShape))
+        mapping.map(operand,
+                    ReshapeOp::create(
+                        b, reshape.getLoc(),
+                        RankedTensorType::get(mid, type.getElementType()),
+                        operand));
+    }
+    Operation *moved_ = b.clone(*e, mapping);
+    moved_->getResult(0).setType(RankedTensorType::get(
+        mid, tensorOf(e->getResult(0)).getElementType()));
+    if (ArrayRef<int64_t>(mid) == ArrayRef<int64_t>(yShape)) {
+      reshape.getResult().replaceAllUsesWith(moved_->getResult(0));
+      reshape.erase();
+    } else {
+      reshape.getInputMutable().assign(moved_->getResult(0));
+    }
+    e->erase();
+    ++moved;
+  }
+  return moved;
+}
+
 namespace {
 struct Group {
   SmallVector<Operation *> ops; // program order
@@ -259,6 +384,10 @@ struct FormDispatchRegionsPass
       op.erase();
     }
 
+    if (fusion)
+      numRowSplitsMoved +=
+          hoistRowSplits(block, [&](Operation *op) { return staysOnHost(op); });
+
     std::vector<std::unique_ptr<Group>> groups;
     DenseMap<Operation *, Group *> groupOf;
     auto refuse = [&](Operation *op, StringRef why) {
@@ -283,6 +412,13 @@ struct FormDispatchRegionsPass
             candidates.push_back(g);
         } else if (!isa<ConstantOp, ParameterOp>(def) && !hostProducer &&
                    (kind != Kind::Reshape || !isa<ReshapeOp>(def))) {
+          // Through host views to the op that computed the value.
+          while (auto view = dyn_cast<ReshapeOp>(def)) {
+            Operation *in = view.getInput().getDefiningOp();
+            if (!in || !staysOnHost(in))
+              break;
+            def = in;
+          }
           hostProducer = def;
         }
       }

@@ -192,3 +192,52 @@ func.func @collective(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
   %2 = flow.exp %1 : tensor<4x8xf32>
   return %2 : tensor<4x8xf32>
 }
+
+// -----
+
+// A reshape that splits the rows of a bias add on a library GEMM's result
+// moves above the add (a host view of the GEMM's result), so the add joins
+// the activation after it, or the split into heads and their transpose.
+// The bias broadcasts over the trailing dimension and stays as it is.
+// CHECK-LABEL: func.func @bias_then_gelu
+// CHECK: %[[M:.*]] = flow.matmul
+// CHECK-NEXT: %[[V:.*]] = flow.reshape %[[M]] : tensor<256x32xf32> -> tensor<2x128x32xf32>
+// CHECK-NEXT: flow.dispatch_region rows = 2
+// CHECK-NEXT: flow.add %[[V]], %arg2 {flow.fusion_refused = "its producer flow.matmul runs on the host as a library GEMM"} : (tensor<2x128x32xf32>, tensor<32xf32>)
+// CHECK-NEXT: flow.gelu
+// CHECK-NEXT: flow.return
+// OFF-LABEL: func.func @bias_then_gelu
+// OFF: flow.add %{{.*}}, %arg2 : (tensor<256x32xf32>, tensor<32xf32>)
+func.func @bias_then_gelu(%x: tensor<256x16xf32>, %w: tensor<16x32xf32>, %b: tensor<32xf32>) -> tensor<2x128x32xf32> {
+  %m = flow.matmul %x, %w : (tensor<256x16xf32>, tensor<16x32xf32>) -> tensor<256x32xf32>
+  %a = flow.add %m, %b : (tensor<256x32xf32>, tensor<32xf32>) -> tensor<256x32xf32>
+  %r = flow.reshape %a : tensor<256x32xf32> -> tensor<2x128x32xf32>
+  %g = flow.gelu %r : tensor<2x128x32xf32>
+  return %g : tensor<2x128x32xf32>
+}
+// CHECK-LABEL: func.func @bias_then_heads
+// CHECK: flow.reshape %{{.*}} : tensor<256x32xf32> -> tensor<2x128x32xf32>
+// CHECK-NEXT: flow.dispatch_region rows = 2
+// CHECK-NEXT: flow.add
+// CHECK-NEXT: flow.reshape %{{.*}} : tensor<2x128x32xf32> -> tensor<2x128x4x8xf32>
+// CHECK-NEXT: flow.transpose
+// CHECK-NEXT: flow.return
+func.func @bias_then_heads(%x: tensor<256x16xf32>, %w: tensor<16x32xf32>, %b: tensor<32xf32>) -> tensor<2x4x128x8xf32> {
+  %m = flow.matmul %x, %w : (tensor<256x16xf32>, tensor<16x32xf32>) -> tensor<256x32xf32>
+  %a = flow.add %m, %b : (tensor<256x32xf32>, tensor<32xf32>) -> tensor<256x32xf32>
+  %r = flow.reshape %a : tensor<256x32xf32> -> tensor<2x128x4x8xf32>
+  %t = flow.transpose %r [0, 2, 1, 3] : tensor<2x128x4x8xf32> -> tensor<2x4x128x8xf32>
+  return %t : tensor<2x4x128x8xf32>
+}
+// A per-row operand (not a broadcast over the trailing dimensions) keeps
+// the reshape where it is.
+// CHECK-LABEL: func.func @per_row_operand
+// CHECK: flow.add %{{.*}}, %arg2 {{.*}}: (tensor<256x32xf32>, tensor<256x1xf32>)
+// CHECK: flow.reshape %{{.*}} : tensor<256x32xf32> -> tensor<2x128x32xf32>
+func.func @per_row_operand(%x: tensor<256x16xf32>, %w: tensor<16x32xf32>, %s: tensor<256x1xf32>) -> tensor<2x128x32xf32> {
+  %m = flow.matmul %x, %w : (tensor<256x16xf32>, tensor<16x32xf32>) -> tensor<256x32xf32>
+  %a = flow.add %m, %s : (tensor<256x32xf32>, tensor<256x1xf32>) -> tensor<256x32xf32>
+  %r = flow.reshape %a : tensor<256x32xf32> -> tensor<2x128x32xf32>
+  %g = flow.gelu %r : tensor<2x128x32xf32>
+  return %g : tensor<2x128x32xf32>
+}

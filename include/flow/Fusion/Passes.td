@@ -45,6 +45,15 @@ def FormDispatchRegionsPass
       consumers start a new one (the host pipeline may then fuse them into
       the library call: `flow-fuse-conv-epilogues`).
 
+    Before grouping, a reshape that splits the rows of an element-wise op's
+    result moves above that op when the op's full-size operands come from
+    the host: `reshape(add(gemm, bias))` from `[B*S, F]` to `[B, S, ...]`
+    becomes `add(reshape(gemm), bias)` (a host view, then the add in
+    `[B, S, F]`), so the add has the rows of its consumers and fuses with
+    them (the activation after a bias, the split into attention heads)
+    instead of ending a kernel before a view. Operands that broadcast over
+    the trailing dimensions (a bias, a scalar) stay as they are.
+
     No op is ever duplicated: a value used inside and outside its region
     becomes one of the region's results. A trailing `reshape` whose result
     is used only outside the region is left to the host (a view). Ops with
@@ -79,7 +88,9 @@ def FormDispatchRegionsPass
   let statistics = [
     Statistic<"numRegions", "regions", "Number of dispatch regions formed">,
     Statistic<"numFused", "fused-ops", "Number of ops fused into a producer's region">,
-    Statistic<"numRefused", "refusals", "Number of fusion candidates refused">
+    Statistic<"numRefused", "refusals", "Number of fusion candidates refused">,
+    Statistic<"numRowSplitsMoved", "row-splits-moved",
+              "Number of reshapes moved above the element-wise op they read">
   ];
   let dependentDialects = ["::mlir::flow::FlowDialect"];
 }
