@@ -259,9 +259,9 @@ void mlir::flow::buildHostPipeline(OpPassManager &pm,
 }
 
 void mlir::flow::buildKernelLinalgPipeline(OpPassManager &pm) {
-  addPipeline(pm, "flow-convert-to-linalg,linalg-generalize-named-ops,"
+  addPipeline(pm, "flow-convert-to-linalg,flow-byte-booleans,linalg-generalize-named-ops,"
                   "linalg-fuse-elementwise-ops,canonicalize,cse,"
-                  "flow-reassociate-reductions");
+                  "flow-reassociate-reductions,flow-tile-rows,canonicalize,cse");
 }
 
 void mlir::flow::buildKernelBufferizePipeline(OpPassManager &pm) {
@@ -269,7 +269,7 @@ void mlir::flow::buildKernelBufferizePipeline(OpPassManager &pm) {
               "flow-record-kernel-abi,one-shot-bufferize{bufferize-function-"
               "boundaries function-boundary-type-conversion=identity-layout-"
               "map},buffer-results-to-out-params{hoist-static-allocs},"
-              "canonicalize,buffer-deallocation-pipeline,flow-copies-to-linalg,"
+              "scf-forall-to-parallel,flow-kernel-scratch,canonicalize,buffer-deallocation-pipeline,flow-copies-to-linalg,"
               "convert-linalg-to-parallel-loops,flow-distribute-workgroups,"
               "canonicalize,cse");
 }

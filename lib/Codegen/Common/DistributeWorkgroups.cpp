@@ -116,6 +116,10 @@ static bool rowsStayLocal(
   if (unknown)
     return false;
   for (auto &[buffer, ops] : uses) {
+    // A tile's scratch buffer: each workgroup has its own (one per call).
+    if (Operation *def = buffer.getDefiningOp();
+        def && def->hasAttr(FlowDialect::getScratchAttrName()))
+      continue;
     if (!written.contains(buffer) ||
         llvm::all_of(ops, [&](Operation *op) {
           return isa<memref::StoreOp>(op);

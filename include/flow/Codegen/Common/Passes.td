@@ -100,4 +100,80 @@ def ReassociateReductionsPass
   let dependentDialects = ["::mlir::arith::ArithDialect"];
 }
 
+def TileRowsPass : Pass<"flow-tile-rows", "ModuleOp"> {
+  let summary = "Computes a kernel with a reduction one row at a time";
+  let description = [{
+    Runs on kernels in linalg form. A kernel with a reduction (a softmax, a
+    norm, with their prologue and epilogue) is several loop nests, each over
+    the whole tensor: the softmax of BERT's attention scores made five
+    passes over 786 KB per workgroup, more than the cache holds. This pass
+    tiles the kernel's last op (its one result, element-wise) into tiles of
+    one row, where a row is the trailing dimensions its reductions combine,
+    and fuses every producer into the tile (`scf.forall`): each row's
+    maximum, sum and normalization then run while the row is in cache.
+    Producers used by several ops of the tile are computed for each (an
+    element-wise prologue is cheap; a reduction is never split). Kernels
+    whose reductions do not combine trailing dimensions of the result's
+    shape, or with more than one result, are left as they are.
+
+    After bufferization `flow-kernel-scratch` gives each tile's temporary
+    buffers one place per workgroup, and `flow-distribute-workgroups`
+    splits the tile loop's rows as it splits any other loop.
+
+    ```mlir
+    // before: %max, %sum over tensor<8x12x128x128xf32>, then %y
+    %y = scf.forall (%i, %j, %k) in (8, 12, 128) shared_outs(%o = %init) {
+      // the row's slice of x, its max and sum (1x1x1x1), its result
+    }
+    ```
+  }];
+  let dependentDialects = ["::mlir::scf::SCFDialect",
+                           "::mlir::tensor::TensorDialect"];
+  let statistics = [
+    Statistic<"numTiled", "kernels-tiled", "Number of kernels tiled by rows">
+  ];
+}
+
+def KernelScratchPass : Pass<"flow-kernel-scratch", "ModuleOp"> {
+  let summary = "One place per workgroup for the temporaries of tiled "
+                "kernels";
+  let description = [{
+    Runs on bufferized kernels. An allocation inside a loop (a tile's
+    temporary row, from `flow-tile-rows`) moves to the kernel's entry: on
+    the stack when it has at most 64 KiB, else on the heap (freed by the
+    deallocation pass). Each call of a kernel is one workgroup on one
+    thread and runs its loops in order, and a buffer allocated inside a
+    loop holds nothing from one iteration to the next, so one buffer per
+    call serves every iteration. The moved allocation is marked
+    `flow.scratch`: `flow-distribute-workgroups` knows each workgroup has
+    its own.
+  }];
+  let dependentDialects = ["::mlir::memref::MemRefDialect"];
+}
+
+def ByteBooleansPass : Pass<"flow-byte-booleans", "ModuleOp"> {
+  let summary = "Kernels read and write boolean buffers as bytes";
+  let description = [{
+    Runs on kernels in linalg form, before element-wise fusion. A boolean
+    tensor argument or result (`i1`, one byte per element in Flow's
+    buffers) becomes `i8` at the kernel's boundary, with an `arith.trunci`
+    after each read and an `arith.extui` before each write, which fusion
+    folds into the ops that use them. The buffers hold the same bytes
+    either way; what changes is the code LLVM makes: a vector of `i1`
+    loaded from memory is assembled one bit at a time (about five
+    instructions per element, a third of the attention softmax's time
+    with a mask), a vector of bytes is one load and one compare.
+
+    ```mlir
+    func.func private @k(%m: tensor<4x8xi1>, ...) attributes {flow.kernel}
+    // becomes
+    func.func private @k(%m: tensor<4x8xi8>, ...) attributes {flow.kernel} {
+      %b = linalg.generic ... ins(%m : tensor<4x8xi8>) { arith.trunci ... }
+    ```
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
 #endif // FLOW_CODEGEN_COMMON_PASSES_TD

@@ -234,6 +234,15 @@ LogicalResult FlowDialect::verifyOperationAttribute(Operation *op,
                                << "' must be a non-negative integer";
     return success();
   }
+  if (attr.getName() == getScratchAttrName()) {
+    if (!isa<UnitAttr>(attr.getValue()) ||
+        !llvm::is_contained({StringRef("memref.alloc"), StringRef("memref.alloca")},
+                            op->getName().getStringRef()))
+      return op->emitOpError()
+             << "'" << getScratchAttrName()
+             << "' must be a unit attribute on an allocation";
+    return success();
+  }
   return op->emitOpError() << "unknown flow attribute '"
                            << attr.getName().getValue() << "' on an operation";
 }

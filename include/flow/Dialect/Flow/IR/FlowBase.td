@@ -113,6 +113,11 @@ def Flow_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral getNumOutputsAttrName() {
       return ::llvm::StringLiteral("flow.num_outputs");
     }
+    /// Marks a kernel's allocation as a tile's scratch buffer, one per
+    /// workgroup (set by flow-kernel-scratch).
+    static constexpr ::llvm::StringLiteral getScratchAttrName() {
+      return ::llvm::StringLiteral("flow.scratch");
+    }
     /// Names the safetensors archive holding the module's flow.parameter
     /// tensors (on the module; a relative path is taken from the directory
     /// of the executable that records it).

@@ -1,0 +1,171 @@
+//===- TileRows.cpp - Kernels with reductions, one row at a time ----------===//
+//
+// Part of the Flow project.
+//
+// `flow-tile-rows` tiles a kernel's result by rows and fuses its producers
+// into the tile; `flow-kernel-scratch` then gives the tile's temporaries
+// one buffer per workgroup. See Passes.td.
+//
+//===----------------------------------------------------------------------===//
+
+#include "flow/Codegen/Common/Passes.h"
+#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/Dialect/SCF/Transforms/TileUsingInterface.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+namespace mlir {
+namespace flow {
+#define GEN_PASS_DEF_TILEROWSPASS
+#define GEN_PASS_DEF_KERNELSCRATCHPASS
+#include "flow/Codegen/Common/Passes.h.inc"
+} // namespace flow
+} // namespace mlir
+
+using namespace mlir;
+
+namespace {
+
+/// The first dimension of `op`'s loops that a reduction combines, when
+/// they are its trailing loops and its first input is read as the loops
+/// are (an identity map); nullopt otherwise.
+std::optional<unsigned> firstReducedDim(linalg::LinalgOp op) {
+  SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
+  unsigned first = iterators.size();
+  while (first > 0 && iterators[first - 1] == utils::IteratorType::reduction)
+    --first;
+  for (unsigned d = 0; d < first; ++d)
+    if (iterators[d] != utils::IteratorType::parallel)
+      return std::nullopt;
+  if (op.getNumDpsInputs() == 0 ||
+      !op.getMatchingIndexingMap(op.getDpsInputOperand(0)).isIdentity())
+    return std::nullopt;
+  return first;
+}
+
+/// Tiles `kernel` by rows if it has the shape the pass takes; true if so.
+bool tileFolded(func::FuncOp kernel) {
+  auto ret = dyn_cast<func::ReturnOp>(kernel.getBody().front().getTerminator());
+  if (!ret || ret.getNumOperands() != 1)
+    return false;
+  auto root = ret.getOperand(0).getDefiningOp<linalg::GenericOp>();
+  if (!root || root.getNumDpsInits() != 1 ||
+      root.getNumParallelLoops() != root.getNumLoops() ||
+      !root.getMatchingIndexingMap(root.getDpsInitOperand(0)).isIdentity())
+    return false;
+  unsigned rank = root.getNumLoops();
+  // Where rows end: the first dimension any reduction combines.
+  std::optional<unsigned> rowEnd;
+  bool fits = true;
+  kernel.walk([&](linalg::LinalgOp op) {
+    if (op.getNumReductionLoops() == 0)
+      return;
+    std::optional<unsigned> first = firstReducedDim(op);
+    if (!first || op.getNumLoops() != rank) {
+      fits = false;
+      return;
+    }
+    rowEnd = rowEnd ? std::min(*rowEnd, *first) : *first;
+  });
+  if (!fits || !rowEnd || *rowEnd == 0)
+    return false;
+  ArrayRef<int64_t> shape = root.getStaticLoopRanges();
+  if (llvm::any_of(shape, ShapedType::isDynamic))
+    return false;
+  int64_t rows = 1;
+  for (unsigned d = 0; d < *rowEnd; ++d)
+    rows *= shape[d];
+  if (rows <= 1)
+    return false;
+
+  IRRewriter rewriter(kernel.getContext());
+  rewriter.setInsertionPoint(root);
+  SmallVector<OpFoldResult> sizes;
+  for (unsigned d = 0; d < rank; ++d)
+    sizes.push_back(rewriter.getIndexAttr(d < *rowEnd ? 1 : 0));
+  scf::SCFTileAndFuseOptions options;
+  options.tilingOptions.setTileSizes(sizes).setLoopType(
+      scf::SCFTilingOptions::LoopType::ForallOp);
+  FailureOr<scf::SCFTileAndFuseResult> tiled =
+      scf::tileConsumerAndFuseProducersUsingSCF(
+          rewriter, cast<TilingInterface>(root.getOperation()), options);
+  if (failed(tiled))
+    return false;
+  Value result = root->getResult(0);
+  auto it = tiled->replacements.find(result);
+  if (it == tiled->replacements.end())
+    return false;
+  rewriter.replaceAllUsesWith(result, it->second);
+  return true;
+}
+
+/// Tiles a copy of `kernel` whose reductions keep no dimensions of one
+/// (a softmax's row maximum is 4x6, not 4x6x1: an index that is always 0
+/// is not one tiling can follow) and takes its body if that worked.
+bool tileKernel(func::FuncOp kernel) {
+  bool reduces = false;
+  kernel.walk([&](linalg::LinalgOp op) {
+    reduces |= op.getNumReductionLoops() > 0;
+  });
+  if (!reduces)
+    return false;
+  auto copy = cast<func::FuncOp>(kernel->clone());
+  RewritePatternSet patterns(kernel.getContext());
+  linalg::ControlDropUnitDims control;
+  linalg::populateFoldUnitExtentDimsPatterns(patterns, control);
+  bool tiled = succeeded(applyPatternsGreedily(copy, std::move(patterns))) &&
+               tileFolded(copy);
+  if (tiled)
+    kernel.getBody().takeBody(copy.getBody());
+  copy.erase();
+  return tiled;
+}
+
+struct TileRowsPass : flow::impl::TileRowsPassBase<TileRowsPass> {
+  void runOnOperation() override {
+    for (auto kernel : getOperation().getOps<func::FuncOp>())
+      if (kernel->hasAttr("flow.kernel") && !kernel.isExternal() &&
+          tileKernel(kernel))
+        ++numTiled;
+  }
+};
+
+/// Scratch buffers of at most this many bytes go on the stack.
+constexpr int64_t kStackScratchBytes = 64 * 1024;
+
+struct KernelScratchPass
+    : flow::impl::KernelScratchPassBase<KernelScratchPass> {
+  void runOnOperation() override {
+    for (auto kernel : getOperation().getOps<func::FuncOp>()) {
+      if (!kernel->hasAttr("flow.kernel") || kernel.isExternal())
+        continue;
+      Block &entry = kernel.getBody().front();
+      SmallVector<memref::AllocOp> nested;
+      kernel.walk([&](memref::AllocOp alloc) {
+        if (alloc->getBlock() != &entry && alloc.getType().hasStaticShape() &&
+            alloc.getDynamicSizes().empty() && alloc.getSymbolOperands().empty())
+          nested.push_back(alloc);
+      });
+      OpBuilder b = OpBuilder::atBlockBegin(&entry);
+      for (memref::AllocOp alloc : nested) {
+        MemRefType type = alloc.getType();
+        int64_t bytes = type.getNumElements() *
+                        std::max<int64_t>(1, type.getElementTypeBitWidth() / 8);
+        Operation *moved;
+        if (bytes <= kStackScratchBytes) {
+          auto stack = memref::AllocaOp::create(b, alloc.getLoc(), type,
+                                                alloc.getAlignmentAttr());
+          alloc.replaceAllUsesWith(stack.getResult());
+          alloc.erase();
+          moved = stack;
+        } else {
+          alloc->moveBefore(&entry, entry.begin());
+          moved = alloc;
+        }
+        moved->setAttr(flow::FlowDialect::getScratchAttrName(), b.getUnitAttr());
+      }
+    }
+  }
+};
+
+} // namespace

@@ -1,0 +1,64 @@
+// RUN: flow-opt %s -split-input-file --flow-kernel-linalg-pipeline | FileCheck %s
+// RUN: flow-opt %s -split-input-file --flow-kernel-linalg-pipeline --flow-kernel-bufferize-pipeline | FileCheck %s --check-prefix=BUF
+
+// A softmax with its prologue is tiled by rows (the trailing dimension it
+// reduces is whole in each tile), and every producer is fused into the
+// tile: nothing but the tile loop is left at the top.
+// CHECK-LABEL: func.func private @softmax
+// CHECK-NOT: linalg.generic
+// CHECK: scf.forall (%{{.*}}, %{{.*}}) in (4, 6) shared_outs
+// CHECK-COUNT-4: linalg.generic
+// CHECK: scf.forall.in_parallel
+// CHECK-NOT: linalg.generic
+// CHECK: return
+// After bufferization the tile's row buffers are stack scratch at the
+// entry, and the workgroups still split the rows.
+// BUF-LABEL: func.func private @softmax
+// BUF-SAME: flow.max_workgroups = 4
+// BUF: memref.alloca() {{.*}}flow.scratch{{.*}} : memref<1x1x32xf32>
+// BUF: memref.alloca() {{.*}}flow.scratch{{.*}} : memref<1x1xf32>
+// BUF: scf.parallel
+// BUF-NOT: memref.alloc(
+func.func private @softmax(%x: tensor<4x6x32xf32>) -> tensor<4x6x32xf32> attributes {flow.kernel, flow.workgroup_extent = 4 : i64} {
+  %c = flow.constant dense<0.5> : tensor<f32>
+  %s = flow.mul %x, %c : (tensor<4x6x32xf32>, tensor<f32>) -> tensor<4x6x32xf32>
+  %y = flow.softmax %s axis = 2 : tensor<4x6x32xf32>
+  return %y : tensor<4x6x32xf32>
+}
+
+// -----
+
+// A layer norm over the two trailing dimensions: tiles of one row of 4x8.
+// CHECK-LABEL: func.func private @layer_norm
+// CHECK: scf.forall (%{{.*}}) in (3) shared_outs
+// BUF-LABEL: func.func private @layer_norm
+// BUF-SAME: flow.max_workgroups = 3
+func.func private @layer_norm(%x: tensor<3x4x8xf32>) -> tensor<3x4x8xf32> attributes {flow.kernel, flow.workgroup_extent = 3 : i64} {
+  %y = flow.layer_norm %x axis = 1 epsilon = 1.0e-05 : (tensor<3x4x8xf32>) -> tensor<3x4x8xf32>
+  return %y : tensor<3x4x8xf32>
+}
+
+// -----
+
+// Left alone: an element-wise kernel (one loop nest already), a kernel
+// whose result is the reduction itself, and one with two results.
+// CHECK-LABEL: func.func private @elementwise
+// CHECK-NOT: scf.forall
+// CHECK-LABEL: func.func private @row_sum
+// CHECK-NOT: scf.forall
+// CHECK-LABEL: func.func private @two_results
+// CHECK-NOT: scf.forall
+func.func private @elementwise(%x: tensor<4x32xf32>) -> tensor<4x32xf32> attributes {flow.kernel, flow.workgroup_extent = 4 : i64} {
+  %e = flow.exp %x : tensor<4x32xf32>
+  %r = flow.relu %e : tensor<4x32xf32>
+  return %r : tensor<4x32xf32>
+}
+func.func private @row_sum(%x: tensor<4x32xf32>) -> tensor<4xf32> attributes {flow.kernel, flow.workgroup_extent = 4 : i64} {
+  %s = flow.reduce_sum %x [1] : tensor<4x32xf32> -> tensor<4xf32>
+  return %s : tensor<4xf32>
+}
+func.func private @two_results(%x: tensor<4x32xf32>) -> (tensor<4x32xf32>, tensor<4x32xf32>) attributes {flow.kernel, flow.workgroup_extent = 4 : i64} {
+  %e = flow.exp %x : tensor<4x32xf32>
+  %y = flow.softmax %e axis = 1 : tensor<4x32xf32>
+  return %e, %y : tensor<4x32xf32>, tensor<4x32xf32>
+}
