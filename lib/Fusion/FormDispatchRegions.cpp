@@ -320,9 +320,6 @@ struct FormDispatchRegionsPass
               " starts a kernel: only element-wise ops, views and reductions "
               "join a producer's")
           .str();
-    if (kind == Kind::Reduction && group.hasReduction)
-      return "the producer's kernel already has a reduction (one reduction, "
-             "norm or softmax per kernel)";
     if (kind == Kind::Reduction && group.hasContraction)
       return "a reduction does not join a matmul or convolution kernel";
     int64_t rows = opRows(op);

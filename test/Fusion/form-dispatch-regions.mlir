@@ -47,17 +47,35 @@ func.func @norm(%x: tensor<16x64xf32>, %y: tensor<16x64xf32>, %g: tensor<64xf32>
 
 // -----
 
-// One reduction per kernel: the second softmax starts its own.
+// Reductions over the same rows share a kernel: two softmaxes, or a
+// masked softmax with the row maximum that finds rows masked throughout.
 // CHECK-LABEL: func.func @two_softmax
 // CHECK: flow.dispatch_region rows = 4
 // CHECK-NEXT: flow.softmax
+// CHECK-NEXT: flow.softmax
 // CHECK-NEXT: flow.return
-// CHECK: flow.dispatch_region rows = 4
-// CHECK-NEXT: flow.softmax {{.*}}flow.fusion_refused = "the producer's kernel already has a reduction (one reduction, norm or softmax per kernel)"
 func.func @two_softmax(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
   %0 = flow.softmax %x axis = 1 : tensor<4x8xf32>
   %1 = flow.softmax %0 axis = 1 : tensor<4x8xf32>
   return %1 : tensor<4x8xf32>
+}
+// CHECK-LABEL: func.func @safe_softmax
+// CHECK: flow.dispatch_region rows = 4
+// CHECK-NEXT: flow.neg
+// CHECK-NEXT: flow.softmax
+// CHECK-NEXT: flow.reduce_max
+// CHECK-NEXT: flow.compare
+// CHECK-NEXT: flow.select
+// CHECK-NEXT: flow.return
+func.func @safe_softmax(%in: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %x = flow.neg %in : tensor<4x8xf32>
+  %p = flow.softmax %x axis = 1 : tensor<4x8xf32>
+  %m = flow.reduce_max %x [1] {keepdims} : tensor<4x8xf32> -> tensor<4x1xf32>
+  %ninf = flow.constant dense<0xFF800000> : tensor<f32>
+  %e = flow.compare eq, %m, %ninf : (tensor<4x1xf32>, tensor<f32>) -> tensor<4x1xi1>
+  %z = flow.constant dense<0.0> : tensor<f32>
+  %r = flow.select %e, %z, %p : (tensor<4x1xi1>, tensor<f32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  return %r : tensor<4x8xf32>
 }
 
 // -----

@@ -23,8 +23,10 @@ def FormDispatchRegionsPass
       transpose becomes indexing inside the kernel;
     - a reduction (`reduce_sum`, `reduce_mean`, `reduce_max`, `softmax`,
       `log_softmax`, `layer_norm`, `rms_norm`) joins with its element-wise
-      prologue, and element-wise consumers join it as its epilogue; a region
-      holds at most one reduction, so each norm or softmax is one kernel;
+      prologue, and element-wise consumers join it as its epilogue; each
+      norm or softmax is one kernel, and reductions over the same rows share
+      one (a masked softmax and the row maximum that finds rows masked
+      throughout; `flow-tile-rows` then computes them row by row);
     - element-wise consumers join a generated `matmul` or `conv2d` (or
       another root: gather, pooling, concat...) as its epilogue.
 
@@ -35,8 +37,7 @@ def FormDispatchRegionsPass
       rows, one workgroup's share each; a consumer that reads another row
       of an in-region value, or has a different row count, would make the
       kernel serial or wrong);
-    - put a second reduction or a reduction after a contraction in one
-      kernel;
+    - put a reduction after a contraction in one kernel;
     - move a value past an op that uses it (an op outside the region,
       between the producer and the consumer, reads the producer);
     - read across a host op: a library GEMM (f32 `matmul` with

@@ -40,6 +40,26 @@ func.func private @layer_norm(%x: tensor<3x4x8xf32>) -> tensor<3x4x8xf32> attrib
 
 // -----
 
+// A softmax with the row maximum that zeroes rows masked throughout (as
+// attention computes it): both reductions run in the row's tile.
+// CHECK-LABEL: func.func private @safe_softmax
+// CHECK-NOT: linalg.generic
+// CHECK: scf.forall (%{{.*}}) in (4) shared_outs
+// CHECK: scf.forall.in_parallel
+// CHECK-NOT: linalg.generic
+// CHECK: return
+func.func private @safe_softmax(%x: tensor<4x8xf32>) -> tensor<4x8xf32> attributes {flow.kernel, flow.workgroup_extent = 4 : i64} {
+  %p = flow.softmax %x axis = 1 : tensor<4x8xf32>
+  %m = flow.reduce_max %x [1] {keepdims} : tensor<4x8xf32> -> tensor<4x1xf32>
+  %ninf = flow.constant dense<0xFF800000> : tensor<f32>
+  %e = flow.compare eq, %m, %ninf : (tensor<4x1xf32>, tensor<f32>) -> tensor<4x1xi1>
+  %z = flow.constant dense<0.0> : tensor<f32>
+  %r = flow.select %e, %z, %p : (tensor<4x1xi1>, tensor<f32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  return %r : tensor<4x8xf32>
+}
+
+// -----
+
 // Left alone: an element-wise kernel (one loop nest already), a kernel
 // whose result is the reduction itself, and one with two results.
 // CHECK-LABEL: func.func private @elementwise
