@@ -12,6 +12,7 @@
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/SCF/Transforms/TileUsingInterface.h"
 #include "mlir/IR/PatternMatch.h"
+#include "mlir/Transforms/RegionUtils.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 namespace mlir {
@@ -96,7 +97,28 @@ bool tileFolded(func::FuncOp kernel) {
   if (it == tiled->replacements.end())
     return false;
   rewriter.replaceAllUsesWith(result, it->second);
-  return true;
+  // Every producer must have joined the tile: one left outside (behind a
+  // reshape, which tiling does not fuse through) would be a loop of its
+  // own whose rows the tile reads at an offset, and the kernel could no
+  // longer be split over workgroups. Then the kernel stays as it was.
+  bool erased = true;
+  while (erased) {
+    erased = false;
+    kernel.walk<WalkOrder::PostOrder>([&](Operation *op) {
+      if (op != kernel && isOpTriviallyDead(op)) {
+        op->erase();
+        erased = true;
+      }
+    });
+  }
+  return llvm::all_of(kernel.getBody().front(), [](Operation &op) {
+    // Reshapes are views (of an argument, or of an empty tensor: a fused
+    // reduction's initial value); what matters is that no computation is
+    // left outside the tile.
+    return isa<scf::ForallOp, func::ReturnOp, arith::ConstantOp,
+               tensor::EmptyOp, tensor::CollapseShapeOp,
+               tensor::ExpandShapeOp>(op);
+  });
 }
 
 /// Tiles a copy of `kernel` whose reductions keep no dimensions of one

@@ -82,3 +82,31 @@ func.func private @two_results(%x: tensor<4x32xf32>) -> (tensor<4x32xf32>, tenso
   %y = flow.softmax %e axis = 1 : tensor<4x32xf32>
   return %e, %y : tensor<4x32xf32>, tensor<4x32xf32>
 }
+
+// -----
+
+// A reshape inside the kernel: element-wise fusion moves it onto the
+// argument (a view), and the producer joins the tile.
+// CHECK-LABEL: func.func private @reshape_first
+// CHECK: tensor.expand_shape %arg0
+// CHECK: scf.forall (%{{.*}}, %{{.*}}) in (4, 8) shared_outs
+func.func private @reshape_first(%x: tensor<32x8xf32>) -> tensor<4x8x8xf32> attributes {flow.kernel, flow.workgroup_extent = 4 : i64} {
+  %e = flow.exp %x : tensor<32x8xf32>
+  %r = flow.reshape %e : tensor<32x8xf32> -> tensor<4x8x8xf32>
+  %y = flow.layer_norm %r axis = 2 epsilon = 1.0e-05 : (tensor<4x8x8xf32>) -> tensor<4x8x8xf32>
+  return %y : tensor<4x8x8xf32>
+}
+
+// -----
+
+// A producer that cannot join the tile (a concatenation's inserts): the
+// kernel stays as it was, rather than a tile loop reading the rows of a
+// loop outside it, which would keep its workgroups from splitting.
+// CHECK-LABEL: func.func private @concat
+// CHECK-NOT: scf.forall
+// CHECK: return
+func.func private @concat(%a: tensor<4x4xf32>, %b: tensor<4x4xf32>) -> tensor<4x8xf32> attributes {flow.kernel, flow.workgroup_extent = 4 : i64} {
+  %c = flow.concat %a, %b axis = 1 : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x8xf32>
+  %y = flow.softmax %c axis = 1 : tensor<4x8xf32>
+  return %y : tensor<4x8xf32>
+}
