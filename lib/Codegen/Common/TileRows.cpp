@@ -70,7 +70,7 @@ bool tileFolded(func::FuncOp kernel) {
   });
   if (!fits || !rowEnd || *rowEnd == 0)
     return false;
-  ArrayRef<int64_t> shape = root.getStaticLoopRanges();
+  SmallVector<int64_t> shape = root.getStaticLoopRanges();
   if (llvm::any_of(shape, ShapedType::isDynamic))
     return false;
   int64_t rows = 1;
