@@ -250,14 +250,14 @@ static unsigned hoistRowSplits(Block &block,
                         RankedTensorType::get(mid, type.getElementType()),
                         operand));
     }
-    Operation *moved_ = b.clone(*e, mapping);
-    moved_->getResult(0).setType(RankedTensorType::get(
+    Operation *hoisted = b.clone(*e, mapping);
+    hoisted->getResult(0).setType(RankedTensorType::get(
         mid, tensorOf(e->getResult(0)).getElementType()));
     if (ArrayRef<int64_t>(mid) == ArrayRef<int64_t>(yShape)) {
-      reshape.getResult().replaceAllUsesWith(moved_->getResult(0));
+      reshape.getResult().replaceAllUsesWith(hoisted->getResult(0));
       reshape.erase();
     } else {
-      reshape.getInputMutable().assign(moved_->getResult(0));
+      reshape.getInputMutable().assign(hoisted->getResult(0));
     }
     e->erase();
     ++moved;

@@ -97,20 +97,11 @@ bool tileFolded(func::FuncOp kernel) {
   if (it == tiled->replacements.end())
     return false;
   rewriter.replaceAllUsesWith(result, it->second);
-  // Every producer must have joined the tile: one left outside (behind a
-  // reshape, which tiling does not fuse through) would be a loop of its
-  // own whose rows the tile reads at an offset, and the kernel could no
-  // longer be split over workgroups. Then the kernel stays as it was.
-  bool erased = true;
-  while (erased) {
-    erased = false;
-    kernel.walk<WalkOrder::PostOrder>([&](Operation *op) {
-      if (op != kernel && isOpTriviallyDead(op)) {
-        op->erase();
-        erased = true;
-      }
-    });
-  }
+  // Every producer must have joined the tile: one left outside (a
+  // concatenation's inserts, which tiling cannot fuse) would be a loop of
+  // its own whose rows the tile reads at an offset, and the kernel could
+  // no longer be split over workgroups. Then the kernel stays as it was.
+  (void)runRegionDCE(rewriter, kernel->getRegions());
   return llvm::all_of(kernel.getBody().front(), [](Operation &op) {
     // Reshapes are views (of an argument, or of an empty tensor: a fused
     // reduction's initial value); what matters is that no computation is
@@ -146,7 +137,7 @@ bool tileKernel(func::FuncOp kernel) {
 struct TileRowsPass : flow::impl::TileRowsPassBase<TileRowsPass> {
   void runOnOperation() override {
     for (auto kernel : getOperation().getOps<func::FuncOp>())
-      if (kernel->hasAttr("flow.kernel") && !kernel.isExternal() &&
+      if (kernel->hasAttr(flow::FlowDialect::getKernelAttrName()) && !kernel.isExternal() &&
           tileKernel(kernel))
         ++numTiled;
   }
@@ -159,7 +150,7 @@ struct KernelScratchPass
     : flow::impl::KernelScratchPassBase<KernelScratchPass> {
   void runOnOperation() override {
     for (auto kernel : getOperation().getOps<func::FuncOp>()) {
-      if (!kernel->hasAttr("flow.kernel") || kernel.isExternal())
+      if (!kernel->hasAttr(flow::FlowDialect::getKernelAttrName()) || kernel.isExternal())
         continue;
       Block &entry = kernel.getBody().front();
       SmallVector<memref::AllocOp> nested;
