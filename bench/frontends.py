@@ -1,6 +1,7 @@
 """Imported models: compile time and CPU latency, Flow against PyTorch eager,
-torch.compile (Inductor), onnxruntime and OpenVINO (f32, when installed:
-bench/requirements.txt), same machine, same thread count.
+torch.compile (Inductor), onnxruntime and OpenVINO (f32, and bf16 against
+Flow's bf16 row; when installed: bench/requirements.txt), same machine,
+same thread count.
 
     python bench/frontends.py [--threads 2] [--repeats 3] [--models bert,resnet50]
         [--batches 1,8] [--no-inductor]
@@ -145,6 +146,14 @@ def main():
                     request = vino.create_infer_request()
                     ov_feeds = list(feeds.values())
                     runners["ov"] = lambda: request.infer(ov_feeds)
+                    # And in bf16 (its own mixed precision), the peer of
+                    # Flow's bf16 row.
+                    vino16 = core.compile_model(path, "CPU", {
+                        "INFERENCE_NUM_THREADS": args.threads,
+                        "INFERENCE_PRECISION_HINT": "bf16",
+                        "PERFORMANCE_HINT": "LATENCY"})
+                    request16 = vino16.create_infer_request()
+                    runners["ov_bf16"] = lambda: request16.infer(ov_feeds)
                 samples = {name: [] for name in runners}
                 for _ in range(args.repeats):
                     for name, fn in runners.items():
@@ -164,11 +173,13 @@ def main():
     print("| model | Flow compile s | Inductor compile s | Flow ms | "
           "Flow bf16 ms | eager ms | Inductor ms | onnxruntime ms | "
           "OpenVINO ms | eager/Flow | Inductor/Flow | ort/Flow | "
-          "OpenVINO/Flow | bf16 error |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+          "OpenVINO/Flow | OpenVINO bf16 ms | OpenVINO bf16/Flow bf16 | "
+          "bf16 error |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         ind = r.get("inductor_ms")
         vino = r.get("ov_ms", float("nan"))
+        vino16 = r.get("ov_bf16_ms", float("nan"))
         print(f"| {r['model']} | {r['flow_compile_s']:.1f} | "
               f"{r.get('inductor_compile_s', float('nan')):.1f} | "
               f"{r['flow_ms']:.1f} | {r['flow_bf16_ms']:.1f} | "
@@ -178,7 +189,8 @@ def main():
               f"{r['eager_ms'] / r['flow_ms']:.2f} | "
               f"{(ind / r['flow_ms']) if ind else float('nan'):.2f} | "
               f"{r['ort_ms'] / r['flow_ms']:.2f} | "
-              f"{vino / r['flow_ms']:.2f} | "
+              f"{vino / r['flow_ms']:.2f} | {vino16:.1f} | "
+              f"{vino16 / r['flow_bf16_ms']:.2f} | "
               f"{r['bf16_max_rel_err']:.1e} |")
 
 

@@ -250,7 +250,8 @@ void mlir::flow::buildFlowGraphPipeline(OpPassManager &pm,
 
 void mlir::flow::buildHostPipeline(OpPassManager &pm,
                                    const HostPipelineOptions &options) {
-  addPipeline(pm, std::string("flow-dedup-kernels,flow-build-host-schedule,") +
+  addPipeline(pm, std::string("flow-dedup-kernels,flow-build-host-schedule") +
+                      (options.bf16Convs ? "{bf16-convs=1}," : ",") +
                       (options.gemmEpilogues ? "flow-fuse-gemm-epilogues," : "") +
                       (options.convEpilogues ? "flow-fuse-conv-epilogues," : "") +
                       "flow-choose-conv-layouts," +
@@ -326,6 +327,10 @@ struct HostPipelineCLOptions
       llvm::cl::desc("Fuse element-wise kernels into the library "
                      "convolutions before them"),
       llvm::cl::init(true)};
+  Option<bool> bf16Convs{
+      *this, "bf16-convs",
+      llvm::cl::desc("Run library convolutions in bf16, summed in f32"),
+      llvm::cl::init(false)};
 };
 } // namespace
 
@@ -353,7 +358,7 @@ void mlir::flow::registerCompilerPipelines() {
         "gemm-epilogues), its transient buffers placed in one arena",
         [](OpPassManager &pm, const HostPipelineCLOptions &o) {
           buildHostPipeline(pm, {o.inPlace, o.gemmEpilogues,
-                                 o.convEpilogues});
+                                 o.convEpilogues, o.bf16Convs});
         });
     PassPipelineRegistration<>(
         "flow-kernel-linalg-pipeline",
@@ -497,8 +502,7 @@ FailureOr<CompileResult> mlir::flow::compile(ModuleOp module,
     GraphPipelineOptions graph{options.fusion, options.libraryMatmul,
                                options.maxColumnsBytes,
                                options.precision == "bf16",
-                               options.libraryConv &&
-                                   options.precision != "bf16"};
+                               options.libraryConv};
     if (failed(runPipeline(module, "flow-graph-pipeline", timing,
                            [&](OpPassManager &pm) {
                              buildFlowGraphPipeline(pm, graph);
@@ -517,7 +521,9 @@ FailureOr<CompileResult> mlir::flow::compile(ModuleOp module,
                              buildHostPipeline(pm, {options.inPlace,
                                                     options.gemmEpilogues,
                                                     /*convEpilogues=*/
-                                                    options.fusion});
+                                                    options.fusion,
+                                                    options.precision ==
+                                                        "bf16"});
                            })))
       return failure();
   }

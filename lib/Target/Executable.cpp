@@ -338,12 +338,20 @@ flatbuffers::Offset<void> FunctionWriter::conv(HostConvOp op) {
     bias = ref(op.getBias());
   if (op.getResidual())
     residual = ref(op.getResidual());
-  return fb::CreateConvDirect(fbb, &in, &filter, &out, &strides, &padding,
-                              &dilations, op.getGroups(), op.getRelu(), &input,
-                              &weights, op.getBias() ? &bias : nullptr,
-                              op.getResidual() ? &residual : nullptr, &output,
-                              op.getBlockedInput(), op.getBlockedResidual(),
-                              op.getBlockedOutput())
+  // F32 or BF16 (the verifier allows no other).
+  auto dtype = [](Value v) {
+    return v && cast<MemRefType>(v.getType()).getElementType().isBF16()
+               ? fb::DType::BF16
+               : fb::DType::F32;
+  };
+  return fb::CreateConvDirect(
+             fbb, &in, &filter, &out, &strides, &padding, &dilations,
+             op.getGroups(), op.getRelu(), &input, &weights,
+             op.getBias() ? &bias : nullptr,
+             op.getResidual() ? &residual : nullptr, &output,
+             op.getBlockedInput(), op.getBlockedResidual(),
+             op.getBlockedOutput(), op.getBf16(), dtype(op.getInput()),
+             dtype(op.getResidual()), dtype(op.getOut()))
       .Union();
 }
 

@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "flow/runtime/Blas.h"
+#include "Bf16.h"
 #include "BlasCalls.h"
 #include "Convolution.h"
 
@@ -322,14 +323,6 @@ void blasSgemm(bool transA, bool transB, int m, int n, int k, const float *a,
               transB ? CblasTrans : CblasNoTrans, m, n, k, 1.0f, a, lda, b,
               ldb, 0.0f, c, ldc);
 #endif
-}
-
-/// Widens bf16 (the high 16 bits of an f32) to f32.
-static float widenBf16(uint16_t bits) {
-  uint32_t word = uint32_t(bits) << 16;
-  float f;
-  std::memcpy(&f, &word, sizeof f);
-  return f;
 }
 
 void blasGemmBf16(bool transA, bool transB, int m, int n, int k,

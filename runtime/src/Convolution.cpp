@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Convolution.h"
+#include "Bf16.h"
 #include "BlasCalls.h"
 
 #include <dlfcn.h>
@@ -77,6 +78,7 @@ struct Dnnl {
   X(dnnl_post_ops_destroy)                                                     \
   X(dnnl_post_ops_append_eltwise)                                              \
   X(dnnl_post_ops_append_binary)                                               \
+  X(dnnl_post_ops_append_sum)                                                  \
   X(dnnl_primitive_desc_create)                                                \
   X(dnnl_primitive_desc_destroy)                                               \
   X(dnnl_primitive_desc_query)                                                 \
@@ -193,10 +195,36 @@ int convBlock() {
   return 16;
 }
 
-/// Copies NCHW \p src into the blocked layout \p dst (channels a
-/// multiple of \p block; 0: NHWC) when \p toBlocked, else the reverse.
-void relayout(const float *src, float *dst, int64_t n, int64_t c, int64_t hw,
-              int block, bool toBlocked) {
+/// An f32 tensor, or a bf16 one (as its bits).
+struct Elements {
+  const void *data;
+  bool bf16;
+  float operator[](int64_t i) const {
+    return bf16 ? widenBf16(static_cast<const uint16_t *>(data)[i])
+                : static_cast<const float *>(data)[i];
+  }
+};
+
+/// Copies the blocked tensor \p src (channels a multiple of \p block; 0:
+/// NHWC) into NCHW f32 \p dst.
+void toPlain(Elements src, float *dst, int64_t n, int64_t c, int64_t hw,
+             int block) {
+  if (block == 0)
+    block = static_cast<int>(c);
+  for (int64_t b = 0; b < n; ++b)
+    for (int64_t ch = 0; ch < c; ++ch) {
+      int64_t plain = (b * c + ch) * hw;
+      int64_t blocked =
+          ((b * (c / block) + ch / block) * hw) * block + ch % block;
+      for (int64_t i = 0; i < hw; ++i)
+        dst[plain + i] = src[blocked + i * block];
+    }
+}
+
+/// Copies NCHW f32 \p src into the blocked tensor \p dst, rounded to bf16
+/// when it holds bf16.
+void toBlocked(const float *src, void *dst, bool bf16, int64_t n, int64_t c,
+               int64_t hw, int block) {
   if (block == 0)
     block = static_cast<int>(c);
   for (int64_t b = 0; b < n; ++b)
@@ -205,12 +233,19 @@ void relayout(const float *src, float *dst, int64_t n, int64_t c, int64_t hw,
       int64_t blocked =
           ((b * (c / block) + ch / block) * hw) * block + ch % block;
       for (int64_t i = 0; i < hw; ++i) {
-        if (toBlocked)
-          dst[blocked + i * block] = src[plain + i];
+        int64_t at = blocked + i * block;
+        if (bf16)
+          static_cast<uint16_t *>(dst)[at] = roundToBf16(src[plain + i]);
         else
-          dst[plain + i] = src[blocked + i * block];
+          static_cast<float *>(dst)[at] = src[plain + i];
       }
     }
+}
+
+/// Rounds \p count floats of \p src to bf16 (and back to f32) into \p dst.
+void roundedToBf16(const float *src, float *dst, int64_t count) {
+  for (int64_t i = 0; i < count; ++i)
+    dst[i] = widenBf16(roundToBf16(src[i]));
 }
 } // namespace
 
@@ -244,6 +279,8 @@ struct ConvRunner::Plan {
   /// Scratch bytes: reordered source, residual and destination, then the
   /// primitive's scratchpad, each 64-byte aligned, one after another.
   size_t srcBytes = 0, residualBytes = 0, dstBytes = 0, padBytes = 0;
+  /// The residual is added by a sum post-op: the destination holds it.
+  bool sum = false;
   /// Weights in the primitive's layout: kept when they are a constant.
   AlignedBuffer reorderedWeights;
   bool weightsReady = false;
@@ -312,14 +349,19 @@ bool buildPlan(const Dnnl &d, const ConvCommand &cmd, ConvRunner::Plan &plan) {
   if (d.dnnl_stream_create(&plan.stream, d.engine,
                            dnnl_stream_default_flags) != dnnl_success)
     return false;
-  auto tagged = [&](std::vector<int64_t> dims, dnnl_format_tag_t tag) {
+  auto tagged = [&](std::vector<int64_t> dims, dnnl_format_tag_t tag,
+                    dnnl_data_type_t type = dnnl_f32) {
     dnnl_memory_desc_t md;
     if (d.dnnl_memory_desc_init_by_tag(&md, static_cast<int>(dims.size()),
-                                       dims.data(), dnnl_f32,
+                                       dims.data(), type,
                                        tag) != dnnl_success)
       std::memset(&md, 0, sizeof md);
     return md;
   };
+  // What the primitive reads its input and filter as, and what each
+  // tensor holds.
+  auto held = [](bool bf16) { return bf16 ? dnnl_bf16 : dnnl_f32; };
+  dnnl_data_type_t reads = held(cmd.bf16);
   dnnl_format_tag_t blocked = d.block == 0    ? dnnl_nhwc
                               : d.block == 16 ? dnnl_nChw16c
                                               : dnnl_nChw8c;
@@ -331,23 +373,29 @@ bool buildPlan(const Dnnl &d, const ConvCommand &cmd, ConvRunner::Plan &plan) {
           : std::vector<int64_t>{cmd.groups, cmd.o / cmd.groups,
                                  cmd.c / cmd.groups, cmd.kh, cmd.kw};
   dnnl_memory_desc_t srcUser =
-      tagged(srcDims, cmd.blockedInput ? blocked : dnnl_nchw);
+      tagged(srcDims, cmd.blockedInput ? blocked : dnnl_nchw,
+             held(cmd.inputBf16));
   dnnl_memory_desc_t dstUser =
-      tagged(dstDims, cmd.blockedOutput ? blocked : dnnl_nchw);
+      tagged(dstDims, cmd.blockedOutput ? blocked : dnnl_nchw,
+             held(cmd.outputBf16));
   dnnl_memory_desc_t residualUser =
-      tagged(dstDims, cmd.blockedResidual ? blocked : dnnl_nchw);
+      tagged(dstDims, cmd.blockedResidual ? blocked : dnnl_nchw,
+             held(cmd.residualBf16));
   dnnl_memory_desc_t weightsUser =
       tagged(weightDims, cmd.groups == 1 ? dnnl_oihw : dnnl_goihw);
   dnnl_memory_desc_t biasMd = tagged({cmd.o}, dnnl_a);
   // Blocked buffers are given as they are; plain ones let the primitive
-  // choose (a reorder is cheaper than a convolution on plain layouts).
-  dnnl_memory_desc_t srcAny = cmd.blockedInput
-                                  ? srcUser
-                                  : tagged(srcDims, dnnl_format_tag_any);
+  // choose (a reorder is cheaper than a convolution on plain layouts). A
+  // bf16 convolution reads its input as bf16 (converted by the reorder
+  // into its layout, where the buffer holds f32) and writes the type the
+  // output holds.
+  dnnl_memory_desc_t srcAny =
+      tagged(srcDims, cmd.blockedInput ? blocked : dnnl_format_tag_any, reads);
   dnnl_memory_desc_t dstAny = cmd.blockedOutput
                                   ? dstUser
                                   : tagged(dstDims, dnnl_format_tag_any);
-  dnnl_memory_desc_t weightsAny = tagged(weightDims, dnnl_format_tag_any);
+  dnnl_memory_desc_t weightsAny =
+      tagged(weightDims, dnnl_format_tag_any, reads);
   int64_t strides[2] = {cmd.strideH, cmd.strideW};
   int64_t dilates[2] = {cmd.dilationH - 1, cmd.dilationW - 1};
   int64_t padL[2] = {cmd.padTop, cmd.padLeft};
@@ -355,7 +403,10 @@ bool buildPlan(const Dnnl &d, const ConvCommand &cmd, ConvRunner::Plan &plan) {
 
   // Made twice when there is a residual and the destination's layout is
   // the primitive's choice: first to learn that layout, then with the
-  // residual (a post-op operand) in it.
+  // residual (a post-op operand) in it, or, when the residual is the
+  // destination's buffer in the destination's layout, with a sum post-op
+  // that adds what the destination holds.
+  bool sum = false;
   auto create = [&](const dnnl_memory_desc_t *residualMd,
                     dnnl_primitive_desc_t &pd) {
     dnnl_convolution_desc_t desc;
@@ -370,8 +421,9 @@ bool buildPlan(const Dnnl &d, const ConvCommand &cmd, ConvRunner::Plan &plan) {
     dnnl_post_ops_t ops;
     bool ok = d.dnnl_post_ops_create(&ops) == dnnl_success;
     if (ok && residualMd)
-      ok = d.dnnl_post_ops_append_binary(ops, dnnl_binary_add, residualMd) ==
-           dnnl_success;
+      ok = (sum ? d.dnnl_post_ops_append_sum(ops, 1.0f)
+                : d.dnnl_post_ops_append_binary(ops, dnnl_binary_add,
+                                                residualMd)) == dnnl_success;
     if (ok && cmd.relu)
       ok = d.dnnl_post_ops_append_eltwise(ops, 1.0f, dnnl_eltwise_relu, 0.0f,
                                           0.0f) == dnnl_success;
@@ -397,9 +449,11 @@ bool buildPlan(const Dnnl &d, const ConvCommand &cmd, ConvRunner::Plan &plan) {
     dstAny = dstMd;
     d.dnnl_primitive_desc_destroy(pd);
     pd = nullptr;
+    sum = cmd.residualInPlace && d.dnnl_memory_desc_equal(&dstMd, &dstUser);
     if (!create(&dstMd, pd))
       return false;
   }
+  plan.sum = sum;
   dnnl_memory_desc_t srcMd =
       *d.dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0);
   dnnl_memory_desc_t weightsMd =
@@ -445,7 +499,7 @@ bool buildPlan(const Dnnl &d, const ConvCommand &cmd, ConvRunner::Plan &plan) {
        reorder(weightsUser, weightsMd, plan.weightsReorder,
                plan.weightsUser) &&
        reorder(dstMd, dstUser, plan.dstReorder, plan.dstUser);
-  if (ok && cmd.hasResidual)
+  if (ok && cmd.hasResidual && !sum)
     ok = memory(dstMd, plan.residual) &&
          reorder(residualUser, dstMd, plan.residualReorder,
                  plan.residualUser);
@@ -534,7 +588,7 @@ Status ConvRunner::run(const ConvCommand &cmd, const ConvBuffers &buffers,
   } else {
     set(plan.weights, buffers.filter);
   }
-  if (cmd.hasResidual) {
+  if (cmd.hasResidual && !plan.sum) {
     if (plan.residualReorder) {
       set(plan.residualUser, buffers.residual);
       set(plan.residual, residualScratch);
@@ -556,7 +610,7 @@ Status ConvRunner::run(const ConvCommand &cmd, const ConvBuffers &buffers,
     set(plan.bias, buffers.bias);
     args.push_back({DNNL_ARG_BIAS, plan.bias});
   }
-  if (cmd.hasResidual)
+  if (cmd.hasResidual && !plan.sum)
     args.push_back(
         {DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, plan.residual});
   ok = ok && execute(plan, plan.conv, args);
@@ -584,23 +638,45 @@ Status ConvRunner::runReference(const ConvCommand &cmd,
       std::max<int64_t>(1, std::min<int64_t>(ohw, (int64_t(1) << 20) / rows));
   const size_t inBytes = align64(cmd.n * cmd.c * hw * sizeof(float));
   const size_t outBytes = align64(cmd.n * cmd.o * ohw * sizeof(float));
+  const size_t filterBytes =
+      cmd.bf16 ? align64(cmd.o * rows * sizeof(float)) : 0;
   const size_t colBytes = align64(rows * chunk * sizeof(float));
   auto *base = reinterpret_cast<uint8_t *>(
-      scratch(inBytes + 2 * outBytes + colBytes));
+      scratch(inBytes + 2 * outBytes + filterBytes + colBytes));
   if (!base)
     return Status::error("out of memory for a convolution's scratch memory");
   auto *plainIn = reinterpret_cast<float *>(base);
   auto *plainOut = reinterpret_cast<float *>(base + inBytes);
   auto *plainResidual = reinterpret_cast<float *>(base + inBytes + outBytes);
-  auto *columns =
+  auto *roundedFilter =
       reinterpret_cast<float *>(base + inBytes + 2 * outBytes);
+  auto *columns = reinterpret_cast<float *>(base + inBytes + 2 * outBytes +
+                                            filterBytes);
 
-  const float *in = buffers.input;
+  // The input and filter as f32 (rounded to bf16 for a bf16 command) and
+  // NCHW.
+  const float *in = static_cast<const float *>(buffers.input);
   if (cmd.blockedInput) {
-    relayout(in, plainIn, cmd.n, cmd.c, hw, block, /*toBlocked=*/false);
+    toPlain({buffers.input, cmd.inputBf16}, plainIn, cmd.n, cmd.c, hw, block);
     in = plainIn;
   }
-  float *out = cmd.blockedOutput ? plainOut : buffers.output;
+  const float *filter = buffers.filter;
+  if (cmd.bf16) {
+    roundedToBf16(in, plainIn, cmd.n * cmd.c * hw);
+    in = plainIn;
+    roundedToBf16(filter, roundedFilter, cmd.o * rows);
+    filter = roundedFilter;
+  }
+  // A plain residual that is the output's buffer is read before the
+  // products overwrite it.
+  const float *residual = static_cast<const float *>(buffers.residual);
+  if (cmd.hasResidual && !cmd.blockedResidual &&
+      buffers.residual == buffers.output) {
+    std::memcpy(plainResidual, residual, cmd.n * cmd.o * ohw * sizeof(float));
+    residual = plainResidual;
+  }
+  float *out =
+      cmd.blockedOutput ? plainOut : static_cast<float *>(buffers.output);
   for (int64_t b = 0; b < cmd.n; ++b)
     for (int64_t g = 0; g < cmd.groups; ++g) {
       const float *image = in + (b * cmd.c + g * cg) * hw;
@@ -623,16 +699,16 @@ Status ConvRunner::runReference(const ConvCommand &cmd,
               }
             }
         blasSgemm(false, false, static_cast<int>(og), static_cast<int>(count),
-                  static_cast<int>(rows), buffers.filter + g * og * rows,
+                  static_cast<int>(rows), filter + g * og * rows,
                   static_cast<int>(rows), columns, static_cast<int>(count),
                   out + (b * cmd.o + g * og) * ohw + first,
                   static_cast<int>(ohw));
       }
     }
-  const float *residual = buffers.residual;
+  // The residual is added as it is held (f32, or bf16).
   if (cmd.hasResidual && cmd.blockedResidual) {
-    relayout(residual, plainResidual, cmd.n, cmd.o, ohw, block,
-             /*toBlocked=*/false);
+    toPlain({buffers.residual, cmd.residualBf16}, plainResidual, cmd.n, cmd.o,
+            ohw, block);
     residual = plainResidual;
   }
   for (int64_t b = 0; b < cmd.n; ++b)
@@ -649,7 +725,7 @@ Status ConvRunner::runReference(const ConvCommand &cmd,
       }
     }
   if (cmd.blockedOutput)
-    relayout(plainOut, buffers.output, cmd.n, cmd.o, ohw, block,
-             /*toBlocked=*/true);
+    toBlocked(plainOut, buffers.output, cmd.outputBf16, cmd.n, cmd.o, ohw,
+              block);
   return Status::ok();
 }

@@ -46,9 +46,13 @@ std::string convLibrary();
 
 /// The addresses of one convolution's buffers (bias and residual null
 /// when absent).
+/// A command's buffers: f32, except the input, residual and output that
+/// the command marks bf16.
 struct ConvBuffers {
-  const float *input, *filter, *bias, *residual;
-  float *output;
+  const void *input;
+  const float *filter, *bias;
+  const void *residual;
+  void *output;
 };
 
 /// A session's convolutions: each command's primitive is made at its

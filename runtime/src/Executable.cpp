@@ -20,6 +20,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Bf16.h"
 #include "ExecutableImpl.h"
 #include "flow/runtime/Sha256.h"
 
@@ -940,23 +941,42 @@ Status Checker::verifyConv(const std::string &ctx, const fbs::Conv &cmd,
   out.blockedInput = cmd.blocked_input();
   out.blockedOutput = cmd.blocked_output();
   out.blockedResidual = cmd.blocked_residual();
+  out.bf16 = cmd.bf16();
   if ((out.blockedInput && out.c % 16) ||
       ((out.blockedOutput || out.blockedResidual) && out.o % 16))
     return Status::error(ctx + ": a blocked tensor needs a multiple of 16 "
                                "channels");
+  // Element types: f32, or bf16 for a blocked tensor of a bf16 command.
+  for (auto [dtype, blocked, name, isBf16] :
+       {std::tuple{cmd.input_dtype(), out.blockedInput, "input",
+                   &out.inputBf16},
+        {cmd.residual_dtype(), out.blockedResidual, "residual",
+         &out.residualBf16},
+        {cmd.output_dtype(), out.blockedOutput, "output", &out.outputBf16}}) {
+    *isBf16 = dtype == fbs::DType::BF16;
+    if (dtype != fbs::DType::F32 && !(*isBf16 && blocked && out.bf16))
+      return Status::error(
+          ctx + ": the " + name + " holds " +
+          fbs::EnumNameDType(dtype) +
+          " elements; a convolution's tensors are F32, or BF16 when blocked "
+          "in a bf16 convolution");
+  }
   // Bytes of each tensor (all fit: every factor is below 2^31 and the
   // products are checked).
-  auto bytes = [&](std::initializer_list<int64_t> dims, uint64_t &b) {
-    b = sizeof(float);
+  auto bytes = [&](std::initializer_list<int64_t> dims, uint64_t &b,
+                   bool half = false) {
+    b = half ? 2 : sizeof(float);
     for (int64_t d : dims)
       if (!mulOk(b, static_cast<uint64_t>(d), b))
         return false;
     return b <= kMaxBufferBytes;
   };
-  uint64_t inBytes, filterBytes, outBytes;
-  if (!bytes({out.n, out.c, out.h, out.w}, inBytes) ||
+  uint64_t inBytes, filterBytes, outBytes, residualBytes;
+  if (!bytes({out.n, out.c, out.h, out.w}, inBytes, out.inputBf16) ||
       !bytes({out.o, filter[1], out.kh, out.kw}, filterBytes) ||
-      !bytes({out.n, out.o, out.oh, out.ow}, outBytes) ||
+      !bytes({out.n, out.o, out.oh, out.ow}, outBytes, out.outputBf16) ||
+      !bytes({out.n, out.o, out.oh, out.ow}, residualBytes,
+             out.residualBf16) ||
       filter[1] * out.kh * out.kw > INT_MAX || out.oh * out.ow > INT_MAX)
     return Status::error(ctx + ": tensor sizes overflow");
   struct Operand {
@@ -974,7 +994,7 @@ Status Checker::verifyConv(const std::string &ctx, const fbs::Conv &cmd,
                 nullptr},
         Operand{"bias", cmd.bias(), false, true,
                 uint64_t(out.o) * sizeof(float), out.bias, &out.hasBias},
-        Operand{"residual", cmd.residual(), false, true, outBytes,
+        Operand{"residual", cmd.residual(), false, true, residualBytes,
                 out.residual, &out.hasResidual},
         Operand{"output", cmd.output(), true, false, outBytes, out.output,
                 nullptr}}) {
@@ -996,6 +1016,13 @@ Status Checker::verifyConv(const std::string &ctx, const fbs::Conv &cmd,
   }
   if (out.blockedResidual && !out.hasResidual)
     return Status::error(ctx + ": blocked_residual without a residual");
+  out.residualInPlace =
+      out.hasResidual && out.residual.space == out.output.space &&
+      out.residual.index == out.output.index &&
+      out.residual.offset == out.output.offset &&
+      out.residual.size == out.output.size &&
+      out.blockedResidual == out.blockedOutput &&
+      out.residualBf16 == out.outputBf16;
   // The caller's tensors and constants are always plain.
   for (auto [blocked, ref, name] :
        {std::tuple{out.blockedInput, &out.input, "input"},
@@ -1076,14 +1103,9 @@ Status Checker::bindParameters() {
       return Status::error("out of memory converting parameter '" +
                            printable(constant->parameter) + "' to bf16");
     for (size_t i = 0; i < count; ++i) {
-      uint32_t word;
-      std::memcpy(&word, tensor->data + i * sizeof(float), sizeof word);
-      uint16_t half;
-      if ((word & 0x7fffffffu) > 0x7f800000u) // NaN stays a (quiet) NaN
-        half = static_cast<uint16_t>((word >> 16) | 0x40);
-      else
-        half = static_cast<uint16_t>(
-            (word + 0x7fffu + ((word >> 16) & 1)) >> 16);
+      float value;
+      std::memcpy(&value, tensor->data + i * sizeof(float), sizeof value);
+      uint16_t half = detail::roundToBf16(value);
       std::memcpy(bf16.data() + i * 2, &half, sizeof half);
     }
     constant->data = bf16.data();

@@ -87,6 +87,13 @@ struct ConvCommand {
   bool relu = false, hasBias = false, hasResidual = false;
   /// Held in the runtime's convolution layout (runtime/src/Convolution.h).
   bool blockedInput = false, blockedResidual = false, blockedOutput = false;
+  /// Operands rounded to bf16, summed in f32; the blocked tensors marked
+  /// here hold bf16 elements (the rest f32).
+  bool bf16 = false;
+  bool inputBf16 = false, residualBf16 = false, outputBf16 = false;
+  /// The residual is the output's buffer, held alike: the convolution adds
+  /// the destination's contents.
+  bool residualInPlace = false;
   BufferRef input, filter, bias, residual, output;
 };
 

@@ -179,7 +179,8 @@ Status checkCommand(const Executable::Impl &impl, const std::string &function,
   } else if (const auto *c = std::get_if<detail::ConvCommand>(&command)) {
     // Layout does not matter: any non-finite element is reported (its
     // index is in the buffer's layout).
-    return check(c->output, DType::F32, "conv " + describeConv(*c));
+    return check(c->output, c->outputBf16 ? DType::BF16 : DType::F32,
+                 "conv " + describeConv(*c));
   }
   return Status::ok();
 }
@@ -673,11 +674,14 @@ Status Session::run(size_t function, const std::vector<ConstBuffer> &inputs,
       }
     } else if (const auto *conv = std::get_if<detail::ConvCommand>(&command)) {
       auto address = [&](const BufferRef &ref) {
-        return reinterpret_cast<float *>(frame.pointer(ref));
+        return static_cast<void *>(frame.pointer(ref));
+      };
+      auto floats = [&](const BufferRef &ref) {
+        return reinterpret_cast<const float *>(frame.pointer(ref));
       };
       detail::ConvBuffers buffers{
-          address(conv->input), address(conv->filter),
-          conv->hasBias ? address(conv->bias) : nullptr,
+          address(conv->input), floats(conv->filter),
+          conv->hasBias ? floats(conv->bias) : nullptr,
           conv->hasResidual ? address(conv->residual) : nullptr,
           address(conv->output)};
       if (Status s = convs->run(*conv, buffers,

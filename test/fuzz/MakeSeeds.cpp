@@ -194,6 +194,19 @@ std::vector<std::pair<std::string, ExecutableSpec>> fbinSeeds() {
   cv.commands = {c1, c2};
   convs.functions = {cv};
   seeds.push_back({"convs", convs});
+  // The same in bf16 (--precision=bf16): the blocked buffer holds bf16.
+  ExecutableSpec bf16Convs = convs;
+  FunctionSpec &bf = bf16Convs.functions[0];
+  bf.arenaSize = 16 * 9 * 2;
+  for (CommandSpec &command : bf.commands) {
+    auto &c = std::get<ConvSpec>(command);
+    c.bf16 = true;
+  }
+  auto &b1 = std::get<ConvSpec>(bf.commands[0]);
+  auto &b2 = std::get<ConvSpec>(bf.commands[1]);
+  b1.output = b2.input = b2.residual = arenaRef(0, 16 * 9 * 2);
+  b1.outputDtype = b2.inputDtype = b2.residualDtype = DType::BF16;
+  seeds.push_back({"convs-bf16", bf16Convs});
 
   // Several functions and a parallel dispatch.
   ExecutableSpec several = sampleSpec();

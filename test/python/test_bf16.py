@@ -64,6 +64,36 @@ def test_conv_net():
     compare(model, (torch.randn(2, 3, 32, 32),))
 
 
+class _Residual(torch.nn.Module):
+    """A ResNet bottleneck: its buffers between convolutions are blocked,
+    so in bf16 they hold bf16."""
+
+    def __init__(self):
+        super().__init__()
+        self.a = torch.nn.Conv2d(32, 16, 1)
+        self.b = torch.nn.Conv2d(16, 16, 3, padding=1)
+        self.c = torch.nn.Conv2d(16, 32, 1)
+        self.stem = torch.nn.Conv2d(3, 32, 3, padding=1)
+
+    def forward(self, x):
+        x = torch.relu(self.stem(x))
+        y = torch.relu(self.b(torch.relu(self.a(x))))
+        x = torch.relu(self.c(y) + x)
+        y = torch.relu(self.b(torch.relu(self.a(x))))
+        return torch.relu(self.c(y) + x).mean(dim=(2, 3))
+
+
+@pytest.mark.parametrize("conv", ["library", "reference"])
+def test_residual_convolutions(conv, monkeypatch):
+    """Library convolutions in bf16 (oneDNN, or Flow's reference path with
+    FLOW_CONV=reference), residual adds fused in and bf16 buffers between
+    them."""
+    if conv == "reference":
+        monkeypatch.setenv("FLOW_CONV", "reference")
+    torch.manual_seed(3)
+    compare(_Residual(), (torch.randn(2, 3, 16, 16),))
+
+
 def test_attention_block():
     torch.manual_seed(2)
     layer = torch.nn.TransformerEncoderLayer(64, 4, 128, dropout=0.0,

@@ -17,6 +17,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <cstdlib>
 #include <random>
 
@@ -73,11 +74,31 @@ std::vector<float> randoms(size_t n, unsigned seed) {
   return v;
 }
 
+/// \p v rounded to bf16 (nearest, ties to even), as f32.
+std::vector<float> roundedToBf16(std::vector<float> v) {
+  for (float &x : v) {
+    uint32_t word;
+    std::memcpy(&word, &x, sizeof word);
+    word = (word + 0x7fffu + ((word >> 16) & 1)) & 0xffff0000u;
+    std::memcpy(&x, &word, sizeof x);
+  }
+  return v;
+}
+
+std::vector<float> magnitudes(std::vector<float> v) {
+  for (float &x : v)
+    x = std::fabs(x);
+  return v;
+}
+
 /// Two convolutions through a blocked arena buffer: the first (relu) from
 /// the plain input into the arena, the second from there with the plain
 /// residual input, into the plain output. Compares with `direct` on the
-/// library path and on the reference path.
-void checkChain(const Shape &a, const Shape &b, int threads) {
+/// library path and on the reference path. With \p bf16 both commands
+/// read their input and filter rounded to bf16, and the blocked buffer
+/// holds bf16.
+void checkChain(const Shape &a, const Shape &b, int threads,
+                bool bf16 = false) {
   ASSERT_EQ(a.o, b.c);
   std::vector<float> x = randoms(a.n * a.c * a.h * a.w, 1),
                      fa = randoms(a.o * (a.c / a.groups) * a.kh * a.kw, 2),
@@ -85,10 +106,23 @@ void checkChain(const Shape &a, const Shape &b, int threads) {
                      fb = randoms(b.o * (b.c / b.groups) * b.kh * b.kw, 4),
                      bb = randoms(b.o, 5),
                      r = randoms(b.n * b.o * b.oh() * b.ow(), 6);
-  std::vector<float> mid = direct(a, x, fa, ba, nullptr, true);
-  std::vector<float> want = direct(b, mid, fb, bb, &r, false);
+  auto reads = [&](const std::vector<float> &v) {
+    return bf16 ? roundedToBf16(v) : v;
+  };
+  std::vector<float> mid = direct(a, reads(x), reads(fa), ba, nullptr, true);
+  std::vector<float> want = direct(b, reads(mid), reads(fb), bb, &r, false);
+  // Each element's tolerance: f32 rounding (1e-4), and in bf16 the middle
+  // tensor's rounding, which may land one bf16 step (2^-8 of it) away
+  // when the library summed it in another order: at most 2^-8 of the
+  // second convolution's sum of magnitudes.
+  std::vector<float> slack(want.size(), 0.0f);
+  if (bf16)
+    slack = direct(b, magnitudes(mid), magnitudes(fb),
+                   std::vector<float>(b.o, 0.0f), nullptr, false);
+  bool blockedMid = a.o % 16 == 0;
+  bool bf16Mid = bf16 && blockedMid;
 
-  uint64_t xBytes = x.size() * 4, midBytes = mid.size() * 4,
+  uint64_t xBytes = x.size() * 4, midBytes = mid.size() * (bf16Mid ? 2 : 4),
            outBytes = want.size() * 4;
   ExecutableSpec spec;
   spec.constants = {floatBytes(fa), floatBytes(ba), floatBytes(fb),
@@ -116,7 +150,9 @@ void checkChain(const Shape &a, const Shape &b, int threads) {
   first.filter = constantRef(0, fa.size() * 4);
   first.bias = constantRef(1, ba.size() * 4);
   first.output = arenaRef(0, midBytes);
-  first.blockedOutput = a.o % 16 == 0;
+  first.blockedOutput = blockedMid;
+  first.bf16 = bf16;
+  first.outputDtype = bf16Mid ? DType::BF16 : DType::F32;
   ConvSpec second = conv(b);
   second.input = arenaRef(0, midBytes);
   second.filter = constantRef(2, fb.size() * 4);
@@ -124,6 +160,8 @@ void checkChain(const Shape &a, const Shape &b, int threads) {
   second.residual = inputRef(1, outBytes);
   second.output = outputRef(0, outBytes);
   second.blockedInput = first.blockedOutput;
+  second.bf16 = bf16;
+  second.inputDtype = first.outputDtype;
   f.commands = {first, second};
   spec.functions = {f};
 
@@ -148,7 +186,8 @@ void checkChain(const Shape &a, const Shape &b, int threads) {
       std::vector<float> got = floats((*out)[0]);
       ASSERT_EQ(got.size(), want.size());
       for (size_t i = 0; i < got.size(); ++i)
-        ASSERT_NEAR(got[i], want[i], 1e-4f * (1 + std::fabs(want[i])))
+        ASSERT_NEAR(got[i], want[i],
+                    1e-4f * (1 + std::fabs(want[i])) + slack[i] / 256)
             << "element " << i << ", call " << call;
     }
   }
@@ -173,6 +212,181 @@ TEST(ConvTest, PlainWhenChannelsAreNotBlockable) {
 TEST(ConvTest, DepthwiseOnOneThread) {
   checkChain({1, 16, 10, 10, 16, 3, 3, 1, 1, 1, 16},
              {1, 16, 10, 10, 16, 1, 1, 1, 0, 1, 1}, 1);
+}
+
+TEST(ConvTest, Bf16ThroughBlockedBf16Buffer) {
+  checkChain({2, 8, 7, 9, 32, 1, 1, 1, 0, 1, 1},
+             {2, 32, 7, 9, 16, 3, 3, 1, 1, 1, 1}, 2, /*bf16=*/true);
+}
+
+TEST(ConvTest, Bf16StridedGroupedAndPlain) {
+  checkChain({1, 3, 13, 11, 32, 3, 3, 2, 1, 1, 1},
+             {1, 32, 7, 6, 48, 3, 3, 1, 2, 2, 4}, 2, /*bf16=*/true);
+  // 24 channels: the middle buffer stays plain f32.
+  checkChain({1, 5, 6, 6, 24, 3, 3, 1, 1, 1, 1},
+             {1, 24, 6, 6, 8, 3, 3, 1, 1, 1, 4}, 1, /*bf16=*/true);
+}
+
+/// A residual add written over its residual (the compiler's in-place
+/// plan: the output's buffer is the residual's, which dies there):
+/// a = relu(conv(x)), b = conv(x), b = relu(conv(a) + b), out = conv(b),
+/// with a and b blocked arena buffers (bf16 ones with \p bf16).
+void checkResidualInPlace(bool bf16) {
+  Shape first{1, 8, 6, 7, 16, 3, 3, 1, 1, 1, 1};
+  Shape mid{1, 16, 6, 7, 16, 1, 1, 1, 0, 1, 1};
+  Shape last{1, 16, 6, 7, 8, 1, 1, 1, 0, 1, 1};
+  std::vector<float> x = randoms(8 * 42, 21), f1 = randoms(16 * 72, 22),
+                     f2 = randoms(16 * 72, 23), f3 = randoms(16 * 16, 24),
+                     f4 = randoms(8 * 16, 25), zero16(16, 0.0f),
+                     zero8(8, 0.0f);
+  auto reads = [&](const std::vector<float> &v) {
+    return bf16 ? roundedToBf16(v) : v;
+  };
+  auto held = [&](const std::vector<float> &v) {
+    return bf16 ? roundedToBf16(v) : v;
+  };
+  std::vector<float> a = held(direct(first, reads(x), reads(f1), zero16,
+                                     nullptr, true));
+  std::vector<float> b = held(direct(first, reads(x), reads(f2), zero16,
+                                     nullptr, false));
+  std::vector<float> c =
+      held(direct(mid, reads(a), reads(f3), zero16, &b, true));
+  std::vector<float> want = direct(last, reads(c), reads(f4), zero8, nullptr,
+                                   false);
+  // In bf16, a rounding of the held tensors one bf16 step away (another
+  // summation order) moves the sums that read them: bounded by 2^-8 of
+  // the magnitudes through the last two convolutions.
+  std::vector<float> slack(want.size(), 0.0f);
+  if (bf16) {
+    std::vector<float> spread =
+        direct(mid, magnitudes(a), magnitudes(f3), zero16, nullptr, false);
+    for (size_t i = 0; i < spread.size(); ++i)
+      spread[i] += std::fabs(b[i]) + std::fabs(c[i]);
+    slack = direct(last, spread, magnitudes(f4), zero8, nullptr, false);
+  }
+  uint64_t bytes = 16 * 42 * (bf16 ? 2 : 4);
+  ExecutableSpec spec;
+  spec.constants = {floatBytes(f1), floatBytes(f2), floatBytes(f3),
+                    floatBytes(f4)};
+  FunctionSpec fn;
+  fn.name = "main";
+  fn.inputs = {{DType::F32, {1, 8, 6, 7}}};
+  fn.outputs = {{DType::F32, {1, 8, 6, 7}}};
+  fn.arenaSize = 2 * bytes;
+  DType blocked = bf16 ? DType::BF16 : DType::F32;
+  auto conv = [&](const Shape &s, int filter) {
+    ConvSpec c;
+    c.inputShape = {s.n, s.c, s.h, s.w};
+    c.filterShape = {s.o, s.c, s.kh, s.kw};
+    c.outputShape = {s.n, s.o, s.oh(), s.ow()};
+    c.padding = {s.pad, s.pad, s.pad, s.pad};
+    c.filter = constantRef(filter, s.o * s.c * s.kh * s.kw * 4);
+    c.bf16 = bf16;
+    return c;
+  };
+  ConvSpec c1 = conv(first, 0), c2 = conv(first, 1), c3 = conv(mid, 2),
+           c4 = conv(last, 3);
+  c1.relu = c3.relu = true;
+  c1.input = c2.input = inputRef(0, x.size() * 4);
+  c1.output = c3.input = arenaRef(0, bytes);
+  c2.output = c3.residual = c3.output = c4.input = arenaRef(bytes, bytes);
+  c1.blockedOutput = c2.blockedOutput = c3.blockedInput =
+      c3.blockedResidual = c3.blockedOutput = c4.blockedInput = true;
+  c1.outputDtype = c2.outputDtype = c3.inputDtype = c3.residualDtype =
+      c3.outputDtype = c4.inputDtype = blocked;
+  c4.output = outputRef(0, want.size() * 4);
+  fn.commands = {c1, c2, c3, c4};
+  spec.functions = {fn};
+  for (bool reference : {false, true}) {
+    SCOPED_TRACE(reference ? "reference path" : "library path");
+    if (reference)
+      setenv("FLOW_CONV", "reference", 1);
+    StatusOr<std::unique_ptr<Executable>> exe =
+        Executable::loadBytes(build(spec));
+    ASSERT_TRUE(exe) << exe.status().message();
+    StatusOr<std::unique_ptr<Session>> session = Session::create(
+        std::shared_ptr<const Executable>(std::move(*exe)), RuntimeOptions{2});
+    unsetenv("FLOW_CONV");
+    ASSERT_TRUE(session) << session.status().message();
+    for (int call = 0; call < 2; ++call) {
+      StatusOr<std::vector<HostTensor>> out =
+          (*session)->run("main", {f32Tensor({1, 8, 6, 7}, x)});
+      ASSERT_TRUE(out) << out.status().message();
+      std::vector<float> got = floats((*out)[0]);
+      ASSERT_EQ(got.size(), want.size());
+      for (size_t i = 0; i < got.size(); ++i)
+        ASSERT_NEAR(got[i], want[i],
+                    1e-4f * (1 + std::fabs(want[i])) + slack[i] / 256)
+            << "element " << i << ", call " << call;
+    }
+  }
+}
+
+TEST(ConvTest, ResidualInPlace) { checkResidualInPlace(false); }
+
+TEST(ConvTest, Bf16ResidualInPlace) { checkResidualInPlace(true); }
+
+TEST(ConvTest, Bf16OneConvolutionExactly) {
+  // One bf16 convolution between plain f32 tensors: only the f32 summation
+  // order differs from the products of the rounded operands, so 1e-4
+  // holds; the f32 products differ by more than 1e-3 (checked), so a
+  // library that ignored `bf16` fails.
+  Shape a{2, 16, 9, 7, 32, 3, 3, 1, 1, 1, 1};
+  std::vector<float> x = randoms(a.n * a.c * a.h * a.w, 11),
+                     f = randoms(a.o * a.c * a.kh * a.kw, 12),
+                     bias = randoms(a.o, 13),
+                     r = randoms(a.n * a.o * a.oh() * a.ow(), 14);
+  std::vector<float> want =
+      direct(a, roundedToBf16(x), roundedToBf16(f), bias, &r, true);
+  std::vector<float> exact = direct(a, x, f, bias, &r, true);
+  double apart = 0;
+  for (size_t i = 0; i < want.size(); ++i)
+    apart = std::max(apart, double(std::fabs(exact[i] - want[i])) /
+                                (1 + std::fabs(want[i])));
+  EXPECT_GT(apart, 1e-3);
+
+  ExecutableSpec spec;
+  spec.constants = {floatBytes(f), floatBytes(bias)};
+  FunctionSpec fn;
+  fn.name = "main";
+  std::vector<int64_t> inShape = {a.n, a.c, a.h, a.w},
+                       outShape = {a.n, a.o, a.oh(), a.ow()};
+  fn.inputs = {{DType::F32, inShape}, {DType::F32, outShape}};
+  fn.outputs = {{DType::F32, outShape}};
+  ConvSpec c;
+  c.inputShape = inShape;
+  c.filterShape = {a.o, a.c, a.kh, a.kw};
+  c.outputShape = outShape;
+  c.padding = {1, 1, 1, 1};
+  c.relu = true;
+  c.bf16 = true;
+  c.input = inputRef(0, x.size() * 4);
+  c.filter = constantRef(0, f.size() * 4);
+  c.bias = constantRef(1, bias.size() * 4);
+  c.residual = inputRef(1, r.size() * 4);
+  c.output = outputRef(0, want.size() * 4);
+  fn.commands = {c};
+  spec.functions = {fn};
+  for (bool reference : {false, true}) {
+    SCOPED_TRACE(reference ? "reference path" : "library path");
+    if (reference)
+      setenv("FLOW_CONV", "reference", 1);
+    StatusOr<std::unique_ptr<Executable>> exe =
+        Executable::loadBytes(build(spec));
+    ASSERT_TRUE(exe) << exe.status().message();
+    StatusOr<std::unique_ptr<Session>> session = Session::create(
+        std::shared_ptr<const Executable>(std::move(*exe)), RuntimeOptions{2});
+    unsetenv("FLOW_CONV");
+    ASSERT_TRUE(session) << session.status().message();
+    StatusOr<std::vector<HostTensor>> out = (*session)->run(
+        "main", {f32Tensor(inShape, x), f32Tensor(outShape, r)});
+    ASSERT_TRUE(out) << out.status().message();
+    std::vector<float> got = floats((*out)[0]);
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < got.size(); ++i)
+      ASSERT_NEAR(got[i], want[i], 1e-4f * (1 + std::fabs(want[i])))
+          << "element " << i;
+  }
 }
 
 TEST(ConvTest, ReportsWhatRunsConvolutions) {
@@ -234,6 +448,26 @@ TEST(ConvTest, RefusesInconsistentShapes) {
   cmd.groups = 1;
   cmd.filter = constantRef(0, 16 * 27 * 4 - 4);
   EXPECT_NE(error().find("filter has"), std::string::npos) << error();
+  cmd.filter = constantRef(0, 16 * 27 * 4);
+  // bf16 elements: only in a blocked tensor of a bf16 command.
+  cmd.outputDtype = DType::BF16;
+  EXPECT_NE(error().find("the output holds BF16 elements; a convolution's "
+                         "tensors are F32, or BF16 when blocked in a bf16 "
+                         "convolution"),
+            std::string::npos)
+      << error();
+  cmd.bf16 = true;
+  EXPECT_NE(error().find("the output holds BF16"), std::string::npos)
+      << error();
+  cmd.outputDtype = DType::I64;
+  EXPECT_NE(error().find("the output holds I64"), std::string::npos)
+      << error();
+  cmd.outputDtype = DType::F32;
+  cmd.inputDtype = DType::BF16;
+  EXPECT_NE(error().find("the input holds BF16"), std::string::npos)
+      << error();
+  cmd.inputDtype = DType::F32;
+  EXPECT_EQ(error(), "");
 }
 
 } // namespace

@@ -120,9 +120,9 @@ TEST(ExecutableTest, RejectsNonExecutables) {
 
 TEST(ExecutableTest, RejectsVersionAndTarget) {
   ExecutableSpec spec = sampleSpec();
-  spec.version = 5;
-  EXPECT_LOAD_ERROR(spec, "unsupported format version 5 (this runtime reads "
-                          "version 4");
+  spec.version = 6;
+  EXPECT_LOAD_ERROR(spec, "unsupported format version 6 (this runtime reads "
+                          "version 5");
   spec.version = 0;
   EXPECT_LOAD_ERROR(spec, "unsupported format version 0");
   spec = sampleSpec();
@@ -528,12 +528,13 @@ TEST(ExecutableTest, AllowListOfTrustedExecutables) {
 TEST(ExecutableTest, RefusesMisalignedVectors) {
   // Found by fuzz-fbin-load (minimized): a mesh vector of 8-byte values at an
   // address FlatBuffers accepts (4-byte aligned) but that cannot be read as
-  // int64 (UBSan). Every [long] vector the loader reads is checked.
+  // int64 (UBSan). Every [long] vector the loader reads is checked. (Its
+  // format version, bytes 36-39, follows kExecutableVersion.)
   std::vector<uint8_t> bytes = {
       0x20, 0x00, 0x00, 0x00, 0x46, 0x4c, 0x4f, 0x57, 0x00, 0x00, 0x16, 0x00,
       0x24, 0x00, 0x04, 0x00, 0x00, 0x00, 0x08, 0x00, 0x0c, 0x00, 0x00, 0x00,
       0x10, 0x00, 0x18, 0x00, 0x00, 0x00, 0x14, 0x00, 0x16, 0x00, 0x00, 0x00,
-      0x04, 0x00, 0x00, 0x00, 0x34, 0x00, 0x00, 0x00, 0x2c, 0x00, 0x00, 0x00,
+      0x05, 0x00, 0x00, 0x00, 0x34, 0x00, 0x00, 0x00, 0x2c, 0x00, 0x00, 0x00,
       0x28, 0x00, 0x00, 0x00, 0x1c, 0x00, 0x00, 0x00, 0x10, 0x00, 0x00, 0x00,
       0x04, 0x01, 0x04, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
       0x00, 0x00, 0x00, 0x00, 0x73, 0x75, 0x6d, 0x00, 0x01, 0x00, 0x00, 0x00,
@@ -546,9 +547,9 @@ TEST(ExecutableTest, RefusesMisalignedVectors) {
 
 TEST(ExecutableTest, RefusesOlderFormatVersions) {
   ExecutableSpec spec = sampleSpec();
-  spec.version = 2;
-  EXPECT_LOAD_ERROR(spec, "unsupported format version 2 (this runtime reads "
-                          "version 4; recompile the model with this Flow)");
+  spec.version = 4;
+  EXPECT_LOAD_ERROR(spec, "unsupported format version 4 (this runtime reads "
+                          "version 5; recompile the model with this Flow)");
 }
 
 TEST(ExecutableTest, ChecksumIsFnv1a64) {

@@ -101,6 +101,9 @@ struct ConvSpec {
   bool relu = false;
   std::optional<RefSpec> input, filter, bias, residual, output;
   bool blockedInput = false, blockedResidual = false, blockedOutput = false;
+  bool bf16 = false;
+  DType inputDtype = DType::F32, residualDtype = DType::F32,
+        outputDtype = DType::F32;
 };
 
 using CommandSpec = std::variant<DispatchSpec, GemmSpec, CopySpec,
@@ -223,7 +226,10 @@ inline std::vector<uint8_t> build(const ExecutableSpec &spec) {
                 ref(c->input, in), ref(c->filter, filter),
                 ref(c->bias, bias), ref(c->residual, residual),
                 ref(c->output, out), c->blockedInput, c->blockedResidual,
-                c->blockedOutput)
+                c->blockedOutput, c->bf16,
+                static_cast<fbs::DType>(c->inputDtype),
+                static_cast<fbs::DType>(c->residualDtype),
+                static_cast<fbs::DType>(c->outputDtype))
                 .Union());
       } else {
         const auto &raw = std::get<RawCommandSpec>(command);

@@ -57,8 +57,8 @@ struct CompileOptions {
   /// f32 convolutions as library convolution commands, their element-wise
   /// epilogues (residual add, relu) fused in and activations between them
   /// in the library's blocked layout; else im2col and a GEMM
-  /// (flow-conv-to-gemm). With precision "bf16" convolutions always take
-  /// the GEMM path (as bf16 GEMMs).
+  /// (flow-conv-to-gemm). With precision "bf16" library convolutions run
+  /// in bf16 too (flow-build-host-schedule{bf16-convs}).
   bool libraryConv = true;
   /// Largest im2col buffer of a convolution as a library GEMM; larger ones
   /// run in blocks of output rows (flow-conv-to-gemm{max-columns-bytes}).
@@ -133,10 +133,11 @@ void registerCompilerPasses();
 /// Registers the phase pipelines by name, for flow-opt (idempotent):
 /// flow-place-pipeline,
 /// flow-graph-pipeline{fusion library-matmul library-conv max-columns-bytes
-/// bf16}, flow-host-pipeline{in-place gemm-epilogues conv-epilogues}, flow-kernel-linalg-pipeline,
-/// flow-kernel-bufferize-pipeline, flow-kernel-cpu-llvm-pipeline. The kernel
-/// pipelines run on a module of kernels (what `--compile-to=host` prints
-/// after its host schedules, and what each later phase prints).
+/// bf16}, flow-host-pipeline{in-place gemm-epilogues conv-epilogues
+/// bf16-convs}, flow-kernel-linalg-pipeline, flow-kernel-bufferize-pipeline,
+/// flow-kernel-cpu-llvm-pipeline. The kernel pipelines run on a module of
+/// kernels (what `--compile-to=host` prints after its host schedules, and
+/// what each later phase prints).
 void registerCompilerPipelines();
 
 struct GraphPipelineOptions {
@@ -157,6 +158,9 @@ struct HostPipelineOptions {
   /// Fuse element-wise kernels into the library convolutions before them
   /// (flow-fuse-conv-epilogues; off with --fusion=off).
   bool convEpilogues = true;
+  /// Run library convolutions in bf16, summed in f32
+  /// (flow-build-host-schedule{bf16-convs}), their blocked buffers in bf16.
+  bool bf16Convs = false;
 };
 /// The phases' pipelines, as compile() runs them.
 void buildFlowPlacePipeline(OpPassManager &pm);

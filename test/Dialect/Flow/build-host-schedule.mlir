@@ -1,4 +1,5 @@
 // RUN: flow-opt %s -split-input-file -verify-diagnostics --flow-build-host-schedule | FileCheck %s
+// RUN: flow-opt %s -split-input-file -verify-diagnostics --flow-build-host-schedule=bf16-convs=1 | FileCheck %s --check-prefix=BF16
 
 // Inputs, then one buffer per output; each command writes a new buffer, or
 // the output it is returned as (through a view when returned reshaped);
@@ -62,4 +63,17 @@ func.func @lonely(%x: tensor<4xf32>) -> tensor<4xf32> {
   // expected-error @+1 {{'flow.all_reduce' has no single-device lowering}}
   %r = flow.all_reduce sum %x on @mesh axes = [0] : tensor<4xf32>
   return %r : tensor<4xf32>
+}
+
+// -----
+
+// A library convolution becomes flow.host.conv; with bf16-convs it is
+// marked to run in bf16 (its buffers stay f32 here).
+// CHECK-LABEL: func.func @conv
+// CHECK: flow.host.conv %arg0, %arg1 bias(%arg2 : memref<16xf32>) -> %arg3 strides = [1, 1] padding = [1, 1, 1, 1] dilations = [1, 1] groups = 1 : memref<1x8x6x6xf32>
+// BF16-LABEL: func.func @conv
+// BF16: flow.host.conv %arg0, %arg1 bias(%arg2 : memref<16xf32>) -> %arg3 strides = [1, 1] padding = [1, 1, 1, 1] dilations = [1, 1] groups = 1 {bf16} : memref<1x8x6x6xf32>, memref<16x8x3x3xf32> -> memref<1x16x6x6xf32>
+func.func @conv(%x: tensor<1x8x6x6xf32>, %w: tensor<16x8x3x3xf32>, %b: tensor<16xf32>) -> tensor<1x16x6x6xf32> {
+  %y = flow.conv2d %x, %w, %b strides = [1, 1] padding = [1, 1, 1, 1] dilations = [1, 1] groups = 1 : (tensor<1x8x6x6xf32>, tensor<16x8x3x3xf32>, tensor<16xf32>) -> tensor<1x16x6x6xf32>
+  return %y : tensor<1x16x6x6xf32>
 }

@@ -1,4 +1,4 @@
-// RUN: flow-opt %s --flow-choose-conv-layouts | FileCheck %s
+// RUN: flow-opt %s -split-input-file --flow-choose-conv-layouts | FileCheck %s
 
 // Buffers only convolutions touch, with channels a multiple of 16, are
 // blocked; the caller's buffers, a buffer a kernel reads, and one of 24
@@ -22,5 +22,29 @@ func.func @chain(%x: memref<1x8x4x4xf32>, %w1: memref<16x8x1x1xf32>, %w2: memref
   %d = flow.host.alloc : memref<1x24x4x4xf32>
   flow.host.conv %out, %w3 -> %d strides = [1, 1] padding = [0, 0, 0, 0] dilations = [1, 1] groups = 1 : memref<1x16x4x4xf32>, memref<24x16x1x1xf32> -> memref<1x24x4x4xf32>
   flow.host.conv %d, %w4 -> %out2 strides = [1, 1] padding = [0, 0, 0, 0] dilations = [1, 1] groups = 1 : memref<1x24x4x4xf32>, memref<16x24x1x1xf32> -> memref<1x16x4x4xf32>
+  return
+}
+
+// -----
+
+// bf16 convolutions: the blocked buffers that only they touch hold bf16
+// (%a, %b); one a f32 convolution also reads stays f32 (%c); plain buffers
+// (the caller's, 24 channels) stay f32.
+// CHECK-LABEL: func.func @bf16_chain
+// CHECK: %[[A:.*]] = flow.host.alloc : memref<1x16x4x4xbf16>
+// CHECK: flow.host.conv %arg0, %{{.*}} -> %[[A]] strides {{.*}} {bf16, blocked_output, relu} : memref<1x8x4x4xf32>, memref<16x8x1x1xf32> -> memref<1x16x4x4xbf16>
+// CHECK: %[[B:.*]] = flow.host.alloc : memref<1x16x4x4xbf16>
+// CHECK: flow.host.conv %[[A]], %{{.*}} residual(%[[A]] : memref<1x16x4x4xbf16>) -> %[[B]] strides {{.*}} {bf16, blocked_input, blocked_output, blocked_residual} : memref<1x16x4x4xbf16>, memref<16x16x1x1xf32> -> memref<1x16x4x4xbf16>
+// CHECK: %[[C:.*]] = flow.host.alloc : memref<1x16x4x4xf32>
+// CHECK: flow.host.conv %[[B]], %{{.*}} -> %[[C]] strides {{.*}} {bf16, blocked_input, blocked_output} : memref<1x16x4x4xbf16>, memref<16x16x1x1xf32> -> memref<1x16x4x4xf32>
+// CHECK: flow.host.conv %[[C]], %{{.*}} -> %arg{{[0-9]+}} strides {{.*}} {blocked_input} : memref<1x16x4x4xf32>
+func.func @bf16_chain(%x: memref<1x8x4x4xf32>, %w1: memref<16x8x1x1xf32>, %w2: memref<16x16x1x1xf32>, %out: memref<1x16x4x4xf32>) attributes {flow.host_outputs = 1 : i64} {
+  %a = flow.host.alloc : memref<1x16x4x4xf32>
+  flow.host.conv %x, %w1 -> %a strides = [1, 1] padding = [0, 0, 0, 0] dilations = [1, 1] groups = 1 {bf16, relu} : memref<1x8x4x4xf32>, memref<16x8x1x1xf32> -> memref<1x16x4x4xf32>
+  %b = flow.host.alloc : memref<1x16x4x4xf32>
+  flow.host.conv %a, %w2 residual(%a : memref<1x16x4x4xf32>) -> %b strides = [1, 1] padding = [0, 0, 0, 0] dilations = [1, 1] groups = 1 {bf16} : memref<1x16x4x4xf32>, memref<16x16x1x1xf32> -> memref<1x16x4x4xf32>
+  %c = flow.host.alloc : memref<1x16x4x4xf32>
+  flow.host.conv %b, %w2 -> %c strides = [1, 1] padding = [0, 0, 0, 0] dilations = [1, 1] groups = 1 {bf16} : memref<1x16x4x4xf32>, memref<16x16x1x1xf32> -> memref<1x16x4x4xf32>
+  flow.host.conv %c, %w2 -> %out strides = [1, 1] padding = [0, 0, 0, 0] dilations = [1, 1] groups = 1 : memref<1x16x4x4xf32>, memref<16x16x1x1xf32> -> memref<1x16x4x4xf32>
   return
 }

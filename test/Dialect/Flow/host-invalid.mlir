@@ -159,7 +159,7 @@ func.func @conv_groups(%x: memref<1x8x4x4xf32>, %w: memref<16x8x1x1xf32>, %o: me
 // -----
 
 func.func @conv_f16(%x: memref<1x8x4x4xf16>, %w: memref<16x8x1x1xf16>, %o: memref<1x16x4x4xf16>) {
-  // expected-error @+1 {{runs f32 convolutions, got 'memref<1x8x4x4xf16>'}}
+  // expected-error @+1 {{runs f32 convolutions (a bf16 one may keep its blocked buffers in bf16), got 'memref<1x8x4x4xf16>'}}
   flow.host.conv %x, %w -> %o strides = [1, 1] padding = [0, 0, 0, 0] dilations = [1, 1] groups = 1 : memref<1x8x4x4xf16>, memref<16x8x1x1xf16> -> memref<1x16x4x4xf16>
   return
 }
@@ -167,7 +167,7 @@ func.func @conv_f16(%x: memref<1x8x4x4xf16>, %w: memref<16x8x1x1xf16>, %o: memre
 // -----
 
 func.func @conv_residual(%x: memref<1x8x4x4xf32>, %w: memref<16x8x1x1xf32>, %r: memref<1x8x4x4xf32>, %o: memref<1x16x4x4xf32>) {
-  // expected-error @+1 {{residual 'memref<1x8x4x4xf32>' must have the output's type 'memref<1x16x4x4xf32>'}}
+  // expected-error @+1 {{residual 'memref<1x8x4x4xf32>' must have the output's shape 'memref<1x16x4x4xf32>'}}
   flow.host.conv %x, %w residual(%r : memref<1x8x4x4xf32>) -> %o strides = [1, 1] padding = [0, 0, 0, 0] dilations = [1, 1] groups = 1 : memref<1x8x4x4xf32>, memref<16x8x1x1xf32> -> memref<1x16x4x4xf32>
   return
 }
@@ -185,5 +185,30 @@ func.func @conv_blocked(%x: memref<1x8x4x4xf32>, %w: memref<16x8x1x1xf32>, %o: m
 func.func @conv_bias(%x: memref<1x8x4x4xf32>, %w: memref<16x8x1x1xf32>, %b: memref<8xf32>, %o: memref<1x16x4x4xf32>) {
   // expected-error @+1 {{bias must hold one value per output channel (16), got 'memref<8xf32>'}}
   flow.host.conv %x, %w bias(%b : memref<8xf32>) -> %o strides = [1, 1] padding = [0, 0, 0, 0] dilations = [1, 1] groups = 1 : memref<1x8x4x4xf32>, memref<16x8x1x1xf32> -> memref<1x16x4x4xf32>
+  return
+}
+
+// -----
+
+// bf16 storage is for the blocked buffers of a bf16 convolution only.
+func.func @conv_bf16_plain(%x: memref<1x16x4x4xbf16>, %w: memref<16x16x1x1xf32>, %o: memref<1x16x4x4xf32>) {
+  // expected-error @+1 {{runs f32 convolutions (a bf16 one may keep its blocked buffers in bf16), got 'memref<1x16x4x4xbf16>'}}
+  flow.host.conv %x, %w -> %o strides = [1, 1] padding = [0, 0, 0, 0] dilations = [1, 1] groups = 1 {bf16} : memref<1x16x4x4xbf16>, memref<16x16x1x1xf32> -> memref<1x16x4x4xf32>
+  return
+}
+
+// -----
+
+func.func @conv_bf16_buffer_f32_conv(%x: memref<1x16x4x4xbf16>, %w: memref<16x16x1x1xf32>, %o: memref<1x16x4x4xf32>) {
+  // expected-error @+1 {{runs f32 convolutions (a bf16 one may keep its blocked buffers in bf16), got 'memref<1x16x4x4xbf16>'}}
+  flow.host.conv %x, %w -> %o strides = [1, 1] padding = [0, 0, 0, 0] dilations = [1, 1] groups = 1 {blocked_input} : memref<1x16x4x4xbf16>, memref<16x16x1x1xf32> -> memref<1x16x4x4xf32>
+  return
+}
+
+// -----
+
+func.func @conv_bf16_filter(%x: memref<1x16x4x4xbf16>, %w: memref<16x16x1x1xbf16>, %o: memref<1x16x4x4xf32>) {
+  // expected-error @+1 {{runs f32 convolutions (a bf16 one may keep its blocked buffers in bf16), got 'memref<16x16x1x1xbf16>'}}
+  flow.host.conv %x, %w -> %o strides = [1, 1] padding = [0, 0, 0, 0] dilations = [1, 1] groups = 1 {bf16, blocked_input} : memref<1x16x4x4xbf16>, memref<16x16x1x1xbf16> -> memref<1x16x4x4xf32>
   return
 }

@@ -1251,9 +1251,20 @@ LogicalResult HostGemmOp::verify() {
 LogicalResult HostConvOp::verify() {
   MemRefType x = getInput().getType(), w = getFilter().getType(),
              out = getOut().getType();
+  // Every operand is f32, except that a bf16 convolution's blocked buffers
+  // (only convolutions see them) may hold bf16.
+  auto storedAsBf16 = [&](Value v) {
+    return getBf16() && ((v == getInput() && getBlockedInput()) ||
+                         (v == getResidual() && getBlockedResidual()) ||
+                         (v == getOut() && getBlockedOutput()));
+  };
   for (Value v : getOperands()) {
-    if (!cast<MemRefType>(v.getType()).getElementType().isF32())
-      return emitOpError() << "runs f32 convolutions, got " << v.getType();
+    Type elt = cast<MemRefType>(v.getType()).getElementType();
+    if (!elt.isF32() && !(elt.isBF16() && storedAsBf16(v)))
+      return emitOpError()
+             << "runs f32 convolutions (a bf16 one may keep its blocked "
+                "buffers in bf16), got "
+             << v.getType();
     if (failed(verifyIdentityLayout(*this, v.getType())))
       return failure();
   }
@@ -1284,9 +1295,9 @@ LogicalResult HostConvOp::verify() {
       return emitOpError() << "bias must hold one value per output channel ("
                            << ws[0] << "), got " << bias.getType();
   if (Value residual = getResidual())
-    if (residual.getType() != out)
+    if (cast<MemRefType>(residual.getType()).getShape() != out.getShape())
       return emitOpError() << "residual " << residual.getType()
-                           << " must have the output's type " << out;
+                           << " must have the output's shape " << out;
   if (getBlockedResidual() && !getResidual())
     return emitOpError() << "marks a blocked residual but has none";
   if ((getBlockedInput() && xs[1] % 16) ||

@@ -34,7 +34,8 @@ namespace {
 /// Rewrites one function; `func` keeps its name, attributes and location.
 class ScheduleBuilder {
 public:
-  explicit ScheduleBuilder(func::FuncOp func) : func(func) {}
+  ScheduleBuilder(func::FuncOp func, bool bf16Convs)
+      : func(func), bf16Convs(bf16Convs) {}
 
   LogicalResult build();
 
@@ -44,6 +45,8 @@ private:
   LogicalResult command(OpBuilder &b, Operation &op);
 
   func::FuncOp func;
+  /// Mark library convolutions `bf16`.
+  bool bf16Convs;
   IRMapping map;
   /// Results written straight into an output buffer: the output's index.
   llvm::DenseMap<Value, unsigned> outputOf;
@@ -96,7 +99,8 @@ LogicalResult ScheduleBuilder::command(OpBuilder &b, Operation &op) {
                        conv.getGroupsAttr(), /*relu=*/UnitAttr(),
                        /*blocked_input=*/UnitAttr(),
                        /*blocked_residual=*/UnitAttr(),
-                       /*blocked_output=*/UnitAttr());
+                       /*blocked_output=*/UnitAttr(),
+                       bf16Convs ? b.getUnitAttr() : UnitAttr());
   } else {
     MLIRContext *ctx = op.getContext();
     auto i64 = [&](int64_t v) {
@@ -252,6 +256,7 @@ LogicalResult ScheduleBuilder::build() {
 namespace {
 struct BuildHostSchedulePass
     : flow::impl::BuildHostSchedulePassBase<BuildHostSchedulePass> {
+  using Base::Base;
   void runOnOperation() override {
     for (func::FuncOp func :
          llvm::to_vector(getOperation().getOps<func::FuncOp>())) {
@@ -259,7 +264,7 @@ struct BuildHostSchedulePass
           func->hasAttr(FlowDialect::getKernelAttrName()) ||
           func->hasAttr(FlowDialect::getHostOutputsAttrName()))
         continue;
-      if (failed(ScheduleBuilder(func).build()))
+      if (failed(ScheduleBuilder(func, bf16Convs).build()))
         return signalPassFailure();
     }
   }

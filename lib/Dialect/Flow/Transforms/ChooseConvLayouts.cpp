@@ -51,6 +51,19 @@ struct ChooseConvLayoutsPass
                               blocked.contains(conv.getResidual()));
       conv.setBlockedOutput(blocked.contains(conv.getOut()));
     });
+    // Blocked buffers that only bf16 convolutions touch hold bf16: they
+    // read it rounded to bf16 anyway. Set after the marks above, which the
+    // verifier asks of a bf16 buffer.
+    for (Value buffer : blocked) {
+      if (!llvm::all_of(buffer.getUsers(), [](Operation *user) {
+            return cast<HostConvOp>(user).getBf16();
+          }))
+        continue;
+      auto type = cast<MemRefType>(buffer.getType());
+      buffer.setType(MemRefType::get(type.getShape(),
+                                     BFloat16Type::get(type.getContext())));
+      ++numBf16;
+    }
   }
 };
 } // namespace

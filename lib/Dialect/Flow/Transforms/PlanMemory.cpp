@@ -58,6 +58,7 @@ struct PlanMemoryPass : flow::impl::PlanMemoryPassBase<PlanMemoryPass> {
     };
     llvm::MapVector<Operation *, Live> live;
     SmallVector<std::pair<HostDispatchOp, int64_t>> dispatches;
+    SmallVector<std::pair<HostConvOp, int64_t>> convs;
     int64_t position = 0;
     for (Operation &op : body) {
       if (auto alloc = dyn_cast<HostAllocOp>(op)) {
@@ -80,6 +81,8 @@ struct PlanMemoryPass : flow::impl::PlanMemoryPassBase<PlanMemoryPass> {
         }
       if (dispatch)
         dispatches.push_back({dispatch, position});
+      if (auto conv = dyn_cast<HostConvOp>(op))
+        convs.push_back({conv, position});
     }
     for (auto &[op, l] : live)
       if (l.begin == 0)
@@ -117,6 +120,26 @@ struct PlanMemoryPass : flow::impl::PlanMemoryPassBase<PlanMemoryPass> {
         taken.insert(operand);
         break;
       }
+    }
+
+    // A convolution writes over its residual when the residual dies there
+    // and is held alike (shape, element type, layout): the library then
+    // adds the destination's old contents (a sum post-op), reading and
+    // writing one buffer. Always on: the library computes in place by
+    // design, unlike a generated kernel.
+    for (auto [conv, at] : convs) {
+      Value residual = conv.getResidual();
+      if (!residual || residual.getType() != conv.getOut().getType() ||
+          conv.getBlockedResidual() != conv.getBlockedOutput())
+        continue;
+      HostAllocOp result = conv.getOut().getDefiningOp<HostAllocOp>();
+      HostAllocOp operand = residual.getDefiningOp<HostAllocOp>();
+      if (!result || !operand || live[result].begin != at ||
+          live[result].reuses || live[operand].end != at ||
+          taken.contains(operand))
+        continue;
+      live[result].reuses = operand;
+      taken.insert(operand);
     }
 
     // The first command writing each buffer names it.

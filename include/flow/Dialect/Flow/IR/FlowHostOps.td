@@ -225,6 +225,14 @@ def Flow_HostConvOp : Flow_HostOp<"conv", [AttrSizedOperandSegments]> {
     whichever the runtime's library prefers) instead of NCHW: only
     convolutions read and write such a buffer, so no kernel sees it.
 
+    `bf16` (set by `flow-build-host-schedule{bf16-convs}`, for
+    `--precision=bf16`) runs the convolution in mixed precision: the
+    library reads `input` and `filter` rounded to bf16 and sums the
+    products in f32; bias and residual are added in f32. Its blocked
+    buffers may then hold bf16 elements (`flow-choose-conv-layouts` stores
+    a buffer that only such convolutions touch in bf16, half the bytes);
+    every other operand is f32.
+
     ```mlir
     flow.host.conv %x, %w bias(%b : memref<256xf32>)
         residual(%r : memref<1x256x56x56xf32>) -> %out
@@ -241,7 +249,8 @@ def Flow_HostConvOp : Flow_HostOp<"conv", [AttrSizedOperandSegments]> {
                        DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$padding,
                        DenseI64ArrayAttr:$dilations, Flow_I64Attr:$groups,
                        UnitAttr:$relu, UnitAttr:$blocked_input,
-                       UnitAttr:$blocked_residual, UnitAttr:$blocked_output);
+                       UnitAttr:$blocked_residual, UnitAttr:$blocked_output,
+                       UnitAttr:$bf16);
   let assemblyFormat = [{
     $input `,` $filter (`bias` `(` $bias^ `:` type($bias) `)`)?
     (`residual` `(` $residual^ `:` type($residual) `)`)?
