@@ -205,10 +205,12 @@ struct Elements {
   }
 };
 
-/// Copies the blocked tensor \p src (channels a multiple of \p block; 0:
-/// NHWC) into NCHW f32 \p dst.
-void toPlain(Elements src, float *dst, int64_t n, int64_t c, int64_t hw,
-             int block) {
+/// Calls \p visit(plain, blocked) with the index of every element of an
+/// [n, c, hw] tensor in NCHW and in the blocked layout (channels a multiple
+/// of \p block; 0: NHWC).
+template <typename Visit>
+void forEachElement(int64_t n, int64_t c, int64_t hw, int block,
+                    Visit visit) {
   if (block == 0)
     block = static_cast<int>(c);
   for (int64_t b = 0; b < n; ++b)
@@ -217,29 +219,28 @@ void toPlain(Elements src, float *dst, int64_t n, int64_t c, int64_t hw,
       int64_t blocked =
           ((b * (c / block) + ch / block) * hw) * block + ch % block;
       for (int64_t i = 0; i < hw; ++i)
-        dst[plain + i] = src[blocked + i * block];
+        visit(plain + i, blocked + i * block);
     }
+}
+
+/// Copies the blocked tensor \p src into NCHW f32 \p dst.
+void toPlain(Elements src, float *dst, int64_t n, int64_t c, int64_t hw,
+             int block) {
+  forEachElement(n, c, hw, block, [&](int64_t plain, int64_t blocked) {
+    dst[plain] = src[blocked];
+  });
 }
 
 /// Copies NCHW f32 \p src into the blocked tensor \p dst, rounded to bf16
 /// when it holds bf16.
 void toBlocked(const float *src, void *dst, bool bf16, int64_t n, int64_t c,
                int64_t hw, int block) {
-  if (block == 0)
-    block = static_cast<int>(c);
-  for (int64_t b = 0; b < n; ++b)
-    for (int64_t ch = 0; ch < c; ++ch) {
-      int64_t plain = (b * c + ch) * hw;
-      int64_t blocked =
-          ((b * (c / block) + ch / block) * hw) * block + ch % block;
-      for (int64_t i = 0; i < hw; ++i) {
-        int64_t at = blocked + i * block;
-        if (bf16)
-          static_cast<uint16_t *>(dst)[at] = roundToBf16(src[plain + i]);
-        else
-          static_cast<float *>(dst)[at] = src[plain + i];
-      }
-    }
+  forEachElement(n, c, hw, block, [&](int64_t plain, int64_t blocked) {
+    if (bf16)
+      static_cast<uint16_t *>(dst)[blocked] = roundToBf16(src[plain]);
+    else
+      static_cast<float *>(dst)[blocked] = src[plain];
+  });
 }
 
 /// Rounds \p count floats of \p src to bf16 (and back to f32) into \p dst.

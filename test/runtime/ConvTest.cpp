@@ -91,6 +91,39 @@ std::vector<float> magnitudes(std::vector<float> v) {
   return v;
 }
 
+/// Runs "main" of \p spec on \p inputs on the library path and on the
+/// reference path (FLOW_CONV=reference), twice each (the second call reuses
+/// the primitives and reordered weights), and compares its output with
+/// \p want: element i within 1e-4 (1 + |want[i]|) + slack[i].
+void expectBothPaths(const ExecutableSpec &spec,
+                     const std::vector<HostTensor> &inputs, int threads,
+                     const std::vector<float> &want,
+                     const std::vector<float> &slack) {
+  for (bool reference : {false, true}) {
+    SCOPED_TRACE(reference ? "reference path" : "library path");
+    if (reference)
+      setenv("FLOW_CONV", "reference", 1);
+    StatusOr<std::unique_ptr<Executable>> exe =
+        Executable::loadBytes(build(spec));
+    ASSERT_TRUE(exe) << exe.status().message();
+    StatusOr<std::unique_ptr<Session>> session = Session::create(
+        std::shared_ptr<const Executable>(std::move(*exe)),
+        RuntimeOptions{threads});
+    unsetenv("FLOW_CONV");
+    ASSERT_TRUE(session) << session.status().message();
+    for (int call = 0; call < 2; ++call) {
+      StatusOr<std::vector<HostTensor>> out = (*session)->run("main", inputs);
+      ASSERT_TRUE(out) << out.status().message();
+      std::vector<float> got = floats((*out)[0]);
+      ASSERT_EQ(got.size(), want.size());
+      for (size_t i = 0; i < got.size(); ++i)
+        ASSERT_NEAR(got[i], want[i],
+                    1e-4f * (1 + std::fabs(want[i])) + slack[i])
+            << "element " << i << ", call " << call;
+    }
+  }
+}
+
 /// Two convolutions through a blocked arena buffer: the first (relu) from
 /// the plain input into the arena, the second from there with the plain
 /// residual input, into the plain output. Compares with `direct` on the
@@ -165,32 +198,12 @@ void checkChain(const Shape &a, const Shape &b, int threads,
   f.commands = {first, second};
   spec.functions = {f};
 
-  for (bool reference : {false, true}) {
-    SCOPED_TRACE(reference ? "reference path" : "library path");
-    if (reference)
-      setenv("FLOW_CONV", "reference", 1);
-    StatusOr<std::unique_ptr<Executable>> exe =
-        Executable::loadBytes(build(spec));
-    ASSERT_TRUE(exe) << exe.status().message();
-    StatusOr<std::unique_ptr<Session>> session = Session::create(
-        std::shared_ptr<const Executable>(std::move(*exe)),
-        RuntimeOptions{threads});
-    unsetenv("FLOW_CONV");
-    ASSERT_TRUE(session) << session.status().message();
-    // Twice: the second call reuses the primitives and reordered weights.
-    for (int call = 0; call < 2; ++call) {
-      StatusOr<std::vector<HostTensor>> out = (*session)->run(
-          "main", {f32Tensor({a.n, a.c, a.h, a.w}, x),
-                   f32Tensor({b.n, b.o, b.oh(), b.ow()}, r)});
-      ASSERT_TRUE(out) << out.status().message();
-      std::vector<float> got = floats((*out)[0]);
-      ASSERT_EQ(got.size(), want.size());
-      for (size_t i = 0; i < got.size(); ++i)
-        ASSERT_NEAR(got[i], want[i],
-                    1e-4f * (1 + std::fabs(want[i])) + slack[i] / 256)
-            << "element " << i << ", call " << call;
-    }
-  }
+  for (float &s : slack)
+    s /= 256;
+  expectBothPaths(spec,
+                  {f32Tensor({a.n, a.c, a.h, a.w}, x),
+                   f32Tensor({b.n, b.o, b.oh(), b.ow()}, r)},
+                  threads, want, slack);
 }
 
 TEST(ConvTest, PointwiseThroughBlockedBuffer) {
@@ -297,29 +310,9 @@ void checkResidualInPlace(bool bf16) {
   c4.output = outputRef(0, want.size() * 4);
   fn.commands = {c1, c2, c3, c4};
   spec.functions = {fn};
-  for (bool reference : {false, true}) {
-    SCOPED_TRACE(reference ? "reference path" : "library path");
-    if (reference)
-      setenv("FLOW_CONV", "reference", 1);
-    StatusOr<std::unique_ptr<Executable>> exe =
-        Executable::loadBytes(build(spec));
-    ASSERT_TRUE(exe) << exe.status().message();
-    StatusOr<std::unique_ptr<Session>> session = Session::create(
-        std::shared_ptr<const Executable>(std::move(*exe)), RuntimeOptions{2});
-    unsetenv("FLOW_CONV");
-    ASSERT_TRUE(session) << session.status().message();
-    for (int call = 0; call < 2; ++call) {
-      StatusOr<std::vector<HostTensor>> out =
-          (*session)->run("main", {f32Tensor({1, 8, 6, 7}, x)});
-      ASSERT_TRUE(out) << out.status().message();
-      std::vector<float> got = floats((*out)[0]);
-      ASSERT_EQ(got.size(), want.size());
-      for (size_t i = 0; i < got.size(); ++i)
-        ASSERT_NEAR(got[i], want[i],
-                    1e-4f * (1 + std::fabs(want[i])) + slack[i] / 256)
-            << "element " << i << ", call " << call;
-    }
-  }
+  for (float &s : slack)
+    s /= 256;
+  expectBothPaths(spec, {f32Tensor({1, 8, 6, 7}, x)}, 2, want, slack);
 }
 
 TEST(ConvTest, ResidualInPlace) { checkResidualInPlace(false); }
@@ -367,26 +360,8 @@ TEST(ConvTest, Bf16OneConvolutionExactly) {
   c.output = outputRef(0, want.size() * 4);
   fn.commands = {c};
   spec.functions = {fn};
-  for (bool reference : {false, true}) {
-    SCOPED_TRACE(reference ? "reference path" : "library path");
-    if (reference)
-      setenv("FLOW_CONV", "reference", 1);
-    StatusOr<std::unique_ptr<Executable>> exe =
-        Executable::loadBytes(build(spec));
-    ASSERT_TRUE(exe) << exe.status().message();
-    StatusOr<std::unique_ptr<Session>> session = Session::create(
-        std::shared_ptr<const Executable>(std::move(*exe)), RuntimeOptions{2});
-    unsetenv("FLOW_CONV");
-    ASSERT_TRUE(session) << session.status().message();
-    StatusOr<std::vector<HostTensor>> out = (*session)->run(
-        "main", {f32Tensor(inShape, x), f32Tensor(outShape, r)});
-    ASSERT_TRUE(out) << out.status().message();
-    std::vector<float> got = floats((*out)[0]);
-    ASSERT_EQ(got.size(), want.size());
-    for (size_t i = 0; i < got.size(); ++i)
-      ASSERT_NEAR(got[i], want[i], 1e-4f * (1 + std::fabs(want[i])))
-          << "element " << i;
-  }
+  expectBothPaths(spec, {f32Tensor(inShape, x), f32Tensor(outShape, r)}, 2,
+                  want, std::vector<float>(want.size(), 0.0f));
 }
 
 TEST(ConvTest, ReportsWhatRunsConvolutions) {
