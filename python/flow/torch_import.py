@@ -1,9 +1,11 @@
-"""Importing PyTorch programs: torch.export, core-ATen decompositions, then
-flow-dialect text.
+"""Importing PyTorch programs: torch.export, core-ATen decompositions (unless
+Flow imports every op as exported), then flow-dialect text.
 
     text = flow.import_torch(model, (x,), parameters="model.safetensors")
 
-The module is exported in eval mode and decomposed to core ATen. Every
+The module is exported in eval mode and, when some op needs it, decomposed
+to core ATen (the decompositions retrace the program; a program whose ops
+all have handlers and mutate nothing is imported as exported). Every
 node whose inputs are all known at import time (weights, buffers, literals,
 `arange`, masks built from them) is computed here with PyTorch itself and
 becomes a constant; the rest is translated op by op. Weights larger than
@@ -1360,6 +1362,14 @@ def _layer_norm(self, x, normalized_shape, w, b, eps):
     return (y, None, None)
 
 
+@_handles("aten.layer_norm.default")
+def _layer_norm_as_exported(self, x, normalized_shape, w=None, b=None,
+                            eps=1e-5, cudnn_enable=True):
+    """torch.export's own layer_norm (before decompositions): the normalized
+    tensor only."""
+    return _layer_norm(self, x, normalized_shape, w, b, eps)[0]
+
+
 @_handles("aten._native_batch_norm_legit_no_training.default")
 def _batch_norm(self, x, w, b, mean, var, momentum, eps):
     dtype = _flow_dtype(self.meta()[0].dtype)
@@ -1502,6 +1512,11 @@ def _adaptive_avg_pool(self, x, output_size):
 
 def export(module, args=(), kwargs=None):
     """torch.export in eval mode plus core-ATen decompositions."""
+    return _decompose(_export(module, args, kwargs))
+
+
+def _export(module, args=(), kwargs=None):
+    """torch.export in eval mode (ATen ops as exported, not decomposed)."""
     import torch
     if isinstance(module, torch.export.ExportedProgram):
         ep = module
@@ -1522,6 +1537,12 @@ def export(module, args=(), kwargs=None):
         finally:
             for m, training in modes:
                 m.training = training
+    return ep
+
+
+def _decompose(ep):
+    """`ep` decomposed to core ATen."""
+    import torch
     # Attention stays one op: Flow lowers it itself (and PyTorch's own
     # decomposition of it can produce views the rest of the table rejects).
     table = torch.export.default_decompositions()
@@ -1621,6 +1642,36 @@ def _fold_batch_norms(ep) -> int:
     return folded
 
 
+def _imports_as_exported(ep) -> bool:
+    """True if Flow can import `ep` as torch.export left it, without the
+    core-ATen decompositions (which retrace the whole program: about 2 s of
+    BERT-base's 5 s compile): no op mutates anything (the decompositions
+    would make those functional), and every op that depends on a user
+    input has a handler (the others are computed at import time)."""
+    import torch
+    user_inputs = set(ep.graph_signature.user_inputs)
+    live = set()  # nodes that depend on a user input
+    for node in ep.graph.nodes:
+        if node.op == "placeholder":
+            if node.name in user_inputs:
+                live.add(node)
+            continue
+        if node.op != "call_function":
+            continue
+        target = node.target
+        depends = any(a in live for a in node.all_input_nodes)
+        if depends:
+            live.add(node)
+        if target is operator.getitem:
+            continue
+        if not isinstance(target, torch._ops.OpOverload) or \
+                target._schema.is_mutable:
+            return False
+        if depends and _op_key(target) not in _HANDLERS:
+            return False
+    return True
+
+
 def import_program(module, args=(), kwargs=None, *, parameters=None,
                    function="main", shared=None,
                    placements=None) -> ImportedProgram:
@@ -1630,12 +1681,29 @@ def import_program(module, args=(), kwargs=None, *, parameters=None,
     (flow.safetensors.save) before any of the programs is loaded.
     `placements` is (SBPs by input name or position, mesh shape): the
     function is placed on that mesh and its inputs get the SBPs."""
-    ep = export(module, args, kwargs)
-    _fold_batch_norms(ep)
     if shared is not None and parameters is None:
         raise ValueError("a shared parameter store needs the archive path")
-    return _TorchImporter(ep, function, shared, placements).run(
-        os.fspath(parameters) if parameters is not None else None)
+    archive = os.fspath(parameters) if parameters is not None else None
+    ep = _export(module, args, kwargs)
+    if _imports_as_exported(ep):
+        # Every op is one Flow imports as it is. A refusal the check cannot
+        # foresee (a handler's own, or a constant too large to fold) takes
+        # the decomposed path below.
+        # (Nothing is written before the import succeeds; shared weights
+        # are added to the caller's store only then.)
+        trial = dict(shared) if shared is not None else None
+        try:
+            result = _TorchImporter(ep, function, trial,
+                                    placements).run(archive)
+        except UnsupportedOpsError:
+            pass
+        else:
+            if shared is not None:
+                shared.update(trial)
+            return result
+    ep = _decompose(ep)
+    _fold_batch_norms(ep)
+    return _TorchImporter(ep, function, shared, placements).run(archive)
 
 
 def import_torch(module, example_args=(), example_kwargs=None, *,

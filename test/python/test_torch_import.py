@@ -461,14 +461,14 @@ def test_weights_go_to_the_archive(tmp_path):
     archive = tmp_path / "mlp.safetensors"
     text = flow.import_torch(module, (torch.randn(1, 32),), parameters=archive)
     assert f'flow.parameters = "{archive}"' in text
-    # Both weights and the first bias are parameters (the weights folded to
-    # the layout the GEMM wants); the 8-byte bias of the last layer is
-    # inline.
+    # Both weights and the first bias are parameters (the weights as the
+    # model holds them: the GEMM reads them transposed); the 8-byte bias of
+    # the last layer is inline.
     params = re.findall(r'flow.parameter "([^"]+)"', text)
-    assert sorted(params) == ["0.bias", "0.weight.permute", "2.weight.permute"]
+    assert sorted(params) == ["0.bias", "0.weight", "2.weight"]
     stored = safetensors.load(str(archive))
-    np.testing.assert_array_equal(stored["0.weight.permute"],
-                                  module[0].weight.detach().numpy().T)
+    np.testing.assert_array_equal(stored["0.weight"],
+                                  module[0].weight.detach().numpy())
     assert "dense<" in text  # the small bias
     # The archive is all flow-compile and flow-run need.
     compiled = flow.compile_mlir(text)
@@ -678,3 +678,71 @@ def test_one_hot_and_run_time_assertions():
         compiled(torch.tensor([[1, 5], [0, 3]]))
     with pytest.raises(flow.FlowError, match="non-negative"):
         compiled(torch.tensor([[1, -1], [0, 3]]))
+
+
+class _Encoderish(torch.nn.Module):
+    """Linear, layer norm, GELU and attention: ops Flow imports as
+    torch.export leaves them."""
+
+    def __init__(self):
+        super().__init__()
+        self.proj = torch.nn.Linear(32, 32)
+        self.norm = torch.nn.LayerNorm(32)
+
+    def forward(self, x):
+        h = torch.nn.functional.gelu(self.proj(x))
+        q = h.view(2, 8, 4, 8).transpose(1, 2)
+        a = torch.nn.functional.scaled_dot_product_attention(q, q, q)
+        return self.norm(a.transpose(1, 2).reshape(2, 8, 32) + x)
+
+
+def test_imports_as_exported_without_decompositions(monkeypatch):
+    """A program whose every op has a handler and mutates nothing is
+    imported without core-ATen decompositions (they retrace it: seconds
+    for a BERT), with the same numerics."""
+    from flow import torch_import
+    torch.manual_seed(0)
+    module, x = _Encoderish(), torch.randn(2, 8, 32)
+    module.eval()
+    assert torch_import._imports_as_exported(torch_import._export(module, (x,)))
+
+    def refuse(ep):
+        raise AssertionError("decomposed a program Flow imports as exported")
+
+    monkeypatch.setattr(torch_import, "_decompose", refuse)
+    text = flow.import_torch(module, (x,))
+    assert "flow.layer_norm" in text
+    check(module, (x,))
+
+
+class _InPlace(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 8, 3, padding=1)
+        self.bn = torch.nn.BatchNorm2d(8)
+
+    def forward(self, x):
+        y = self.bn(self.conv(x))
+        y += x.mean()
+        return torch.relu_(y)
+
+
+def test_mutating_or_unhandled_programs_are_decomposed(monkeypatch):
+    """In-place ops (functional only after the decompositions) and ops Flow
+    has no handler for before them (batch norm in training IR) take the
+    decomposed path, which folds the batch norm into the convolution."""
+    from flow import torch_import
+    torch.manual_seed(1)
+    module, x = _InPlace(), torch.randn(1, 3, 8, 8)
+    module.eval()
+    with torch.no_grad():  # give the batch norm statistics that matter
+        module.bn.running_mean.uniform_(-1, 1)
+        module.bn.running_var.uniform_(0.5, 2)
+    assert not torch_import._imports_as_exported(
+        torch_import._export(module, (x,)))
+    calls = []
+    decompose = torch_import._decompose
+    monkeypatch.setattr(torch_import, "_decompose",
+                        lambda ep: calls.append(1) or decompose(ep))
+    check(module, (x,))
+    assert calls

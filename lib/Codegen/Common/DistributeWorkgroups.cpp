@@ -8,6 +8,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
@@ -76,6 +77,23 @@ static std::pair<Value, ValueRange> access(Operation *op) {
   return {Value(), ValueRange()};
 }
 
+/// True if `index` is always 0: the constant, or the induction variable of
+/// a loop dimension that runs once from 0 (a unit dimension's loop, before
+/// canonicalization folds it).
+static bool isAlwaysZero(Value index) {
+  if (isConstantIntValue(index, 0))
+    return true;
+  auto arg = dyn_cast<BlockArgument>(index);
+  if (!arg)
+    return false;
+  auto loop = dyn_cast<scf::ParallelOp>(arg.getOwner()->getParentOp());
+  if (!loop || arg.getOwner() != loop.getBody())
+    return false;
+  unsigned dim = arg.getArgNumber();
+  std::optional<int64_t> trips = tripCount(loop, dim);
+  return trips && *trips == 1;
+}
+
 /// True if each workgroup, running its rows of every split loop, reads
 /// only what it wrote itself: every buffer the kernel both writes and reads
 /// (an intermediate, or a result a later loop reads) is indexed on its rows
@@ -137,7 +155,9 @@ static bool rowsStayLocal(
       auto [memref, indices] = access(op);
       // A view that keeps every row where it is (a rank-preserving subview
       // taking all rows, as padding writes through) indexes rows as its
-      // source does.
+      // source does; one that takes a single row (a row tile's slice of
+      // the result) selects the row by its offset.
+      Value rowOffset;
       while (memref && memref != buffer) {
         auto view = memref.getDefiningOp<memref::SubViewOp>();
         if (!view || view.getSourceType().getRank() !=
@@ -146,8 +166,17 @@ static bool rowsStayLocal(
         ArrayRef<int64_t> offsets = view.getStaticOffsets(),
                           sizes = view.getStaticSizes(),
                           strides = view.getStaticStrides();
-        if (offsets[row] != 0 || sizes[row] != extent || strides[row] != 1)
+        if (strides[row] != 1)
           return false;
+        if (offsets[row] == 0 && sizes[row] == extent) {
+          memref = view.getSource();
+          continue;
+        }
+        auto offset =
+            dyn_cast<Value>(view.getMixedOffsets()[row]);
+        if (rowOffset || !offset || sizes[row] != 1)
+          return false;
+        rowOffset = offset;
         memref = view.getSource();
       }
       if (memref != buffer)
@@ -156,7 +185,10 @@ static bool rowsStayLocal(
       while (top->getBlock() != &body)
         top = top->getParentOp();
       Value iv = splitIV.lookup(top);
-      if (!iv || indices[row] != iv)
+      if (!iv)
+        return false;
+      if (rowOffset ? rowOffset != iv || !isAlwaysZero(indices[row])
+                    : indices[row] != iv)
         return false;
     }
   }

@@ -44,18 +44,14 @@ std::optional<unsigned> firstReducedDim(linalg::LinalgOp op) {
   return first;
 }
 
-/// Tiles `kernel` by rows if it has the shape the pass takes; true if so.
-bool tileFolded(func::FuncOp kernel) {
-  auto ret = dyn_cast<func::ReturnOp>(kernel.getBody().front().getTerminator());
-  if (!ret || ret.getNumOperands() != 1)
-    return false;
-  auto root = ret.getOperand(0).getDefiningOp<linalg::GenericOp>();
-  if (!root || root.getNumDpsInits() != 1 ||
-      root.getNumParallelLoops() != root.getNumLoops() ||
+/// Rows for a kernel with a reduction over trailing dimensions: the first
+/// dimension any reduction combines (every op of `rank` loops).
+std::optional<unsigned> reducedRows(func::FuncOp kernel,
+                                    linalg::GenericOp root) {
+  if (root.getNumParallelLoops() != root.getNumLoops() ||
       !root.getMatchingIndexingMap(root.getDpsInitOperand(0)).isIdentity())
-    return false;
+    return std::nullopt;
   unsigned rank = root.getNumLoops();
-  // Where rows end: the first dimension any reduction combines.
   std::optional<unsigned> rowEnd;
   bool fits = true;
   kernel.walk([&](linalg::LinalgOp op) {
@@ -68,7 +64,81 @@ bool tileFolded(func::FuncOp kernel) {
     }
     rowEnd = rowEnd ? std::min(*rowEnd, *first) : *first;
   });
-  if (!fits || !rowEnd || *rowEnd == 0)
+  if (!fits)
+    return std::nullopt;
+  return rowEnd;
+}
+
+/// Rows for a kernel that pads its input (a pooling window, a convolution
+/// in a kernel): the leading dimensions that every op runs in parallel and
+/// indexes as itself in every operand, and that no pad widens. Untiled,
+/// the padded copy of the whole input is a buffer of its own (3.3 MB for
+/// ResNet-50's max pooling, allocated by every workgroup); by rows it is
+/// one row's plane.
+std::optional<unsigned> paddedRows(func::FuncOp kernel) {
+  bool pads = false;
+  unsigned lead = ~0u;
+  kernel.walk([&](Operation *op) {
+    if (auto pad = dyn_cast<tensor::PadOp>(op)) {
+      pads = true;
+      unsigned unpadded = 0;
+      for (auto [low, high] :
+           llvm::zip(pad.getStaticLow(), pad.getStaticHigh())) {
+        if (low != 0 || high != 0)
+          break;
+        ++unpadded;
+      }
+      lead = std::min(lead, unpadded);
+      return;
+    }
+    auto linalgOp = dyn_cast<linalg::LinalgOp>(op);
+    if (!linalgOp)
+      return;
+    SmallVector<utils::IteratorType> iterators =
+        linalgOp.getIteratorTypesArray();
+    // Dimension n is a row dimension of this op if every operand that
+    // depends on it indexes it as itself, in position n (an operand that
+    // does not, a pooling window's shape, is the same for every row).
+    unsigned n = 0;
+    while (n < iterators.size() && n < lead &&
+           iterators[n] == utils::IteratorType::parallel) {
+      AffineExpr dim = getAffineDimExpr(n, op->getContext());
+      bool same = llvm::all_of(
+          linalgOp.getIndexingMapsArray(), [&](AffineMap map) {
+            for (auto [i, result] : llvm::enumerate(map.getResults()))
+              if (result.isFunctionOfDim(n) && (i != n || result != dim))
+                return false;
+            return true;
+          });
+      if (!same)
+        break;
+      ++n;
+    }
+    lead = std::min(lead, n);
+  });
+  if (!pads || lead == ~0u || lead == 0)
+    return std::nullopt;
+  return lead;
+}
+
+/// Tiles `kernel` by rows if it has the shape the pass takes; true if so.
+bool tileFolded(func::FuncOp kernel) {
+  auto ret = dyn_cast<func::ReturnOp>(kernel.getBody().front().getTerminator());
+  if (!ret || ret.getNumOperands() != 1)
+    return false;
+  // The result, or what folding unit dimensions reshaped into it.
+  Value value = ret.getOperand(0);
+  if (auto expand = value.getDefiningOp<tensor::ExpandShapeOp>())
+    value = expand.getSrc();
+  auto root = value.getDefiningOp<linalg::GenericOp>();
+  if (!root || root.getNumDpsInits() != 1)
+    return false;
+  unsigned rank = root.getNumLoops();
+  // Where rows end.
+  std::optional<unsigned> rowEnd = reducedRows(kernel, root);
+  if (!rowEnd)
+    rowEnd = paddedRows(kernel);
+  if (!rowEnd || *rowEnd == 0)
     return false;
   SmallVector<int64_t> shape = root.getStaticLoopRanges();
   if (llvm::any_of(shape, ShapedType::isDynamic))
@@ -115,18 +185,23 @@ bool tileFolded(func::FuncOp kernel) {
 /// Tiles a copy of `kernel` whose reductions keep no dimensions of one
 /// (a softmax's row maximum is 4x6, not 4x6x1: an index that is always 0
 /// is not one tiling can follow) and takes its body if that worked.
+/// A kernel that pads is tiled as it is: its rows are leading dimensions
+/// the pad leaves alone, unit ones included (folding them would reshape
+/// the result, which then could not be written in place).
 bool tileKernel(func::FuncOp kernel) {
-  bool reduces = false;
-  kernel.walk([&](linalg::LinalgOp op) {
-    reduces |= op.getNumReductionLoops() > 0;
+  bool reduces = false, pads = false;
+  kernel.walk([&](Operation *op) {
+    if (auto linalgOp = dyn_cast<linalg::LinalgOp>(op))
+      reduces |= linalgOp.getNumReductionLoops() > 0;
+    pads |= isa<tensor::PadOp>(op);
   });
-  if (!reduces)
+  if (!reduces && !pads)
     return false;
   auto copy = cast<func::FuncOp>(kernel->clone());
   RewritePatternSet patterns(kernel.getContext());
   linalg::ControlDropUnitDims control;
   linalg::populateFoldUnitExtentDimsPatterns(patterns, control);
-  bool tiled = succeeded(applyPatternsGreedily(copy, std::move(patterns))) &&
+  bool tiled = (pads || succeeded(applyPatternsGreedily(copy, std::move(patterns)))) &&
                tileFolded(copy);
   if (tiled)
     kernel.getBody().takeBody(copy.getBody());

@@ -110,3 +110,34 @@ func.func private @concat(%a: tensor<4x4xf32>, %b: tensor<4x4xf32>) -> tensor<4x
   %y = flow.softmax %c axis = 1 : tensor<4x8xf32>
   return %y : tensor<4x8xf32>
 }
+
+// -----
+
+// A max pooling pads its input: tiled by the leading dimensions the pad
+// leaves alone (batch and channel), the padded copy is one channel's plane
+// on the stack, not a heap copy of the whole input, and the workgroups
+// still split the channels (each writes its own one-channel view of the
+// result).
+// CHECK-LABEL: func.func private @max_pool
+// CHECK: scf.forall (%{{.*}}, %{{.*}}) in (2, 8) shared_outs
+// CHECK: tensor.pad {{.*}} low[0, 0, 1, 1]
+// CHECK: scf.forall.in_parallel
+// BUF-LABEL: func.func private @max_pool
+// BUF-SAME: flow.max_workgroups = 2
+// BUF: memref.alloca() {{.*}}flow.scratch{{.*}} : memref<1x1x{{[0-9]+}}x{{[0-9]+}}xf32>
+// BUF-NOT: memref.alloc(
+func.func private @max_pool(%x: tensor<2x8x12x12xf32>) -> tensor<2x8x6x6xf32> attributes {flow.kernel, flow.workgroup_extent = 2 : i64} {
+  %y = flow.max_pool2d %x kernel = [3, 3] strides = [2, 2] padding = [1, 1, 1, 1] dilations = [1, 1] : tensor<2x8x12x12xf32> -> tensor<2x8x6x6xf32>
+  return %y : tensor<2x8x6x6xf32>
+}
+
+// -----
+
+// A pad that widens the leading dimension leaves no rows: untouched.
+// CHECK-LABEL: func.func private @pad_rows
+// CHECK-NOT: scf.forall
+// CHECK: return
+func.func private @pad_rows(%x: tensor<4x8xf32>) -> tensor<6x8xf32> attributes {flow.kernel, flow.workgroup_extent = 6 : i64} {
+  %y = flow.pad %x low = [1, 0] high = [1, 0] value = 0.0 : tensor<4x8xf32> -> tensor<6x8xf32>
+  return %y : tensor<6x8xf32>
+}
