@@ -338,11 +338,10 @@ flatbuffers::Offset<void> FunctionWriter::conv(HostConvOp op) {
     bias = ref(op.getBias());
   if (op.getResidual())
     residual = ref(op.getResidual());
-  // F32 or BF16 (the verifier allows no other).
+  // F32 or BF16: the verifier allows no other.
   auto dtype = [](Value v) {
-    return v && cast<MemRefType>(v.getType()).getElementType().isBF16()
-               ? fb::DType::BF16
-               : fb::DType::F32;
+    return v ? *dtypeOf(cast<MemRefType>(v.getType()).getElementType())
+             : fb::DType::F32;
   };
   return fb::CreateConvDirect(
              fbb, &in, &filter, &out, &strides, &padding, &dilations,

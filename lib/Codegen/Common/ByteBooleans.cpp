@@ -55,7 +55,8 @@ struct ByteBooleansPass
     : flow::impl::ByteBooleansPassBase<ByteBooleansPass> {
   void runOnOperation() override {
     for (auto kernel : getOperation().getOps<func::FuncOp>()) {
-      if (!kernel->hasAttr(flow::FlowDialect::getKernelAttrName()) || kernel.isExternal())
+      if (!kernel->hasAttr(flow::FlowDialect::getKernelAttrName()) ||
+          kernel.isExternal())
         continue;
       FunctionType type = kernel.getFunctionType();
       if (llvm::none_of(llvm::concat<const Type>(type.getInputs(),

@@ -172,8 +172,7 @@ static bool rowsStayLocal(
           memref = view.getSource();
           continue;
         }
-        auto offset =
-            dyn_cast<Value>(view.getMixedOffsets()[row]);
+        auto offset = dyn_cast<Value>(view.getMixedOffsets()[row]);
         if (rowOffset || !offset || sizes[row] != 1)
           return false;
         rowOffset = offset;

@@ -201,8 +201,9 @@ bool tileKernel(func::FuncOp kernel) {
   RewritePatternSet patterns(kernel.getContext());
   linalg::ControlDropUnitDims control;
   linalg::populateFoldUnitExtentDimsPatterns(patterns, control);
-  bool tiled = (pads || succeeded(applyPatternsGreedily(copy, std::move(patterns)))) &&
-               tileFolded(copy);
+  bool tiled =
+      (pads || succeeded(applyPatternsGreedily(copy, std::move(patterns)))) &&
+      tileFolded(copy);
   if (tiled)
     kernel.getBody().takeBody(copy.getBody());
   copy.erase();
@@ -212,8 +213,8 @@ bool tileKernel(func::FuncOp kernel) {
 struct TileRowsPass : flow::impl::TileRowsPassBase<TileRowsPass> {
   void runOnOperation() override {
     for (auto kernel : getOperation().getOps<func::FuncOp>())
-      if (kernel->hasAttr(flow::FlowDialect::getKernelAttrName()) && !kernel.isExternal() &&
-          tileKernel(kernel))
+      if (kernel->hasAttr(flow::FlowDialect::getKernelAttrName()) &&
+          !kernel.isExternal() && tileKernel(kernel))
         ++numTiled;
   }
 };
@@ -225,13 +226,15 @@ struct KernelScratchPass
     : flow::impl::KernelScratchPassBase<KernelScratchPass> {
   void runOnOperation() override {
     for (auto kernel : getOperation().getOps<func::FuncOp>()) {
-      if (!kernel->hasAttr(flow::FlowDialect::getKernelAttrName()) || kernel.isExternal())
+      if (!kernel->hasAttr(flow::FlowDialect::getKernelAttrName()) ||
+          kernel.isExternal())
         continue;
       Block &entry = kernel.getBody().front();
       SmallVector<memref::AllocOp> nested;
       kernel.walk([&](memref::AllocOp alloc) {
         if (alloc->getBlock() != &entry && alloc.getType().hasStaticShape() &&
-            alloc.getDynamicSizes().empty() && alloc.getSymbolOperands().empty())
+            alloc.getDynamicSizes().empty() &&
+            alloc.getSymbolOperands().empty())
           nested.push_back(alloc);
       });
       OpBuilder b = OpBuilder::atBlockBegin(&entry);
@@ -250,7 +253,8 @@ struct KernelScratchPass
           alloc->moveBefore(&entry, entry.begin());
           moved = alloc;
         }
-        moved->setAttr(flow::FlowDialect::getScratchAttrName(), b.getUnitAttr());
+        moved->setAttr(flow::FlowDialect::getScratchAttrName(),
+                       b.getUnitAttr());
       }
     }
   }
