@@ -4,7 +4,7 @@ Flow's bf16 row; when installed: bench/requirements.txt), same machine,
 same thread count.
 
     python bench/frontends.py [--threads 2] [--repeats 3] [--models bert,resnet50]
-        [--batches 1,8] [--no-inductor]
+        [--batches 1,8] [--no-inductor] [--bf16 auto|on|off]
 
 Models have random weights (no downloads): Hugging Face BERT-base (12
 layers, hidden 768, sequence 128) and torchvision ResNet-50 (224x224).
@@ -17,7 +17,8 @@ export, which is not counted). Latency is the median over `repeats` rounds
 of each round's median per-call time; every engine runs once per round, in
 turn, so that a machine whose speed drifts over minutes drifts for all of
 them. Ratios are peer / Flow: > 1 means Flow is
-faster.
+faster. The bf16 rows run where the CPU has AVX-512 BF16 (--bf16 auto);
+elsewhere bf16 is computed in software and is not a speed option.
 """
 
 import argparse
@@ -68,7 +69,12 @@ def main():
     parser.add_argument("--models", default="bert,resnet50")
     parser.add_argument("--batches", default="1,8")
     parser.add_argument("--no-inductor", action="store_true")
+    parser.add_argument("--bf16", choices=["auto", "on", "off"],
+                        default="auto")
     args = parser.parse_args()
+    if args.bf16 == "auto":
+        with open("/proc/cpuinfo") as f:
+            args.bf16 = "on" if "avx512_bf16" in f.read() else "off"
     torch.set_num_threads(args.threads)
     import onnxruntime as ort
     try:
@@ -100,14 +106,16 @@ def main():
                 # machine whose speed drifts over minutes drifts for all.
                 runners = {"flow": lambda: compiled(*inputs)}
                 # Mixed precision: bf16 products summed in f32.
-                mixed = flow.compile(model, inputs, threads=args.threads,
-                                     precision="bf16",
-                                     parameters=os.path.join(
-                                         tmp, "w16.safetensors"))
-                g16 = torch.utils._pytree.tree_leaves(mixed(*inputs))[0]
-                row["bf16_max_rel_err"] = float((g16 - w).abs().max() /
-                                                w.abs().max())
-                runners["flow_bf16"] = lambda: mixed(*inputs)
+                if args.bf16 == "on":
+                    mixed = flow.compile(model, inputs, threads=args.threads,
+                                         precision="bf16",
+                                         parameters=os.path.join(
+                                             tmp, "w16.safetensors"))
+                    g16 = torch.utils._pytree.tree_leaves(
+                        mixed(*inputs))[0]
+                    row["bf16_max_rel_err"] = float((g16 - w).abs().max() /
+                                                    w.abs().max())
+                    runners["flow_bf16"] = lambda: mixed(*inputs)
 
                 def eager():
                     with torch.no_grad():
@@ -148,12 +156,14 @@ def main():
                     runners["ov"] = lambda: request.infer(ov_feeds)
                     # And in bf16 (its own mixed precision), the peer of
                     # Flow's bf16 row.
-                    vino16 = core.compile_model(path, "CPU", {
-                        "INFERENCE_NUM_THREADS": args.threads,
-                        "INFERENCE_PRECISION_HINT": "bf16",
-                        "PERFORMANCE_HINT": "LATENCY"})
-                    request16 = vino16.create_infer_request()
-                    runners["ov_bf16"] = lambda: request16.infer(ov_feeds)
+                    if args.bf16 == "on":
+                        vino16 = core.compile_model(path, "CPU", {
+                            "INFERENCE_NUM_THREADS": args.threads,
+                            "INFERENCE_PRECISION_HINT": "bf16",
+                            "PERFORMANCE_HINT": "LATENCY"})
+                        request16 = vino16.create_infer_request()
+                        runners["ov_bf16"] = \
+                            lambda: request16.infer(ov_feeds)
                 samples = {name: [] for name in runners}
                 for _ in range(args.repeats):
                     for name, fn in runners.items():
@@ -176,13 +186,14 @@ def main():
           "OpenVINO/Flow | OpenVINO bf16 ms | OpenVINO bf16/Flow bf16 | "
           "bf16 error |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    nan = float("nan")
     for r in rows:
         ind = r.get("inductor_ms")
         vino = r.get("ov_ms", float("nan"))
         vino16 = r.get("ov_bf16_ms", float("nan"))
         print(f"| {r['model']} | {r['flow_compile_s']:.1f} | "
               f"{r.get('inductor_compile_s', float('nan')):.1f} | "
-              f"{r['flow_ms']:.1f} | {r['flow_bf16_ms']:.1f} | "
+              f"{r['flow_ms']:.1f} | {r.get('flow_bf16_ms', nan):.1f} | "
               f"{r['eager_ms']:.1f} | "
               f"{ind if ind else float('nan'):.1f} | {r['ort_ms']:.1f} | "
               f"{vino:.1f} | "
@@ -190,8 +201,8 @@ def main():
               f"{(ind / r['flow_ms']) if ind else float('nan'):.2f} | "
               f"{r['ort_ms'] / r['flow_ms']:.2f} | "
               f"{vino / r['flow_ms']:.2f} | {vino16:.1f} | "
-              f"{vino16 / r['flow_bf16_ms']:.2f} | "
-              f"{r['bf16_max_rel_err']:.1e} |")
+              f"{vino16 / r.get('flow_bf16_ms', nan):.2f} | "
+              f"{r.get('bf16_max_rel_err', nan):.1e} |")
 
 
 if __name__ == "__main__":

@@ -278,14 +278,19 @@ void mlir::flow::buildKernelBufferizePipeline(OpPassManager &pm) {
               "canonicalize,cse");
 }
 
-void mlir::flow::buildKernelCpuLLVMPipeline(OpPassManager &pm) {
+void mlir::flow::buildKernelCpuLLVMPipeline(
+    OpPassManager &pm, const KernelCpuLLVMPipelineOptions &options) {
+  if (options.expandBf16)
+    pm.addPass(createExpandBf16Pass());
   addPipeline(pm,
               "flow-approximate-math,convert-scf-to-cf,expand-strided-metadata,"
               "lower-affine,convert-math-to-llvm,convert-math-to-libm,"
               "finalize-memref-to-llvm,convert-arith-to-llvm,"
               "convert-func-to-llvm{use-bare-ptr-memref-call-conv},"
-              "convert-cf-to-llvm,reconcile-unrealized-casts,"
-              "flow-emit-kernel-entries");
+              "convert-cf-to-llvm,reconcile-unrealized-casts");
+  if (options.expandBf16)
+    pm.addPass(createHoldBf16AsI16Pass());
+  pm.addPass(createEmitKernelEntriesPass());
 }
 
 namespace {
@@ -312,6 +317,14 @@ struct GraphPipelineCLOptions
   Option<bool> bf16{
       *this, "bf16",
       llvm::cl::desc("Run matrix products in bf16, summed in f32"),
+      llvm::cl::init(false)};
+};
+struct KernelCpuLLVMPipelineCLOptions
+    : public PassPipelineOptions<KernelCpuLLVMPipelineCLOptions> {
+  Option<bool> expandBf16{
+      *this, "expand-bf16",
+      llvm::cl::desc("Compute bf16 in f32 and round to bf16 with integer "
+                     "operations (CPUs without bf16 conversions)"),
       llvm::cl::init(false)};
 };
 struct HostPipelineCLOptions
@@ -373,11 +386,13 @@ void mlir::flow::registerCompilerPipelines() {
         "The bufferized phase: kernels on memrefs, as loops split over "
         "workgroups, with their ABI recorded",
         buildKernelBufferizePipeline);
-    PassPipelineRegistration<>(
+    PassPipelineRegistration<KernelCpuLLVMPipelineCLOptions>(
         "flow-kernel-cpu-llvm-pipeline",
         "The llvm phase for the CPU: kernels in the LLVM dialect with their "
         "entry points",
-        buildKernelCpuLLVMPipeline);
+        [](OpPassManager &pm, const KernelCpuLLVMPipelineCLOptions &o) {
+          buildKernelCpuLLVMPipeline(pm, {o.expandBf16});
+        });
   });
 }
 
@@ -552,16 +567,20 @@ FailureOr<CompileResult> mlir::flow::compile(ModuleOp module,
     return !kernels->lookupSymbol(k.name) && !runAs.count(k.name);
   });
 
+  KernelCpuLLVMPipelineOptions llvmOptions;
+  llvmOptions.expandBf16 = !cpuConvertsBf16(options.cpu.cpu);
   struct Step {
     Phase phase;
     const char *name;
-    void (*build)(OpPassManager &);
+    std::function<void(OpPassManager &)> build;
   } steps[] = {
       {Phase::Linalg, "flow-kernel-linalg-pipeline", buildKernelLinalgPipeline},
       {Phase::Bufferized, "flow-kernel-bufferize-pipeline",
        buildKernelBufferizePipeline},
       {Phase::LLVM, "flow-kernel-cpu-llvm-pipeline",
-       buildKernelCpuLLVMPipeline}};
+       [&](OpPassManager &pm) {
+         buildKernelCpuLLVMPipeline(pm, llvmOptions);
+       }}};
   llvm::StringMap<KernelInfo> infos;
   for (const Step &step : steps) {
     PhaseTimer t{report, phaseName(step.phase).str()};

@@ -10,6 +10,7 @@
 #include "mlir/Target/LLVMIR/Export.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
+#include "llvm/MC/MCSubtargetInfo.h"
 #include "llvm/MC/TargetRegistry.h"
 #include "llvm/Passes/PassBuilder.h"
 #include "llvm/Support/FileSystem.h"
@@ -48,6 +49,24 @@ static std::string featuresFor(StringRef cpu) {
   for (const auto &[name, enabled] : llvm::sys::getHostCPUFeatures())
     features.push_back((enabled ? "+" : "-") + name.str());
   return llvm::join(features, ",");
+}
+
+bool mlir::flow::cpuConvertsBf16(StringRef cpu) {
+  if (cpu == "host") {
+    llvm::StringMap<bool> features = llvm::sys::getHostCPUFeatures();
+    return features.lookup("avx512bf16") || features.lookup("avxneconvert");
+  }
+  llvm::InitializeNativeTarget();
+  llvm::Triple triple(llvm::sys::getDefaultTargetTriple());
+  std::string error;
+  const llvm::Target *target =
+      llvm::TargetRegistry::lookupTarget(triple, error);
+  if (!target)
+    return false;
+  std::unique_ptr<llvm::MCSubtargetInfo> info(
+      target->createMCSubtargetInfo(triple, cpu, ""));
+  return info && (info->checkFeatures("+avx512bf16") ||
+                  info->checkFeatures("+avxneconvert"));
 }
 
 FailureOr<std::vector<uint8_t>>

@@ -439,6 +439,7 @@ PYBIND11_MODULE(_flow, m) {
         py::dict d;
         d["gemm_library"] = info->gemmLibrary;
         d["gemm_kernels"] = info->gemmKernels;
+        d["bf16_gemm"] = info->bf16Gemm;
         d["conv_library"] = info->convLibrary;
         d["library"] = info->library;
         d["kernels"] = info->kernels;

@@ -12,6 +12,7 @@
 #include <cpuid.h>
 #include <dlfcn.h>
 
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -181,12 +182,29 @@ void loadOneDnn(Loaded &l) {
   l.ompSetThreads = omp;
   l.dnnlGemmBf16 = reinterpret_cast<decltype(l.dnnlGemmBf16)>(
       ::dlsym(handle, "dnnl_gemm_bf16bf16f32"));
+  // oneDNN answers dnnl_unimplemented on CPUs it has no bf16 GEMM for
+  // (without AVX-512): asked once, on a 1x1x1 product, on one thread.
+  if (l.dnnlGemmBf16) {
+    if (omp)
+      omp(1);
+    const uint16_t one = 0x3f80; // 1.0 in bf16
+    float product = 0.0f;
+    if (l.dnnlGemmBf16('N', 'N', 1, 1, 1, 1.0f, &one, 1, &one, 1, 0.0f,
+                       &product, 1) != 0 /* dnnl_success */ ||
+        product != 1.0f)
+      l.dnnlGemmBf16 = nullptr;
+  }
   const Version *v = version();
   char text[64];
   std::snprintf(text, sizeof(text), "oneDNN %d.%d.%d", v->major, v->minor,
                 v->patch);
   l.info.gemmLibrary = text;
   l.info.gemmKernels = std::string(isaName(isa())) + " JIT";
+  l.info.bf16Gemm = l.dnnlGemmBf16
+                        ? std::string(text) + " gemm_bf16bf16f32"
+                        : "operands widened to f32 for the f32 GEMM (" +
+                              std::string(text) +
+                              " has no bf16 GEMM for this CPU)";
 }
 
 Loaded load() {
@@ -242,6 +260,7 @@ Loaded load() {
   // runs on the calling thread only.
   l.setThreads(1);
   l.info.library = config();
+  l.info.bf16Gemm = "operands widened to f32 for the f32 GEMM";
   l.info.kernels = corename();
   l.info.gemmLibrary = l.info.library;
   l.info.gemmKernels = l.info.kernels;
@@ -269,6 +288,7 @@ Loaded load() {
   l.info.kernels = "unknown";
   l.info.gemmLibrary = l.info.library;
   l.info.gemmKernels = l.info.kernels;
+  l.info.bf16Gemm = "operands widened to f32 for the f32 GEMM";
   l.info.chosenBy = "the library";
   return l;
 }
@@ -329,11 +349,17 @@ void blasGemmBf16(bool transA, bool transB, int m, int n, int k,
                   const uint16_t *a, int lda, const uint16_t *b, int ldb,
                   float *c, int ldc) {
 #ifdef FLOW_HAVE_OPENBLAS
-  if (loaded().dnnlGemmBf16) {
+  // The load asked oneDNN whether it has a bf16 GEMM for this CPU; should
+  // it still refuse one (dnnl_unimplemented, leaving c as it was), this and
+  // every later GEMM widens the operands instead.
+  static std::atomic<bool> refused{false};
+  if (loaded().dnnlGemmBf16 && !refused.load(std::memory_order_relaxed)) {
     oneDnnOnThisThreadOnly();
-    loaded().dnnlGemmBf16(transA ? 'T' : 'N', transB ? 'T' : 'N', m, n, k,
-                          1.0f, a, lda, b, ldb, 0.0f, c, ldc);
-    return;
+    if (loaded().dnnlGemmBf16(transA ? 'T' : 'N', transB ? 'T' : 'N', m, n,
+                              k, 1.0f, a, lda, b, ldb, 0.0f, c,
+                              ldc) == 0 /* dnnl_success */)
+      return;
+    refused.store(true, std::memory_order_relaxed);
   }
 #endif
   // Without oneDNN: widen the operands (as stored: rows x cols with their

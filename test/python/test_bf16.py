@@ -142,3 +142,43 @@ def test_unknown_precision(tmp_path):
                           capture_output=True, text=True)
     assert proc.returncode == 1
     assert "precision 'fp8' is not supported (f32, bf16)" in proc.stderr
+
+
+def test_software_rounding_matches_the_instruction():
+    """Compiled for a CPU without bf16 conversion instructions (haswell),
+    kernels round f32 to bf16 with integer operations (flow-expand-bf16);
+    on any CPU that runs haswell code the result is bit for bit the one
+    compiled for this machine, which may round in one instruction."""
+    torch.manual_seed(4)
+    model = torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.GELU(),
+                                torch.nn.Linear(128, 32)).eval()
+    x = torch.randn(16, 64)
+    host = flow.compile(model, (x,), precision="bf16")(x)
+    software = flow.compile(model, (x,), precision="bf16", cpu="haswell")(x)
+    assert torch.equal(host, software)
+    with torch.no_grad():
+        want = model(x)
+    err = float((software - want).abs().max() / want.abs().max())
+    assert 1e-5 < err < TOL, err
+
+
+class _Bf16Math(torch.nn.Module):
+    def forward(self, x, y):
+        return (torch.exp(x) * y + x).amax(dim=-1), (x * y).sum(dim=-1)
+
+
+@pytest.mark.parametrize("cpu", ["host", "haswell"])
+def test_bf16_tensors(cpu):
+    """A model on bf16 tensors: every op rounds its result to bf16, as
+    PyTorch eager does, with or without bf16 conversion instructions.
+    Sums differ from eager's only in their f32 summation order: within two
+    bf16 steps (2^-7) of the largest result."""
+    torch.manual_seed(5)
+    x = torch.randn(8, 96).to(torch.bfloat16)
+    y = torch.randn(8, 96).to(torch.bfloat16)
+    got = flow.compile(_Bf16Math(), (x, y), cpu=cpu)(x, y)
+    want = _Bf16Math()(x, y)
+    for g, w in zip(got, want):
+        assert g.dtype == torch.bfloat16
+        g, w = g.float(), w.float()
+        assert float((g - w).abs().max()) <= 2 ** -7 * float(w.abs().max())

@@ -135,7 +135,7 @@ void registerCompilerPasses();
 /// flow-graph-pipeline{fusion library-matmul library-conv max-columns-bytes
 /// bf16}, flow-host-pipeline{in-place gemm-epilogues conv-epilogues
 /// bf16-convs}, flow-kernel-linalg-pipeline, flow-kernel-bufferize-pipeline,
-/// flow-kernel-cpu-llvm-pipeline. The kernel pipelines run on a module of
+/// flow-kernel-cpu-llvm-pipeline{expand-bf16}. The kernel pipelines run on a module of
 /// kernels (what `--compile-to=host` prints after its host schedules, and
 /// what each later phase prints).
 void registerCompilerPipelines();
@@ -162,6 +162,11 @@ struct HostPipelineOptions {
   /// (flow-build-host-schedule{bf16-convs}), their blocked buffers in bf16.
   bool bf16Convs = false;
 };
+struct KernelCpuLLVMPipelineOptions {
+  /// Compute bf16 in f32 and round to bf16 with integer operations
+  /// (flow-expand-bf16), for a CPU without bf16 conversion instructions.
+  bool expandBf16 = false;
+};
 /// The phases' pipelines, as compile() runs them.
 void buildFlowPlacePipeline(OpPassManager &pm);
 void buildFlowGraphPipeline(OpPassManager &pm,
@@ -169,7 +174,8 @@ void buildFlowGraphPipeline(OpPassManager &pm,
 void buildHostPipeline(OpPassManager &pm, const HostPipelineOptions &options);
 void buildKernelLinalgPipeline(OpPassManager &pm);
 void buildKernelBufferizePipeline(OpPassManager &pm);
-void buildKernelCpuLLVMPipeline(OpPassManager &pm);
+void buildKernelCpuLLVMPipeline(
+    OpPassManager &pm, const KernelCpuLLVMPipelineOptions &options = {});
 
 /// Compiles `module` (which it modifies). Diagnostics go to the context's
 /// handler; `timing`, if given, receives per-pass timing.

@@ -23,6 +23,11 @@ struct CpuTargetOptions {
   unsigned optLevel = 3;
 };
 
+/// True when `cpu` ("host": the machine compiling) rounds f32 to bf16 in
+/// one instruction (AVX-512 BF16 or AVX-NE-CONVERT); without, LLVM would
+/// call compiler-rt for it and kernels expand it first (flow-expand-bf16).
+bool cpuConvertsBf16(llvm::StringRef cpu);
+
 /// Translates `module` (LLVM dialect, kernels with entry points) to LLVM IR,
 /// optimizes it, emits an object for x86-64 and links it into an ELF shared
 /// object with lld. Errors are reported on `module`.

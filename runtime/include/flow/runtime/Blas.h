@@ -30,6 +30,10 @@ struct BlasInfo {
   /// What runs the GEMMs: "oneDNN 2.6.3" with its instruction set
   /// ("avx512_core_amx JIT"), or OpenBLAS (then the same as below).
   std::string gemmLibrary, gemmKernels;
+  /// What runs bf16 x bf16 -> f32 GEMMs (--precision=bf16): oneDNN's bf16
+  /// GEMM, or the f32 GEMM on operands widened to f32 where oneDNN has no
+  /// bf16 GEMM for this CPU (it needs AVX-512).
+  std::string bf16Gemm;
   /// What runs convolution commands, with the blocked layout it keeps
   /// activations in: "oneDNN 2.6.3, nhwc", or Flow's reference path.
   std::string convLibrary;
