@@ -629,8 +629,11 @@ static LogicalResult buildExecutable(ModuleOp host, ModuleOp kernels,
     library = std::move(*built);
   }
   report.kernelLibraryBytes = library.size();
+  std::pair<std::string, std::vector<std::string>> cpu =
+      cpuKernelFeatures(options.cpu.cpu);
   FailureOr<std::vector<uint8_t>> executable =
-      writeExecutable(host, infos, library, report.executable);
+      writeExecutable(host, infos, library, cpu.first, cpu.second,
+                      report.executable);
   if (failed(executable))
     return failure();
   report.executableBytes = executable->size();

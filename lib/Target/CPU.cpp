@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "flow/Target/CPU.h"
+#include "flow/runtime/CpuFeatures.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Export.h"
@@ -51,10 +52,16 @@ static std::string featuresFor(StringRef cpu) {
   return llvm::join(features, ",");
 }
 
-bool mlir::flow::cpuConvertsBf16(StringRef cpu) {
+/// Which of \p names `cpu` ("host": this machine's) has.
+static std::vector<std::string> cpuHas(StringRef cpu,
+                                       ArrayRef<const char *> names) {
+  std::vector<std::string> has;
   if (cpu == "host") {
     llvm::StringMap<bool> features = llvm::sys::getHostCPUFeatures();
-    return features.lookup("avx512bf16") || features.lookup("avxneconvert");
+    for (const char *name : names)
+      if (features.lookup(name))
+        has.push_back(name);
+    return has;
   }
   llvm::InitializeNativeTarget();
   llvm::Triple triple(llvm::sys::getDefaultTargetTriple());
@@ -62,11 +69,24 @@ bool mlir::flow::cpuConvertsBf16(StringRef cpu) {
   const llvm::Target *target =
       llvm::TargetRegistry::lookupTarget(triple, error);
   if (!target)
-    return false;
+    return has;
   std::unique_ptr<llvm::MCSubtargetInfo> info(
       target->createMCSubtargetInfo(triple, cpu, ""));
-  return info && (info->checkFeatures("+avx512bf16") ||
-                  info->checkFeatures("+avxneconvert"));
+  for (const char *name : names)
+    if (info && info->checkFeatures(std::string("+") + name))
+      has.push_back(name);
+  return has;
+}
+
+bool mlir::flow::cpuConvertsBf16(StringRef cpu) {
+  return !cpuHas(cpu, {"avx512bf16", "avxneconvert"}).empty();
+}
+
+std::pair<std::string, std::vector<std::string>>
+mlir::flow::cpuKernelFeatures(StringRef cpu) {
+  std::string name =
+      cpu == "host" ? llvm::sys::getHostCPUName().str() : cpu.str();
+  return {name, cpuHas(cpu, ::flow::runtime::kCheckedCpuFeatures)};
 }
 
 FailureOr<std::vector<uint8_t>>

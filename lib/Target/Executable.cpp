@@ -524,7 +524,8 @@ FunctionWriter::write(func::FuncOp func) {
 
 FailureOr<std::vector<uint8_t>> mlir::flow::writeExecutable(
     ModuleOp host, const llvm::StringMap<KernelInfo> &kernels,
-    ArrayRef<uint8_t> kernelLibrary, ExecutableStats &stats) {
+    ArrayRef<uint8_t> kernelLibrary, StringRef cpu,
+    ArrayRef<std::string> cpuFeatures, ExecutableStats &stats) {
   flatbuffers::FlatBufferBuilder fbb(1 << 16);
   // Kernels, in a fixed order.
   std::vector<std::string> names;
@@ -610,11 +611,21 @@ FailureOr<std::vector<uint8_t>> mlir::flow::writeExecutable(
                             "executable");
     meshShape = shape;
   }
+  // The CPU the kernels need (nothing without kernels).
+  flatbuffers::Offset<flatbuffers::String> cpuName;
+  flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<
+      flatbuffers::String>>>
+      features;
+  if (!kernelLibrary.empty()) {
+    cpuName = fbb.CreateString(cpu.str());
+    features = fbb.CreateVectorOfStrings(cpuFeatures.vec());
+  }
   auto root = fb::CreateExecutable(
       fbb, kFormatVersion, fb::Target::CPU, fbb.CreateVector(functions),
       fbb.CreateVector(kernelTables), library, fbb.CreateVector(constantTables),
       ::flow::runtime::kChecksumPlaceholder, archive,
-      meshShape.empty() ? 0 : fbb.CreateVector(meshShape));
+      meshShape.empty() ? 0 : fbb.CreateVector(meshShape), cpuName,
+      features);
   fb::FinishExecutableBuffer(fbb, root);
   std::vector<uint8_t> bytes(fbb.GetBufferPointer(),
                              fbb.GetBufferPointer() + fbb.GetSize());

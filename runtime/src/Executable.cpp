@@ -25,6 +25,7 @@
 #include "flow/runtime/Sha256.h"
 
 #include "flow/runtime/Checksum.h"
+#include "flow/runtime/CpuFeatures.h"
 #include "flow/runtime/KernelAbi.h"
 #include "flow/runtime/executable_generated.h"
 
@@ -1138,6 +1139,23 @@ Status Checker::loadKernels() {
   const auto *kernels = file.kernels();
   if (!kernels || kernels->size() == 0)
     return Status::ok();
+  // Before any of the library's code can run: a CPU without the
+  // instructions it was compiled for would die of an illegal instruction.
+  std::vector<std::string> wanted;
+  if (const auto *features = file.cpu_features())
+    for (const auto *name : *features)
+      wanted.push_back(name ? name->str() : "");
+  if (std::vector<std::string> missing = missingCpuFeatures(wanted);
+      !missing.empty()) {
+    std::string names;
+    for (const std::string &name : missing)
+      names += (names.empty() ? "" : ", ") + name;
+    std::string cpu = file.cpu() ? file.cpu()->str() : "an unnamed CPU";
+    return Status::error(
+        "the kernels were compiled for CPU '" + cpu + "' and may use " +
+        names + ", which this CPU lacks; recompile on this machine, or for "
+        "a CPU both have (flow-compile --cpu=NAME, e.g. x86-64-v3)");
+  }
   const auto *library = file.kernel_library();
   StatusOr<KernelLibrary> loaded =
       KernelLibrary::load(library->data(), library->size());

@@ -120,6 +120,13 @@ std::vector<std::pair<std::string, ExecutableSpec>> fbinSeeds() {
   unaligned.align = false;
   seeds.push_back({"sample-unaligned", unaligned});
 
+  // Kernels that name the CPU they were compiled for and features of it
+  // (x86-64-v2's, which every CPU the fuzzers run on has).
+  ExecutableSpec features = sampleSpec();
+  features.cpu = "x86-64-v2";
+  features.cpuFeatures = {"sse4.2", "popcnt"};
+  seeds.push_back({"cpu-features", features});
+
   // Copies only: no kernels, so no library is loaded.
   ExecutableSpec copies;
   copies.constants = {{1, 2, 3, 4, 5, 6, 7, 8}};

@@ -118,19 +118,50 @@ def test_run_missing_and_wrong_files(tmp_path):
 
 def test_run_wrong_version(tmp_path, add_fbin):
     data = bytearray(add_fbin.read_bytes())
-    # The root table's first field is `version` (a uint32 == 5): find it via
+    # The root table's first field is `version` (a uint32 == 6): find it via
     # the vtable and set it to an older one. The version is checked before
     # the checksum, so an old file is named as old, not as corrupt.
     root = int.from_bytes(data[0:4], "little")
     vtable = root - int.from_bytes(data[root:root + 4], "little", signed=True)
     field = int.from_bytes(data[vtable + 4:vtable + 6], "little")
-    assert int.from_bytes(data[root + field:root + field + 4], "little") == 5
-    data[root + field:root + field + 4] = (4).to_bytes(4, "little")
-    path = tmp_path / "v4.fbin"
+    assert int.from_bytes(data[root + field:root + field + 4], "little") == 6
+    data[root + field:root + field + 4] = (5).to_bytes(4, "little")
+    path = tmp_path / "v5.fbin"
     path.write_bytes(bytes(data))
     rc, err = run([tool("flow-run"), path])
-    assert rc == 1 and ("unsupported format version 4 (this runtime reads "
-                        "version 5; recompile the model with this Flow)") in err
+    assert rc == 1 and ("unsupported format version 5 (this runtime reads "
+                        "version 6; recompile the model with this Flow)") in err
+
+
+def test_kernels_for_another_cpu(tmp_path):
+    """Kernels compiled for a CPU with instructions this one lacks are
+    refused by name before any of their code runs (they would die of an
+    illegal instruction); compiled for the baseline x86-64 they run here."""
+    src = tmp_path / "m.mlir"
+    src.write_text("""
+func.func @main(%a: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %0 = flow.exp %a : tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}
+""")
+    a = save(tmp_path, "a.npy", np.ones((4, 8), np.float32))
+    with open("/proc/cpuinfo") as f:
+        has_avx512f = " avx512f" in f.read()
+    for cpu in ["sapphirerapids", "x86-64"]:
+        fbin = tmp_path / f"{cpu}.fbin"
+        rc, err = run([tool("flow-compile"), src, f"--cpu={cpu}", "-o", fbin])
+        assert rc == 0, err
+        rc, err = run([tool("flow-run"), fbin, a])
+        if cpu == "x86-64":
+            assert rc == 0, err
+            continue
+        # A CPU without AVX-512 must refuse; one with it may still lack
+        # another of Sapphire Rapids' features, and then says which.
+        if not has_avx512f:
+            assert rc == 1 and "avx512f," in err, err
+        if rc != 0:
+            assert ("the kernels were compiled for CPU 'sapphirerapids' and "
+                    "may use") in err and "which this CPU lacks" in err, err
 
 
 def test_corrupted_and_truncated_executables(tmp_path, add_fbin):

@@ -11,6 +11,7 @@
 
 #include "FbinBuilder.h"
 
+#include "flow/runtime/CpuFeatures.h"
 #include "flow/runtime/Executable.h"
 #include "flow/runtime/Sha256.h"
 
@@ -120,9 +121,9 @@ TEST(ExecutableTest, RejectsNonExecutables) {
 
 TEST(ExecutableTest, RejectsVersionAndTarget) {
   ExecutableSpec spec = sampleSpec();
-  spec.version = 6;
-  EXPECT_LOAD_ERROR(spec, "unsupported format version 6 (this runtime reads "
-                          "version 5");
+  spec.version = 7;
+  EXPECT_LOAD_ERROR(spec, "unsupported format version 7 (this runtime reads "
+                          "version 6");
   spec.version = 0;
   EXPECT_LOAD_ERROR(spec, "unsupported format version 0");
   spec = sampleSpec();
@@ -534,7 +535,7 @@ TEST(ExecutableTest, RefusesMisalignedVectors) {
       0x20, 0x00, 0x00, 0x00, 0x46, 0x4c, 0x4f, 0x57, 0x00, 0x00, 0x16, 0x00,
       0x24, 0x00, 0x04, 0x00, 0x00, 0x00, 0x08, 0x00, 0x0c, 0x00, 0x00, 0x00,
       0x10, 0x00, 0x18, 0x00, 0x00, 0x00, 0x14, 0x00, 0x16, 0x00, 0x00, 0x00,
-      0x05, 0x00, 0x00, 0x00, 0x34, 0x00, 0x00, 0x00, 0x2c, 0x00, 0x00, 0x00,
+      0x06, 0x00, 0x00, 0x00, 0x34, 0x00, 0x00, 0x00, 0x2c, 0x00, 0x00, 0x00,
       0x28, 0x00, 0x00, 0x00, 0x1c, 0x00, 0x00, 0x00, 0x10, 0x00, 0x00, 0x00,
       0x04, 0x01, 0x04, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
       0x00, 0x00, 0x00, 0x00, 0x73, 0x75, 0x6d, 0x00, 0x01, 0x00, 0x00, 0x00,
@@ -547,9 +548,34 @@ TEST(ExecutableTest, RefusesMisalignedVectors) {
 
 TEST(ExecutableTest, RefusesOlderFormatVersions) {
   ExecutableSpec spec = sampleSpec();
-  spec.version = 4;
-  EXPECT_LOAD_ERROR(spec, "unsupported format version 4 (this runtime reads "
-                          "version 5; recompile the model with this Flow)");
+  spec.version = 5;
+  EXPECT_LOAD_ERROR(spec, "unsupported format version 5 (this runtime reads "
+                          "version 6; recompile the model with this Flow)");
+}
+
+TEST(ExecutableTest, RefusesKernelsForAnotherCpu) {
+  // Kernels that may use an instruction this CPU lacks are refused before
+  // the library is loaded, naming the CPU and what is missing.
+  ExecutableSpec spec = sampleSpec();
+  spec.cpu = "future";
+  spec.cpuFeatures = {"flow-test-feature"};
+  EXPECT_LOAD_ERROR(spec, "the kernels were compiled for CPU 'future' and "
+                          "may use flow-test-feature, which this CPU lacks");
+  // Every checked feature this CPU has: the executable loads and runs.
+  std::vector<std::string> all(std::begin(flow::runtime::kCheckedCpuFeatures),
+                               std::end(flow::runtime::kCheckedCpuFeatures));
+  std::vector<std::string> missing = flow::runtime::missingCpuFeatures(all);
+  spec.cpuFeatures.clear();
+  for (const std::string &name : all)
+    if (std::find(missing.begin(), missing.end(), name) == missing.end())
+      spec.cpuFeatures.push_back(name);
+  EXPECT_EQ(loadError(spec), "");
+  // One it lacks, if any, by name.
+  if (!missing.empty()) {
+    spec.cpuFeatures.push_back(missing.front());
+    EXPECT_LOAD_ERROR(spec, "may use " + missing.front() +
+                                ", which this CPU lacks");
+  }
 }
 
 TEST(ExecutableTest, ChecksumIsFnv1a64) {

@@ -149,6 +149,10 @@ struct ExecutableSpec {
   std::optional<uint64_t> checksum;
   /// Align the library and constants to 64 bytes, as the schema asks.
   bool align = true;
+  /// The CPU the kernel library was compiled for, and its features the
+  /// runtime checks (none: any CPU).
+  std::optional<std::string> cpu;
+  std::vector<std::string> cpuFeatures;
 };
 
 /// Serializes \p spec.
@@ -287,11 +291,14 @@ inline std::vector<uint8_t> build(const ExecutableSpec &spec) {
   flatbuffers::Offset<flatbuffers::String> archive;
   if (spec.parameterArchive)
     archive = fbb.CreateString(*spec.parameterArchive);
+  auto cpu = spec.cpu ? fbb.CreateString(*spec.cpu) : 0;
   auto root = fbs::CreateExecutable(
       fbb, spec.version, spec.target, functionsVector, kernelsVector, library,
       constantsVector,
       spec.checksum ? *spec.checksum : runtime::kChecksumPlaceholder, archive,
-      spec.mesh.empty() ? 0 : fbb.CreateVector(spec.mesh));
+      spec.mesh.empty() ? 0 : fbb.CreateVector(spec.mesh), cpu,
+      spec.cpuFeatures.empty() ? 0
+                               : fbb.CreateVectorOfStrings(spec.cpuFeatures));
   fbs::FinishExecutableBuffer(fbb, root);
   std::vector<uint8_t> out(fbb.GetBufferPointer(),
                            fbb.GetBufferPointer() + fbb.GetSize());

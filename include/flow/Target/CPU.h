@@ -28,6 +28,12 @@ struct CpuTargetOptions {
 /// call compiler-rt for it and kernels expand it first (flow-expand-bf16).
 bool cpuConvertsBf16(llvm::StringRef cpu);
 
+/// LLVM's name for `cpu` ("host": this machine's) and which of the features
+/// the runtime checks (flow/runtime/CpuFeatures.h) it has: what a kernel
+/// library compiled for it may need of the CPU that runs it.
+std::pair<std::string, std::vector<std::string>>
+cpuKernelFeatures(llvm::StringRef cpu);
+
 /// Translates `module` (LLVM dialect, kernels with entry points) to LLVM IR,
 /// optimizes it, emits an object for x86-64 and links it into an ELF shared
 /// object with lld. Errors are reported on `module`.

@@ -86,11 +86,14 @@ std::optional<uint8_t> executableDType(Type elementType);
 /// Serializes the host schedule in `host` (public functions of flow.constant,
 /// flow.parameter, flow.reshape, f32 flow.matmul, collectives and calls to
 /// kernels, with the buffers flow-plan-memory gave them) into a .fbin:
-/// commands, the arena of each function, constants and the kernel library.
-/// Errors are reported on the offending op.
+/// commands, the arena of each function, constants and the kernel library,
+/// with the CPU the library was compiled for and the features of it the
+/// runtime checks (cpuKernelFeatures). Errors are reported on the
+/// offending op.
 FailureOr<std::vector<uint8_t>>
 writeExecutable(ModuleOp host, const llvm::StringMap<KernelInfo> &kernels,
-                ArrayRef<uint8_t> kernelLibrary, ExecutableStats &stats);
+                ArrayRef<uint8_t> kernelLibrary, StringRef cpu,
+                ArrayRef<std::string> cpuFeatures, ExecutableStats &stats);
 
 } // namespace flow
 } // namespace mlir
