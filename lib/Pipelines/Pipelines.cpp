@@ -431,6 +431,7 @@ runPipeline(ModuleOp module, StringRef name, TimingScope *timing,
 static LogicalResult buildExecutable(ModuleOp host, ModuleOp kernels,
                                      const llvm::StringMap<KernelInfo> &infos,
                                      const CompileOptions &options,
+                                     const CpuKernelFeatures &cpu,
                                      CompileResult &result);
 
 /// "flow.exp at model.py:12:0, flow.add at model.py:13:0", at most the
@@ -567,8 +568,11 @@ FailureOr<CompileResult> mlir::flow::compile(ModuleOp module,
     return !kernels->lookupSymbol(k.name) && !runAs.count(k.name);
   });
 
+  // The target CPU's features: whether kernels round to bf16 in software,
+  // and what the executable asks of the CPU that runs it.
+  CpuKernelFeatures cpu = cpuKernelFeatures(options.cpu.cpu);
   KernelCpuLLVMPipelineOptions llvmOptions;
-  llvmOptions.expandBf16 = !cpuConvertsBf16(options.cpu.cpu);
+  llvmOptions.expandBf16 = !cpu.convertsBf16();
   struct Step {
     Phase phase;
     const char *name;
@@ -608,7 +612,7 @@ FailureOr<CompileResult> mlir::flow::compile(ModuleOp module,
   std::optional<TimingScope> fbinTiming;
   if (timing)
     fbinTiming.emplace(timing->nest("fbin: LLVM code generation, link, write"));
-  if (failed(buildExecutable(module, *kernels, infos, options, result)))
+  if (failed(buildExecutable(module, *kernels, infos, options, cpu, result)))
     return failure();
   return std::move(result);
 }
@@ -617,6 +621,7 @@ FailureOr<CompileResult> mlir::flow::compile(ModuleOp module,
 static LogicalResult buildExecutable(ModuleOp host, ModuleOp kernels,
                                      const llvm::StringMap<KernelInfo> &infos,
                                      const CompileOptions &options,
+                                     const CpuKernelFeatures &cpu,
                                      CompileResult &result) {
   CompileReport &report = result.report;
   PhaseTimer t{report, "fbin"};
@@ -629,11 +634,8 @@ static LogicalResult buildExecutable(ModuleOp host, ModuleOp kernels,
     library = std::move(*built);
   }
   report.kernelLibraryBytes = library.size();
-  std::pair<std::string, std::vector<std::string>> cpu =
-      cpuKernelFeatures(options.cpu.cpu);
-  FailureOr<std::vector<uint8_t>> executable =
-      writeExecutable(host, infos, library, cpu.first, cpu.second,
-                      report.executable);
+  FailureOr<std::vector<uint8_t>> executable = writeExecutable(
+      host, infos, library, cpu.name, cpu.features, report.executable);
   if (failed(executable))
     return failure();
   report.executableBytes = executable->size();

@@ -78,12 +78,12 @@ static std::vector<std::string> cpuHas(StringRef cpu,
   return has;
 }
 
-bool mlir::flow::cpuConvertsBf16(StringRef cpu) {
-  return !cpuHas(cpu, {"avx512bf16", "avxneconvert"}).empty();
+bool CpuKernelFeatures::convertsBf16() const {
+  return llvm::is_contained(features, "avx512bf16") ||
+         llvm::is_contained(features, "avxneconvert");
 }
 
-std::pair<std::string, std::vector<std::string>>
-mlir::flow::cpuKernelFeatures(StringRef cpu) {
+CpuKernelFeatures mlir::flow::cpuKernelFeatures(StringRef cpu) {
   std::string name =
       cpu == "host" ? llvm::sys::getHostCPUName().str() : cpu.str();
   return {name, cpuHas(cpu, ::flow::runtime::kCheckedCpuFeatures)};

@@ -8,11 +8,10 @@
 #include "Bf16.h"
 #include "BlasCalls.h"
 #include "Convolution.h"
+#include "flow/runtime/CpuFeatures.h"
 
-#include <cpuid.h>
 #include <dlfcn.h>
 
-#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -68,29 +67,13 @@ struct CpuFeatures {
 /// What the CPU and the OS (which must save the wider registers) support.
 CpuFeatures detectCpu() {
   CpuFeatures f;
-  unsigned eax, ebx, ecx, edx;
-  if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx))
-    return f;
-  bool osxsave = ecx & (1u << 27);
-  bool fma = ecx & (1u << 12);
-  unsigned long long xcr0 = 0;
-  if (osxsave) {
-    unsigned lo, hi;
-    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
-    xcr0 = (static_cast<unsigned long long>(hi) << 32) | lo;
-  }
-  bool avxState = (xcr0 & 0x6) == 0x6;
-  bool avx512State = (xcr0 & 0xe6) == 0xe6;
-  if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx))
-    return f;
-  f.fma = fma && avxState;
-  f.avx2 = (ebx & (1u << 5)) && avxState;
-  f.avx512f = (ebx & (1u << 16)) && avx512State;
-  f.avx512dq = (ebx & (1u << 17)) && avx512State;
-  f.avx512bw = (ebx & (1u << 30)) && avx512State;
-  f.avx512vl = (ebx & (1u << 31)) && avx512State;
-  if (__get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx))
-    f.avx512bf16 = (eax & (1u << 5)) && avx512State;
+  f.avx2 = cpuHasFeature("avx2");
+  f.fma = cpuHasFeature("fma");
+  f.avx512f = cpuHasFeature("avx512f");
+  f.avx512bw = cpuHasFeature("avx512bw");
+  f.avx512vl = cpuHasFeature("avx512vl");
+  f.avx512dq = cpuHasFeature("avx512dq");
+  f.avx512bf16 = cpuHasFeature("avx512bf16");
   return f;
 }
 
@@ -349,17 +332,14 @@ void blasGemmBf16(bool transA, bool transB, int m, int n, int k,
                   const uint16_t *a, int lda, const uint16_t *b, int ldb,
                   float *c, int ldc) {
 #ifdef FLOW_HAVE_OPENBLAS
-  // The load asked oneDNN whether it has a bf16 GEMM for this CPU; should
-  // it still refuse one (dnnl_unimplemented, leaving c as it was), this and
-  // every later GEMM widens the operands instead.
-  static std::atomic<bool> refused{false};
-  if (loaded().dnnlGemmBf16 && !refused.load(std::memory_order_relaxed)) {
+  // The load asked oneDNN whether it has a bf16 GEMM for this CPU; a call
+  // it still refuses (leaving c as it was) widens the operands below.
+  if (loaded().dnnlGemmBf16) {
     oneDnnOnThisThreadOnly();
     if (loaded().dnnlGemmBf16(transA ? 'T' : 'N', transB ? 'T' : 'N', m, n,
                               k, 1.0f, a, lda, b, ldb, 0.0f, c,
                               ldc) == 0 /* dnnl_success */)
       return;
-    refused.store(true, std::memory_order_relaxed);
   }
 #endif
   // Without oneDNN: widen the operands (as stored: rows x cols with their

@@ -8,8 +8,6 @@
 
 #include <cpuid.h>
 
-#include <cstring>
-
 using namespace flow::runtime;
 
 namespace {
@@ -22,10 +20,10 @@ bool hasAvxNeConvert() {
     return false;
   return edx & (1u << 5);
 }
+} // namespace
 
-/// True when this CPU (and the OS, for the wider registers) supports
-/// \p name; false for names not in kCheckedCpuFeatures.
-bool has(const std::string &name) {
+bool flow::runtime::cpuHasFeature(const std::string &name) {
+  __builtin_cpu_init();
   // __builtin_cpu_supports takes only string literals.
 #define FLOW_FEATURE(literal)                                                  \
   if (name == literal)                                                         \
@@ -62,14 +60,12 @@ bool has(const std::string &name) {
     return hasAvxNeConvert();
   return false;
 }
-} // namespace
 
 std::vector<std::string>
 flow::runtime::missingCpuFeatures(const std::vector<std::string> &wanted) {
-  __builtin_cpu_init();
   std::vector<std::string> missing;
   for (const std::string &name : wanted)
-    if (!has(name))
+    if (!cpuHasFeature(name))
       missing.push_back(name);
   return missing;
 }

@@ -23,16 +23,22 @@ struct CpuTargetOptions {
   unsigned optLevel = 3;
 };
 
-/// True when `cpu` ("host": the machine compiling) rounds f32 to bf16 in
-/// one instruction (AVX-512 BF16 or AVX-NE-CONVERT); without, LLVM would
-/// call compiler-rt for it and kernels expand it first (flow-expand-bf16).
-bool cpuConvertsBf16(llvm::StringRef cpu);
+/// A target CPU as a kernel library sees it.
+struct CpuKernelFeatures {
+  /// LLVM's name for it.
+  std::string name;
+  /// Which of the features the runtime checks (flow/runtime/CpuFeatures.h)
+  /// it has: what a library compiled for it may need of the CPU running it.
+  std::vector<std::string> features;
 
-/// LLVM's name for `cpu` ("host": this machine's) and which of the features
-/// the runtime checks (flow/runtime/CpuFeatures.h) it has: what a kernel
-/// library compiled for it may need of the CPU that runs it.
-std::pair<std::string, std::vector<std::string>>
-cpuKernelFeatures(llvm::StringRef cpu);
+  /// True when it rounds f32 to bf16 in one instruction (AVX-512 BF16 or
+  /// AVX-NE-CONVERT); without, LLVM would call compiler-rt for it, and
+  /// kernels expand it first (flow-expand-bf16).
+  bool convertsBf16() const;
+};
+
+/// `cpu` ("host": the machine compiling) as a kernel library sees it.
+CpuKernelFeatures cpuKernelFeatures(llvm::StringRef cpu);
 
 /// Translates `module` (LLVM dialect, kernels with entry points) to LLVM IR,
 /// optimizes it, emits an object for x86-64 and links it into an ELF shared

@@ -30,6 +30,10 @@ inline constexpr const char *kCheckedCpuFeatures[] = {
     "avx512vnni",   "avx512bitalg", "avx512vpopcntdq", "avx512bf16",
     "avx512fp16",   "gfni",         "vaes",         "vpclmulqdq"};
 
+/// True when this CPU (and the OS, for the wider registers) supports
+/// feature \p name; false for names not in kCheckedCpuFeatures.
+bool cpuHasFeature(const std::string &name);
+
 /// The features of \p wanted this CPU lacks (names it does not know count
 /// as lacking), in \p wanted's order.
 std::vector<std::string>
