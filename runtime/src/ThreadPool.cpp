@@ -6,6 +6,9 @@
 
 #include "flow/runtime/ThreadPool.h"
 
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
 #include <system_error>
 
 #include <sched.h>
@@ -15,6 +18,47 @@ using namespace flow::runtime;
 namespace {
 /// The pool whose job this thread is running, to detect nested loops.
 thread_local const ThreadPool *currentPool = nullptr;
+
+/// How long a thread spins for the next job, or for the workers to finish
+/// one, before it sleeps: FLOW_SPIN_US microseconds, 100 by default (0 on a
+/// machine shared with other busy processes: a sleeping thread is woken
+/// ahead of them, a spinning one waits its turn). Never when the pool has
+/// more threads than the process has hardware threads: a spinning thread
+/// would hold a core that a thread with work is waiting for.
+std::chrono::microseconds spinTime() {
+  const char *value = std::getenv("FLOW_SPIN_US");
+  char *end = nullptr;
+  long us = value ? std::strtol(value, &end, 10) : 100;
+  if (value && (end == value || *end != '\0' || us < 0))
+    us = 100; // not a count of microseconds: the default
+  return std::chrono::microseconds(std::min(us, 100000L));
+}
+
+inline void relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+/// Spins until \p done() holds or \p time has passed; returns done().
+template <typename Done>
+bool spinUntil(std::chrono::microseconds time, Done done) {
+  if (time.count() == 0)
+    return done();
+  auto deadline = std::chrono::steady_clock::now() + time;
+  for (unsigned i = 1;; ++i) {
+    if (done())
+      return true;
+    relax();
+    if (i % 64 == 0) {
+      if (std::chrono::steady_clock::now() > deadline)
+        return done();
+      // Hands the core to a thread of another process that is waiting
+      // for it (a busy machine); returns at once on an idle one.
+      sched_yield();
+    }
+  }
+}
 
 /// Sets currentPool for the lifetime of the guard.
 class CurrentPoolGuard {
@@ -42,6 +86,8 @@ int ThreadPool::hardwareThreads() {
 ThreadPool::ThreadPool(int threads) {
   if (threads <= 0)
     threads = hardwareThreads();
+  if (threads <= hardwareThreads())
+    spin = spinTime();
   workers.reserve(threads - 1);
   for (int i = 1; i < threads; ++i) {
     try {
@@ -55,7 +101,7 @@ ThreadPool::ThreadPool(int threads) {
 ThreadPool::~ThreadPool() {
   {
     std::lock_guard<std::mutex> lock(mutex);
-    stopping = true;
+    stopping.store(true);
   }
   wakeWorkers.notify_all();
   for (std::thread &worker : workers)
@@ -77,13 +123,18 @@ void ThreadPool::parallelFor(int64_t n,
     job = &fn;
     jobSize = n;
     nextIndex.store(0, std::memory_order_relaxed);
-    busyWorkers = workers.size();
-    ++generation;
+    busyWorkers.store(workers.size());
+    // Publishes the job to spinning workers (they read it after seeing the
+    // new generation) and to sleeping ones (under the mutex).
+    generation.fetch_add(1);
   }
   wakeWorkers.notify_all();
   work();
-  std::unique_lock<std::mutex> lock(mutex);
-  jobDone.wait(lock, [&] { return busyWorkers == 0; });
+  if (!spinUntil(spin, [&] { return busyWorkers.load() == 0; })) {
+    std::unique_lock<std::mutex> lock(mutex);
+    jobDone.wait(lock, [&] { return busyWorkers.load() == 0; });
+  }
+  std::lock_guard<std::mutex> lock(mutex);
   job = nullptr;
 }
 
@@ -96,18 +147,23 @@ void ThreadPool::work() {
 
 void ThreadPool::workerLoop() {
   uint64_t seen = 0;
-  std::unique_lock<std::mutex> lock(mutex);
+  auto ready = [&] { return stopping.load() || generation.load() != seen; };
   while (true) {
-    wakeWorkers.wait(lock, [&] { return stopping || generation != seen; });
-    if (stopping)
+    if (!spinUntil(spin, ready)) {
+      std::unique_lock<std::mutex> lock(mutex);
+      wakeWorkers.wait(lock, ready);
+    }
+    if (stopping.load())
       return;
-    seen = generation;
-    // job and jobSize were written under the mutex before generation changed,
-    // and stay put until every worker has reported back.
-    lock.unlock();
+    seen = generation.load();
+    // job and jobSize were written before generation changed, and stay put
+    // until every worker has reported back.
     work();
-    lock.lock();
-    if (--busyWorkers == 0)
+    if (busyWorkers.fetch_sub(1) == 1) {
+      // Under the mutex, so that a caller between its check and its wait
+      // cannot miss the notification.
+      std::lock_guard<std::mutex> lock(mutex);
       jobDone.notify_one();
+    }
   }
 }

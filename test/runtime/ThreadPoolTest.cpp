@@ -57,6 +57,23 @@ TEST(ThreadPoolTest, ManyIterations) {
   }
 }
 
+// Jobs far apart: the workers have stopped spinning and sleep, and each job
+// wakes them. Jobs back to back: they find the next job while spinning.
+// Both with as many threads as hardware threads (spinning) and with more
+// (never spinning).
+TEST(ThreadPoolTest, JobsAfterSleepAndBackToBack) {
+  for (int threads : {ThreadPool::hardwareThreads(),
+                      2 * ThreadPool::hardwareThreads() + 1}) {
+    ThreadPool pool(threads);
+    for (int round = 0; round < 5; ++round) {
+      expectEachIndexOnce(pool, 97);
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      for (int burst = 0; burst < 200; ++burst)
+        expectEachIndexOnce(pool, 5);
+    }
+  }
+}
+
 TEST(ThreadPoolTest, NegativeCountRunsNothing) {
   ThreadPool pool(2);
   bool ran = false;
