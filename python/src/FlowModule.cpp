@@ -440,6 +440,7 @@ PYBIND11_MODULE(_flow, m) {
         d["gemm_library"] = info->gemmLibrary;
         d["gemm_kernels"] = info->gemmKernels;
         d["bf16_gemm"] = info->bf16Gemm;
+        d["flow_gemm"] = info->flowGemm;
         d["conv_library"] = info->convLibrary;
         d["library"] = info->library;
         d["kernels"] = info->kernels;

@@ -7,6 +7,7 @@
 #include "flow/runtime/Blas.h"
 #include "Bf16.h"
 #include "BlasCalls.h"
+#include "Gemm.h"
 #include "Convolution.h"
 #include "flow/runtime/CpuFeatures.h"
 
@@ -290,6 +291,7 @@ StatusOr<BlasInfo> flow::runtime::loadBlas() {
     return l.status;
   BlasInfo info = l.info;
   info.convLibrary = detail::convLibrary();
+  info.flowGemm = detail::flowGemmInfo();
   return info;
 }
 

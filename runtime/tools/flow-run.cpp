@@ -418,6 +418,7 @@ int main(int argc, char **argv) {
       printf("gemm: %s, %s kernels\n", blas->gemmLibrary.c_str(),
              blas->gemmKernels.c_str());
       printf("bf16 gemm: %s\n", blas->bf16Gemm.c_str());
+      printf("flow gemm: %s\n", blas->flowGemm.c_str());
       printf("conv: %s\n", blas->convLibrary.c_str());
       printf("openblas: %s, %s kernels (%s)\n", blas->library.c_str(),
              blas->kernels.c_str(), blas->chosenBy.c_str());

@@ -34,6 +34,9 @@ struct BlasInfo {
   /// GEMM, or the f32 GEMM on operands widened to f32 where oneDNN has no
   /// bf16 GEMM for this CPU (it needs AVX-512).
   std::string bf16Gemm;
+  /// What runs on Flow's own GEMM kernel ("Flow's avx2+fma 6x16 kernel for
+  /// constant B and C of 2 to 256 rows ..."), or "off (why)".
+  std::string flowGemm;
   /// What runs convolution commands, with the blocked layout it keeps
   /// activations in: "oneDNN 2.6.3, nhwc", or Flow's reference path.
   std::string convLibrary;

@@ -131,6 +131,7 @@ public:
 
 private:
   struct Arena;
+  struct PackedWeights;
   Session(std::shared_ptr<const Executable> executable, int threads);
 
   std::shared_ptr<const Executable> exe;
@@ -139,6 +140,8 @@ private:
   std::unique_ptr<detail::ConvRunner> convs;
   /// One arena per function, allocated at its first call.
   std::vector<std::unique_ptr<Arena>> arenas;
+  /// Constant GEMM operands packed for Flow's GEMM kernels, by command.
+  std::unique_ptr<PackedWeights> packedWeights;
   std::mutex runMutex;
   /// Mesh execution: the communicator, this device's rank and coordinates,
   /// and one group per set of mesh axes a collective runs over.

@@ -1,0 +1,125 @@
+//===- GemmTest.cpp - Tests for Flow's own GEMM kernels -------------------===//
+//
+// Part of the Flow project.
+//
+// Every shape class the kernels treat apart: rows past a multiple of 6,
+// columns past a multiple of 16, k past a block of 384, transposed A and B,
+// and pieces of C's columns read from a larger packed B (as the session's
+// pieces do), against a double-precision reference.
+//
+//===----------------------------------------------------------------------===//
+
+#include "../../runtime/src/Gemm.h"
+#include "flow/runtime/CpuFeatures.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <random>
+#include <vector>
+
+using namespace flow::runtime;
+using namespace flow::runtime::detail;
+
+namespace {
+
+bool haveKernels() { return cpuHasFeature("avx2") && cpuHasFeature("fma"); }
+
+struct Problem {
+  int64_t m, n, k;
+  bool transA, transB;
+  std::vector<float> a, b;
+  int64_t lda() const { return transA ? m : k; }
+  int64_t ldb() const { return transB ? k : n; }
+  float atA(int64_t i, int64_t p) const {
+    return transA ? a[p * m + i] : a[i * k + p];
+  }
+  float atB(int64_t p, int64_t j) const {
+    return transB ? b[j * k + p] : b[p * n + j];
+  }
+};
+
+Problem make(std::mt19937 &rng, int64_t m, int64_t n, int64_t k, bool transA,
+             bool transB) {
+  std::uniform_real_distribution<float> value(-1.0f, 1.0f);
+  Problem p{m, n, k, transA, transB, {}, {}};
+  p.a.resize(m * k);
+  p.b.resize(k * n);
+  for (float &x : p.a)
+    x = value(rng);
+  for (float &x : p.b)
+    x = value(rng);
+  return p;
+}
+
+/// Checks C (m x n, row stride ldc, holding columns [j0, j0 + n) of the
+/// product) against a double-precision sum. Sums of k products of values
+/// in [-1, 1] in f32 (in another order) are within k * 2^-22 of it.
+void expectProduct(const Problem &p, const float *c, int64_t ldc, int64_t j0,
+                   int64_t n) {
+  const double tolerance = 1e-6 * (p.k + 1) * 4;
+  int64_t wrong = 0;
+  for (int64_t i = 0; i < p.m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      double sum = 0;
+      for (int64_t q = 0; q < p.k; ++q)
+        sum += double(p.atA(i, q)) * p.atB(q, j0 + j);
+      wrong += std::fabs(sum - c[i * ldc + j]) > tolerance;
+    }
+  EXPECT_EQ(wrong, 0) << p.m << "x" << p.n << "x" << p.k << " transA "
+                      << p.transA << " transB " << p.transB << " columns " << j0
+                      << "+" << n;
+}
+
+TEST(GemmTest, EveryEdgeAgainstAReference) {
+  if (!haveKernels())
+    GTEST_SKIP() << "Flow's GEMM kernel needs AVX2 and FMA";
+  std::mt19937 rng(7);
+  const int64_t sizes[][3] = {{1, 1, 1},      {6, 16, 8},    {7, 17, 3},
+                              {5, 15, 385},   {13, 33, 768}, {128, 64, 100},
+                              {150, 40, 800}, {2, 300, 1}};
+  for (const auto &size : sizes)
+    for (bool transA : {false, true})
+      for (bool transB : {false, true}) {
+        Problem p = make(rng, size[0], size[1], size[2], transA, transB);
+        std::vector<float> c(p.m * p.n, NAN);
+        gemm(transA, transB, p.m, p.n, p.k, p.a.data(), p.lda(), p.b.data(),
+             p.ldb(), c.data(), p.n);
+        expectProduct(p, c.data(), p.n, 0, p.n);
+      }
+}
+
+TEST(GemmTest, PiecesOfAPackedB) {
+  if (!haveKernels())
+    GTEST_SKIP() << "Flow's GEMM kernel needs AVX2 and FMA";
+  std::mt19937 rng(11);
+  for (bool transB : {false, true}) {
+    Problem p = make(rng, 20, 100, 900, false, transB);
+    float *packed = static_cast<float *>(
+        std::aligned_alloc(64, packedBFloats(p.k, p.n) * sizeof(float)));
+    packB(transB, p.k, p.n, p.b.data(), p.ldb(), packed);
+    // Pieces of C's columns, as the session cuts them: each starts at a
+    // panel; the last is narrower than one.
+    std::vector<float> c(p.m * p.n, NAN);
+    for (int64_t j0 = 0; j0 < p.n; j0 += 32) {
+      int64_t width = std::min<int64_t>(32, p.n - j0);
+      gemmPacked(false, p.m, width, p.k, p.a.data(), p.lda(),
+                 PackedB{packed, p.k, p.n}, j0, c.data() + j0, p.n);
+    }
+    expectProduct(p, c.data(), p.n, 0, p.n);
+    std::free(packed);
+  }
+}
+
+TEST(GemmTest, EmptyProductIsZeros) {
+  if (!haveKernels())
+    GTEST_SKIP() << "Flow's GEMM kernel needs AVX2 and FMA";
+  std::vector<float> c(12, NAN);
+  gemmPacked(false, 3, 4, 0, nullptr, 1, PackedB{nullptr, 0, 4}, 0, c.data(),
+             4);
+  for (float x : c)
+    EXPECT_EQ(x, 0.0f);
+}
+
+} // namespace
