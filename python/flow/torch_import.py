@@ -5,7 +5,9 @@ Flow imports every op as exported), then flow-dialect text.
 
 The module is exported in eval mode and, when some op needs it, decomposed
 to core ATen (the decompositions retrace the program; a program whose ops
-all have handlers and mutate nothing is imported as exported). Every
+all have handlers is imported as exported, its in-place ops as their
+functional twins when they write only over results that nothing reads
+afterwards, its batch norms folded into the convolutions before them). Every
 node whose inputs are all known at import time (weights, buffers, literals,
 `arange`, masks built from them) is computed here with PyTorch itself and
 becomes a constant; the rest is translated op by op. Weights larger than
@@ -1385,6 +1387,26 @@ def _batch_norm(self, x, w, b, mean, var, momentum, eps):
     return (y, None, None)
 
 
+@_handles("aten.batch_norm.default")
+def _batch_norm_as_exported(self, x, w, b, mean, var, training, momentum, eps,
+                            cudnn_enabled=True):
+    """torch.export's own batch_norm (before decompositions), in inference:
+    the running statistics. (One after a convolution is folded into it by
+    _fold_batch_norms first.)"""
+    if training or mean is None or var is None:
+        raise Unsupported("batch norm with batch statistics")
+    dtype = self.out_dtype()
+    xv = self.value(x, dtype)
+    c = xv.shape[1]
+    ones = np.ones(c, dtype=np.float32)
+    wv = self.value(w, dtype) if w is not None else self.e.cast(
+        self.e.constant(ones), dtype)
+    bv = self.value(b, dtype) if b is not None else self.e.cast(
+        self.e.constant(ones * 0), dtype)
+    return self.e.batch_norm(xv, wv, bv, self.value(mean, dtype),
+                             self.value(var, dtype), eps)
+
+
 def _softmax_like(op):
     def handler(self, x, dim, *_):
         v = self.value(x, self.out_dtype())
@@ -1597,19 +1619,30 @@ def _fold_batch_norms(ep) -> int:
 
     folded = 0
     for bn in list(graph.nodes):
-        if bn.target != aten._native_batch_norm_legit_no_training.default:
+        # Decomposed: convolution -> _native_batch_norm_legit_no_training
+        # (results taken by getitem); as exported: conv2d -> batch_norm
+        # (one result, training False).
+        exported = bn.target == aten.batch_norm.default
+        if exported:
+            if len(bn.args) < 8 or bn.args[5] or bn.kwargs:
+                continue
+            conv_op = aten.conv2d.default
+        elif bn.target == aten._native_batch_norm_legit_no_training.default:
+            conv_op = aten.convolution.default
+        else:
             continue
         conv, gamma, beta, mean, var = bn.args[:5]
-        eps = bn.args[6]
-        if not (isinstance(conv, torch.fx.Node) and
-                conv.target == aten.convolution.default and
-                len(conv.users) == 1 and not conv.args[6]):
+        eps = bn.args[7] if exported else bn.args[6]
+        if not (isinstance(conv, torch.fx.Node) and conv.target == conv_op
+                and len(conv.users) == 1 and not conv.kwargs and
+                (exported or not conv.args[6])):
             continue
-        weight, bias = conv.args[1], conv.args[2]
+        weight = conv.args[1]
+        bias = conv.args[2] if len(conv.args) > 2 else None
         if not all(is_constant(n) for n in (weight, bias, gamma, beta, mean,
                                             var)) or mean is None:
             continue
-        getitems = list(bn.users)
+        getitems = [] if exported else list(bn.users)
         if any(u.target is not operator.getitem or u.args[1] != 0
                for u in getitems):
             continue
@@ -1627,12 +1660,14 @@ def _fold_batch_norms(ep) -> int:
             b = call(aten.mul.Tensor, shift, scale)
             if beta is not None:
                 b = call(aten.add.Tensor, b, beta)
-            args = list(conv.args)
+            args = list(conv.args) + [None] * (3 - len(conv.args))
             args[1], args[2] = w, b
-            new_conv = graph.call_function(aten.convolution.default,
-                                           tuple(args))
+            new_conv = graph.call_function(conv_op, tuple(args))
         new_conv.meta = dict(conv.meta)
-        new_conv.meta["val"] = bn.meta["val"][0]
+        new_conv.meta["val"] = bn.meta["val"] if exported else \
+            bn.meta["val"][0]
+        if exported:
+            bn.replace_all_uses_with(new_conv)
         for g in getitems:
             g.replace_all_uses_with(new_conv)
             graph.erase_node(g)
@@ -1642,6 +1677,67 @@ def _fold_batch_norms(ep) -> int:
     return folded
 
 
+def _functional_twin(target):
+    """The functional op of an in-place ATen op (aten.relu_.default ->
+    aten.relu.default), or None."""
+    import torch
+    name = target._schema.name  # "aten::relu_"
+    namespace, _, op = name.partition("::")
+    if not op.endswith("_") or op.endswith("__"):
+        return None
+    packet = getattr(getattr(torch.ops, namespace, None), op[:-1], None)
+    return getattr(packet, target._overloadname, None) if packet else None
+
+
+def _in_place_as_functional(ep):
+    """The in-place ops of `ep` that can be imported as their functional
+    twins (a list), or None if some op mutates in a way that cannot.
+
+    An in-place op can when it mutates only its first argument, and that
+    argument is an intermediate result (not an input, parameter or buffer,
+    and not a view of another tensor) that nothing reads after the op: then
+    every reader sees the value it would see in eager, whether the op wrote
+    over it or not. Chains (add_ then relu_ on its result, as in a ResNet
+    block) follow the same storage back to the op that made it."""
+    import torch
+    position = {n: i for i, n in enumerate(ep.graph.nodes)}
+    approved = {}  # in-place node -> the node that made its storage
+
+    def is_view(target):
+        return isinstance(target, torch._ops.OpOverload) and any(
+            r.alias_info is not None for r in target._schema.returns)
+
+    for node in ep.graph.nodes:
+        target = node.target
+        if node.op != "call_function" or \
+                not isinstance(target, torch._ops.OpOverload) or \
+                not target._schema.is_mutable:
+            continue
+        schema = target._schema
+        twin = _functional_twin(target)
+        writes = [a.alias_info is not None and a.alias_info.is_write
+                  for a in schema.arguments]
+        if twin is None or not writes or not writes[0] or any(writes[1:]) \
+                or not node.args or not isinstance(node.args[0],
+                                                   torch.fx.Node):
+            return None
+        x = node.args[0]
+        root = approved.get(x, x)
+        if root.op != "call_function" or root.target is operator.getitem or \
+                not isinstance(root.target, torch._ops.OpOverload) or \
+                root.target._schema.is_mutable or is_view(root.target):
+            return None
+        chain = {root} | {n for n, r in approved.items() if r is root}
+        for held in chain:
+            for user in held.users:
+                if user is node or user in chain:
+                    continue
+                if position[user] > position[node] or is_view(user.target):
+                    return None
+        approved[node] = root
+    return list(approved)
+
+
 def _imports_as_exported(ep) -> bool:
     """True if Flow can import `ep` as torch.export left it, without the
     core-ATen decompositions (which retrace the whole program: about 2 s of
@@ -1649,6 +1745,9 @@ def _imports_as_exported(ep) -> bool:
     would make those functional), and every op that depends on a user
     input has a handler (the others are computed at import time)."""
     import torch
+    in_place = _in_place_as_functional(ep)
+    if in_place is None:
+        return False
     user_inputs = set(ep.graph_signature.user_inputs)
     live = set()  # nodes that depend on a user input
     for node in ep.graph.nodes:
@@ -1664,9 +1763,10 @@ def _imports_as_exported(ep) -> bool:
             live.add(node)
         if target is operator.getitem:
             continue
-        if not isinstance(target, torch._ops.OpOverload) or \
-                target._schema.is_mutable:
+        if not isinstance(target, torch._ops.OpOverload):
             return False
+        if node in in_place:
+            target = _functional_twin(target)
         if depends and _op_key(target) not in _HANDLERS:
             return False
     return True
@@ -1686,6 +1786,14 @@ def import_program(module, args=(), kwargs=None, *, parameters=None,
     archive = os.fspath(parameters) if parameters is not None else None
     ep = _export(module, args, kwargs)
     if _imports_as_exported(ep):
+        # In-place ops on results nothing reads afterwards become their
+        # functional twins, and batch norms after convolutions fold in.
+        # (Semantics kept, so the decomposed path below may still take
+        # the rewritten graph.)
+        for node in _in_place_as_functional(ep):
+            node.target = _functional_twin(node.target)
+        _fold_batch_norms(ep)
+        ep.graph_module.recompile()
         # Every op is one Flow imports as it is. A refusal the check cannot
         # foresee (a handler's own, or a constant too large to fold) takes
         # the decomposed path below.

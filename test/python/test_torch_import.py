@@ -727,10 +727,19 @@ class _InPlace(torch.nn.Module):
         return torch.relu_(y)
 
 
-def test_mutating_or_unhandled_programs_are_decomposed(monkeypatch):
-    """In-place ops (functional only after the decompositions) and ops Flow
-    has no handler for before them (batch norm in training IR) take the
-    decomposed path, which folds the batch norm into the convolution."""
+def _refuse_decompositions(monkeypatch):
+    from flow import torch_import
+
+    def refuse(ep):
+        raise AssertionError("decomposed a program Flow imports as exported")
+    monkeypatch.setattr(torch_import, "_decompose", refuse)
+
+
+def test_in_place_ops_and_batch_norms_import_as_exported(monkeypatch):
+    """In-place ops that write over results nothing reads afterwards (y +=,
+    relu_, as in a ResNet block) import as their functional twins, and a
+    batch norm after a convolution folds into it, without the core-ATen
+    decompositions (they retrace the program: seconds for a ResNet-50)."""
     from flow import torch_import
     torch.manual_seed(1)
     module, x = _InPlace(), torch.randn(1, 3, 8, 8)
@@ -738,11 +747,89 @@ def test_mutating_or_unhandled_programs_are_decomposed(monkeypatch):
     with torch.no_grad():  # give the batch norm statistics that matter
         module.bn.running_mean.uniform_(-1, 1)
         module.bn.running_var.uniform_(0.5, 2)
-    assert not torch_import._imports_as_exported(
+    assert torch_import._imports_as_exported(
         torch_import._export(module, (x,)))
+    _refuse_decompositions(monkeypatch)
+    text = flow.import_torch(module, (x,))
+    assert "flow.batch_norm" not in text and "flow.conv2d" in text
+    check(module, (x,))
+
+
+class _LinearBatchNorm(torch.nn.Module):
+    """A batch norm with no convolution before it (kept as a batch norm)."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(6, 5)
+        self.bn = torch.nn.BatchNorm1d(5)
+
+    def forward(self, x):
+        return torch.relu_(self.bn(self.fc(x)))
+
+
+def test_batch_norm_alone_imports_as_exported(monkeypatch):
+    torch.manual_seed(2)
+    module, x = _LinearBatchNorm(), torch.randn(4, 6)
+    module.eval()
+    with torch.no_grad():
+        module.bn.running_mean.uniform_(-1, 1)
+        module.bn.running_var.uniform_(0.5, 2)
+    _refuse_decompositions(monkeypatch)
+    text = flow.import_torch(module, (x,))
+    assert "flow.batch_norm" in text
+    check(module, (x,))
+
+
+class _ReadAfterWrite(torch.nn.Module):
+    """y is read after add_ wrote over it: torch.export's graph reads add_'s
+    result there (the same tensor), so the functional add is eager's
+    answer."""
+
+    def forward(self, x):
+        y = x * 2
+        z = y.add_(1)
+        return y * 3 + z
+
+
+def test_reads_after_an_in_place_op_see_its_result(monkeypatch):
+    torch.manual_seed(4)
+    module, x = _ReadAfterWrite(), torch.randn(3, 4)
+    _refuse_decompositions(monkeypatch)
+    compiled = flow.compile(module, (x,))
+    torch.testing.assert_close(compiled(x), module(x), rtol=1e-6, atol=1e-6)
+
+
+class _ViewOfWritten(torch.nn.Module):
+    """A view taken before relu_ sees what relu_ wrote."""
+
+    def forward(self, x):
+        y = x * 2
+        v = y.view(-1)
+        y.relu_()
+        return v + 1
+
+
+class _WritesInput(torch.nn.Module):
+    def forward(self, x):
+        return x.relu_() * 2
+
+
+@pytest.mark.parametrize("module_class", [_ViewOfWritten, _WritesInput])
+def test_in_place_ops_that_are_seen_are_decomposed(monkeypatch, module_class):
+    """An in-place op whose write something else sees (a later reader, a
+    view, the caller's input) takes the decomposed path, with eager's
+    answer."""
+    from flow import torch_import
+    torch.manual_seed(3)
+    module, x = module_class(), torch.randn(3, 4)
+    assert not torch_import._imports_as_exported(
+        torch_import._export(module, (x.clone(),)))
     calls = []
     decompose = torch_import._decompose
     monkeypatch.setattr(torch_import, "_decompose",
                         lambda ep: calls.append(1) or decompose(ep))
-    check(module, (x,))
+    compiled = flow.compile(module, (x.clone(),))
+    want = module(x.clone())
+    got = compiled(x.clone())
+    torch.testing.assert_close(got, want, rtol=1e-6, atol=1e-6)
     assert calls
