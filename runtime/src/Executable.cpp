@@ -1245,6 +1245,16 @@ Status verifyChecksum(const uint8_t *data, size_t size) {
   std::optional<size_t> offset = checksumFieldOffset(data);
   if (!offset || *offset + 8 > size)
     return Status::error("executable has no checksum (the file is corrupt)");
+  // A damaged vtable can place the checksum field inside the kernel
+  // library: the library's bytes would then be the stored hash, and a
+  // file restamped that way would pass the check with a broken library.
+  if (const auto *library = fbs::GetExecutable(data)->kernel_library()) {
+    size_t begin = static_cast<size_t>(library->data() - data);
+    size_t end = begin + library->size();
+    if (*offset < end && *offset + 8 > begin)
+      return Status::error("the checksum field overlaps the kernel library "
+                           "(the file is corrupt)");
+  }
   uint64_t stored;
   std::memcpy(&stored, data + *offset, sizeof(stored));
   uint64_t hash = fileChecksum(data, size, *offset);

@@ -73,6 +73,34 @@ TEST(ExecutableTest, TensorSpecText) {
             0u);
 }
 
+// A damaged vtable that puts the checksum field inside the kernel library:
+// restamped, the file's checksum holds, but the library now contains the
+// hash. Found by CorruptionTest as a crash inside dlopen.
+TEST(ExecutableTest, RefusesAChecksumFieldInsideTheLibrary) {
+  std::vector<uint8_t> bytes = build(sampleSpec());
+  const auto *exe = fbs::GetExecutable(bytes.data());
+  const auto *library = exe->kernel_library();
+  ASSERT_TRUE(library && library->size() >= 16);
+  const uint8_t *table = reinterpret_cast<const uint8_t *>(exe);
+  size_t tableAt = static_cast<size_t>(table - bytes.data());
+  int32_t toVtable;
+  std::memcpy(&toVtable, table, sizeof(toVtable));
+  size_t vtableAt = tableAt - toVtable;
+  // An 8-byte aligned field in the library (the verifier checks alignment).
+  size_t fieldAt = (static_cast<size_t>(library->data() - bytes.data()) + 7) /
+                   8 * 8;
+  if (fieldAt <= tableAt || fieldAt - tableAt > 0xffff)
+    GTEST_SKIP() << "the library is out of a vtable entry's reach";
+  uint16_t entry = static_cast<uint16_t>(fieldAt - tableAt);
+  std::memcpy(&bytes[vtableAt + fbs::Executable::VT_CHECKSUM], &entry,
+              sizeof(entry));
+  ASSERT_TRUE(stampChecksum(bytes.data(), bytes.size()));
+  EXPECT_NE(loadError(bytes).find("the checksum field overlaps the kernel "
+                                  "library"),
+            std::string::npos)
+      << loadError(bytes);
+}
+
 TEST(ExecutableTest, LoadsFromAFile) {
   char dir[] = "/tmp/flow-exe-test-XXXXXX";
   ASSERT_NE(mkdtemp(dir), nullptr);
