@@ -1372,9 +1372,9 @@ def _layer_norm_as_exported(self, x, normalized_shape, w=None, b=None,
     return _layer_norm(self, x, normalized_shape, w, b, eps)[0]
 
 
-@_handles("aten._native_batch_norm_legit_no_training.default")
-def _batch_norm(self, x, w, b, mean, var, momentum, eps):
-    dtype = _flow_dtype(self.meta()[0].dtype)
+def _inference_batch_norm(self, dtype, x, w, b, mean, var, eps):
+    """flow.batch_norm of `x` with running statistics (a missing weight is
+    ones, a missing bias zeros)."""
     xv = self.value(x, dtype)
     c = xv.shape[1]
     ones = np.ones(c, dtype=np.float32)
@@ -1382,9 +1382,15 @@ def _batch_norm(self, x, w, b, mean, var, momentum, eps):
         self.e.constant(ones), dtype)
     bv = self.value(b, dtype) if b is not None else self.e.cast(
         self.e.constant(ones * 0), dtype)
-    mv, vv = self.value(mean, dtype), self.value(var, dtype)
-    y = self.e.batch_norm(xv, wv, bv, mv, vv, eps)
-    return (y, None, None)
+    return self.e.batch_norm(xv, wv, bv, self.value(mean, dtype),
+                             self.value(var, dtype), eps)
+
+
+@_handles("aten._native_batch_norm_legit_no_training.default")
+def _batch_norm(self, x, w, b, mean, var, momentum, eps):
+    dtype = _flow_dtype(self.meta()[0].dtype)
+    return (_inference_batch_norm(self, dtype, x, w, b, mean, var, eps),
+            None, None)
 
 
 @_handles("aten.batch_norm.default")
@@ -1395,16 +1401,8 @@ def _batch_norm_as_exported(self, x, w, b, mean, var, training, momentum, eps,
     _fold_batch_norms first.)"""
     if training or mean is None or var is None:
         raise Unsupported("batch norm with batch statistics")
-    dtype = self.out_dtype()
-    xv = self.value(x, dtype)
-    c = xv.shape[1]
-    ones = np.ones(c, dtype=np.float32)
-    wv = self.value(w, dtype) if w is not None else self.e.cast(
-        self.e.constant(ones), dtype)
-    bv = self.value(b, dtype) if b is not None else self.e.cast(
-        self.e.constant(ones * 0), dtype)
-    return self.e.batch_norm(xv, wv, bv, self.value(mean, dtype),
-                             self.value(var, dtype), eps)
+    return _inference_batch_norm(self, self.out_dtype(), x, w, b, mean, var,
+                                 eps)
 
 
 def _softmax_like(op):

@@ -109,16 +109,16 @@ void tile(int64_t rows, int64_t kc, const float *a, int64_t lda, const float *b,
 }
 
 /// A tile narrower than 16 columns (C's last panel): computed into a
-/// scratch tile, then its first \p cols columns written (or added).
+/// spare tile, then its first \p cols columns written (or added).
 void narrowTile(int64_t rows, int64_t cols, int64_t kc, const float *a,
                 int64_t lda, const float *b, float *c, int64_t ldc,
                 bool accumulate) {
-  alignas(64) float scratch[kMr * kGemmNr];
-  tile(rows, kc, a, lda, b, scratch, kGemmNr, false);
+  alignas(64) float spare[kMr * kGemmNr];
+  tile(rows, kc, a, lda, b, spare, kGemmNr, false);
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t j = 0; j < cols; ++j)
-      c[r * ldc + j] = accumulate ? c[r * ldc + j] + scratch[r * kGemmNr + j]
-                                  : scratch[r * kGemmNr + j];
+      c[r * ldc + j] = accumulate ? c[r * ldc + j] + spare[r * kGemmNr + j]
+                                  : spare[r * kGemmNr + j];
 }
 
 /// This thread's scratch memory, grown on demand (never shrunk).
@@ -253,15 +253,6 @@ void gemmPacked(bool transA, int64_t m, int64_t n, int64_t k, const float *a,
       }
     }
   }
-}
-
-void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
-          const float *a, int64_t lda, const float *b, int64_t ldb, float *c,
-          int64_t ldc) {
-  static thread_local AlignedBuffer bScratch;
-  float *packed = scratch(bScratch, packedBFloats(k, n));
-  packB(transB, k, n, b, ldb, packed);
-  gemmPacked(transA, m, n, k, a, lda, PackedB{packed, k, n}, 0, c, ldc);
 }
 
 } // namespace detail

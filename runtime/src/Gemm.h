@@ -62,11 +62,6 @@ void gemmPacked(bool transA, int64_t m, int64_t n, int64_t k, const float *a,
                 int64_t lda, const PackedB &b, int64_t firstColumn, float *c,
                 int64_t ldc);
 
-/// C[m x n] = op(A) op(B), packing B into this thread's scratch memory.
-void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
-          const float *a, int64_t lda, const float *b, int64_t ldb, float *c,
-          int64_t ldc);
-
 } // namespace detail
 } // namespace runtime
 } // namespace flow

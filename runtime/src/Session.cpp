@@ -24,11 +24,11 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
-#include <set>
-#include <unordered_map>
 #include <memory>
 #include <new>
 #include <optional>
+#include <set>
+#include <unordered_map>
 #include <utility>
 #include <variant>
 
@@ -420,12 +420,24 @@ struct Session::Arena {
 };
 
 /// The constant B of each GEMM command that runs on Flow's kernels, packed
-/// at the command's first run (null when there was no memory for it: the
-/// command then runs on the library).
+/// at the command's first run.
 struct Session::PackedWeights {
   std::unordered_map<const detail::GemmCommand *, AlignedBuffer> byCommand;
 
+  /// \p cmd's B packed for Flow's kernels, or null when the library runs
+  /// it. Flow's kernels take a constant f32 B (one matrix for every batch)
+  /// where they are chosen, when C has few rows (measured: 10% faster than
+  /// the library at BERT b1's 128, 13% slower at b8's 1024); one row stays
+  /// a matrix-vector product, and no memory for the packing stays on the
+  /// library.
   const float *get(const detail::GemmCommand &cmd, const Frame &frame) {
+    if (cmd.b.space != detail::Space::Constant ||
+        cmd.abDtype != DType::F32 || cmd.m <= 1 || cmd.k <= 0 ||
+        cmd.n <= 0 || cmd.m * cmd.batchCount > detail::kFlowGemmMaxRows ||
+        !detail::flowGemmEnabled() ||
+        !std::all_of(cmd.bBatchStrides.begin(), cmd.bBatchStrides.end(),
+                     [](int64_t s) { return s == 0; }))
+      return nullptr;
     auto it = byCommand.find(&cmd);
     if (it == byCommand.end()) {
       AlignedBuffer packed;
@@ -705,19 +717,7 @@ Status Session::run(size_t function, const std::vector<ConstBuffer> &inputs,
           index + 1 < commands.size()
               ? std::get_if<detail::DispatchCommand>(&commands[index + 1])
               : nullptr;
-      // A constant f32 B (one matrix for every batch) runs on Flow's
-      // kernels where they are chosen, packed once per session, when C has
-      // few rows (measured: 10% faster than the library at BERT b1's 128,
-      // 13% slower at b8's 1024); one row stays a matrix-vector product.
-      const float *packed = nullptr;
-      if (gemm->b.space == detail::Space::Constant &&
-          gemm->abDtype == DType::F32 && gemm->m > 1 &&
-          gemm->m * gemm->batchCount <= detail::kFlowGemmMaxRows &&
-          gemm->k > 0 &&
-          gemm->n > 0 && detail::flowGemmEnabled() &&
-          std::all_of(gemm->bBatchStrides.begin(), gemm->bBatchStrides.end(),
-                      [](int64_t s) { return s == 0; }))
-        packed = packedWeights->get(*gemm, frame);
+      const float *packed = packedWeights->get(*gemm, frame);
       constexpr size_t kInline = 32;
       if (next && next->gemmEpilogue && !checkNumerics &&
           gemm->batchCount == 1 &&

@@ -84,8 +84,12 @@ TEST(GemmTest, EveryEdgeAgainstAReference) {
       for (bool transB : {false, true}) {
         Problem p = make(rng, size[0], size[1], size[2], transA, transB);
         std::vector<float> c(p.m * p.n, NAN);
-        gemm(transA, transB, p.m, p.n, p.k, p.a.data(), p.lda(), p.b.data(),
-             p.ldb(), c.data(), p.n);
+        float *packed = static_cast<float *>(std::aligned_alloc(
+            64, (packedBFloats(p.k, p.n) * sizeof(float) + 63) / 64 * 64));
+        packB(transB, p.k, p.n, p.b.data(), p.ldb(), packed);
+        gemmPacked(transA, p.m, p.n, p.k, p.a.data(), p.lda(),
+                   PackedB{packed, p.k, p.n}, 0, c.data(), p.n);
+        std::free(packed);
         expectProduct(p, c.data(), p.n, 0, p.n);
       }
 }
@@ -96,8 +100,8 @@ TEST(GemmTest, PiecesOfAPackedB) {
   std::mt19937 rng(11);
   for (bool transB : {false, true}) {
     Problem p = make(rng, 20, 100, 900, false, transB);
-    float *packed = static_cast<float *>(
-        std::aligned_alloc(64, packedBFloats(p.k, p.n) * sizeof(float)));
+    float *packed = static_cast<float *>(std::aligned_alloc(
+        64, (packedBFloats(p.k, p.n) * sizeof(float) + 63) / 64 * 64));
     packB(transB, p.k, p.n, p.b.data(), p.ldb(), packed);
     // Pieces of C's columns, as the session cuts them: each starts at a
     // panel; the last is narrower than one.
