@@ -6,20 +6,27 @@
 //
 //   for each block of kKc rows of op(B)          (pc)
 //     for each block of kMc rows of op(A)        (ic)  A block: L2
-//       for each panel of kGemmNr columns        (jp)  B panel: kKc x 16, L1
-//         for each group of up to 6 rows of the block  micro-kernel
+//       for each panel of nr columns             (jp)  B panel: kKc x nr
+//         for each group of up to mr rows of the block  micro-kernel
 //
-// The micro-kernel keeps up to 6 x 16 of C in twelve ymm registers and
-// reads one broadcast of A and two vectors of B per multiply-add step. A
-// is read in place (a transposed A is copied block by block first). Rows
-// past C's edge are a smaller instance of the kernel; columns past it are
-// computed on the packing's zeros and only their valid part is written.
-// Later blocks of k add to C.
+// The micro-kernel keeps up to mr x nr of C in registers and reads one
+// broadcast of A and nr / (vector width) vectors of B per multiply-add
+// step: AVX2 and FMA 6 x 16 (twelve ymm accumulators), AVX-512 8 x 48
+// (twenty-four zmm accumulators, three B vectors, the broadcast folded into
+// the multiply-add). A is read in place (a transposed A is copied block by
+// block first). Rows past C's edge are a smaller instance of the kernel;
+// columns past it are computed on the packing's zeros and only their valid
+// part is written. Later blocks of k add to C.
 //
-// Chosen by measurement on an AVX2 AMD EPYC (docs/compile-and-run.md):
-// alone on one core, in cache, 76 to 89 GFLOP/s of the core's 89 measured
-// FMA peak; in BERT-base b1 (C of 128 rows) about 10% faster than oneDNN
-// 2.6.3's JIT SGEMM, which repacks B at every call.
+// Chosen by measurement (docs/compile-and-run.md):
+// - AVX2, on an AVX2 AMD EPYC (Zen 3): alone on one core, in cache, 76 to
+//   89 GFLOP/s of the core's 89 measured FMA peak; in BERT-base b1 (C of
+//   128 rows) about 10% faster than oneDNN 2.6.3's JIT SGEMM, which repacks
+//   B at every call.
+// - AVX-512, on an AMD EPYC with AVX-512 (Zen 5, 245 GFLOP/s FMA peak per
+//   core): of the register blocks 4x64, 6x64, 8x32, 12x32, 14x32, 7x48,
+//   8x48 and 9x48 (k-blocks of 128 to 768), 8x48 with k-blocks of 384 was
+//   the fastest, 190 to 230 GFLOP/s on one core for BERT-base's shapes.
 //===----------------------------------------------------------------------===//
 
 #include "Gemm.h"
@@ -32,6 +39,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <string>
 
 using namespace flow::runtime;
@@ -39,11 +47,8 @@ using namespace flow::runtime::detail;
 
 namespace {
 
-constexpr int kMr = 6;
 constexpr int64_t kKc = 384;
-constexpr int64_t kMc = 144; // a multiple of kMr
-
-bool cpuHasAvx2Fma() { return cpuHasFeature("avx2") && cpuHasFeature("fma"); }
+constexpr int64_t kMc = 144; // a multiple of every kernel's mr
 
 /// Copies rows [ic, ic + mc) and columns [pc, pc + kc) of op(A) for
 /// A = transposed: row-major, kc floats per row.
@@ -62,13 +67,14 @@ void packTransposedA(const float *a, int64_t lda, int64_t ic, int64_t pc,
 /// registers; A is read in place, one broadcast per row and step.
 template <int R>
 __attribute__((target("avx2,fma"))) void
-kernel(int64_t kc, const float *a, int64_t lda, const float *b, float *c,
-       int64_t ldc, bool accumulate) {
+kernelAvx2(int64_t kc, const float *a, int64_t lda, const float *b, float *c,
+           int64_t ldc, bool accumulate) {
+  constexpr int kNr = 16;
   __m256 acc[R][2];
 #pragma GCC unroll 6
   for (int r = 0; r < R; ++r)
     acc[r][0] = acc[r][1] = _mm256_setzero_ps();
-  for (int64_t p = 0; p < kc; ++p, b += kGemmNr) {
+  for (int64_t p = 0; p < kc; ++p, b += kNr) {
     __m256 b0 = _mm256_load_ps(b), b1 = _mm256_load_ps(b + 8);
 #pragma GCC unroll 6
     for (int r = 0; r < R; ++r) {
@@ -89,36 +95,95 @@ kernel(int64_t kc, const float *a, int64_t lda, const float *b, float *c,
   }
 }
 
-/// A tile of \p rows (1 to kMr) x 16 columns.
-void tile(int64_t rows, int64_t kc, const float *a, int64_t lda, const float *b,
-          float *c, int64_t ldc, bool accumulate) {
-  switch (rows) {
-  case 1:
-    return kernel<1>(kc, a, lda, b, c, ldc, accumulate);
-  case 2:
-    return kernel<2>(kc, a, lda, b, c, ldc, accumulate);
-  case 3:
-    return kernel<3>(kc, a, lda, b, c, ldc, accumulate);
-  case 4:
-    return kernel<4>(kc, a, lda, b, c, ldc, accumulate);
-  case 5:
-    return kernel<5>(kc, a, lda, b, c, ldc, accumulate);
-  default:
-    return kernel<6>(kc, a, lda, b, c, ldc, accumulate);
+/// The AVX-512 kernel: C rows [0, R) x 48 columns, three zmm accumulators
+/// per row.
+template <int R>
+__attribute__((target("avx512f,avx2,fma"))) void
+kernelAvx512(int64_t kc, const float *a, int64_t lda, const float *b,
+             float *c, int64_t ldc, bool accumulate) {
+  constexpr int kNr = 48;
+  __m512 acc[R][3];
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r)
+    acc[r][0] = acc[r][1] = acc[r][2] = _mm512_setzero_ps();
+  for (int64_t p = 0; p < kc; ++p, b += kNr) {
+    __m512 b0 = _mm512_load_ps(b), b1 = _mm512_load_ps(b + 16),
+           b2 = _mm512_load_ps(b + 32);
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      __m512 x = _mm512_set1_ps(a[r * lda + p]);
+      acc[r][0] = _mm512_fmadd_ps(x, b0, acc[r][0]);
+      acc[r][1] = _mm512_fmadd_ps(x, b1, acc[r][1]);
+      acc[r][2] = _mm512_fmadd_ps(x, b2, acc[r][2]);
+    }
+  }
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) {
+    float *row = c + r * ldc;
+#pragma GCC unroll 3
+    for (int v = 0; v < 3; ++v) {
+      if (accumulate)
+        acc[r][v] = _mm512_add_ps(acc[r][v], _mm512_loadu_ps(row + 16 * v));
+      _mm512_storeu_ps(row + 16 * v, acc[r][v]);
+    }
   }
 }
 
-/// A tile narrower than 16 columns (C's last panel): computed into a
+using TileFn = void (*)(int64_t rows, int64_t kc, const float *a, int64_t lda,
+                        const float *b, float *c, int64_t ldc,
+                        bool accumulate);
+
+/// A tile of \p rows (1 to R) x nr columns: the kernel instance for
+/// exactly that many rows.
+template <int R, template <int> class Kernel>
+void tileOf(int64_t rows, int64_t kc, const float *a, int64_t lda,
+            const float *b, float *c, int64_t ldc, bool accumulate) {
+  if constexpr (R > 1)
+    if (rows < R)
+      return tileOf<R - 1, Kernel>(rows, kc, a, lda, b, c, ldc, accumulate);
+  Kernel<R>::run(kc, a, lda, b, c, ldc, accumulate);
+}
+
+template <int R> struct Avx2 {
+  static void run(int64_t kc, const float *a, int64_t lda, const float *b,
+                  float *c, int64_t ldc, bool accumulate) {
+    kernelAvx2<R>(kc, a, lda, b, c, ldc, accumulate);
+  }
+};
+template <int R> struct Avx512 {
+  static void run(int64_t kc, const float *a, int64_t lda, const float *b,
+                  float *c, int64_t ldc, bool accumulate) {
+    kernelAvx512<R>(kc, a, lda, b, c, ldc, accumulate);
+  }
+};
+
+/// One instruction set's kernels.
+struct KernelSet {
+  int mr, nr;
+  TileFn tile;
+  const char *name;
+};
+
+constexpr int kMaxMr = 8, kMaxNr = 48;
+const KernelSet kAvx2{6, 16, tileOf<6, Avx2>, "avx2+fma 6x16"};
+const KernelSet kAvx512{8, 48, tileOf<8, Avx512>, "avx512f 8x48"};
+static_assert(kMc % 6 == 0 && kMc % 8 == 0, "kMc: whole groups of rows");
+
+const KernelSet &kernelsFor(GemmIsa isa) {
+  return isa == GemmIsa::Avx512 ? kAvx512 : kAvx2;
+}
+
+/// A tile narrower than nr columns (C's last panel): computed into a
 /// spare tile, then its first \p cols columns written (or added).
-void narrowTile(int64_t rows, int64_t cols, int64_t kc, const float *a,
-                int64_t lda, const float *b, float *c, int64_t ldc,
-                bool accumulate) {
-  alignas(64) float spare[kMr * kGemmNr];
-  tile(rows, kc, a, lda, b, spare, kGemmNr, false);
+void narrowTile(const KernelSet &set, int64_t rows, int64_t cols, int64_t kc,
+                const float *a, int64_t lda, const float *b, float *c,
+                int64_t ldc, bool accumulate) {
+  alignas(64) float spare[kMaxMr * kMaxNr];
+  set.tile(rows, kc, a, lda, b, spare, set.nr, false);
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t j = 0; j < cols; ++j)
-      c[r * ldc + j] = accumulate ? c[r * ldc + j] + spare[r * kGemmNr + j]
-                                  : spare[r * kGemmNr + j];
+      c[r * ldc + j] = accumulate ? c[r * ldc + j] + spare[r * set.nr + j]
+                                  : spare[r * set.nr + j];
 }
 
 /// This thread's scratch memory, grown on demand (never shrunk).
@@ -136,70 +201,81 @@ namespace flow {
 namespace runtime {
 namespace detail {
 
-bool flowGemmEnabled() {
-  static const bool enabled = [] {
-    if (!cpuHasAvx2Fma())
-      return false;
-    const std::string choice =
-        std::getenv("FLOW_GEMM") ? std::getenv("FLOW_GEMM") : "";
-    if (choice == "flow")
-      return true;
-    if (!choice.empty()) // FLOW_GEMM=onednn or openblas: the library only
-      return false;
-    // Where AVX-512 is present the library's AVX-512 kernels were measured
-    // and kept; on an AVX2 CPU Flow's kernel measured faster for C of up
-    // to kFlowGemmMaxRows rows (docs/compile-and-run.md).
-    return !cpuHasFeature("avx512f");
+bool cpuRunsGemmIsa(GemmIsa isa) {
+  if (isa == GemmIsa::Avx512)
+    return cpuHasFeature("avx512f");
+  return cpuHasFeature("avx2") && cpuHasFeature("fma");
+}
+
+int gemmPanelColumns(GemmIsa isa) { return kernelsFor(isa).nr; }
+
+const char *gemmKernelName(GemmIsa isa) { return kernelsFor(isa).name; }
+
+const GemmIsa *flowGemmIsa() {
+  static const std::optional<GemmIsa> chosen = []() -> std::optional<GemmIsa> {
+    const char *choice = std::getenv("FLOW_GEMM");
+    if (choice && *choice && std::string(choice) != "flow")
+      return std::nullopt; // FLOW_GEMM=onednn or openblas: the library only
+    for (GemmIsa isa : {GemmIsa::Avx512, GemmIsa::Avx2})
+      if (cpuRunsGemmIsa(isa))
+        return isa;
+    return std::nullopt;
   }();
-  return enabled;
+  return chosen ? &*chosen : nullptr;
+}
+
+int64_t flowGemmMaxRows(GemmIsa isa) {
+  // Measured at BERT-base b8's 1024 rows: on AVX2 the library was 13%
+  // faster; on AVX-512 (Zen 5) the two were level, and the packed copy of
+  // B is memory the library does not take.
+  (void)isa;
+  return 256;
 }
 
 std::string flowGemmInfo() {
-  if (flowGemmEnabled())
-    return std::string("Flow's ") + flowGemmKernel() +
+  if (const GemmIsa *isa = flowGemmIsa())
+    return std::string("Flow's ") + gemmKernelName(*isa) +
            " kernel for constant B and C of 2 to " +
-           std::to_string(kFlowGemmMaxRows) +
+           std::to_string(flowGemmMaxRows(*isa)) +
            " rows (B packed once per session)";
-  if (!cpuHasAvx2Fma())
-    return "off (Flow's kernel needs AVX2 and FMA)";
-  if (const char *choice = std::getenv("FLOW_GEMM"))
-    return std::string("off (FLOW_GEMM=") + choice + ")";
-  return "off (the library's AVX-512 kernels run instead)";
+  if (!cpuRunsGemmIsa(GemmIsa::Avx2))
+    return "off (Flow's kernels need AVX2 and FMA, or AVX-512)";
+  return std::string("off (FLOW_GEMM=") + std::getenv("FLOW_GEMM") + ")";
 }
 
-const char *flowGemmKernel() { return "avx2+fma 6x16"; }
-
-size_t packedBFloats(int64_t k, int64_t n) {
-  return static_cast<size_t>((n + kGemmNr - 1) / kGemmNr) * k * kGemmNr;
+size_t packedBFloats(GemmIsa isa, int64_t k, int64_t n) {
+  const int64_t nr = gemmPanelColumns(isa);
+  return static_cast<size_t>((n + nr - 1) / nr) * k * nr;
 }
 
-void packB(bool transB, int64_t k, int64_t n, const float *b, int64_t ldb,
-           float *out) {
-  const int64_t panels = (n + kGemmNr - 1) / kGemmNr;
+void packB(GemmIsa isa, bool transB, int64_t k, int64_t n, const float *b,
+           int64_t ldb, float *out) {
+  const int64_t nr = gemmPanelColumns(isa);
+  const int64_t panels = (n + nr - 1) / nr;
   for (int64_t pc = 0; pc < k; pc += kKc) {
     const int64_t kc = std::min(kKc, k - pc);
-    for (int64_t jp = 0; jp < panels; ++jp, out += kc * kGemmNr) {
-      const int64_t j0 = jp * kGemmNr;
-      const int64_t cols = std::min<int64_t>(kGemmNr, n - j0);
+    for (int64_t jp = 0; jp < panels; ++jp, out += kc * nr) {
+      const int64_t j0 = jp * nr;
+      const int64_t cols = std::min<int64_t>(nr, n - j0);
       if (!transB) {
         for (int64_t p = 0; p < kc; ++p) {
           const float *src = b + (pc + p) * ldb + j0;
-          float *dst = out + p * kGemmNr;
+          float *dst = out + p * nr;
           std::memcpy(dst, src, cols * sizeof(float));
-          std::fill(dst + cols, dst + kGemmNr, 0.0f);
+          std::fill(dst + cols, dst + nr, 0.0f);
         }
         continue;
       }
       // op(B)[p][j] = B[j][p]: read each column's row of B contiguously.
-      for (int64_t j = 0; j < kGemmNr; ++j) {
+      for (int64_t j = 0; j < nr; ++j) {
         if (j >= cols) {
           for (int64_t p = 0; p < kc; ++p)
-            out[p * kGemmNr + j] = 0.0f;
+            out[p * nr + j] = 0.0f;
           continue;
         }
         const float *src = b + (j0 + j) * ldb + pc;
         for (int64_t p = 0; p < kc; ++p)
-          out[p * kGemmNr + j] = src[p];
+          out[p * nr + j] = src[p];
       }
     }
   }
@@ -217,16 +293,18 @@ void gemmPacked(bool transA, int64_t m, int64_t n, int64_t k, const float *a,
   }
   static thread_local AlignedBuffer aScratch;
   float *packedA = transA ? scratch(aScratch, size_t(kMc) * kKc) : nullptr;
-  const int64_t panels = (n + kGemmNr - 1) / kGemmNr;
-  const int64_t allPanels = (b.n + kGemmNr - 1) / kGemmNr;
-  const int64_t firstPanel = firstColumn / kGemmNr;
+  const KernelSet &set = kernelsFor(b.isa);
+  const int64_t nr = set.nr;
+  const int64_t panels = (n + nr - 1) / nr;
+  const int64_t allPanels = (b.n + nr - 1) / nr;
+  const int64_t firstPanel = firstColumn / nr;
   for (int64_t pc = 0; pc < k; pc += kKc) {
     const int64_t kc = std::min(kKc, k - pc);
     const bool accumulate = pc > 0;
     // This block of k's panels, from the piece's first: one contiguous
     // stream the hardware prefetcher can run ahead of.
     const float *blockB =
-        b.data + pc * allPanels * kGemmNr + firstPanel * kc * kGemmNr;
+        b.data + pc * allPanels * nr + firstPanel * kc * nr;
     for (int64_t ic = 0; ic < m; ic += kMc) {
       const int64_t mc = std::min(kMc, m - ic);
       // Row-major A is read in place; a transposed one is copied first.
@@ -238,17 +316,18 @@ void gemmPacked(bool transA, int64_t m, int64_t n, int64_t k, const float *a,
         ldBlock = kc;
       }
       for (int64_t jp = 0; jp < panels; ++jp) {
-        const float *bp = blockB + jp * kc * kGemmNr;
-        const int64_t cols = std::min<int64_t>(kGemmNr, n - jp * kGemmNr);
-        float *cc = c + ic * ldc + jp * kGemmNr;
-        for (int64_t r0 = 0; r0 < mc; r0 += kMr) {
-          const int64_t rows = std::min<int64_t>(kMr, mc - r0);
+        const float *bp = blockB + jp * kc * nr;
+        const int64_t cols = std::min<int64_t>(nr, n - jp * nr);
+        float *cc = c + ic * ldc + jp * nr;
+        for (int64_t r0 = 0; r0 < mc; r0 += set.mr) {
+          const int64_t rows = std::min<int64_t>(set.mr, mc - r0);
           const float *ap = block + r0 * ldBlock;
-          if (cols == kGemmNr)
-            tile(rows, kc, ap, ldBlock, bp, cc + r0 * ldc, ldc, accumulate);
+          if (cols == nr)
+            set.tile(rows, kc, ap, ldBlock, bp, cc + r0 * ldc, ldc,
+                     accumulate);
           else
-            narrowTile(rows, cols, kc, ap, ldBlock, bp, cc + r0 * ldc, ldc,
-                       accumulate);
+            narrowTile(set, rows, cols, kc, ap, ldBlock, bp, cc + r0 * ldc,
+                       ldc, accumulate);
         }
       }
     }

@@ -191,8 +191,8 @@ Status checkCommand(const Executable::Impl &impl, const std::string &function,
 /// GEMMs with fewer multiply-adds than this run on the calling thread.
 constexpr int64_t kParallelGemm = int64_t(1) << 18;
 /// Pieces of a split GEMM span a multiple of this many rows or columns
-/// (Flow's kernels' panel width).
-constexpr int64_t kGemmBlock = detail::kGemmNr;
+/// (of the panel width when Flow's kernels cut C's columns).
+constexpr int64_t kGemmBlock = 16;
 /// Flow's kernels cut a GEMM into up to this many pieces per thread, of
 /// at least kGemmPieceMacs multiply-adds: the pool hands them out as
 /// threads come free, so one thread held up (by the OS, or another VM on
@@ -217,7 +217,7 @@ struct Epilogue {
 /// \p packedB: B packed for Flow's kernels (packB), when B is a constant.
 bool runGemm(const detail::GemmCommand &cmd, const Frame &frame,
              ThreadPool &pool, const Epilogue *epilogue = nullptr,
-             const float *packedB = nullptr) {
+             const detail::PackedB *packedB = nullptr) {
   if (cmd.m == 0 || cmd.n == 0 || cmd.batchCount == 0)
     return false;
   // A and B as bytes: f32 or bf16 elements.
@@ -241,18 +241,21 @@ bool runGemm(const detail::GemmCommand &cmd, const Frame &frame,
   bool parallel = threads > 1 && macs >= kParallelGemm;
   bool splitRows = cmd.m > 1 && (cmd.m >= cmd.n || epilogue);
   int64_t extent = splitRows ? cmd.m : cmd.n;
+  const int64_t block = flowKernels && !splitRows
+                            ? detail::gemmPanelColumns(packedB->isa)
+                            : kGemmBlock;
   int64_t tiles = 1;
   if (parallel && cmd.batchCount < threads) {
     tiles = std::min((threads + cmd.batchCount - 1) / cmd.batchCount,
-                     std::max<int64_t>(1, extent / kGemmBlock));
+                     std::max<int64_t>(1, extent / block));
     // Flow's kernels: more, smaller pieces, as long as they stay large.
     int64_t more = std::min({threads * kGemmPiecesPerThread,
-                             extent / kGemmBlock, macs / kGemmPieceMacs});
+                             extent / block, macs / kGemmPieceMacs});
     if (flowKernels && cmd.batchCount == 1)
       tiles = std::max(tiles, more);
   }
   int64_t step = (extent + tiles - 1) / tiles;
-  step = (step + kGemmBlock - 1) / kGemmBlock * kGemmBlock;
+  step = (step + block - 1) / block * block;
   tiles = (extent + step - 1) / step;
   // With an epilogue the pieces are the epilogue's workgroups' rows.
   if (epilogue)
@@ -300,8 +303,7 @@ bool runGemm(const detail::GemmCommand &cmd, const Frame &frame,
     const auto *pb = reinterpret_cast<const float *>(b + bAt * es);
     if (packedB) {
       // B packed once; a piece of C's columns starts at a panel.
-      detail::gemmPacked(cmd.transposeA, m, n, cmd.k, pa, lda,
-                         detail::PackedB{packedB, cmd.k, cmd.n},
+      detail::gemmPacked(cmd.transposeA, m, n, cmd.k, pa, lda, *packedB,
                          splitRows ? 0 : begin, pc, cmd.n);
     } else if (m == 1) {
       // A single row (batch-1 inference): a matrix-vector product. op(A) is
@@ -422,34 +424,43 @@ struct Session::Arena {
 /// The constant B of each GEMM command that runs on Flow's kernels, packed
 /// at the command's first run.
 struct Session::PackedWeights {
-  std::unordered_map<const detail::GemmCommand *, AlignedBuffer> byCommand;
+  struct Packed {
+    AlignedBuffer memory;
+    detail::PackedB b;
+  };
+  std::unordered_map<const detail::GemmCommand *, Packed> byCommand;
 
   /// \p cmd's B packed for Flow's kernels, or null when the library runs
   /// it. Flow's kernels take a constant f32 B (one matrix for every batch)
-  /// where they are chosen, when C has few rows (measured: 10% faster than
-  /// the library at BERT b1's 128, 13% slower at b8's 1024); one row stays
-  /// a matrix-vector product, and no memory for the packing stays on the
-  /// library.
-  const float *get(const detail::GemmCommand &cmd, const Frame &frame) {
-    if (cmd.b.space != detail::Space::Constant ||
+  /// where they are chosen, when C has few rows (measured on AVX2: 10%
+  /// faster than the library at BERT b1's 128, 13% slower at b8's 1024);
+  /// one row stays a matrix-vector product, and no memory for the packing
+  /// stays on the library.
+  const detail::PackedB *get(const detail::GemmCommand &cmd,
+                             const Frame &frame) {
+    const detail::GemmIsa *isa = detail::flowGemmIsa();
+    if (!isa || cmd.b.space != detail::Space::Constant ||
         cmd.abDtype != DType::F32 || cmd.m <= 1 || cmd.k <= 0 ||
-        cmd.n <= 0 || cmd.m * cmd.batchCount > detail::kFlowGemmMaxRows ||
-        !detail::flowGemmEnabled() ||
+        cmd.n <= 0 || cmd.m * cmd.batchCount > detail::flowGemmMaxRows(*isa) ||
         !std::all_of(cmd.bBatchStrides.begin(), cmd.bBatchStrides.end(),
                      [](int64_t s) { return s == 0; }))
       return nullptr;
     auto it = byCommand.find(&cmd);
     if (it == byCommand.end()) {
-      AlignedBuffer packed;
-      if (packed.allocate(detail::packedBFloats(cmd.k, cmd.n) *
-                          sizeof(float)))
-        detail::packB(cmd.transposeB, cmd.k, cmd.n,
+      Packed packed;
+      packed.b = {nullptr, cmd.k, cmd.n, *isa};
+      if (packed.memory.allocate(detail::packedBFloats(*isa, cmd.k, cmd.n) *
+                                 sizeof(float))) {
+        packed.b.data = reinterpret_cast<const float *>(packed.memory.data());
+        detail::packB(*isa, cmd.transposeB, cmd.k, cmd.n,
                       reinterpret_cast<const float *>(frame.pointer(cmd.b)),
                       std::max(1, cmd.transposeB ? cmd.k : cmd.n),
-                      reinterpret_cast<float *>(packed.data()));
+                      reinterpret_cast<float *>(packed.memory.data()));
+      }
       it = byCommand.emplace(&cmd, std::move(packed)).first;
     }
-    return reinterpret_cast<const float *>(it->second.data());
+    // Out of memory for the packing: the library runs it.
+    return it->second.b.data ? &it->second.b : nullptr;
   }
 };
 
@@ -717,7 +728,7 @@ Status Session::run(size_t function, const std::vector<ConstBuffer> &inputs,
           index + 1 < commands.size()
               ? std::get_if<detail::DispatchCommand>(&commands[index + 1])
               : nullptr;
-      const float *packed = packedWeights->get(*gemm, frame);
+      const detail::PackedB *packed = packedWeights->get(*gemm, frame);
       constexpr size_t kInline = 32;
       if (next && next->gemmEpilogue && !checkNumerics &&
           gemm->batchCount == 1 &&

@@ -103,8 +103,8 @@ def test_python_reports_the_blas():
 
 
 # A linear layer (constant weights) with C of 40 rows and 80 columns: Flow's
-# own GEMM kernel where it is chosen (AVX2 CPUs without AVX-512, or
-# FLOW_GEMM=flow), the library with FLOW_GEMM=onednn.
+# own GEMM kernels where they are chosen (AVX-512 or AVX2 and FMA, the
+# default or FLOW_GEMM=flow), the library with FLOW_GEMM=onednn.
 LINEAR = """
 import json, sys, torch, flow
 torch.manual_seed(0)
@@ -134,16 +134,19 @@ def test_flow_gemm_kernel_where_chosen():
     flags = cpu_flags()
     kernels = {"avx2", "fma"} <= flags
     default = run_linear(None)
-    if kernels and "avx512f" not in flags:
+    if "avx512f" in flags:
+        assert default["flow_gemm"].startswith(
+            "Flow's avx512f 8x48 kernel"), default
+    elif kernels:
         assert default["flow_gemm"].startswith(
             "Flow's avx2+fma 6x16 kernel"), default
-    elif not kernels:
+    else:
         assert default["flow_gemm"] == \
-            "off (Flow's kernel needs AVX2 and FMA)", default
+            "off (Flow's kernels need AVX2 and FMA, or AVX-512)", default
     forced = run_linear("flow")
     library = run_linear("onednn")
     assert library["flow_gemm"] == "off (FLOW_GEMM=onednn)", library
-    if kernels:
+    if kernels or "avx512f" in flags:
         assert forced["flow_gemm"].startswith("Flow's"), forced
     # Sums of 96 products of values of magnitude ~0.1 to 2 in f32, in
     # another order than eager's: within a few ulp of the ~2 magnitude.

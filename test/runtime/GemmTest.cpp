@@ -2,10 +2,11 @@
 //
 // Part of the Flow project.
 //
-// Every shape class the kernels treat apart: rows past a multiple of 6,
-// columns past a multiple of 16, k past a block of 384, transposed A and B,
-// and pieces of C's columns read from a larger packed B (as the session's
-// pieces do), against a double-precision reference.
+// Every shape class the kernels treat apart, for each instruction set this
+// CPU runs (AVX2 and FMA: 6 x 16; AVX-512: 8 x 48): rows past a multiple of
+// 6 and 8, columns past a multiple of 16 and 48, k past a block of 384,
+// transposed A and B, and pieces of C's columns read from a larger packed B
+// (as the session's pieces do), against a double-precision reference.
 //
 //===----------------------------------------------------------------------===//
 
@@ -17,6 +18,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <random>
+#include <string>
 #include <vector>
 
 using namespace flow::runtime;
@@ -24,7 +26,15 @@ using namespace flow::runtime::detail;
 
 namespace {
 
-bool haveKernels() { return cpuHasFeature("avx2") && cpuHasFeature("fma"); }
+/// The instruction sets this CPU runs Flow's kernels in.
+std::vector<GemmIsa> isas() {
+  std::vector<GemmIsa> result;
+  for (GemmIsa isa : {GemmIsa::Avx2, GemmIsa::Avx512})
+    if (cpuRunsGemmIsa(isa))
+      result.push_back(isa);
+  return result;
+}
+
 
 struct Problem {
   int64_t m, n, k;
@@ -38,6 +48,20 @@ struct Problem {
   float atB(int64_t p, int64_t j) const {
     return transB ? b[j * k + p] : b[p * n + j];
   }
+};
+
+/// packB's output for \p isa, in 64-byte aligned memory.
+struct Packed {
+  float *data;
+  Packed(GemmIsa isa, const Problem &p)
+      : data(static_cast<float *>(std::aligned_alloc(
+            64,
+            (packedBFloats(isa, p.k, p.n) * sizeof(float) + 63) / 64 * 64))) {
+    packB(isa, p.transB, p.k, p.n, p.b.data(), p.ldb(), data);
+  }
+  Packed(const Packed &) = delete;
+  Packed &operator=(const Packed &) = delete;
+  ~Packed() { std::free(data); }
 };
 
 Problem make(std::mt19937 &rng, int64_t m, int64_t n, int64_t k, bool transA,
@@ -73,57 +97,77 @@ void expectProduct(const Problem &p, const float *c, int64_t ldc, int64_t j0,
 }
 
 TEST(GemmTest, EveryEdgeAgainstAReference) {
-  if (!haveKernels())
-    GTEST_SKIP() << "Flow's GEMM kernel needs AVX2 and FMA";
+  if (isas().empty())
+    GTEST_SKIP() << "Flow's GEMM kernels need AVX2 and FMA";
   std::mt19937 rng(7);
-  const int64_t sizes[][3] = {{1, 1, 1},      {6, 16, 8},    {7, 17, 3},
-                              {5, 15, 385},   {13, 33, 768}, {128, 64, 100},
-                              {150, 40, 800}, {2, 300, 1}};
-  for (const auto &size : sizes)
-    for (bool transA : {false, true})
-      for (bool transB : {false, true}) {
-        Problem p = make(rng, size[0], size[1], size[2], transA, transB);
-        std::vector<float> c(p.m * p.n, NAN);
-        float *packed = static_cast<float *>(std::aligned_alloc(
-            64, (packedBFloats(p.k, p.n) * sizeof(float) + 63) / 64 * 64));
-        packB(transB, p.k, p.n, p.b.data(), p.ldb(), packed);
-        gemmPacked(transA, p.m, p.n, p.k, p.a.data(), p.lda(),
-                   PackedB{packed, p.k, p.n}, 0, c.data(), p.n);
-        std::free(packed);
-        expectProduct(p, c.data(), p.n, 0, p.n);
-      }
+  const int64_t sizes[][3] = {{1, 1, 1},      {6, 16, 8},     {7, 17, 3},
+                              {5, 15, 385},   {13, 33, 768},  {128, 64, 100},
+                              {150, 40, 800}, {2, 300, 1},    {8, 48, 5},
+                              {9, 49, 400},   {17, 97, 50},   {145, 150, 70}};
+  for (GemmIsa isa : isas())
+    for (const auto &size : sizes)
+      for (bool transA : {false, true})
+        for (bool transB : {false, true}) {
+          SCOPED_TRACE(gemmKernelName(isa));
+          Problem p = make(rng, size[0], size[1], size[2], transA, transB);
+          std::vector<float> c(p.m * p.n, NAN);
+          Packed packed(isa, p);
+          gemmPacked(transA, p.m, p.n, p.k, p.a.data(), p.lda(),
+                     PackedB{packed.data, p.k, p.n, isa}, 0, c.data(), p.n);
+          expectProduct(p, c.data(), p.n, 0, p.n);
+        }
 }
 
 TEST(GemmTest, PiecesOfAPackedB) {
-  if (!haveKernels())
-    GTEST_SKIP() << "Flow's GEMM kernel needs AVX2 and FMA";
+  if (isas().empty())
+    GTEST_SKIP() << "Flow's GEMM kernels need AVX2 and FMA";
   std::mt19937 rng(11);
-  for (bool transB : {false, true}) {
-    Problem p = make(rng, 20, 100, 900, false, transB);
-    float *packed = static_cast<float *>(std::aligned_alloc(
-        64, (packedBFloats(p.k, p.n) * sizeof(float) + 63) / 64 * 64));
-    packB(transB, p.k, p.n, p.b.data(), p.ldb(), packed);
-    // Pieces of C's columns, as the session cuts them: each starts at a
-    // panel; the last is narrower than one.
-    std::vector<float> c(p.m * p.n, NAN);
-    for (int64_t j0 = 0; j0 < p.n; j0 += 32) {
-      int64_t width = std::min<int64_t>(32, p.n - j0);
-      gemmPacked(false, p.m, width, p.k, p.a.data(), p.lda(),
-                 PackedB{packed, p.k, p.n}, j0, c.data() + j0, p.n);
+  for (GemmIsa isa : isas())
+    for (bool transB : {false, true}) {
+      SCOPED_TRACE(gemmKernelName(isa));
+      Problem p = make(rng, 20, 250, 900, false, transB);
+      Packed packed(isa, p);
+      // Pieces of C's columns, as the session cuts them: each starts at a
+      // panel; the last is narrower than one.
+      const int64_t step = 2 * gemmPanelColumns(isa);
+      std::vector<float> c(p.m * p.n, NAN);
+      for (int64_t j0 = 0; j0 < p.n; j0 += step) {
+        int64_t width = std::min<int64_t>(step, p.n - j0);
+        gemmPacked(false, p.m, width, p.k, p.a.data(), p.lda(),
+                   PackedB{packed.data, p.k, p.n, isa}, j0, c.data() + j0,
+                   p.n);
+      }
+      expectProduct(p, c.data(), p.n, 0, p.n);
     }
-    expectProduct(p, c.data(), p.n, 0, p.n);
-    std::free(packed);
-  }
 }
 
 TEST(GemmTest, EmptyProductIsZeros) {
-  if (!haveKernels())
-    GTEST_SKIP() << "Flow's GEMM kernel needs AVX2 and FMA";
-  std::vector<float> c(12, NAN);
-  gemmPacked(false, 3, 4, 0, nullptr, 1, PackedB{nullptr, 0, 4}, 0, c.data(),
-             4);
-  for (float x : c)
-    EXPECT_EQ(x, 0.0f);
+  if (isas().empty())
+    GTEST_SKIP() << "Flow's GEMM kernels need AVX2 and FMA";
+  for (GemmIsa isa : isas()) {
+    std::vector<float> c(12, NAN);
+    gemmPacked(false, 3, 4, 0, nullptr, 1, PackedB{nullptr, 0, 4, isa}, 0,
+               c.data(), 4);
+    for (float x : c)
+      EXPECT_EQ(x, 0.0f);
+  }
+}
+
+TEST(GemmTest, KernelsNameTheirInstructionSet) {
+  EXPECT_STREQ(gemmKernelName(GemmIsa::Avx2), "avx2+fma 6x16");
+  EXPECT_STREQ(gemmKernelName(GemmIsa::Avx512), "avx512f 8x48");
+  EXPECT_EQ(gemmPanelColumns(GemmIsa::Avx2), 16);
+  EXPECT_EQ(gemmPanelColumns(GemmIsa::Avx512), 48);
+  // The kernels chosen here are the widest this CPU runs.
+  const GemmIsa *chosen = flowGemmIsa();
+  if (std::getenv("FLOW_GEMM") && std::string(std::getenv("FLOW_GEMM")) != "flow")
+    EXPECT_EQ(chosen, nullptr);
+  else if (cpuRunsGemmIsa(GemmIsa::Avx512))
+    ASSERT_TRUE(chosen && *chosen == GemmIsa::Avx512);
+  else if (cpuRunsGemmIsa(GemmIsa::Avx2))
+    ASSERT_TRUE(chosen && *chosen == GemmIsa::Avx2);
+  else
+    EXPECT_EQ(chosen, nullptr);
 }
 
 } // namespace
