@@ -178,7 +178,8 @@ def main():
     print(f"Threads: {args.threads}; medians of {args.repeats} rounds (each "
           f"engine once per round) of {args.iterations} calls. Ratios are peer / Flow (> 1: Flow is "
           "faster). Flow's GEMMs: "
-          f"{info['gemm_library']} ({info['gemm_kernels']}); convolutions: "
+          f"{info['gemm_library']} ({info['gemm_kernels']}); Flow's own GEMM kernels: "
+          f"{info['flow_gemm']}; convolutions: "
           f"{info['conv_library']}.\n")
     print("| model | Flow compile s | Inductor compile s | Flow ms | "
           "Flow bf16 ms | eager ms | Inductor ms | onnxruntime ms | "
