@@ -224,19 +224,11 @@ const GemmIsa *flowGemmIsa() {
   return chosen ? &*chosen : nullptr;
 }
 
-int64_t flowGemmMaxRows(GemmIsa isa) {
-  // Measured at BERT-base b8's 1024 rows: on AVX2 the library was 13%
-  // faster; on AVX-512 (Zen 5) the two were level, and the packed copy of
-  // B is memory the library does not take.
-  (void)isa;
-  return 256;
-}
-
 std::string flowGemmInfo() {
   if (const GemmIsa *isa = flowGemmIsa())
     return std::string("Flow's ") + gemmKernelName(*isa) +
            " kernel for constant B and C of 2 to " +
-           std::to_string(flowGemmMaxRows(*isa)) +
+           std::to_string(kFlowGemmMaxRows) +
            " rows (B packed once per session)";
   if (!cpuRunsGemmIsa(GemmIsa::Avx2))
     return "off (Flow's kernels need AVX2 and FMA, or AVX-512)";

@@ -441,7 +441,7 @@ struct Session::PackedWeights {
     const detail::GemmIsa *isa = detail::flowGemmIsa();
     if (!isa || cmd.b.space != detail::Space::Constant ||
         cmd.abDtype != DType::F32 || cmd.m <= 1 || cmd.k <= 0 ||
-        cmd.n <= 0 || cmd.m * cmd.batchCount > detail::flowGemmMaxRows(*isa) ||
+        cmd.n <= 0 || cmd.m * cmd.batchCount > detail::kFlowGemmMaxRows ||
         !std::all_of(cmd.bBatchStrides.begin(), cmd.bBatchStrides.end(),
                      [](int64_t s) { return s == 0; }))
       return nullptr;
