@@ -3,17 +3,20 @@
 // Part of the Flow project.
 //
 // Times every convolution of ResNet-50 (batch N, 224x224, f32) on the
-// oneDNN the runtime loads, two ways: on plain layouts (NCHW activations,
-// OIHW weights: what Flow's buffers hold today, so a drop-in library call)
-// and on the layouts oneDNN picks (blocked, e.g. nChw16c: what a layout
-// pass keeping activations blocked across layers would give; weights are
-// reordered once, outside the timing, and activations are assumed to be
-// blocked already). The figures decide how Flow's f32 convolutions should
-// run; bench/conv.py builds this file (g++ -fopenmp ... -ldnnl) and prints
-// them next to Flow's own.
+// oneDNN the runtime loads, three ways: on plain layouts (NCHW
+// activations, OIHW weights: a drop-in library call on plain buffers), on
+// the layouts oneDNN's direct convolutions pick (blocked, e.g. NHWC or
+// nChw16c: what Flow's layout pass keeping activations blocked across
+// layers gives; weights are reordered once, outside the timing, and
+// activations are assumed to be blocked already), and on nChw16c with the
+// 3x3 stride-1 convolutions on oneDNN's Winograd kernel where it has one
+// (the direct algorithm for the others, and for all where it has none:
+// how Flow runs them on such CPUs). The figures decide how Flow's f32
+// convolutions should run; bench/conv.py builds this file (g++ -fopenmp
+// ... -ldnnl) and prints them next to Flow's own.
 //
-//   conv_onednn BATCH THREADS ITERATIONS  ->  one line per layout:
-//   "<layout> <total ms per forward pass>"
+//   conv_onednn BATCH THREADS ITERATIONS  ->  one line per way:
+//   "<plain|blocked|winograd> <total ms per forward pass>"
 //   (CONV_VERBOSE=1 adds each convolution's time and oneDNN kernel.)
 //
 //===----------------------------------------------------------------------===//
@@ -69,24 +72,53 @@ const std::vector<Conv> kConvs = {
 using tag = dnnl::memory::format_tag;
 using dt = dnnl::memory::data_type;
 
-/// Median ms of one convolution, on plain or oneDNN-chosen layouts.
-double timeConv(const Conv &c, int batch, bool blocked, int iterations,
-                dnnl::engine &engine, dnnl::stream &stream) {
+enum class Way { Plain, Blocked, Winograd };
+const char *name(Way way) {
+  return way == Way::Plain     ? "plain"
+         : way == Way::Blocked ? "blocked"
+                               : "winograd";
+}
+
+/// The primitive for \p c one way; Winograd falls back to the direct
+/// algorithm on the same layouts where oneDNN has no Winograd kernel.
+dnnl::convolution_forward::primitive_desc
+describe(const Conv &c, int batch, Way way, dnnl::engine &engine) {
   int pad = c.kernel / 2;
   int outSize = (c.size + 2 * pad - c.kernel) / c.stride + 1;
   dnnl::memory::dims src = {batch, c.in, c.size, c.size};
   dnnl::memory::dims wei = {c.out, c.in, c.kernel, c.kernel};
   dnnl::memory::dims bias = {c.out};
   dnnl::memory::dims dst = {batch, c.out, outSize, outSize};
-  auto md = [&](const dnnl::memory::dims &d, tag plain) {
-    return dnnl::memory::desc(d, dt::f32, blocked ? tag::any : plain);
+  // The RGB input (3 channels) is left to oneDNN in every blocked way.
+  auto md = [&](const dnnl::memory::dims &d, tag plain, bool input) {
+    tag chosen = way == Way::Plain                         ? plain
+                 : way == Way::Blocked || (input && c.in % 16) ? tag::any
+                                                              : tag::nChw16c;
+    return dnnl::memory::desc(d, dt::f32, chosen);
   };
-  dnnl::convolution_forward::desc desc(
-      dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
-      md(src, tag::nchw), md(wei, tag::oihw),
-      dnnl::memory::desc(bias, dt::f32, tag::x), md(dst, tag::nchw),
-      {c.stride, c.stride}, {pad, pad}, {pad, pad});
-  dnnl::convolution_forward::primitive_desc pd(desc, engine);
+  auto make = [&](dnnl::algorithm algorithm) {
+    dnnl::convolution_forward::desc desc(
+        dnnl::prop_kind::forward_inference, algorithm, md(src, tag::nchw, true),
+        dnnl::memory::desc(wei, dt::f32,
+                           way == Way::Plain ? tag::oihw : tag::any),
+        dnnl::memory::desc(bias, dt::f32, tag::x), md(dst, tag::nchw, false),
+        {c.stride, c.stride}, {pad, pad}, {pad, pad});
+    return dnnl::convolution_forward::primitive_desc(desc, engine);
+  };
+  if (way == Way::Winograd && c.kernel == 3 && c.stride == 1) {
+    try {
+      return make(dnnl::algorithm::convolution_winograd);
+    } catch (const dnnl::error &) {
+    }
+  }
+  return make(dnnl::algorithm::convolution_direct);
+}
+
+/// Median ms of one convolution, one way.
+double timeConv(const Conv &c, int batch, Way way, int iterations,
+                dnnl::engine &engine, dnnl::stream &stream) {
+  dnnl::convolution_forward::primitive_desc pd =
+      describe(c, batch, way, engine);
   dnnl::memory srcMem(pd.src_desc(), engine), weiMem(pd.weights_desc(), engine),
       biasMem(pd.bias_desc(), engine), dstMem(pd.dst_desc(), engine);
   for (dnnl::memory *m : {&srcMem, &weiMem, &biasMem}) {
@@ -112,7 +144,7 @@ double timeConv(const Conv &c, int batch, bool blocked, int iterations,
   std::sort(times.begin(), times.end());
   if (std::getenv("CONV_VERBOSE"))
     std::fprintf(stderr, "%s %dx%d k%d s%d @%d: %.3f ms (%s)\n",
-                 blocked ? "blocked" : "plain", c.in, c.out, c.kernel,
+                 name(way), c.in, c.out, c.kernel,
                  c.stride, c.size, times[times.size() / 2],
                  pd.impl_info_str());
   return times[times.size() / 2];
@@ -130,12 +162,11 @@ int main(int argc, char **argv) {
   omp_set_num_threads(threads);
   dnnl::engine engine(dnnl::engine::kind::cpu, 0);
   dnnl::stream stream(engine);
-  for (bool blocked : {false, true}) {
+  for (Way way : {Way::Plain, Way::Blocked, Way::Winograd}) {
     double total = 0;
     for (const Conv &c : kConvs)
-      total += c.count * timeConv(c, batch, blocked, iterations, engine,
-                                  stream);
-    std::printf("%s %.2f\n", blocked ? "blocked" : "plain", total);
+      total += c.count * timeConv(c, batch, way, iterations, engine, stream);
+    std::printf("%s %.2f\n", name(way), total);
   }
   return 0;
 }

@@ -99,32 +99,60 @@ struct Dnnl {
   int (*ompGetMaxThreads)() = nullptr;
   dnnl_engine_t engine = nullptr;
   std::string name;
-  /// The layout of blocked buffers: channels innermost in blocks of
-  /// `block`, 0 meaning all of them (NHWC).
+  /// The layout oneDNN's direct convolutions prefer: channels innermost
+  /// in blocks of `block`, 0 meaning all of them (NHWC).
   int block = 16;
+  /// Whether oneDNN has a Winograd kernel for f32 3x3 convolutions on this
+  /// CPU (its avx512_core one; it reads nChw16c).
+  bool winograd = false;
 };
+
+/// A typical 3x3 convolution (64 channels, 56x56, stride 1, padding 1)
+/// with \p algorithm on \p layout (format_tag_any: oneDNN's choice) and
+/// the weights in oneDNN's choice; null when oneDNN refuses it.
+dnnl_primitive_desc_t probe(const Dnnl &d, dnnl_alg_kind_t algorithm,
+                            dnnl_format_tag_t layout) {
+  dnnl_memory_desc_t src, weights, dst;
+  int64_t srcDims[4] = {1, 64, 56, 56}, wDims[4] = {64, 64, 3, 3};
+  int64_t one[2] = {1, 1}, zero[2] = {0, 0};
+  dnnl_convolution_desc_t desc;
+  dnnl_primitive_desc_t pd = nullptr;
+  if (d.dnnl_memory_desc_init_by_tag(&src, 4, srcDims, dnnl_f32, layout) !=
+          dnnl_success ||
+      d.dnnl_memory_desc_init_by_tag(&weights, 4, wDims, dnnl_f32,
+                                     dnnl_format_tag_any) != dnnl_success ||
+      d.dnnl_memory_desc_init_by_tag(&dst, 4, srcDims, dnnl_f32, layout) !=
+          dnnl_success ||
+      d.dnnl_dilated_convolution_forward_desc_init(
+          &desc, dnnl_forward_inference, algorithm, &src, &weights, nullptr,
+          &dst, one, zero, one, one) != dnnl_success ||
+      d.dnnl_primitive_desc_create(&pd, &desc, nullptr, d.engine, nullptr) !=
+          dnnl_success)
+    return nullptr;
+  return pd;
+}
+
+/// The name of the kernel \p pd runs ("jit:avx512_core").
+std::string implName(const Dnnl &d, const_dnnl_primitive_desc_t pd) {
+  const char *impl = nullptr;
+  d.dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl);
+  return impl ? impl : "unknown";
+}
+
+/// True for oneDNN's reference kernels: far slower than Flow's reference
+/// path.
+bool isReferenceKernel(const std::string &impl) {
+  return impl.rfind("ref", 0) == 0;
+}
 
 /// The activation layout oneDNN's own choice of convolution prefers on
 /// this CPU: asked of a typical 3x3 convolution (64 channels, 56x56) with
 /// every layout left to oneDNN. NHWC (0) where its brgemm kernels run
 /// (AVX-512), nChw16c or nChw8c for its older direct kernels.
 int preferredBlock(const Dnnl &d) {
-  dnnl_memory_desc_t src, weights, dst;
-  int64_t srcDims[4] = {1, 64, 56, 56}, wDims[4] = {64, 64, 3, 3};
-  int64_t one[2] = {1, 1}, zero[2] = {0, 0};
-  dnnl_convolution_desc_t desc;
-  dnnl_primitive_desc_t pd = nullptr;
-  if (d.dnnl_memory_desc_init_by_tag(&src, 4, srcDims, dnnl_f32,
-                                     dnnl_format_tag_any) != dnnl_success ||
-      d.dnnl_memory_desc_init_by_tag(&weights, 4, wDims, dnnl_f32,
-                                     dnnl_format_tag_any) != dnnl_success ||
-      d.dnnl_memory_desc_init_by_tag(&dst, 4, srcDims, dnnl_f32,
-                                     dnnl_format_tag_any) != dnnl_success ||
-      d.dnnl_dilated_convolution_forward_desc_init(
-          &desc, dnnl_forward_inference, dnnl_convolution_direct, &src,
-          &weights, nullptr, &dst, one, zero, one, one) != dnnl_success ||
-      d.dnnl_primitive_desc_create(&pd, &desc, nullptr, d.engine, nullptr) !=
-          dnnl_success)
+  dnnl_primitive_desc_t pd =
+      probe(d, dnnl_convolution_direct, dnnl_format_tag_any);
+  if (!pd)
     return 16;
   const dnnl_memory_desc_t *chosen =
       d.dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0);
@@ -165,9 +193,14 @@ const Dnnl *dnnl() {
       return nullptr;
     }
     d->block = preferredBlock(*d);
-    char text[96];
-    std::snprintf(text, sizeof(text), "oneDNN %d.%d.%d, %s", v->major,
-                  v->minor, v->patch, layoutName(d->block).c_str());
+    if (dnnl_primitive_desc_t pd =
+            probe(*d, dnnl_convolution_winograd, dnnl_nChw16c)) {
+      d->winograd = !isReferenceKernel(implName(*d, pd));
+      d->dnnl_primitive_desc_destroy(pd);
+    }
+    char text[32];
+    std::snprintf(text, sizeof(text), "oneDNN %d.%d.%d", v->major, v->minor,
+                  v->patch);
     d->name = text;
     return d;
   }();
@@ -175,24 +208,52 @@ const Dnnl *dnnl() {
 }
 #endif
 
-/// True unless FLOW_CONV=reference asks for Flow's reference path (read
-/// when a session starts).
-bool libraryWanted() {
+/// FLOW_CONV's value, empty when unset: "library" (the default),
+/// "direct" (the library without Winograd) or "reference" (Flow's
+/// reference path).
+std::string convChoice() {
   const char *choice = std::getenv("FLOW_CONV");
-  return !(choice && std::string(choice) == "reference");
+  return choice ? choice : "";
 }
 
 } // namespace
 
 namespace {
-/// Channels per block of the blocked layout (16 or 8; 0: all of them,
-/// NHWC), for this process.
-int convBlock() {
+/// How a session started now runs its convolutions: on the library or
+/// Flow's reference path, with or without Winograd, and the layout of its
+/// blocked buffers.
+struct ConvSetup {
+  bool library = false;
+  bool winograd = false;
+  /// Channels per block (16 or 8; 0: all of them, NHWC).
+  int block = 16;
+};
+
+ConvSetup convSetup() {
+  ConvSetup setup;
+  std::string choice = convChoice();
+  if (!choice.empty() && choice != "library" && choice != "direct" &&
+      choice != "reference") {
+    static std::once_flag warned;
+    std::call_once(warned, [&] {
+      std::fprintf(stderr,
+                   "flow: warning: FLOW_CONV=%s is not library, direct or "
+                   "reference; convolutions run on the library\n",
+                   choice.c_str());
+    });
+  }
+  setup.library = choice != "reference";
 #ifdef FLOW_HAVE_DNNL
-  if (const Dnnl *d = dnnl())
-    return d->block;
+  if (const Dnnl *d = dnnl()) {
+    // Winograd reads nChw16c; with it, every blocked buffer has that
+    // layout. Measured on ResNet-50 (AVX-512): oneDNN's direct kernels
+    // on nChw16c are level with its NHWC ones at batch 8 and up to 10%
+    // slower at batch 1, less than Winograd gains.
+    setup.winograd = setup.library && choice != "direct" && d->winograd;
+    setup.block = setup.winograd ? 16 : d->block;
+  }
 #endif
-  return 16;
+  return setup;
 }
 
 /// An f32 tensor, or a bf16 one (as its bits).
@@ -251,12 +312,16 @@ void roundedToBf16(const float *src, float *dst, int64_t count) {
 } // namespace
 
 std::string detail::convLibrary() {
+  ConvSetup setup = convSetup();
 #ifdef FLOW_HAVE_DNNL
-  if (const Dnnl *d = dnnl(); d && libraryWanted())
-    return d->name;
+  if (const Dnnl *d = dnnl(); d && setup.library)
+    return d->name + ", " + layoutName(setup.block) +
+           (setup.winograd ? ", Winograd for f32 3x3 stride-1 "
+                             "convolutions"
+                           : "");
 #endif
   return "Flow reference (im2col + GEMM, one thread), " +
-         layoutName(convBlock());
+         layoutName(setup.block);
 }
 
 /// One command's primitives and memory objects (oneDNN), or the mark that
@@ -304,8 +369,12 @@ struct ConvRunner::Plan {
 #endif
 };
 
-ConvRunner::ConvRunner(int threads)
-    : threads(std::max(1, threads)), library(libraryWanted()) {}
+ConvRunner::ConvRunner(int threads) : threads(std::max(1, threads)) {
+  ConvSetup setup = convSetup();
+  library = setup.library;
+  winograd = setup.winograd;
+  block = setup.block;
+}
 ConvRunner::~ConvRunner() = default;
 
 float *ConvRunner::scratch(size_t bytes) {
@@ -343,9 +412,24 @@ struct OmpThreads {
   }
 };
 
-/// Builds the primitives of \p cmd into \p plan; false when oneDNN refuses
-/// (the command then runs on the reference path).
-bool buildPlan(const Dnnl &d, const ConvCommand &cmd, ConvRunner::Plan &plan) {
+/// True when \p cmd may run on oneDNN's Winograd kernel: f32, 3x3, stride
+/// 1, not dilated, not grouped, input and output channels multiples of 16
+/// (the blocks Winograd reads: fewer would be padded to 16, and there the
+/// transforms' rounding weighs more against the few products: with 4
+/// channels it reached 1e-4 of a small output, where the direct algorithm
+/// stays within 1e-5); oneDNN still has the last word.
+bool winogradShape(const ConvCommand &cmd) {
+  return !cmd.bf16 && cmd.kh == 3 && cmd.kw == 3 && cmd.strideH == 1 &&
+         cmd.strideW == 1 && cmd.dilationH == 1 && cmd.dilationW == 1 &&
+         cmd.groups == 1 && cmd.c % 16 == 0 && cmd.o % 16 == 0;
+}
+
+/// Builds the primitives of \p cmd into \p plan, its blocked buffers
+/// in blocks of \p block channels, on Winograd where \p winograd allows
+/// and oneDNN has it; false when oneDNN refuses (the command then runs on
+/// the reference path).
+bool buildPlan(const Dnnl &d, const ConvCommand &cmd, int block,
+               bool winograd, ConvRunner::Plan &plan) {
   plan.lib = &d;
   if (d.dnnl_stream_create(&plan.stream, d.engine,
                            dnnl_stream_default_flags) != dnnl_success)
@@ -363,9 +447,9 @@ bool buildPlan(const Dnnl &d, const ConvCommand &cmd, ConvRunner::Plan &plan) {
   // tensor holds.
   auto held = [](bool bf16) { return bf16 ? dnnl_bf16 : dnnl_f32; };
   dnnl_data_type_t reads = held(cmd.bf16);
-  dnnl_format_tag_t blocked = d.block == 0    ? dnnl_nhwc
-                              : d.block == 16 ? dnnl_nChw16c
-                                              : dnnl_nChw8c;
+  dnnl_format_tag_t blocked = block == 0    ? dnnl_nhwc
+                              : block == 16 ? dnnl_nChw16c
+                                            : dnnl_nChw8c;
   std::vector<int64_t> srcDims = {cmd.n, cmd.c, cmd.h, cmd.w};
   std::vector<int64_t> dstDims = {cmd.n, cmd.o, cmd.oh, cmd.ow};
   std::vector<int64_t> weightDims =
@@ -406,13 +490,15 @@ bool buildPlan(const Dnnl &d, const ConvCommand &cmd, ConvRunner::Plan &plan) {
   // the primitive's choice: first to learn that layout, then with the
   // residual (a post-op operand) in it, or, when the residual is the
   // destination's buffer in the destination's layout, with a sum post-op
-  // that adds what the destination holds.
+  // that adds what the destination holds. Winograd is asked first where
+  // the shape allows; the direct algorithm where oneDNN refuses it.
   bool sum = false;
-  auto create = [&](const dnnl_memory_desc_t *residualMd,
-                    dnnl_primitive_desc_t &pd) {
+  auto createWith = [&](dnnl_alg_kind_t algorithm,
+                        const dnnl_memory_desc_t *residualMd,
+                        dnnl_primitive_desc_t &pd) {
     dnnl_convolution_desc_t desc;
     if (d.dnnl_dilated_convolution_forward_desc_init(
-            &desc, dnnl_forward_inference, dnnl_convolution_direct, &srcAny,
+            &desc, dnnl_forward_inference, algorithm, &srcAny,
             &weightsAny, cmd.hasBias ? &biasMd : nullptr, &dstAny, strides,
             dilates, padL, padR) != dnnl_success)
       return false;
@@ -435,7 +521,19 @@ bool buildPlan(const Dnnl &d, const ConvCommand &cmd, ConvRunner::Plan &plan) {
              dnnl_success;
     d.dnnl_post_ops_destroy(ops);
     d.dnnl_primitive_attr_destroy(attr);
+    if (ok && isReferenceKernel(implName(d, pd))) {
+      d.dnnl_primitive_desc_destroy(pd);
+      pd = nullptr;
+      ok = false;
+    }
     return ok;
+  };
+  const bool tryWinograd = winograd && winogradShape(cmd);
+  auto create = [&](const dnnl_memory_desc_t *residualMd,
+                    dnnl_primitive_desc_t &pd) {
+    return (tryWinograd &&
+            createWith(dnnl_convolution_winograd, residualMd, pd)) ||
+           createWith(dnnl_convolution_direct, residualMd, pd);
   };
   dnnl_primitive_desc_t pd = nullptr;
   if (!create(nullptr, pd))
@@ -461,14 +559,7 @@ bool buildPlan(const Dnnl &d, const ConvCommand &cmd, ConvRunner::Plan &plan) {
       *d.dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
   dnnl_memory_desc_t padMd =
       *d.dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
-  const char *impl = nullptr;
-  d.dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl);
-  plan.kernel = impl ? impl : "unknown";
-  // oneDNN's reference kernels are far slower than Flow's reference path.
-  if (plan.kernel.rfind("ref", 0) == 0) {
-    d.dnnl_primitive_desc_destroy(pd);
-    return false;
-  }
+  plan.kernel = implName(d, pd);
   bool ok = d.dnnl_primitive_create(&plan.conv, pd) == dnnl_success;
   d.dnnl_primitive_desc_destroy(pd);
   if (!ok)
@@ -539,7 +630,7 @@ Status ConvRunner::run(const ConvCommand &cmd, const ConvBuffers &buffers,
 #ifdef FLOW_HAVE_DNNL
     if (const Dnnl *d = library ? dnnl() : nullptr) {
       OmpThreads omp(*d, threads);
-      if (!buildPlan(*d, cmd, *slot)) {
+      if (!buildPlan(*d, cmd, block, winograd, *slot)) {
         slot = std::make_unique<Plan>();
         static std::once_flag warned;
         std::call_once(warned, [] {
@@ -629,7 +720,6 @@ Status ConvRunner::run(const ConvCommand &cmd, const ConvBuffers &buffers,
 
 Status ConvRunner::runReference(const ConvCommand &cmd,
                                 const ConvBuffers &buffers) {
-  const int block = convBlock();
   const int64_t hw = cmd.h * cmd.w, ohw = cmd.oh * cmd.ow;
   const int64_t cg = cmd.c / cmd.groups, og = cmd.o / cmd.groups;
   const int64_t rows = cg * cmd.kh * cmd.kw;

@@ -5,13 +5,17 @@
 // Convolution commands run on oneDNN's primitives when libdnnl 2.x is
 // installed (unless FLOW_CONV=reference when the session is created), else
 // on Flow's reference path
-// (im2col and the BLAS GEMM, single-threaded: correct, not fast). Buffers
-// a command marks blocked hold the layout oneDNN's convolutions prefer on
-// this CPU (asked once per process: nhwc where its brgemm kernels run,
-// nChw16c or nChw8c for its older direct kernels; nChw16c without
-// oneDNN): the same bytes as NCHW, channels innermost (all of them, or in
-// blocks). Weights that are constants are reordered into the primitive's
-// layout once per session.
+// (im2col and the BLAS GEMM, single-threaded: correct, not fast). Where
+// oneDNN has a Winograd kernel for f32 3x3 convolutions on this CPU (its
+// avx512_core one), f32 3x3 stride-1 convolutions it takes run on it
+// (F(4x4, 3x3) or F(2x2, 3x3): ResNet-50's 3x3 convolutions 1.6 to 2x
+// faster at batch 8) unless FLOW_CONV=direct. Buffers a command marks
+// blocked hold nChw16c in a session with Winograd (what it reads), else
+// the layout oneDNN's direct convolutions prefer on this CPU (asked once
+// per process: nhwc where its brgemm kernels run, nChw16c or nChw8c for
+// its older direct kernels; nChw16c without oneDNN): the same bytes as
+// NCHW, channels innermost (all of them, or in blocks). Weights that are
+// constants are reordered into the primitive's layout once per session.
 //
 // oneDNN runs on OpenMP: a convolution runs on the calling thread with
 // OpenMP threads equal to the session's thread count while Flow's pool
@@ -40,8 +44,10 @@ namespace detail {
 /// ends instead of spinning against Flow's pool.
 void *openOneDnn();
 
-/// "oneDNN 2.6.3, nhwc" or "Flow reference (im2col +
-/// GEMM)": what runs convolution commands in this process.
+/// "oneDNN 2.6.3, nChw16c, Winograd for f32 3x3 stride-1
+/// convolutions", "oneDNN 2.6.3, nhwc" or "Flow reference (im2col +
+/// GEMM, one thread), nChw16c": what runs the convolution commands of a
+/// session created now.
 std::string convLibrary();
 
 /// The addresses of one convolution's buffers (bias and residual null
@@ -81,7 +87,13 @@ private:
 
   int threads;
   /// False with FLOW_CONV=reference.
-  bool library;
+  bool library = true;
+  /// oneDNN's Winograd kernel for the f32 3x3 stride-1 convolutions it
+  /// takes; false without it or with FLOW_CONV=direct.
+  bool winograd = false;
+  /// The layout of blocked buffers: channels innermost in blocks of
+  /// `block`, 0 meaning all of them (NHWC).
+  int block = 16;
   std::unordered_map<const ConvCommand *, std::unique_ptr<Plan>> plans;
   AlignedBuffer scratchMemory;
   size_t scratchBytes = 0;

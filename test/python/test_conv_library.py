@@ -110,6 +110,51 @@ def test_reference_path_matches_eager(tmp_path):
     _check(got, model(x))
 
 
+def test_wide_3x3_convolutions_on_winograd_and_direct(tmp_path):
+    """Wide f32 3x3 stride-1 convolutions run on oneDNN's Winograd kernel
+    where the runtime reports one (AVX-512), on the direct algorithm with
+    FLOW_CONV=direct, and both match a float64 PyTorch reference to the
+    tolerance whole networks are held to (rtol 1e-4, atol 1e-5: measured
+    errors are about 1e-6 of the largest output either way)."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(
+        torch.nn.Conv2d(64, 64, 3, padding=1), torch.nn.ReLU(),
+        torch.nn.Conv2d(64, 64, 3, padding=1), torch.nn.ReLU(),
+        torch.nn.Conv2d(64, 32, 3, padding=1)).eval()
+    x = torch.randn(2, 64, 14, 14)
+    want = model.double()(x.double()).detach().numpy()
+    compiled = flow.compile(model.float(), (x,),
+                            parameters=tmp_path / "w.safetensors")
+    fbin = tmp_path / "m.fbin"
+    fbin.write_bytes(compiled.module.executable)
+    np.save(tmp_path / "x.npy", x.numpy())
+    offered = "Winograd" in flow.blas_info()["conv_library"]
+    for choice in ("", "direct"):
+        env = dict(os.environ)
+        env.pop("FLOW_CONV", None)
+        if choice:
+            env["FLOW_CONV"] = choice
+        out = tmp_path / f"out_{choice or 'default'}"
+        proc = subprocess.run(
+            [str(tool("flow-run")), str(fbin), f"--input={tmp_path / 'x.npy'}",
+             f"--output-dir={out}", "--iterations=1", "--profile",
+             "--stats"],
+            capture_output=True, text=True, env=env, timeout=300)
+        assert proc.returncode == 0, proc.stderr
+        kernels = [line.rsplit("[", 1)[1].rstrip("]")
+                   for line in proc.stdout.splitlines()
+                   if " conv " in line and line.rstrip().endswith("]")]
+        assert len(kernels) == 3, proc.stdout
+        winograd = [k for k in kernels if "wino" in k]
+        if choice == "direct":
+            assert not winograd, kernels
+            assert "Winograd" not in proc.stdout, proc.stdout
+        else:
+            assert len(winograd) == (3 if offered else 0), kernels
+        got = np.load(out / "result_0.npy")
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+
+
 def test_host_schedule_fuses_and_blocks():
     model = _model()
     x = torch.randn(1, 3, 40, 36)

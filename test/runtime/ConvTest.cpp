@@ -91,37 +91,74 @@ std::vector<float> magnitudes(std::vector<float> v) {
   return v;
 }
 
-/// Runs "main" of \p spec on \p inputs on the library path and on the
-/// reference path (FLOW_CONV=reference), twice each (the second call reuses
-/// the primitives and reordered weights), and compares its output with
-/// \p want: element i within 1e-4 (1 + |want[i]|) + slack[i].
-void expectBothPaths(const ExecutableSpec &spec,
-                     const std::vector<HostTensor> &inputs, int threads,
-                     const std::vector<float> &want,
-                     const std::vector<float> &slack) {
-  for (bool reference : {false, true}) {
-    SCOPED_TRACE(reference ? "reference path" : "library path");
-    if (reference)
-      setenv("FLOW_CONV", "reference", 1);
+/// Runs "main" of \p spec on \p inputs with each FLOW_CONV value of
+/// \p paths ("": the library path as a user gets it; "direct": without
+/// Winograd; "reference": Flow's reference path), twice each (the second
+/// call reuses the primitives and reordered weights), and compares its
+/// output with \p want: element i within 1e-4 (1 + |want[i]|) + slack[i].
+/// Returns, per path, what ran each convolution command ("jit:avx512_core",
+/// "reference").
+std::vector<std::vector<std::string>>
+expectPaths(const ExecutableSpec &spec, const std::vector<HostTensor> &inputs,
+            int threads, const std::vector<float> &want,
+            const std::vector<float> &slack,
+            const std::vector<std::string> &paths = {"", "reference"}) {
+  std::vector<std::vector<std::string>> kernels(paths.size());
+  for (size_t p = 0; p < paths.size(); ++p) {
+    SCOPED_TRACE("FLOW_CONV=" + paths[p]);
+    if (!paths[p].empty())
+      setenv("FLOW_CONV", paths[p].c_str(), 1);
     StatusOr<std::unique_ptr<Executable>> exe =
         Executable::loadBytes(build(spec));
-    ASSERT_TRUE(exe) << exe.status().message();
+    if (!exe) {
+      ADD_FAILURE() << exe.status().message();
+      unsetenv("FLOW_CONV");
+      return kernels;
+    }
     StatusOr<std::unique_ptr<Session>> session = Session::create(
         std::shared_ptr<const Executable>(std::move(*exe)),
         RuntimeOptions{threads});
     unsetenv("FLOW_CONV");
-    ASSERT_TRUE(session) << session.status().message();
+    if (!session) {
+      ADD_FAILURE() << session.status().message();
+      return kernels;
+    }
+    (*session)->setProfiling(true);
     for (int call = 0; call < 2; ++call) {
       StatusOr<std::vector<HostTensor>> out = (*session)->run("main", inputs);
-      ASSERT_TRUE(out) << out.status().message();
+      if (!out) {
+        ADD_FAILURE() << out.status().message();
+        return kernels;
+      }
       std::vector<float> got = floats((*out)[0]);
-      ASSERT_EQ(got.size(), want.size());
-      for (size_t i = 0; i < got.size(); ++i)
-        ASSERT_NEAR(got[i], want[i],
-                    1e-4f * (1 + std::fabs(want[i])) + slack[i])
-            << "element " << i << ", call " << call;
+      EXPECT_EQ(got.size(), want.size());
+      for (size_t i = 0; i < std::min(got.size(), want.size()); ++i)
+        if (std::fabs(got[i] - want[i]) >
+            1e-4f * (1 + std::fabs(want[i])) + slack[i]) {
+          ADD_FAILURE() << "element " << i << ", call " << call << ": "
+                        << got[i] << ", want " << want[i];
+          return kernels;
+        }
     }
+    for (const Session::CommandProfile &command : (*session)->profile())
+      if (command.kind == "conv") {
+        // "1x32x12x12 * 32x32x3x3, relu [jit_wino_4x3:avx512_core]"
+        size_t open = command.what.rfind('[');
+        kernels[p].push_back(open == std::string::npos
+                                 ? command.what
+                                 : command.what.substr(open + 1,
+                                                       command.what.size() -
+                                                           open - 2));
+      }
   }
+  return kernels;
+}
+
+void expectBothPaths(const ExecutableSpec &spec,
+                     const std::vector<HostTensor> &inputs, int threads,
+                     const std::vector<float> &want,
+                     const std::vector<float> &slack) {
+  expectPaths(spec, inputs, threads, want, slack);
 }
 
 /// Two convolutions through a blocked arena buffer: the first (relu) from
@@ -129,9 +166,10 @@ void expectBothPaths(const ExecutableSpec &spec,
 /// residual input, into the plain output. Compares with `direct` on the
 /// library path and on the reference path. With \p bf16 both commands
 /// read their input and filter rounded to bf16, and the blocked buffer
-/// holds bf16.
-void checkChain(const Shape &a, const Shape &b, int threads,
-                bool bf16 = false) {
+/// holds bf16. \p paths and \p kernels as for expectPaths.
+void checkChain(const Shape &a, const Shape &b, int threads, bool bf16 = false,
+                const std::vector<std::string> &paths = {"", "reference"},
+                std::vector<std::vector<std::string>> *kernels = nullptr) {
   ASSERT_EQ(a.o, b.c);
   std::vector<float> x = randoms(a.n * a.c * a.h * a.w, 1),
                      fa = randoms(a.o * (a.c / a.groups) * a.kh * a.kw, 2),
@@ -200,10 +238,13 @@ void checkChain(const Shape &a, const Shape &b, int threads,
 
   for (float &s : slack)
     s /= 256;
-  expectBothPaths(spec,
+  std::vector<std::vector<std::string>> ran =
+      expectPaths(spec,
                   {f32Tensor({a.n, a.c, a.h, a.w}, x),
                    f32Tensor({b.n, b.o, b.oh(), b.ow()}, r)},
-                  threads, want, slack);
+                  threads, want, slack, paths);
+  if (kernels)
+    *kernels = ran;
 }
 
 TEST(ConvTest, PointwiseThroughBlockedBuffer) {
@@ -362,6 +403,46 @@ TEST(ConvTest, Bf16OneConvolutionExactly) {
   spec.functions = {fn};
   expectBothPaths(spec, {f32Tensor(inShape, x), f32Tensor(outShape, r)}, 2,
                   want, std::vector<float>(want.size(), 0.0f));
+}
+
+/// True when this process's convolutions run on oneDNN's Winograd kernel
+/// by default (as the runtime reports it).
+bool winogradOffered() {
+  StatusOr<BlasInfo> info = loadBlas();
+  return info && info->convLibrary.find("Winograd") != std::string::npos;
+}
+
+TEST(ConvTest, WinogradWhereOfferedAndDirectOnRequest) {
+  // Two f32 3x3 stride-1 convolutions through a blocked buffer (the second
+  // with a residual), then a strided one and a bf16 one, which Winograd
+  // does not take.
+  std::vector<std::vector<std::string>> kernels;
+  checkChain({2, 16, 12, 10, 32, 3, 3, 1, 1, 1, 1},
+             {2, 32, 12, 10, 48, 3, 3, 1, 1, 1, 1}, 2, false,
+             {"", "direct", "reference"}, &kernels);
+  ASSERT_EQ(kernels.size(), 3u);
+  for (const std::vector<std::string> &path : kernels)
+    ASSERT_EQ(path.size(), 2u);
+  // The first runs on Winograd where oneDNN offers it; the second may not
+  // (oneDNN 2.6's Winograd kernels take no residual operand), but never
+  // when Winograd is turned off.
+  bool offered = winogradOffered();
+  EXPECT_EQ(kernels[0][0].find("wino") != std::string::npos, offered)
+      << kernels[0][0];
+  for (const std::string &k : kernels[1])
+    EXPECT_EQ(k.find("wino"), std::string::npos) << k;
+  for (const std::string &k : kernels[2])
+    EXPECT_EQ(k, "reference");
+
+  checkChain({1, 16, 11, 9, 32, 3, 3, 2, 1, 1, 1},
+             {1, 32, 6, 5, 16, 3, 3, 1, 1, 1, 1}, 2, /*bf16=*/true, {""},
+             &kernels);
+  ASSERT_EQ(kernels.size(), 1u);
+  for (const std::string &k : kernels[0])
+    EXPECT_EQ(k.find("wino"), std::string::npos) << k;
+  if (!offered)
+    GTEST_SKIP() << "oneDNN has no Winograd kernel on this CPU: the default "
+                    "path was checked to run direct convolutions";
 }
 
 TEST(ConvTest, ReportsWhatRunsConvolutions) {
