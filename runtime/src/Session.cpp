@@ -289,23 +289,19 @@ bool runGemm(const detail::GemmCommand &cmd, const Frame &frame,
       pc += begin;
       n = static_cast<int>(end - begin);
     }
-    if (bf16) {
+    if (packedB) {
+      // B packed once; a piece of C's columns starts at a panel.
+      detail::gemmPacked(cmd.transposeA, m, n, cmd.k, a + aAt * es, lda,
+                         *packedB, splitRows ? 0 : begin, pc, cmd.n);
+    } else if (bf16) {
       detail::blasGemmBf16(cmd.transposeA, cmd.transposeB, m, n, cmd.k,
                            reinterpret_cast<const uint16_t *>(a + aAt * es),
                            lda,
                            reinterpret_cast<const uint16_t *>(b + bAt * es),
                            ldb, pc, cmd.n);
-      if (epilogue)
-        epilogue->fn(epilogue->args, tile, tiles);
-      return;
-    }
-    const auto *pa = reinterpret_cast<const float *>(a + aAt * es);
-    const auto *pb = reinterpret_cast<const float *>(b + bAt * es);
-    if (packedB) {
-      // B packed once; a piece of C's columns starts at a panel.
-      detail::gemmPacked(cmd.transposeA, m, n, cmd.k, pa, lda, *packedB,
-                         splitRows ? 0 : begin, pc, cmd.n);
-    } else if (m == 1) {
+    } else if (const auto *pa = reinterpret_cast<const float *>(a + aAt * es),
+                          *pb = reinterpret_cast<const float *>(b + bAt * es);
+               m == 1) {
       // A single row (batch-1 inference): a matrix-vector product. op(A) is
       // contiguous either way (a 1 x k row or a k x 1 column), and
       // c = op(B)^T a. OpenBLAS's GEMV is several times faster here than
@@ -431,17 +427,18 @@ struct Session::PackedWeights {
   std::unordered_map<const detail::GemmCommand *, Packed> byCommand;
 
   /// \p cmd's B packed for Flow's kernels, or null when the library runs
-  /// it. Flow's kernels take a constant f32 B (one matrix for every batch)
-  /// where they are chosen, when C has few rows (measured on AVX2: 10%
-  /// faster than the library at BERT b1's 128, 13% slower at b8's 1024);
-  /// one row stays a matrix-vector product, and no memory for the packing
-  /// stays on the library.
+  /// it. Flow's kernels take a constant B (one matrix for every batch), f32
+  /// or bf16, where they are chosen for its element type; f32 when C has
+  /// few rows (kFlowGemmMaxRows), and one f32 row stays a matrix-vector
+  /// product. No memory for the packing stays on the library.
   const detail::PackedB *get(const detail::GemmCommand &cmd,
                              const Frame &frame) {
-    const detail::GemmIsa *isa = detail::flowGemmIsa();
+    const bool bf16 = cmd.abDtype == DType::BF16;
+    const detail::GemmIsa *isa = detail::flowGemmIsa(bf16);
     if (!isa || cmd.b.space != detail::Space::Constant ||
-        cmd.abDtype != DType::F32 || cmd.m <= 1 || cmd.k <= 0 ||
-        cmd.n <= 0 || cmd.m * cmd.batchCount > detail::kFlowGemmMaxRows ||
+        (!bf16 && cmd.abDtype != DType::F32) || cmd.m <= 1 || cmd.k <= 0 ||
+        cmd.n <= 0 ||
+        (!bf16 && cmd.m * cmd.batchCount > detail::kFlowGemmMaxRows) ||
         !std::all_of(cmd.bBatchStrides.begin(), cmd.bBatchStrides.end(),
                      [](int64_t s) { return s == 0; }))
       return nullptr;
@@ -449,13 +446,13 @@ struct Session::PackedWeights {
     if (it == byCommand.end()) {
       Packed packed;
       packed.b = {nullptr, cmd.k, cmd.n, *isa};
-      if (packed.memory.allocate(detail::packedBFloats(*isa, cmd.k, cmd.n) *
-                                 sizeof(float))) {
-        packed.b.data = reinterpret_cast<const float *>(packed.memory.data());
+      if (packed.memory.allocate(
+              detail::packedBBytes(*isa, cmd.k, cmd.n))) {
+        packed.b.data = packed.memory.data();
         detail::packB(*isa, cmd.transposeB, cmd.k, cmd.n,
-                      reinterpret_cast<const float *>(frame.pointer(cmd.b)),
+                      frame.pointer(cmd.b),
                       std::max(1, cmd.transposeB ? cmd.k : cmd.n),
-                      reinterpret_cast<float *>(packed.memory.data()));
+                      packed.memory.data());
       }
       it = byCommand.emplace(&cmd, std::move(packed)).first;
     }

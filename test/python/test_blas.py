@@ -118,13 +118,31 @@ print(json.dumps({"err": err, "flow_gemm": flow.blas_info()["flow_gemm"]}))
 """
 
 
-def run_linear(gemm):
+# The same layer in bf16 (precision="bf16": x and the weight rounded to
+# bf16, products summed in f32), 300 rows of C: Flow's AVX-512 BF16 kernel
+# where the CPU has it (any row count), else oneDNN's bf16 GEMM.
+LINEAR_BF16 = """
+import json, sys, torch, flow
+torch.manual_seed(0)
+layer = torch.nn.Linear(97, 80)
+x = torch.randn(300, 97)
+got = flow.compile(layer, (x,), precision="bf16")(x)
+with torch.no_grad():
+    want = torch.nn.functional.linear(
+        x.bfloat16().double(), layer.weight.bfloat16().double(),
+        layer.bias.double()).float()
+err = float((got - want).abs().max())
+print(json.dumps({"err": err, "flow_gemm": flow.blas_info()["flow_gemm"]}))
+"""
+
+
+def run_linear(gemm, program=LINEAR):
     import json
     import sys
     env = {k: v for k, v in os.environ.items() if k != "FLOW_GEMM"}
     if gemm:
         env["FLOW_GEMM"] = gemm
-    proc = subprocess.run([sys.executable, "-c", LINEAR], capture_output=True,
+    proc = subprocess.run([sys.executable, "-c", program], capture_output=True,
                           text=True, timeout=300, env=env)
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout.strip().splitlines()[-1])
@@ -137,6 +155,9 @@ def test_flow_gemm_kernel_where_chosen():
     if "avx512f" in flags:
         assert default["flow_gemm"].startswith(
             "Flow's avx512f 8x48 kernel"), default
+        # bf16 operands on the AVX-512 BF16 kernel where the CPU has it.
+        assert ("avx512bf16 8x48 for bf16 operands" in default["flow_gemm"]) \
+            == ("avx512_bf16" in flags), default
     elif kernels:
         assert default["flow_gemm"].startswith(
             "Flow's avx2+fma 6x16 kernel"), default
@@ -152,3 +173,11 @@ def test_flow_gemm_kernel_where_chosen():
     # another order than eager's: within a few ulp of the ~2 magnitude.
     for result in (default, forced, library):
         assert result["err"] < 1e-5, result
+
+
+def test_bf16_linear_on_flow_kernel_and_library():
+    # Products of bf16 values are exact in f32; 97 of them summed in f32
+    # (magnitudes up to ~4, sums up to ~10) are within a few ulp of 10.
+    for gemm in (None, "onednn"):
+        result = run_linear(gemm, LINEAR_BF16)
+        assert result["err"] < 1e-5, (gemm, result)

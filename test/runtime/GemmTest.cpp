@@ -3,13 +3,15 @@
 // Part of the Flow project.
 //
 // Every shape class the kernels treat apart, for each instruction set this
-// CPU runs (AVX2 and FMA: 6 x 16; AVX-512: 8 x 48): rows past a multiple of
-// 6 and 8, columns past a multiple of 16 and 48, k past a block of 384,
+// CPU runs (AVX2 and FMA: 6 x 16; AVX-512: 8 x 48; AVX-512 BF16 on bf16
+// operands: 8 x 48 over pairs of k): rows past a multiple of 6 and 8,
+// columns past a multiple of 16 and 48, k past a block of 384 and odd k,
 // transposed A and B, and pieces of C's columns read from a larger packed B
 // (as the session's pieces do), against a double-precision reference.
 //
 //===----------------------------------------------------------------------===//
 
+#include "../../runtime/src/Bf16.h"
 #include "../../runtime/src/Gemm.h"
 #include "flow/runtime/CpuFeatures.h"
 
@@ -29,17 +31,26 @@ namespace {
 /// The instruction sets this CPU runs Flow's kernels in.
 std::vector<GemmIsa> isas() {
   std::vector<GemmIsa> result;
-  for (GemmIsa isa : {GemmIsa::Avx2, GemmIsa::Avx512})
+  for (GemmIsa isa : {GemmIsa::Avx2, GemmIsa::Avx512, GemmIsa::Avx512Bf16})
     if (cpuRunsGemmIsa(isa))
       result.push_back(isa);
   return result;
 }
 
 
+/// A GEMM's operands: values in [-1, 1], and (for a bf16 kernel set)
+/// rounded to bf16, their bits in a16 and b16.
 struct Problem {
   int64_t m, n, k;
   bool transA, transB;
   std::vector<float> a, b;
+  std::vector<uint16_t> a16, b16;
+  const void *opA() const {
+    return a16.empty() ? static_cast<const void *>(a.data()) : a16.data();
+  }
+  const void *opB() const {
+    return b16.empty() ? static_cast<const void *>(b.data()) : b16.data();
+  }
   int64_t lda() const { return transA ? m : k; }
   int64_t ldb() const { return transB ? k : n; }
   float atA(int64_t i, int64_t p) const {
@@ -52,34 +63,42 @@ struct Problem {
 
 /// packB's output for \p isa, in 64-byte aligned memory.
 struct Packed {
-  float *data;
+  void *data;
   Packed(GemmIsa isa, const Problem &p)
-      : data(static_cast<float *>(std::aligned_alloc(
-            64,
-            (packedBFloats(isa, p.k, p.n) * sizeof(float) + 63) / 64 * 64))) {
-    packB(isa, p.transB, p.k, p.n, p.b.data(), p.ldb(), data);
+      : data(std::aligned_alloc(64,
+                                (packedBBytes(isa, p.k, p.n) + 63) / 64 * 64)) {
+    packB(isa, p.transB, p.k, p.n, p.opB(), p.ldb(), data);
   }
   Packed(const Packed &) = delete;
   Packed &operator=(const Packed &) = delete;
   ~Packed() { std::free(data); }
 };
 
-Problem make(std::mt19937 &rng, int64_t m, int64_t n, int64_t k, bool transA,
-             bool transB) {
+Problem make(std::mt19937 &rng, GemmIsa isa, int64_t m, int64_t n,
+             int64_t k, bool transA, bool transB) {
   std::uniform_real_distribution<float> value(-1.0f, 1.0f);
-  Problem p{m, n, k, transA, transB, {}, {}};
+  Problem p{m, n, k, transA, transB, {}, {}, {}, {}};
   p.a.resize(m * k);
   p.b.resize(k * n);
   for (float &x : p.a)
     x = value(rng);
   for (float &x : p.b)
     x = value(rng);
+  if (gemmIsaReadsBf16(isa)) {
+    // The reference multiplies the values the kernels read.
+    for (auto [values, bits] : {std::pair{&p.a, &p.a16}, {&p.b, &p.b16}})
+      for (float &x : *values) {
+        bits->push_back(roundToBf16(x));
+        x = widenBf16(bits->back());
+      }
+  }
   return p;
 }
 
 /// Checks C (m x n, row stride ldc, holding columns [j0, j0 + n) of the
 /// product) against a double-precision sum. Sums of k products of values
-/// in [-1, 1] in f32 (in another order) are within k * 2^-22 of it.
+/// in [-1, 1] in f32 (in another order) are within k * 2^-22 of it; for
+/// bf16 operands too, since the product of two bf16 is exact in f32.
 void expectProduct(const Problem &p, const float *c, int64_t ldc, int64_t j0,
                    int64_t n) {
   const double tolerance = 1e-6 * (p.k + 1) * 4;
@@ -103,16 +122,18 @@ TEST(GemmTest, EveryEdgeAgainstAReference) {
   const int64_t sizes[][3] = {{1, 1, 1},      {6, 16, 8},     {7, 17, 3},
                               {5, 15, 385},   {13, 33, 768},  {128, 64, 100},
                               {150, 40, 800}, {2, 300, 1},    {8, 48, 5},
-                              {9, 49, 400},   {17, 97, 50},   {145, 150, 70}};
+                              {9, 49, 400},   {17, 97, 50},   {145, 150, 70},
+                              {3, 50, 769},   {10, 20, 391}};
   for (GemmIsa isa : isas())
     for (const auto &size : sizes)
       for (bool transA : {false, true})
         for (bool transB : {false, true}) {
           SCOPED_TRACE(gemmKernelName(isa));
-          Problem p = make(rng, size[0], size[1], size[2], transA, transB);
+          Problem p =
+              make(rng, isa, size[0], size[1], size[2], transA, transB);
           std::vector<float> c(p.m * p.n, NAN);
           Packed packed(isa, p);
-          gemmPacked(transA, p.m, p.n, p.k, p.a.data(), p.lda(),
+          gemmPacked(transA, p.m, p.n, p.k, p.opA(), p.lda(),
                      PackedB{packed.data, p.k, p.n, isa}, 0, c.data(), p.n);
           expectProduct(p, c.data(), p.n, 0, p.n);
         }
@@ -125,7 +146,7 @@ TEST(GemmTest, PiecesOfAPackedB) {
   for (GemmIsa isa : isas())
     for (bool transB : {false, true}) {
       SCOPED_TRACE(gemmKernelName(isa));
-      Problem p = make(rng, 20, 250, 900, false, transB);
+      Problem p = make(rng, isa, 20, 250, 901, false, transB);
       Packed packed(isa, p);
       // Pieces of C's columns, as the session cuts them: each starts at a
       // panel; the last is narrower than one.
@@ -133,7 +154,7 @@ TEST(GemmTest, PiecesOfAPackedB) {
       std::vector<float> c(p.m * p.n, NAN);
       for (int64_t j0 = 0; j0 < p.n; j0 += step) {
         int64_t width = std::min<int64_t>(step, p.n - j0);
-        gemmPacked(false, p.m, width, p.k, p.a.data(), p.lda(),
+        gemmPacked(false, p.m, width, p.k, p.opA(), p.lda(),
                    PackedB{packed.data, p.k, p.n, isa}, j0, c.data() + j0,
                    p.n);
       }
@@ -156,8 +177,10 @@ TEST(GemmTest, EmptyProductIsZeros) {
 TEST(GemmTest, KernelsNameTheirInstructionSet) {
   EXPECT_STREQ(gemmKernelName(GemmIsa::Avx2), "avx2+fma 6x16");
   EXPECT_STREQ(gemmKernelName(GemmIsa::Avx512), "avx512f 8x48");
+  EXPECT_STREQ(gemmKernelName(GemmIsa::Avx512Bf16), "avx512bf16 8x48");
   EXPECT_EQ(gemmPanelColumns(GemmIsa::Avx2), 16);
   EXPECT_EQ(gemmPanelColumns(GemmIsa::Avx512), 48);
+  EXPECT_EQ(gemmPanelColumns(GemmIsa::Avx512Bf16), 48);
   // The kernels chosen here are the widest this CPU runs.
   const GemmIsa *chosen = flowGemmIsa();
   if (std::getenv("FLOW_GEMM") && std::string(std::getenv("FLOW_GEMM")) != "flow")
@@ -168,6 +191,12 @@ TEST(GemmTest, KernelsNameTheirInstructionSet) {
     ASSERT_TRUE(chosen && *chosen == GemmIsa::Avx2);
   else
     EXPECT_EQ(chosen, nullptr);
+  // bf16 operands: on AVX-512 BF16 where present, else the library.
+  const GemmIsa *bf16 = flowGemmIsa(/*bf16=*/true);
+  if (chosen && cpuRunsGemmIsa(GemmIsa::Avx512Bf16))
+    ASSERT_TRUE(bf16 && *bf16 == GemmIsa::Avx512Bf16);
+  else
+    EXPECT_EQ(bf16, nullptr);
 }
 
 } // namespace
