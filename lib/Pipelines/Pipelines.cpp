@@ -269,10 +269,15 @@ void mlir::flow::buildKernelLinalgPipeline(OpPassManager &pm) {
 }
 
 void mlir::flow::buildKernelBufferizePipeline(OpPassManager &pm) {
+  // The canonicalize before buffer-results-to-out-params folds a result
+  // that is a reshape of a reshape of its allocation (a row-tiled kernel
+  // whose unit dimensions were folded) back to the allocation, so that it
+  // becomes the out-parameter: else the kernel writes a buffer of its own,
+  // copies it, and cannot be split over workgroups.
   addPipeline(pm,
               "flow-record-kernel-abi,one-shot-bufferize{bufferize-function-"
               "boundaries function-boundary-type-conversion=identity-layout-"
-              "map},buffer-results-to-out-params{hoist-static-allocs},"
+              "map},canonicalize,buffer-results-to-out-params{hoist-static-allocs},"
               "scf-forall-to-parallel,flow-kernel-scratch,canonicalize,buffer-deallocation-pipeline,flow-copies-to-linalg,"
               "convert-linalg-to-parallel-loops,flow-distribute-workgroups,"
               "canonicalize,cse");

@@ -28,6 +28,25 @@ func.func private @softmax(%x: tensor<4x6x32xf32>) -> tensor<4x6x32xf32> attribu
 
 // -----
 
+// A leading dimension of one (batch-1 attention): tiling folds it away,
+// so the tile loop's result is reshaped back to the kernel's. The result
+// is still written in place (no buffer of its own, no copy), and the
+// workgroups still split the rows.
+// CHECK-LABEL: func.func private @softmax_batch_one
+// CHECK: scf.forall (%{{.*}}, %{{.*}}) in (12, 16) shared_outs
+// CHECK: tensor.expand_shape
+// BUF-LABEL: func.func private @softmax_batch_one
+// BUF-SAME: flow.max_workgroups = 12
+// BUF-NOT: memref.alloc(
+// BUF-NOT: memref.copy
+// BUF: return
+func.func private @softmax_batch_one(%x: tensor<1x12x16x16xf32>) -> tensor<1x12x16x16xf32> attributes {flow.kernel, flow.workgroup_extent = 12 : i64} {
+  %y = flow.softmax %x axis = 3 : tensor<1x12x16x16xf32>
+  return %y : tensor<1x12x16x16xf32>
+}
+
+// -----
+
 // A layer norm over the two trailing dimensions: tiles of one row of 4x8.
 // CHECK-LABEL: func.func private @layer_norm
 // CHECK: scf.forall (%{{.*}}) in (3) shared_outs
