@@ -39,9 +39,9 @@ namespace runtime {
 namespace detail {
 
 /// dlopen()s libdnnl.so.2 (null when absent). When this process has not
-/// loaded OpenMP yet and the user set no OMP_WAIT_POLICY, OpenMP starts
-/// with the passive policy: its threads sleep as soon as a convolution
-/// ends instead of spinning against Flow's pool.
+/// loaded OpenMP yet and the user set neither OMP_WAIT_POLICY nor
+/// GOMP_SPINCOUNT, OpenMP's threads spin after a convolution as long as
+/// Flow's pool spins between jobs (FLOW_SPIN_US), then sleep.
 void *openOneDnn();
 
 /// "oneDNN 2.6.3, nChw16c, Winograd for f32 3x3 stride-1

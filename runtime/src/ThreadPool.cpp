@@ -19,21 +19,6 @@ namespace {
 /// The pool whose job this thread is running, to detect nested loops.
 thread_local const ThreadPool *currentPool = nullptr;
 
-/// How long a thread spins for the next job, or for the workers to finish
-/// one, before it sleeps: FLOW_SPIN_US microseconds, 100 by default (0 on a
-/// machine shared with other busy processes: a sleeping thread is woken
-/// ahead of them, a spinning one waits its turn). Never when the pool has
-/// more threads than the process has hardware threads: a spinning thread
-/// would hold a core that a thread with work is waiting for.
-std::chrono::microseconds spinTime() {
-  const char *value = std::getenv("FLOW_SPIN_US");
-  char *end = nullptr;
-  long us = value ? std::strtol(value, &end, 10) : 100;
-  if (value && (end == value || *end != '\0' || us < 0))
-    us = 100; // not a count of microseconds: the default
-  return std::chrono::microseconds(std::min(us, 100000L));
-}
-
 inline void relax() {
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_ia32_pause();
@@ -72,6 +57,20 @@ private:
   const ThreadPool *saved;
 };
 } // namespace
+
+/// FLOW_SPIN_US: 0 on a machine shared with other busy processes (a
+/// sleeping thread is woken ahead of them, a spinning one waits its turn).
+/// Never when the pool has more threads than the process has hardware
+/// threads: a spinning thread would hold a core that a thread with work is
+/// waiting for.
+std::chrono::microseconds ThreadPool::spinTime() {
+  const char *value = std::getenv("FLOW_SPIN_US");
+  char *end = nullptr;
+  long us = value ? std::strtol(value, &end, 10) : 100;
+  if (value && (end == value || *end != '\0' || us < 0))
+    us = 100; // not a count of microseconds: the default
+  return std::chrono::microseconds(std::min(us, 100000L));
+}
 
 int ThreadPool::hardwareThreads() {
   // The CPUs this process may run on (a container or taskset may allow fewer

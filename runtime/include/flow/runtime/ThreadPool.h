@@ -57,6 +57,11 @@ public:
   /// The number of hardware threads this process may use (at least 1).
   static int hardwareThreads();
 
+  /// How long a pool's threads spin for the next job before they sleep,
+  /// when the pool has no more threads than hardwareThreads():
+  /// FLOW_SPIN_US microseconds (100 by default, at most 100000).
+  static std::chrono::microseconds spinTime();
+
 private:
   void workerLoop();
   /// Runs indices of the current job until none are left.
