@@ -153,41 +153,81 @@ static bool rowsStayLocal(
       return false;
     for (Operation *op : ops) {
       auto [memref, indices] = access(op);
-      // A view that keeps every row where it is (a rank-preserving subview
-      // taking all rows, as padding writes through) indexes rows as its
-      // source does; one that takes a single row (a row tile's slice of
-      // the result) selects the row by its offset.
+      if (!memref)
+        return false; // not a load or store
+      // The views from the buffer down to the accessed memref.
+      SmallVector<Operation *> views;
+      for (Value v = memref; v != buffer;) {
+        Operation *def = v.getDefiningOp();
+        if (!def || !isa<memref::SubViewOp, memref::CollapseShapeOp,
+                         memref::ExpandShapeOp>(def))
+          return false;
+        views.push_back(def);
+        v = def->getOperand(0);
+      }
+      // Follows the row dimension down the views. A view that keeps every
+      // row where it is (a rank-preserving subview taking all rows, as
+      // padding writes through) indexes rows as its source does; one that
+      // takes a single row (a row tile's slice of the result) selects the
+      // row by its offset; a reshape of unit dimensions (a row tile whose
+      // unit dimensions were folded) moves the row's position.
+      int64_t at = row;
       Value rowOffset;
-      while (memref && memref != buffer) {
-        auto view = memref.getDefiningOp<memref::SubViewOp>();
-        if (!view || view.getSourceType().getRank() !=
-                         view.getType().getRank())
-          return false;
-        ArrayRef<int64_t> offsets = view.getStaticOffsets(),
-                          sizes = view.getStaticSizes(),
-                          strides = view.getStaticStrides();
-        if (strides[row] != 1)
-          return false;
-        if (offsets[row] == 0 && sizes[row] == extent) {
-          memref = view.getSource();
+      for (Operation *def : llvm::reverse(views)) {
+        if (auto view = dyn_cast<memref::SubViewOp>(def)) {
+          if (view.getSourceType().getRank() != view.getType().getRank())
+            return false;
+          ArrayRef<int64_t> offsets = view.getStaticOffsets(),
+                            sizes = view.getStaticSizes(),
+                            strides = view.getStaticStrides();
+          if (strides[at] != 1)
+            return false;
+          if (offsets[at] == 0 && sizes[at] == extent)
+            continue;
+          auto offset = dyn_cast<Value>(view.getMixedOffsets()[at]);
+          if (rowOffset || !offset || sizes[at] != 1)
+            return false;
+          rowOffset = offset;
           continue;
         }
-        auto offset = dyn_cast<Value>(view.getMixedOffsets()[row]);
-        if (rowOffset || !offset || sizes[row] != 1)
+        // A reshape: the row must stay a whole dimension of its own (its
+        // group's other dimensions are units).
+        auto collapse = dyn_cast<memref::CollapseShapeOp>(def);
+        auto expand = dyn_cast<memref::ExpandShapeOp>(def);
+        MemRefType wide = collapse ? collapse.getSrcType()
+                                   : expand.getResultType();
+        SmallVector<ReassociationIndices> groups =
+            collapse ? collapse.getReassociationIndices()
+                     : expand.getReassociationIndices();
+        std::optional<int64_t> moved;
+        for (auto [g, group] : llvm::enumerate(groups)) {
+          bool holds = collapse ? llvm::is_contained(group, at)
+                                : int64_t(g) == at;
+          if (!holds)
+            continue;
+          for (int64_t d : group)
+            if (d != (collapse ? at : -1) && wide.getDimSize(d) != 1) {
+              if (collapse || moved)
+                return false;
+              moved = d;
+            }
+          if (collapse)
+            moved = g;
+          else if (!moved) // the row is one of the group's unit dimensions
+            return false;
+        }
+        if (!moved)
           return false;
-        rowOffset = offset;
-        memref = view.getSource();
+        at = *moved;
       }
-      if (memref != buffer)
-        return false; // not a load or store
       Operation *top = op;
       while (top->getBlock() != &body)
         top = top->getParentOp();
       Value iv = splitIV.lookup(top);
       if (!iv)
         return false;
-      if (rowOffset ? rowOffset != iv || !isAlwaysZero(indices[row])
-                    : indices[row] != iv)
+      if (rowOffset ? rowOffset != iv || !isAlwaysZero(indices[at])
+                    : indices[at] != iv)
         return false;
     }
   }

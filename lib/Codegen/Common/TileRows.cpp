@@ -121,18 +121,30 @@ std::optional<unsigned> paddedRows(func::FuncOp kernel) {
   return lead;
 }
 
+/// A returned value, or what folding unit dimensions reshaped into it.
+Value unfolded(Value value) {
+  if (auto expand = value.getDefiningOp<tensor::ExpandShapeOp>())
+    return expand.getSrc();
+  return value;
+}
+
 /// Tiles `kernel` by rows if it has the shape the pass takes; true if so.
+/// The tile's root is the op of the last result; the other results must be
+/// its producers (a layer norm's output and its cast to bf16), which the
+/// tile loop then yields too.
 bool tileFolded(func::FuncOp kernel) {
   auto ret = dyn_cast<func::ReturnOp>(kernel.getBody().front().getTerminator());
-  if (!ret || ret.getNumOperands() != 1)
+  if (!ret || ret.getNumOperands() == 0)
     return false;
-  // The result, or what folding unit dimensions reshaped into it.
-  Value value = ret.getOperand(0);
-  if (auto expand = value.getDefiningOp<tensor::ExpandShapeOp>())
-    value = expand.getSrc();
-  auto root = value.getDefiningOp<linalg::GenericOp>();
+  SmallVector<Value> results;
+  for (Value operand : ret.getOperands())
+    results.push_back(unfolded(operand));
+  auto root = results.back().getDefiningOp<linalg::GenericOp>();
   if (!root || root.getNumDpsInits() != 1)
     return false;
+  for (Value result : ArrayRef(results).drop_back())
+    if (!result.getDefiningOp<linalg::GenericOp>() || result == results.back())
+      return false;
   unsigned rank = root.getNumLoops();
   // Where rows end.
   std::optional<unsigned> rowEnd = reducedRows(kernel, root);
@@ -157,16 +169,34 @@ bool tileFolded(func::FuncOp kernel) {
   scf::SCFTileAndFuseOptions options;
   options.tilingOptions.setTileSizes(sizes).setLoopType(
       scf::SCFTilingOptions::LoopType::ForallOp);
+  // A producer that is also a result is yielded by the tile loop.
+  options.setFusionControlFn(
+      [&](tensor::ExtractSliceOp, OpResult producer, bool)
+          -> std::optional<scf::SCFTileAndFuseOptions::ControlFnResult> {
+        scf::SCFTileAndFuseOptions::ControlFnResult control;
+        control.yieldProducerReplacement =
+            llvm::is_contained(results, Value(producer));
+        return control;
+      });
   FailureOr<scf::SCFTileAndFuseResult> tiled =
       scf::tileConsumerAndFuseProducersUsingSCF(
           rewriter, cast<TilingInterface>(root.getOperation()), options);
   if (failed(tiled))
     return false;
-  Value result = root->getResult(0);
-  auto it = tiled->replacements.find(result);
-  if (it == tiled->replacements.end())
-    return false;
-  rewriter.replaceAllUsesWith(result, it->second);
+  SmallVector<std::pair<Value, Value>> replaced;
+  for (Value result : results) {
+    auto it = tiled->replacements.find(result);
+    if (it == tiled->replacements.end())
+      return false; // a result that is not the root's producer
+    replaced.push_back({result, it->second});
+  }
+  for (auto [result, replacement] : replaced)
+    rewriter.replaceAllUsesWith(result, replacement);
+  // A result's reshape back to the kernel's shape may have stood between
+  // its producer and the root: it now reads the tile loop, so it follows.
+  for (Value operand : ret.getOperands())
+    if (auto expand = operand.getDefiningOp<tensor::ExpandShapeOp>())
+      rewriter.moveOpBefore(expand, ret);
   // Every producer must have joined the tile: one left outside (a
   // concatenation's inserts, which tiling cannot fuse) would be a loop of
   // its own whose rows the tile reads at an offset, and the kernel could

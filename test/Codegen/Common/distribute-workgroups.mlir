@@ -169,3 +169,62 @@ func.func @other_rows(%in: memref<4x4xf32>, %out: memref<4x4xf32>) attributes {f
   memref.dealloc %tmp : memref<4x4xf32>
   return
 }
+
+// -----
+
+// A row tile whose unit dimensions were folded: the result is read back
+// (by a later loop of the tile) through a collapse of its unit dimension,
+// on the row the workgroup wrote, so the rows split.
+// CHECK-LABEL: func.func @folded_rows_read_back
+// CHECK-SAME: flow.max_workgroups = 4 : i64
+func.func @folded_rows_read_back(%in: memref<1x4x8xf32>, %out: memref<1x4x8xf32>, %cast: memref<1x4x8xbf16>) attributes {flow.kernel, flow.workgroup_extent = 4 : i64} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %c8 = arith.constant 8 : index
+  %src = memref.collapse_shape %in [[0, 1], [2]] : memref<1x4x8xf32> into memref<4x8xf32>
+  %dst = memref.collapse_shape %out [[0, 1], [2]] : memref<1x4x8xf32> into memref<4x8xf32>
+  %low = memref.collapse_shape %cast [[0, 1], [2]] : memref<1x4x8xbf16> into memref<4x8xbf16>
+  scf.parallel (%r) = (%c0) to (%c4) step (%c1) {
+    %row = memref.subview %dst[%r, 0] [1, 8] [1, 1] : memref<4x8xf32> to memref<1x8xf32, strided<[8, 1], offset: ?>>
+    scf.parallel (%j) = (%c0) to (%c8) step (%c1) {
+      %v = memref.load %src[%r, %j] : memref<4x8xf32>
+      memref.store %v, %row[%c0, %j] : memref<1x8xf32, strided<[8, 1], offset: ?>>
+      scf.reduce
+    }
+    scf.parallel (%j) = (%c0) to (%c8) step (%c1) {
+      %v = memref.load %row[%c0, %j] : memref<1x8xf32, strided<[8, 1], offset: ?>>
+      %t = arith.truncf %v : f32 to bf16
+      memref.store %t, %low[%r, %j] : memref<4x8xbf16>
+      scf.reduce
+    }
+    scf.reduce
+  }
+  return
+}
+
+// -----
+
+// A reshape that merges the rows with another dimension: a workgroup's
+// rows of the collapsed view are not its rows of the buffer, so the
+// kernel runs whole.
+// CHECK-LABEL: func.func @merged_rows_read_back
+// CHECK-SAME: flow.max_workgroups = 1 : i64
+func.func @merged_rows_read_back(%in: memref<4x2xf32>, %out: memref<4x2xf32>, %sum: memref<4x2xf32>) attributes {flow.kernel, flow.workgroup_extent = 4 : i64} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c4 = arith.constant 4 : index
+  %flat = memref.collapse_shape %out [[0, 1]] : memref<4x2xf32> into memref<8xf32>
+  scf.parallel (%r, %j) = (%c0, %c0) to (%c4, %c2) step (%c1, %c1) {
+    %v = memref.load %in[%r, %j] : memref<4x2xf32>
+    memref.store %v, %out[%r, %j] : memref<4x2xf32>
+    scf.reduce
+  }
+  scf.parallel (%r, %j) = (%c0, %c0) to (%c4, %c2) step (%c1, %c1) {
+    %v = memref.load %flat[%r] : memref<8xf32>
+    memref.store %v, %sum[%r, %j] : memref<4x2xf32>
+    scf.reduce
+  }
+  return
+}

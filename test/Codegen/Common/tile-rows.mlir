@@ -80,12 +80,13 @@ func.func private @safe_softmax(%x: tensor<4x8xf32>) -> tensor<4x8xf32> attribut
 // -----
 
 // Left alone: an element-wise kernel (one loop nest already), a kernel
-// whose result is the reduction itself, and one with two results.
+// whose result is the reduction itself, and one with two results where the
+// first is not computed on the way to the last.
 // CHECK-LABEL: func.func private @elementwise
 // CHECK-NOT: scf.forall
 // CHECK-LABEL: func.func private @row_sum
 // CHECK-NOT: scf.forall
-// CHECK-LABEL: func.func private @two_results
+// CHECK-LABEL: func.func private @two_apart
 // CHECK-NOT: scf.forall
 func.func private @elementwise(%x: tensor<4x32xf32>) -> tensor<4x32xf32> attributes {flow.kernel, flow.workgroup_extent = 4 : i64} {
   %e = flow.exp %x : tensor<4x32xf32>
@@ -96,10 +97,30 @@ func.func private @row_sum(%x: tensor<4x32xf32>) -> tensor<4xf32> attributes {fl
   %s = flow.reduce_sum %x [1] : tensor<4x32xf32> -> tensor<4xf32>
   return %s : tensor<4xf32>
 }
-func.func private @two_results(%x: tensor<4x32xf32>) -> (tensor<4x32xf32>, tensor<4x32xf32>) attributes {flow.kernel, flow.workgroup_extent = 4 : i64} {
+func.func private @two_apart(%x: tensor<4x32xf32>) -> (tensor<4x32xf32>, tensor<4x32xf32>) attributes {flow.kernel, flow.workgroup_extent = 4 : i64} {
   %e = flow.exp %x : tensor<4x32xf32>
-  %y = flow.softmax %e axis = 1 : tensor<4x32xf32>
+  %y = flow.softmax %x axis = 1 : tensor<4x32xf32>
   return %e, %y : tensor<4x32xf32>, tensor<4x32xf32>
+}
+
+// -----
+
+// Two results, the first computed on the way to the last (a layer norm
+// and its bf16 copy for the next GEMM, at batch 1): one tile loop yields
+// both, and both are written in place by every workgroup.
+// CHECK-LABEL: func.func private @norm_and_cast
+// CHECK: scf.forall (%{{.*}}) in (16) shared_outs(%{{.*}} = %{{.*}}, %{{.*}} = %{{.*}})
+// CHECK: tensor.parallel_insert_slice
+// CHECK: tensor.parallel_insert_slice
+// BUF-LABEL: func.func private @norm_and_cast
+// BUF-SAME: flow.max_workgroups = 16
+// BUF-NOT: memref.alloc(
+// BUF-NOT: memref.copy
+// BUF: return
+func.func private @norm_and_cast(%x: tensor<1x16x32xf32>, %w: tensor<32xf32>, %b: tensor<32xf32>) -> (tensor<1x16x32xf32>, tensor<1x16x32xbf16>) attributes {flow.kernel, flow.workgroup_extent = 16 : i64} {
+  %y = flow.layer_norm %x weight %w bias %b axis = 2 epsilon = 1.0e-05 : (tensor<1x16x32xf32>, tensor<32xf32>, tensor<32xf32>) -> tensor<1x16x32xf32>
+  %c = flow.cast %y : tensor<1x16x32xf32> to tensor<1x16x32xbf16>
+  return %y, %c : tensor<1x16x32xf32>, tensor<1x16x32xbf16>
 }
 
 // -----

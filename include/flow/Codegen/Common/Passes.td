@@ -116,9 +116,12 @@ def TileRowsPass : Pass<"flow-tile-rows", "ModuleOp"> {
     and fuses every producer into the tile (`scf.forall`): each row's
     maximum, sum and normalization then run while the row is in cache.
     Producers used by several ops of the tile are computed for each (an
-    element-wise prologue is cheap; a reduction is never split). Kernels
-    whose reductions do not combine trailing dimensions of the result's
-    shape, or with more than one result, are left as they are.
+    element-wise prologue is cheap; a reduction is never split). A kernel
+    with several results is tiled when the others are computed on the way
+    to the last (a layer norm and its bf16 copy for the next GEMM): the
+    tile loop yields them all. Kernels whose reductions do not combine
+    trailing dimensions of the result's shape, or whose results are apart,
+    are left as they are.
 
     A kernel that pads its input (a pooling window, a convolution computed
     in a kernel) is tiled the same way by its leading dimensions that every
