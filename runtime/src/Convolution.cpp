@@ -262,9 +262,11 @@ struct ConvSetup {
   int block = 16;
 };
 
-ConvSetup convSetup() {
+/// The setup for FLOW_CONV=\p choice (read when a session starts). Asks
+/// oneDNN (loading it) only when \p probe: a session asks at its first
+/// convolution, so that one without convolutions never loads it.
+ConvSetup convSetup(const std::string &choice, bool probe = true) {
   ConvSetup setup;
-  std::string choice = convChoice();
   if (!choice.empty() && choice != "library" && choice != "direct" &&
       choice != "reference") {
     static std::once_flag warned;
@@ -277,7 +279,7 @@ ConvSetup convSetup() {
   }
   setup.library = choice != "reference";
 #ifdef FLOW_HAVE_DNNL
-  if (const Dnnl *d = dnnl()) {
+  if (const Dnnl *d = probe ? dnnl() : nullptr) {
     // Winograd reads nChw16c; with it, every blocked buffer has that
     // layout. Measured on ResNet-50 (AVX-512): oneDNN's direct kernels
     // on nChw16c are level with its NHWC ones at batch 8 and up to 10%
@@ -345,7 +347,7 @@ void roundedToBf16(const float *src, float *dst, int64_t count) {
 } // namespace
 
 std::string detail::convLibrary() {
-  ConvSetup setup = convSetup();
+  ConvSetup setup = convSetup(convChoice());
 #ifdef FLOW_HAVE_DNNL
   if (const Dnnl *d = dnnl(); d && setup.library)
     return d->name + ", " + layoutName(setup.block) +
@@ -402,11 +404,19 @@ struct ConvRunner::Plan {
 #endif
 };
 
-ConvRunner::ConvRunner(int threads) : threads(std::max(1, threads)) {
-  ConvSetup setup = convSetup();
+ConvRunner::ConvRunner(int threads)
+    : threads(std::max(1, threads)), choice(convChoice()) {
+  library = convSetup(choice, /*probe=*/false).library;
+}
+
+void ConvRunner::configure() {
+  if (configured)
+    return;
+  ConvSetup setup = convSetup(choice);
   library = setup.library;
   winograd = setup.winograd;
   block = setup.block;
+  configured = true;
 }
 ConvRunner::~ConvRunner() = default;
 
@@ -657,6 +667,7 @@ bool execute(const ConvRunner::Plan &plan, dnnl_primitive_t prim,
 
 Status ConvRunner::run(const ConvCommand &cmd, const ConvBuffers &buffers,
                        bool filterIsConstant) {
+  configure();
   std::unique_ptr<Plan> &slot = plans[&cmd];
   if (!slot) {
     slot = std::make_unique<Plan>();

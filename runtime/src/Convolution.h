@@ -85,7 +85,13 @@ private:
   /// At least \p bytes of scratch memory, 64-byte aligned.
   float *scratch(size_t bytes);
 
+  /// Asks oneDNN for the settings below, at the first convolution.
+  void configure();
+
   int threads;
+  /// FLOW_CONV as the session started.
+  std::string choice;
+  bool configured = false;
   /// False with FLOW_CONV=reference.
   bool library = true;
   /// oneDNN's Winograd kernel for the f32 3x3 stride-1 convolutions it
