@@ -262,10 +262,10 @@ struct ConvSetup {
   int block = 16;
 };
 
-/// The setup for FLOW_CONV=\p choice (read when a session starts). Asks
-/// oneDNN (loading it) only when \p probe: a session asks at its first
-/// convolution, so that one without convolutions never loads it.
-ConvSetup convSetup(const std::string &choice, bool probe = true) {
+/// The setup for FLOW_CONV=\p choice (read when a session starts); a
+/// session asks at its first convolution, so that creating one probes no
+/// convolution kernels.
+ConvSetup convSetup(const std::string &choice) {
   ConvSetup setup;
   if (!choice.empty() && choice != "library" && choice != "direct" &&
       choice != "reference") {
@@ -279,7 +279,7 @@ ConvSetup convSetup(const std::string &choice, bool probe = true) {
   }
   setup.library = choice != "reference";
 #ifdef FLOW_HAVE_DNNL
-  if (const Dnnl *d = probe ? dnnl() : nullptr) {
+  if (const Dnnl *d = dnnl()) {
     // Winograd reads nChw16c; with it, every blocked buffer has that
     // layout. Measured on ResNet-50 (AVX-512): oneDNN's direct kernels
     // on nChw16c are level with its NHWC ones at batch 8 and up to 10%
@@ -405,9 +405,7 @@ struct ConvRunner::Plan {
 };
 
 ConvRunner::ConvRunner(int threads)
-    : threads(std::max(1, threads)), choice(convChoice()) {
-  library = convSetup(choice, /*probe=*/false).library;
-}
+    : threads(std::max(1, threads)), choice(convChoice()) {}
 
 void ConvRunner::configure() {
   if (configured)
