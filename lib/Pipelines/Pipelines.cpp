@@ -257,7 +257,7 @@ void mlir::flow::buildHostPipeline(OpPassManager &pm,
                       (options.bf16Convs ? "{bf16-convs=1}," : ",") +
                       (options.gemmEpilogues ? "flow-fuse-gemm-epilogues," : "") +
                       (options.convEpilogues ? "flow-fuse-conv-epilogues," : "") +
-                      "flow-choose-conv-layouts," +
+                      "flow-library-pools,flow-choose-conv-layouts," +
                       "flow-plan-memory{in-place=" +
                       (options.inPlace ? "1" : "0") + "}");
 }
@@ -662,6 +662,7 @@ void CompileReport::writeJson(raw_ostream &os) const {
       {"dispatches", executable.numDispatches},
       {"gemms", executable.numGemms},
       {"convs", executable.numConvs},
+      {"pools", executable.numPools},
       {"gemm_epilogues", executable.numGemmEpilogues},
       {"copies", executable.numCopies},
       {"arena_bytes", executable.arenaBytes},

@@ -149,6 +149,7 @@ private:
   FailureOr<flatbuffers::Offset<void>> dispatch(HostDispatchOp op);
   flatbuffers::Offset<void> gemm(HostGemmOp op);
   flatbuffers::Offset<void> conv(HostConvOp op);
+  flatbuffers::Offset<void> maxPool(HostMaxPoolOp op);
   FailureOr<flatbuffers::Offset<void>> collective(HostCollectiveOp op);
   void recordPlan(func::FuncOp func, HostArenaOp arena);
 
@@ -354,6 +355,27 @@ flatbuffers::Offset<void> FunctionWriter::conv(HostConvOp op) {
       .Union();
 }
 
+flatbuffers::Offset<void> FunctionWriter::maxPool(HostMaxPoolOp op) {
+  auto vec = [](ArrayRef<int64_t> a) {
+    return std::vector<int64_t>(a.begin(), a.end());
+  };
+  MemRefType in = op.getInput().getType(), out = op.getOut().getType();
+  std::vector<int64_t> inShape = vec(in.getShape()),
+                       outShape = vec(out.getShape()),
+                       kernel = vec(op.getKernel()),
+                       strides = vec(op.getStrides()),
+                       padding = vec(op.getPadding()),
+                       dilations = vec(op.getDilations());
+  fb::BufferRef input = ref(op.getInput()), output = ref(op.getOut());
+  // F32 or BF16: the verifier allows no other.
+  return fb::CreateMaxPoolDirect(
+             fbb, &inShape, &outShape, &kernel, &strides, &padding,
+             &dilations, &input, &output, op.getBlockedInput(),
+             op.getBlockedOutput(), *dtypeOf(in.getElementType()),
+             *dtypeOf(out.getElementType()))
+      .Union();
+}
+
 FailureOr<flatbuffers::Offset<void>>
 FunctionWriter::collective(HostCollectiveOp op) {
   MemRefType inType = op.getInput().getType(), outType = op.getOutput().getType();
@@ -464,6 +486,10 @@ FunctionWriter::write(func::FuncOp func) {
       commands.push_back(conv(c));
       commandTypes.push_back(fb::Command::Conv);
       ++stats.numConvs;
+    } else if (auto p = dyn_cast<HostMaxPoolOp>(op)) {
+      commands.push_back(maxPool(p));
+      commandTypes.push_back(fb::Command::MaxPool);
+      ++stats.numPools;
     } else if (auto copy = dyn_cast<HostCopyOp>(op)) {
       fb::BufferRef src = ref(copy.getSource()), dst = ref(copy.getTarget());
       commands.push_back(fb::CreateCopy(fbb, &src, &dst).Union());

@@ -74,6 +74,12 @@ public:
   /// Runs \p cmd; \p filterIsConstant lets its reordered weights be kept.
   Status run(const ConvCommand &cmd, const ConvBuffers &buffers,
              bool filterIsConstant);
+  /// Channels per block of this session's blocked buffers (16 or 8; 0:
+  /// NHWC), settled at the first call of this or run().
+  int layoutBlock() {
+    configure();
+    return block;
+  }
   /// What ran \p cmd ("jit:avx512_core", "reference"), empty before its
   /// first run.
   std::string kernel(const ConvCommand &cmd) const;

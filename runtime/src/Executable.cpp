@@ -178,10 +178,18 @@ private:
                           detail::CollectiveCommand &out);
   Status verifyConv(const std::string &ctx, const fbs::Conv &cmd,
                     detail::ConvCommand &out);
+  Status verifyMaxPool(const std::string &ctx, const fbs::MaxPool &cmd,
+                       detail::MaxPoolCommand &out);
   Status verifyPlacements(const std::string &ctx,
                           const flatbuffers::Vector<
                               flatbuffers::Offset<fbs::Placement>> *list,
                           std::vector<Placement> &out);
+  /// Checks a command's input and output refs (verifyRef) and that they
+  /// hold \p inBytes and \p outBytes.
+  Status verifyInOut(const std::string &ctx, const fbs::BufferRef *input,
+                     const fbs::BufferRef *output, uint64_t inBytes,
+                     uint64_t outBytes, detail::BufferRef &in,
+                     detail::BufferRef &out);
   /// Checks that \p ref lies inside its buffer; \p writable refs must not be
   /// in the input or constant space.
   Status verifyRef(const std::string &ctx, const std::string &what,
@@ -601,17 +609,10 @@ Status Checker::verifyCollective(const std::string &ctx,
       !mulOk(static_cast<uint64_t>(o.numElements()), dtypeSize(out.dtype),
              outBytes))
     return Status::error(ctx + ": tensors are too large");
-  if (Status s = verifyRef(ctx, "input", cmd.input(), false, out.input); !s)
+  if (Status s = verifyInOut(ctx, cmd.input(), cmd.output(), inBytes,
+                             outBytes, out.input, out.output);
+      !s)
     return s;
-  if (Status s = verifyRef(ctx, "output", cmd.output(), true, out.output); !s)
-    return s;
-  if (out.input.size != inBytes || out.output.size != outBytes)
-    return Status::error(ctx + ": buffers hold " +
-                         std::to_string(out.input.size) + " and " +
-                         std::to_string(out.output.size) +
-                         " bytes but the shapes need " +
-                         std::to_string(inBytes) + " and " +
-                         std::to_string(outBytes));
   return Status::ok();
 }
 
@@ -642,10 +643,33 @@ Status Checker::verifyCommand(const std::string &ctx, fbs::Command type,
     out = detail::ConvCommand();
     return verifyConv(ctx + " (conv)", *static_cast<const fbs::Conv *>(value),
                       std::get<detail::ConvCommand>(out));
+  case fbs::Command::MaxPool:
+    out = detail::MaxPoolCommand();
+    return verifyMaxPool(ctx + " (max_pool)",
+                         *static_cast<const fbs::MaxPool *>(value),
+                         std::get<detail::MaxPoolCommand>(out));
   default:
     return Status::error(ctx + " has unknown command type " +
                          std::to_string(static_cast<int>(type)));
   }
+}
+
+Status Checker::verifyInOut(const std::string &ctx,
+                            const fbs::BufferRef *input,
+                            const fbs::BufferRef *output, uint64_t inBytes,
+                            uint64_t outBytes, detail::BufferRef &in,
+                            detail::BufferRef &out) {
+  if (Status s = verifyRef(ctx, "input", input, false, in); !s)
+    return s;
+  if (Status s = verifyRef(ctx, "output", output, true, out); !s)
+    return s;
+  if (in.size != inBytes || out.size != outBytes)
+    return Status::error(ctx + ": buffers hold " + std::to_string(in.size) +
+                         " and " + std::to_string(out.size) +
+                         " bytes but the shapes need " +
+                         std::to_string(inBytes) + " and " +
+                         std::to_string(outBytes));
+  return Status::ok();
 }
 
 Status Checker::verifyRef(const std::string &ctx, const std::string &what,
@@ -878,26 +902,50 @@ Status Checker::verifyGemm(const std::string &ctx, const fbs::Gemm &cmd,
   return Status::ok();
 }
 
+/// Reads the vector \p name of a command into \p values: \p length
+/// entries, each within [\p low, 2^31).
+static Status readSizes(const std::string &ctx,
+                        const flatbuffers::Vector<int64_t> *v,
+                        const char *name, size_t length, int64_t low,
+                        std::vector<int64_t> &values) {
+  if (!isAligned(v))
+    return misaligned(ctx + ": " + name);
+  if (!v || v->size() != length)
+    return Status::error(ctx + ": " + name + " needs " +
+                         std::to_string(length) + " entries, has " +
+                         std::to_string(v ? v->size() : 0));
+  values.assign(v->begin(), v->end());
+  for (int64_t x : values)
+    if (x < low || x > INT_MAX)
+      return Status::error(ctx + ": " + name + " entry " + std::to_string(x) +
+                           " is out of range [" + std::to_string(low) + ", " +
+                           std::to_string(INT_MAX) + "]");
+  return Status::ok();
+}
+
+/// The extent of a window's output along one axis: \p size with padding
+/// \p before and \p after, rounded down (or up with \p ceil, dropping a
+/// window that would start in the end padding).
+static int64_t windowExtent(int64_t size, int64_t before, int64_t after,
+                            int64_t dilation, int64_t kernel, int64_t stride,
+                            bool ceil = false) {
+  int64_t span = size + before + after - dilation * (kernel - 1) - 1;
+  if (span < 0)
+    return 0;
+  int64_t out = span / stride + 1;
+  if (ceil) {
+    out = (span + stride - 1) / stride + 1;
+    if ((out - 1) * stride >= size + before)
+      --out;
+  }
+  return out;
+}
+
 Status Checker::verifyConv(const std::string &ctx, const fbs::Conv &cmd,
                            detail::ConvCommand &out) {
-  // Every vector: its length, and each entry within [low, 2^31).
   auto read = [&](const flatbuffers::Vector<int64_t> *v, const char *name,
-                  size_t length, int64_t low,
-                  std::vector<int64_t> &values) -> Status {
-    if (!isAligned(v))
-      return misaligned(ctx + ": " + name);
-    if (!v || v->size() != length)
-      return Status::error(ctx + ": " + name + " needs " +
-                           std::to_string(length) + " entries, has " +
-                           std::to_string(v ? v->size() : 0));
-    values.assign(v->begin(), v->end());
-    for (int64_t x : values)
-      if (x < low || x > INT_MAX)
-        return Status::error(ctx + ": " + name + " entry " +
-                             std::to_string(x) + " is out of range [" +
-                             std::to_string(low) + ", " +
-                             std::to_string(INT_MAX) + "]");
-    return Status::ok();
+                  size_t length, int64_t low, std::vector<int64_t> &values) {
+    return readSizes(ctx, v, name, length, low, values);
   };
   std::vector<int64_t> in, filter, outShape, strides, padding, dilations;
   for (Status s :
@@ -925,16 +973,11 @@ Status Checker::verifyConv(const std::string &ctx, const fbs::Conv &cmd,
                          " output channels with " +
                          std::to_string(filter[1]) +
                          " input channels per filter");
-  auto extent = [](int64_t size, int64_t before, int64_t after,
-                   int64_t dilation, int64_t kernel, int64_t stride) {
-    int64_t span = size + before + after - dilation * (kernel - 1) - 1;
-    return span < 0 ? int64_t(0) : span / stride + 1;
-  };
   if (outShape[0] != out.n || outShape[1] != out.o ||
-      out.oh != extent(out.h, out.padTop, out.padBottom, out.dilationH,
-                       out.kh, out.strideH) ||
-      out.ow != extent(out.w, out.padLeft, out.padRight, out.dilationW,
-                       out.kw, out.strideW))
+      out.oh != windowExtent(out.h, out.padTop, out.padBottom, out.dilationH,
+                             out.kh, out.strideH) ||
+      out.ow != windowExtent(out.w, out.padLeft, out.padRight, out.dilationW,
+                             out.kw, out.strideW))
     return Status::error(ctx + ": output_shape does not follow from the "
                                "input, filter, strides, padding and "
                                "dilations");
@@ -1028,6 +1071,90 @@ Status Checker::verifyConv(const std::string &ctx, const fbs::Conv &cmd,
   for (auto [blocked, ref, name] :
        {std::tuple{out.blockedInput, &out.input, "input"},
         {out.blockedResidual, &out.residual, "residual"},
+        {out.blockedOutput, &out.output, "output"}})
+    if (blocked && ref->space != detail::Space::Arena)
+      return Status::error(ctx + ": the blocked " + std::string(name) +
+                           " is not a transient (arena) buffer");
+  return Status::ok();
+}
+
+Status Checker::verifyMaxPool(const std::string &ctx,
+                              const fbs::MaxPool &cmd,
+                              detail::MaxPoolCommand &out) {
+  std::vector<int64_t> in, outShape, kernel, strides, padding, dilations;
+  for (Status s : {readSizes(ctx, cmd.input_shape(), "input_shape", 4, 1, in),
+                   readSizes(ctx, cmd.output_shape(), "output_shape", 4, 1,
+                             outShape),
+                   readSizes(ctx, cmd.kernel(), "kernel", 2, 1, kernel),
+                   readSizes(ctx, cmd.strides(), "strides", 2, 1, strides),
+                   readSizes(ctx, cmd.padding(), "padding", 4, 0, padding),
+                   readSizes(ctx, cmd.dilations(), "dilations", 2, 1,
+                             dilations)})
+    if (!s)
+      return s;
+  out.n = in[0], out.c = in[1], out.h = in[2], out.w = in[3];
+  out.oh = outShape[2], out.ow = outShape[3];
+  out.kh = kernel[0], out.kw = kernel[1];
+  out.strideH = strides[0], out.strideW = strides[1];
+  out.dilationH = dilations[0], out.dilationW = dilations[1];
+  out.padTop = padding[0], out.padLeft = padding[1];
+  // Every window holds a real element: padding is smaller than the window
+  // (whose span fits in 2^31 with both factors below it), and the output
+  // is the floor or ceil count.
+  for (int i = 0; i < 4; ++i)
+    if (padding[i] >= dilations[i % 2] * (kernel[i % 2] - 1) + 1)
+      return Status::error(ctx + ": padding " + std::to_string(padding[i]) +
+                           " is not smaller than the window");
+  // Both axes rounded down, or both up (ceil mode).
+  auto fitsWith = [&](bool ceil) {
+    for (int axis = 0; axis < 2; ++axis)
+      if (outShape[2 + axis] !=
+          windowExtent(in[2 + axis], padding[axis], padding[axis + 2],
+                       dilations[axis], kernel[axis], strides[axis], ceil))
+        return false;
+    return outShape[0] == out.n && outShape[1] == out.c;
+  };
+  if (!fitsWith(false) && !fitsWith(true))
+    return Status::error(ctx + ": output_shape does not follow from the "
+                               "input, kernel, strides, padding and "
+                               "dilations");
+  out.blockedInput = cmd.blocked_input();
+  out.blockedOutput = cmd.blocked_output();
+  if ((out.blockedInput || out.blockedOutput) && out.c % 16)
+    return Status::error(ctx + ": a blocked tensor needs a multiple of 16 "
+                               "channels");
+  for (auto [dtype, blocked, name, isBf16] :
+       {std::tuple{cmd.input_dtype(), out.blockedInput, "input",
+                   &out.inputBf16},
+        {cmd.output_dtype(), out.blockedOutput, "output", &out.outputBf16}}) {
+    *isBf16 = dtype == fbs::DType::BF16;
+    if (dtype != fbs::DType::F32 && !(*isBf16 && blocked))
+      return Status::error(ctx + ": the " + name + " holds " +
+                           fbs::EnumNameDType(dtype) +
+                           " elements; a pool's tensors are F32, or BF16 "
+                           "when blocked");
+  }
+  uint64_t inBytes = out.inputBf16 ? 2 : 4, outBytes = out.outputBf16 ? 2 : 4;
+  for (int64_t d : in)
+    if (!mulOk(inBytes, static_cast<uint64_t>(d), inBytes))
+      return Status::error(ctx + ": tensor sizes overflow");
+  for (int64_t d : outShape)
+    if (!mulOk(outBytes, static_cast<uint64_t>(d), outBytes))
+      return Status::error(ctx + ": tensor sizes overflow");
+  if (inBytes > kMaxBufferBytes || outBytes > kMaxBufferBytes)
+    return Status::error(ctx + ": tensor sizes overflow");
+  if (Status s = verifyInOut(ctx, cmd.input(), cmd.output(), inBytes,
+                             outBytes, out.input, out.output);
+      !s)
+    return s;
+  for (auto [ref, name] : {std::pair{&out.input, "input"},
+                           std::pair{&out.output, "output"}})
+    if (ref->offset % 4)
+      return Status::error(ctx + ": " + std::string(name) + " offset " +
+                           std::to_string(ref->offset) +
+                           " is not a multiple of 4");
+  for (auto [blocked, ref, name] :
+       {std::tuple{out.blockedInput, &out.input, "input"},
         {out.blockedOutput, &out.output, "output"}})
     if (blocked && ref->space != detail::Space::Arena)
       return Status::error(ctx + ": the blocked " + std::string(name) +

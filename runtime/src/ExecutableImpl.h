@@ -97,8 +97,21 @@ struct ConvCommand {
   BufferRef input, filter, bias, residual, output;
 };
 
+/// Max pooling next to the convolution library (shapes, sizes and layouts
+/// checked at load): input [n, c, h, w], output [n, c, oh, ow].
+struct MaxPoolCommand {
+  int64_t n = 0, c = 0, h = 0, w = 0, oh = 0, ow = 0, kh = 0, kw = 0;
+  int64_t strideH = 1, strideW = 1, dilationH = 1, dilationW = 1;
+  int64_t padTop = 0, padLeft = 0;
+  /// Held in the runtime's convolution layout (runtime/src/Convolution.h),
+  /// and then possibly bf16 (else f32, NCHW).
+  bool blockedInput = false, blockedOutput = false;
+  bool inputBf16 = false, outputBf16 = false;
+  BufferRef input, output;
+};
+
 using Command = std::variant<DispatchCommand, GemmCommand, CopyCommand,
-                             CollectiveCommand, ConvCommand>;
+                             CollectiveCommand, ConvCommand, MaxPoolCommand>;
 
 struct Function {
   std::vector<Command> commands;

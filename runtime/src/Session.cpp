@@ -17,6 +17,7 @@
 
 #include "ExecutableImpl.h"
 #include "Gemm.h"
+#include "Pooling.h"
 #include "flow/runtime/Blas.h"
 #include "flow/runtime/ThreadPool.h"
 
@@ -111,6 +112,19 @@ std::string describeConv(const detail::ConvCommand &c) {
   return s;
 }
 
+/// "max_pool 1x64x112x112, 3x3 / 2".
+std::string describeMaxPool(const detail::MaxPoolCommand &c) {
+  std::string s = std::to_string(c.n) + "x" + std::to_string(c.c) + "x" +
+                  std::to_string(c.h) + "x" + std::to_string(c.w) + ", " +
+                  std::to_string(c.kh) + "x" + std::to_string(c.kw);
+  if (c.strideH != 1 || c.strideW != 1)
+    s += " / " + (c.strideH == c.strideW
+                      ? std::to_string(c.strideH)
+                      : std::to_string(c.strideH) + "x" +
+                            std::to_string(c.strideW));
+  return s;
+}
+
 /// The buffers of one call.
 struct Frame {
   const std::vector<ConstBuffer> &inputs;
@@ -183,6 +197,9 @@ Status checkCommand(const Executable::Impl &impl, const std::string &function,
     // index is in the buffer's layout).
     return check(c->output, c->outputBf16 ? DType::BF16 : DType::F32,
                  "conv " + describeConv(*c));
+  } else if (const auto *p = std::get_if<detail::MaxPoolCommand>(&command)) {
+    return check(p->output, p->outputBf16 ? DType::BF16 : DType::F32,
+                 "max_pool " + describeMaxPool(*p));
   }
   return Status::ok();
 }
@@ -584,6 +601,10 @@ std::vector<Session::CommandProfile> Session::profile() const {
       } else if (const auto *c = std::get_if<detail::ConvCommand>(&command)) {
         p.kind = "conv";
         p.what = describeConv(*c) + " [" + convs->kernel(*c) + "]";
+      } else if (const auto *m =
+                     std::get_if<detail::MaxPoolCommand>(&command)) {
+        p.kind = "max_pool";
+        p.what = describeMaxPool(*m);
       } else if (const auto *c = std::get_if<detail::CopyCommand>(&command)) {
         p.kind = "copy";
         p.what = std::to_string(c->src.size) + " bytes";
@@ -755,6 +776,11 @@ Status Session::run(size_t function, const std::vector<ConstBuffer> &inputs,
                                 conv->filter.space == detail::Space::Constant);
           !s)
         return Status::error("function '" + sig.name + "': " + s.message());
+    } else if (const auto *mp =
+                   std::get_if<detail::MaxPoolCommand>(&command)) {
+      detail::runMaxPool(*mp, frame.pointer(mp->input),
+                         frame.pointer(mp->output), convs->layoutBlock(),
+                         *pool);
     } else if (const auto *col =
                    std::get_if<detail::CollectiveCommand>(&command)) {
       StatusOr<Group *> g = group(col->meshAxes);

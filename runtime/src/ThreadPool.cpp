@@ -122,13 +122,20 @@ void ThreadPool::parallelFor(int64_t n,
     job = &fn;
     jobSize = n;
     nextIndex.store(0, std::memory_order_relaxed);
-    busyWorkers.store(workers.size());
+    busyWorkers.store(0);
+    open = true;
     // Publishes the job to spinning workers (they read it after seeing the
     // new generation) and to sleeping ones (under the mutex).
     generation.fetch_add(1);
   }
   wakeWorkers.notify_all();
   work();
+  {
+    // Every index is handed out: workers that have not joined yet never
+    // will; the ones that did may still be running theirs.
+    std::lock_guard<std::mutex> lock(mutex);
+    open = false;
+  }
   if (!spinUntil(spin, [&] { return busyWorkers.load() == 0; })) {
     std::unique_lock<std::mutex> lock(mutex);
     jobDone.wait(lock, [&] { return busyWorkers.load() == 0; });
@@ -154,9 +161,16 @@ void ThreadPool::workerLoop() {
     }
     if (stopping.load())
       return;
-    seen = generation.load();
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      seen = generation.load();
+      // The caller ran the job to its end without this worker.
+      if (!open)
+        continue;
+      busyWorkers.fetch_add(1);
+    }
     // job and jobSize were written before generation changed, and stay put
-    // until every worker has reported back.
+    // until every worker that joined has reported back.
     work();
     if (busyWorkers.fetch_sub(1) == 1) {
       // Under the mutex, so that a caller between its check and its wait

@@ -172,12 +172,67 @@ def test_host_schedule_fuses_and_blocks():
     assert sum("residual(" in c and "relu" in c for c in convs) == 3, convs
     # ReLUs: the stem's, two inside each block, and the three above.
     assert sum("relu" in c for c in convs) == 1 + 4 * 2 + 3, convs
-    # Activations between convolutions are blocked; the stem reads the
+    # Activations between convolutions are blocked, and so are the stem
+    # pool's, which the runtime runs in their layout; the stem reads the
     # caller's plain input and the last block writes the plain buffer the
     # mean reads.
-    assert "blocked_input" not in convs[0] and "blocked_output" not in convs[0]
+    assert "blocked_input" not in convs[0] and "blocked_output" in convs[0]
     assert sum("blocked_input" in c for c in convs) >= 9, convs
-    assert "flow.host.dispatch" in host  # pooling, mean, classifier's bias
+    pools = [line for line in host.splitlines() if "flow.host.max_pool" in line]
+    assert len(pools) == 1 and "blocked_input, blocked_output" in pools[0], pools
+    assert "flow.host.dispatch" in host  # mean, classifier's bias
+
+
+class _Pools(torch.nn.Module):
+    """Convolutions with max pools between them: every window shape the
+    pools allow (stride, padding, dilation, ceil mode, two pools in a row),
+    on blocked buffers (32 channels) and plain ones (24)."""
+
+    def __init__(self):
+        super().__init__()
+        self.a = torch.nn.Conv2d(3, 32, 3, padding=1)
+        self.p1 = torch.nn.MaxPool2d(3, 2, padding=1)
+        self.b = torch.nn.Conv2d(32, 32, 1)
+        self.p2 = torch.nn.MaxPool2d(2, 2, ceil_mode=True)
+        self.p3 = torch.nn.MaxPool2d((3, 2), (1, 2), padding=(1, 1),
+                                     dilation=(2, 1))
+        self.c = torch.nn.Conv2d(32, 24, 3, padding=1)
+        self.p4 = torch.nn.MaxPool2d(3, 1, padding=1)
+        self.d = torch.nn.Conv2d(24, 16, 1)
+
+    def forward(self, x):
+        y = self.p1(torch.relu(self.a(x)))
+        y = self.p3(self.p2(torch.relu(self.b(y))))
+        y = self.p4(self.c(y))
+        return self.d(y)
+
+
+@pytest.mark.parametrize("path", ["", "direct", "reference"])
+def test_pools_between_convolutions(path, tmp_path):
+    """The runtime's max pools on the convolutions' layout (nChw16c with
+    Winograd or on Flow's reference path; NHWC for oneDNN's direct kernels
+    on AVX-512) and on plain buffers, against eager."""
+    torch.manual_seed(4)
+    model = _Pools().eval()
+    x = torch.randn(2, 3, 23, 21)
+    compiled = flow.compile(model, (x,),
+                            parameters=tmp_path / "w.safetensors")
+    fbin = tmp_path / "m.fbin"
+    fbin.write_bytes(compiled.module.executable)
+    np.save(tmp_path / "x.npy", x.numpy())
+    env = dict(os.environ)
+    env.pop("FLOW_CONV", None)
+    if path:
+        env["FLOW_CONV"] = path
+    proc = subprocess.run(
+        [str(tool("flow-run")), str(fbin), f"--input={tmp_path / 'x.npy'}",
+         f"--output-dir={tmp_path / 'out'}", "--iterations=1", "--profile"],
+        capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    # All four pools ran on the runtime, none as a kernel.
+    assert proc.stdout.count(" max_pool ") == 4 + 1, proc.stdout
+    assert " dispatch " not in proc.stdout, proc.stdout
+    _check([np.load(tmp_path / "out" / "result_0.npy")], [model(x)])
 
 
 def test_bad_conv_option():

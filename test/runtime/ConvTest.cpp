@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "FbinBuilder.h"
+#include "TestValues.h"
 
 #include "flow/runtime/Blas.h"
 #include "flow/runtime/Session.h"
@@ -63,26 +64,6 @@ std::vector<float> direct(const Shape &s, const std::vector<float> &x,
           out[i] = relu ? std::max(float(acc), 0.0f) : float(acc);
         }
   return out;
-}
-
-std::vector<float> randoms(size_t n, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> d(-1.0f, 1.0f);
-  std::vector<float> v(n);
-  for (float &x : v)
-    x = d(rng);
-  return v;
-}
-
-/// \p v rounded to bf16 (nearest, ties to even), as f32.
-std::vector<float> roundedToBf16(std::vector<float> v) {
-  for (float &x : v) {
-    uint32_t word;
-    std::memcpy(&word, &x, sizeof word);
-    word = (word + 0x7fffu + ((word >> 16) & 1)) & 0xffff0000u;
-    std::memcpy(&x, &word, sizeof x);
-  }
-  return v;
 }
 
 std::vector<float> magnitudes(std::vector<float> v) {

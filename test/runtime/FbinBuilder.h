@@ -106,8 +106,18 @@ struct ConvSpec {
         outputDtype = DType::F32;
 };
 
-using CommandSpec = std::variant<DispatchSpec, GemmSpec, CopySpec,
-                                 RawCommandSpec, CollectiveSpec, ConvSpec>;
+struct MaxPoolSpec {
+  std::vector<int64_t> inputShape, outputShape;
+  std::vector<int64_t> kernel = {1, 1}, strides = {1, 1},
+                       padding = {0, 0, 0, 0}, dilations = {1, 1};
+  std::optional<RefSpec> input, output;
+  bool blockedInput = false, blockedOutput = false;
+  DType inputDtype = DType::F32, outputDtype = DType::F32;
+};
+
+using CommandSpec =
+    std::variant<DispatchSpec, GemmSpec, CopySpec, RawCommandSpec,
+                 CollectiveSpec, ConvSpec, MaxPoolSpec>;
 
 struct FunctionSpec {
   std::optional<std::string> name;
@@ -233,6 +243,17 @@ inline std::vector<uint8_t> build(const ExecutableSpec &spec) {
                 c->blockedOutput, c->bf16,
                 static_cast<fbs::DType>(c->inputDtype),
                 static_cast<fbs::DType>(c->residualDtype),
+                static_cast<fbs::DType>(c->outputDtype))
+                .Union());
+      } else if (const auto *c = std::get_if<MaxPoolSpec>(&command)) {
+        fbs::BufferRef in, out;
+        commandTypes.push_back(fbs::Command::MaxPool);
+        commands.push_back(
+            fbs::CreateMaxPoolDirect(
+                fbb, &c->inputShape, &c->outputShape, &c->kernel,
+                &c->strides, &c->padding, &c->dilations, ref(c->input, in),
+                ref(c->output, out), c->blockedInput, c->blockedOutput,
+                static_cast<fbs::DType>(c->inputDtype),
                 static_cast<fbs::DType>(c->outputDtype))
                 .Union());
       } else {

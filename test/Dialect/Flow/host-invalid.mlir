@@ -212,3 +212,35 @@ func.func @conv_bf16_filter(%x: memref<1x16x4x4xbf16>, %w: memref<16x16x1x1xbf16
   flow.host.conv %x, %w -> %o strides = [1, 1] padding = [0, 0, 0, 0] dilations = [1, 1] groups = 1 {bf16, blocked_input} : memref<1x16x4x4xbf16>, memref<16x16x1x1xbf16> -> memref<1x16x4x4xf32>
   return
 }
+
+// -----
+
+func.func @max_pool_shape(%x: memref<1x16x8x8xf32>, %o: memref<1x16x3x4xf32>) {
+  // expected-error @+1 {{writes 'memref<1x16x3x4xf32>' but the window gives 1x16x4x4}}
+  flow.host.max_pool %x -> %o kernel = [3, 3] strides = [2, 2] padding = [1, 1, 1, 1] dilations = [1, 1] : memref<1x16x8x8xf32> -> memref<1x16x3x4xf32>
+  return
+}
+
+// -----
+
+func.func @max_pool_padding(%x: memref<1x16x8x8xf32>, %o: memref<1x16x5x5xf32>) {
+  // expected-error @+1 {{padding 2 is not smaller than the window}}
+  flow.host.max_pool %x -> %o kernel = [2, 2] strides = [2, 2] padding = [2, 2, 0, 0] dilations = [1, 1] : memref<1x16x8x8xf32> -> memref<1x16x5x5xf32>
+  return
+}
+
+// -----
+
+func.func @max_pool_bf16(%x: memref<1x16x8x8xbf16>, %o: memref<1x16x4x4xf32>) {
+  // expected-error @+1 {{pools f32 buffers (bf16 where blocked), got 'memref<1x16x8x8xbf16>'}}
+  flow.host.max_pool %x -> %o kernel = [2, 2] strides = [2, 2] padding = [0, 0, 0, 0] dilations = [1, 1] : memref<1x16x8x8xbf16> -> memref<1x16x4x4xf32>
+  return
+}
+
+// -----
+
+func.func @max_pool_blocked(%x: memref<1x8x8x8xf32>, %o: memref<1x8x4x4xf32>) {
+  // expected-error @+1 {{a blocked buffer needs a multiple of 16 channels}}
+  flow.host.max_pool %x -> %o kernel = [2, 2] strides = [2, 2] padding = [0, 0, 0, 0] dilations = [1, 1] {blocked_output} : memref<1x8x8x8xf32> -> memref<1x8x4x4xf32>
+  return
+}

@@ -1306,6 +1306,53 @@ LogicalResult HostConvOp::verify() {
   return success();
 }
 
+LogicalResult HostMaxPoolOp::verify() {
+  MemRefType x = getInput().getType(), out = getOut().getType();
+  // f32, or bf16 where the buffer is blocked (only the runtime's
+  // convolution layout holds bf16); the two may differ.
+  for (auto [type, blocked] : {std::pair{x, getBlockedInput()},
+                               std::pair{out, getBlockedOutput()}}) {
+    Type elt = type.getElementType();
+    if (!elt.isF32() && !(elt.isBF16() && blocked))
+      return emitOpError() << "pools f32 buffers (bf16 where blocked), got "
+                           << type;
+    if (failed(verifyIdentityLayout(*this, type)))
+      return failure();
+  }
+  if (x.getRank() != 4 || out.getRank() != 4)
+    return emitOpError() << "needs rank-4 input and output, got " << x
+                         << " -> " << out;
+  Reporter report{getLoc()};
+  ArrayRef<int64_t> kernel = getKernel(), strides = getStrides(),
+                    padding = getPadding(), dilations = getDilations();
+  if (failed(checkWindow(kernel, strides, padding, dilations, report)))
+    return failure();
+  for (int i = 0; i < 4; ++i)
+    if (padding[i] >= dilations[i % 2] * (kernel[i % 2] - 1) + 1)
+      return emitOpError() << "padding " << padding[i]
+                           << " is not smaller than the window";
+  ArrayRef<int64_t> xs = x.getShape();
+  SmallVector<SmallVector<int64_t>> allowed;
+  for (bool ceilMode : {false, true}) {
+    FailureOr<std::pair<int64_t, int64_t>> hw = windowOutputHW(
+        xs, kernel, strides, padding, dilations, ceilMode, report);
+    if (failed(hw))
+      return failure();
+    allowed.push_back({xs[0], xs[1], hw->first, hw->second});
+  }
+  if (out.getShape() != ArrayRef<int64_t>(allowed[0]) &&
+      out.getShape() != ArrayRef<int64_t>(allowed[1]))
+    return emitOpError() << "writes " << out << " but the window gives "
+                         << shapeStr(allowed[0])
+                         << (allowed[0] == allowed[1]
+                                 ? std::string()
+                                 : " (or " + shapeStr(allowed[1]) +
+                                       " in ceil mode)");
+  if ((getBlockedInput() || getBlockedOutput()) && xs[1] % 16)
+    return emitOpError() << "a blocked buffer needs a multiple of 16 channels";
+  return success();
+}
+
 LogicalResult HostCopyOp::verify() {
   if (storageBytes(getSource().getType()) !=
       storageBytes(getTarget().getType()))
@@ -1430,8 +1477,8 @@ int64_t mlir::flow::storageBytes(ShapedType type) {
 }
 
 bool mlir::flow::isHostCommand(Operation *op) {
-  return isa<HostDispatchOp, HostGemmOp, HostConvOp, HostCopyOp,
-             HostCollectiveOp>(op);
+  return isa<HostDispatchOp, HostGemmOp, HostConvOp, HostMaxPoolOp,
+             HostCopyOp, HostCollectiveOp>(op);
 }
 
 Operation *mlir::flow::previousHostCommand(Operation *op) {

@@ -18,9 +18,11 @@ using namespace mlir;
 using namespace mlir::flow;
 
 /// True if every use of `buffer` is a convolution's input, residual or
-/// output (never its filter or bias).
-static bool onlyConvolutionsTouch(Value buffer) {
+/// output (never its filter or bias), or a library pool's input or output.
+static bool onlyLibraryTouches(Value buffer) {
   for (OpOperand &use : buffer.getUses()) {
+    if (isa<HostMaxPoolOp>(use.getOwner()))
+      continue;
     auto conv = dyn_cast<HostConvOp>(use.getOwner());
     if (!conv || (use.get() != conv.getInput() &&
                   use.get() != conv.getResidual() &&
@@ -40,7 +42,7 @@ struct ChooseConvLayoutsPass
     getOperation().walk([&](HostAllocOp alloc) {
       MemRefType type = alloc.getType();
       if (type.getRank() == 4 && type.getElementType().isF32() &&
-          type.getDimSize(1) % 16 == 0 && onlyConvolutionsTouch(alloc)) {
+          type.getDimSize(1) % 16 == 0 && onlyLibraryTouches(alloc)) {
         blocked.insert(alloc.getResult());
         ++numBlocked;
       }
@@ -51,13 +53,22 @@ struct ChooseConvLayoutsPass
                               blocked.contains(conv.getResidual()));
       conv.setBlockedOutput(blocked.contains(conv.getOut()));
     });
-    // Blocked buffers that only bf16 convolutions touch hold bf16: they
-    // read it rounded to bf16 anyway. Set after the marks above, which the
-    // verifier asks of a bf16 buffer.
+    getOperation().walk([&](HostMaxPoolOp pool) {
+      pool.setBlockedInput(blocked.contains(pool.getInput()));
+      pool.setBlockedOutput(blocked.contains(pool.getOut()));
+    });
+    // Blocked buffers that bf16 convolutions use, and nothing else but
+    // pools, hold bf16: the convolutions read it rounded to bf16 anyway,
+    // and a pool's maximum of bf16 values is one of them. Set after the
+    // marks above, which the verifiers ask of a bf16 buffer.
     for (Value buffer : blocked) {
-      if (!llvm::all_of(buffer.getUsers(), [](Operation *user) {
-            return cast<HostConvOp>(user).getBf16();
-          }))
+      bool bf16Conv = false, onlyBf16 = true;
+      for (Operation *user : buffer.getUsers())
+        if (auto conv = dyn_cast<HostConvOp>(user)) {
+          bf16Conv = true;
+          onlyBf16 = onlyBf16 && conv.getBf16();
+        }
+      if (!bf16Conv || !onlyBf16)
         continue;
       auto type = cast<MemRefType>(buffer.getType());
       buffer.setType(MemRefType::get(type.getShape(),

@@ -11,6 +11,8 @@
 // short while before it sleeps: a model's commands follow each other within
 // microseconds, and waking a sleeping thread costs tens of them
 // (FLOW_SPIN_US, read when a pool is made: 100 by default, 0 sleeps at once).
+// A job waits only for the workers that joined it before its last index was
+// handed out: one that wakes later skips it.
 // A pool with more threads than the process has hardware threads never
 // spins.
 //
@@ -83,7 +85,12 @@ private:
   /// Bumped (under the mutex) for every job; a worker runs each generation
   /// once. Read without the mutex by spinning workers.
   std::atomic<uint64_t> generation{0};
-  /// Workers that have not yet finished the current generation.
+  /// Whether workers may still join the current job (guarded by the
+  /// mutex): the caller closes it once every index has been handed out, so
+  /// a worker that wakes late (its core busy with another thread) neither
+  /// runs nor holds up a job the others have finished.
+  bool open = false;
+  /// Workers that joined the current job and have not yet finished it.
   std::atomic<size_t> busyWorkers{0};
   std::atomic<bool> stopping{false};
 };

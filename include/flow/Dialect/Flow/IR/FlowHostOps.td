@@ -261,6 +261,42 @@ def Flow_HostConvOp : Flow_HostOp<"conv", [AttrSizedOperandSegments]> {
   let hasVerifier = 1;
 }
 
+def Flow_HostMaxPoolOp : Flow_HostOp<"max_pool"> {
+  let summary = "2-D max pooling next to the library convolutions";
+  let description = [{
+    The host form of `flow.max_pool2d` where it reads or writes a library
+    convolution's buffer (made by `flow-library-pools`): the runtime takes
+    the maximum over `kernel` windows of `input` `[N, C, H, W]` into `out`
+    `[N, C, OH, OW]`, with `strides`, `dilations` (`[h, w]`) and `padding`
+    (`[top, left, bottom, right]`; padded positions never win) as in
+    `flow.max_pool2d`; `OH` and `OW` follow from them rounded down, or up
+    (ceil mode). A NaN in a window wins.
+
+    `blocked_input` and `blocked_output` (set by `flow-choose-conv-layouts`)
+    mean that buffer holds the runtime's convolution layout, as for
+    `flow.host.conv`: a pool between convolutions keeps their layout, and
+    such a buffer may hold bf16 (the maximum of bf16 values is one of
+    them). Every other buffer is f32, NCHW.
+
+    ```mlir
+    flow.host.max_pool %x -> %y kernel = [3, 3] strides = [2, 2]
+        padding = [1, 1, 1, 1] dilations = [1, 1] {blocked_input}
+        : memref<1x64x112x112xf32> -> memref<1x64x56x56xf32>
+    ```
+  }];
+  let arguments = (ins Flow_HostBuffer:$input, Flow_HostBuffer:$out,
+                       DenseI64ArrayAttr:$kernel, DenseI64ArrayAttr:$strides,
+                       DenseI64ArrayAttr:$padding,
+                       DenseI64ArrayAttr:$dilations, UnitAttr:$blocked_input,
+                       UnitAttr:$blocked_output);
+  let assemblyFormat = [{
+    $input `->` $out `kernel` `=` $kernel `strides` `=` $strides
+    `padding` `=` $padding `dilations` `=` $dilations attr-dict
+    `:` type($input) `->` type($out)
+  }];
+  let hasVerifier = 1;
+}
+
 def Flow_HostCopyOp : Flow_HostOp<"copy"> {
   let summary = "copies one buffer's bytes into another";
   let description = [{

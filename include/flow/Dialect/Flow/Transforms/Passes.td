@@ -365,24 +365,58 @@ def FuseConvEpiloguesPass : Pass<"flow-fuse-conv-epilogues", "ModuleOp"> {
   let dependentDialects = ["::mlir::flow::FlowDialect"];
 }
 
+def LibraryPoolsPass : Pass<"flow-library-pools", "ModuleOp"> {
+  let summary = "Runs max pooling next to library convolutions on the runtime";
+  let description = [{
+    On a host schedule, a `flow.host.dispatch` whose kernel is one
+    `flow.max_pool2d` (f32, no other op) becomes a `flow.host.max_pool`
+    when it reads a buffer a `flow.host.conv` or `flow.host.max_pool`
+    writes, or writes one a `flow.host.conv` reads. The runtime then pools
+    in the convolutions' own layout (`flow-choose-conv-layouts` keeps the
+    buffers blocked, channels innermost), where a generated kernel would
+    need the buffers NCHW: the library would reorder the data out of its
+    layout and back, and a strided window over NCHW rows does not
+    vectorize. Kernels no dispatch runs any more are erased. Pools that
+    touch no convolution's buffer stay kernels.
+
+    ```mlir
+    flow.host.conv %x, %w -> %t ... {relu}
+    flow.host.dispatch @main_k1(%t) outs(%p) : ...   // flow.max_pool2d
+    flow.host.conv %p, %w2 -> %y ...
+    // becomes
+    flow.host.conv %x, %w -> %t ... {relu}
+    flow.host.max_pool %t -> %p kernel = [3, 3] strides = [2, 2]
+        padding = [1, 1, 1, 1] dilations = [1, 1] : ...
+    flow.host.conv %p, %w2 -> %y ...
+    ```
+  }];
+  let statistics = [
+    Statistic<"numPools", "pools", "Number of pooling kernels run on the runtime">
+  ];
+  let dependentDialects = ["::mlir::flow::FlowDialect"];
+}
+
 def ChooseConvLayoutsPass : Pass<"flow-choose-conv-layouts", "ModuleOp"> {
-  let summary = "Keeps buffers only convolutions touch in the library's own layout";
+  let summary = "Keeps buffers only convolutions and pools touch in the library's own layout";
   let description = [{
     A transient buffer (`flow.host.alloc`) of f32 `[N, C, H, W]` with `C` a
     multiple of 16 whose every user is a `flow.host.conv` reading it as
-    input or residual or writing it as output is held in the runtime's
-    convolution layout (the one its library prefers: NHWC, or channels in
-    blocks of 16 or 8): each such use is marked (`blocked_input`,
-    `blocked_residual`, `blocked_output`). Between convolutions the data
-    then never changes layout; the runtime reorders only where a
+    input or residual or writing it as output, or a `flow.host.max_pool`
+    reading or writing it, is held in the runtime's convolution layout
+    (the one its library prefers: NHWC, or channels in blocks of 16 or 8):
+    each such use is marked (`blocked_input`, `blocked_residual`,
+    `blocked_output`). Between convolutions (and the pools among them) the
+    data then never changes layout; the runtime reorders only where a
     convolution meets a plain buffer (a kernel's, the caller's or a
     constant). Filters, biases, views and every buffer a kernel, copy or
     collective touches stay plain.
 
-    A blocked buffer whose convolutions are all `bf16` (they read it as an
-    input rounded to bf16 anyway) is held in bf16: its `flow.host.alloc`
-    becomes a bf16 memref of the same shape, half the bytes to write and
-    read. A residual added from such a buffer is then rounded to bf16 too.
+    A blocked buffer that `bf16` convolutions read or write, and nothing
+    else but pools (they read it as an input rounded to bf16 anyway; a
+    pool's maximum of bf16 values is one of them), is held in bf16: its
+    `flow.host.alloc` becomes a bf16 memref of the same shape, half the
+    bytes to write and read. A residual added from such a buffer is then
+    rounded to bf16 too.
 
     ```mlir
     %t = flow.host.alloc : memref<1x64x56x56xf32>

@@ -1,0 +1,95 @@
+//===- LibraryPools.cpp - Max pooling next to library convolutions --------===//
+//
+// Part of the Flow project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "flow/Dialect/Flow/IR/FlowOps.h"
+#include "flow/Dialect/Flow/Transforms/Passes.h"
+#include "llvm/ADT/SetVector.h"
+
+namespace mlir {
+namespace flow {
+#define GEN_PASS_DEF_LIBRARYPOOLSPASS
+#include "flow/Dialect/Flow/Transforms/Passes.h.inc"
+} // namespace flow
+} // namespace mlir
+
+using namespace mlir;
+using namespace mlir::flow;
+
+/// The pooling `kernel` computes when it is one f32 flow.max_pool2d of its
+/// only argument, returned; null otherwise.
+static MaxPool2dOp onlyMaxPool(func::FuncOp kernel) {
+  if (kernel.isExternal() || !kernel.getBody().hasOneBlock() ||
+      kernel.getNumArguments() != 1 || kernel.getNumResults() != 1)
+    return nullptr;
+  Block &body = kernel.getBody().front();
+  if (body.getOperations().size() != 2)
+    return nullptr;
+  auto pool = dyn_cast<MaxPool2dOp>(body.front());
+  auto ret = dyn_cast<func::ReturnOp>(body.back());
+  if (!pool || !ret || pool.getInput() != body.getArgument(0) ||
+      ret.getOperand(0) != pool.getResult() ||
+      !cast<RankedTensorType>(pool.getType()).getElementType().isF32())
+    return nullptr;
+  return pool;
+}
+
+/// True if a library convolution or pool writes `buffer`.
+static bool libraryWrites(Value buffer) {
+  return llvm::any_of(buffer.getUsers(), [&](Operation *user) {
+    if (auto conv = dyn_cast<HostConvOp>(user))
+      return conv.getOut() == buffer;
+    if (auto pool = dyn_cast<HostMaxPoolOp>(user))
+      return pool.getOut() == buffer;
+    return false;
+  });
+}
+
+/// True if a library convolution reads `buffer` as its input.
+static bool convolutionReads(Value buffer) {
+  return llvm::any_of(buffer.getUsers(), [&](Operation *user) {
+    auto conv = dyn_cast<HostConvOp>(user);
+    return conv && conv.getInput() == buffer;
+  });
+}
+
+namespace {
+struct LibraryPoolsPass
+    : flow::impl::LibraryPoolsPassBase<LibraryPoolsPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SymbolTable symbols(module);
+    llvm::SetVector<func::FuncOp> replaced;
+    // In program order: a pool after a pool after a convolution follows.
+    SmallVector<HostDispatchOp> dispatches;
+    module.walk([&](HostDispatchOp d) { dispatches.push_back(d); });
+    for (HostDispatchOp dispatch : dispatches) {
+      if (dispatch.getGemmEpilogue() || dispatch.getInputs().size() != 1 ||
+          dispatch.getOutputs().size() != 1)
+        continue;
+      auto kernel = symbols.lookup<func::FuncOp>(dispatch.getKernel());
+      MaxPool2dOp pool = kernel ? onlyMaxPool(kernel) : nullptr;
+      if (!pool)
+        continue;
+      Value input = dispatch.getInputs()[0], out = dispatch.getOutputs()[0];
+      if (!libraryWrites(input) && !convolutionReads(out))
+        continue;
+      OpBuilder b(dispatch);
+      HostMaxPoolOp::create(b, dispatch.getLoc(), input, out,
+                            pool.getKernelAttr(), pool.getStridesAttr(),
+                            pool.getPaddingAttr(), pool.getDilationsAttr(),
+                            /*blocked_input=*/UnitAttr(),
+                            /*blocked_output=*/UnitAttr());
+      dispatch.erase();
+      replaced.insert(kernel);
+      ++numPools;
+    }
+    // Kernels no dispatch runs any more are not compiled.
+    for (func::FuncOp kernel : replaced)
+      if (SymbolTable::symbolKnownUseEmpty(kernel, module))
+        kernel.erase();
+  }
+};
+} // namespace
