@@ -26,6 +26,10 @@
 using namespace flow::runtime;
 using namespace flow::runtime::detail;
 
+// The vector types below pass only between this file's internal functions,
+// each copy compiled for one target: no ABI crosses a boundary.
+#pragma GCC diagnostic ignored "-Wpsabi"
+
 namespace {
 
 /// Where element (n, group g, lane v, y, x) of a tensor lies: n * image +
@@ -73,37 +77,63 @@ template <int V> using Halves = typename Lanes<V>::Halves;
 
 using RowFn = void (*)(const Job &, int64_t);
 
-// The row functions, compiled once per instruction set: GCC lowers the
-// vector types of each copy to its target's registers.
+// The row functions, compiled once per instruction set: the compiler lowers
+// the vector types of each copy to its target's registers.
+// (Clang takes the target as an attribute pushed onto every function.)
 namespace avx512 {
+#if defined(__clang__)
+#pragma clang attribute push(                                                  \
+    __attribute__((target("avx512f,avx512bw,avx2,fma"))), apply_to = function)
+#else
 #pragma GCC push_options
 #pragma GCC target("avx512f,avx512bw,avx2,fma")
+#endif
 constexpr bool kWiden16 = true;
+// (The zero-masked forms: GCC 12 warns of the unmasked ones' undefined
+// pass-through operand.)
 inline Floats<16> widen16(const uint16_t *p) {
-  __m512i w = _mm512_cvtepu16_epi32(
-      _mm256_loadu_si256(reinterpret_cast<const __m256i *>(p)));
-  return Floats<16>(_mm512_castsi512_ps(_mm512_slli_epi32(w, 16)));
+  __m512i w = _mm512_maskz_cvtepu16_epi32(
+      0xffff, _mm256_loadu_si256(reinterpret_cast<const __m256i *>(p)));
+  return Floats<16>(
+      _mm512_castsi512_ps(_mm512_maskz_slli_epi32(0xffff, w, 16)));
 }
 inline void narrow16(uint16_t *p, Words<16> w) {
   _mm256_storeu_si256(reinterpret_cast<__m256i *>(p),
-                      _mm512_cvtepi32_epi16(__m512i(w)));
+                      _mm512_maskz_cvtepi32_epi16(0xffff, __m512i(w)));
 }
 #include "PoolingRows.inc"
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
 #pragma GCC pop_options
+#endif
 } // namespace avx512
 namespace avx2 {
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx2,fma"))),             \
+                             apply_to = function)
+#else
 #pragma GCC push_options
 #pragma GCC target("avx2,fma")
+#endif
 constexpr bool kWiden16 = false;
-inline Floats<16> widen16(const uint16_t *) { return Floats<16>{}; }
-inline void narrow16(uint16_t *, Words<16>) {}
+[[maybe_unused]] inline Floats<16> widen16(const uint16_t *) {
+  return Floats<16>{};
+}
+[[maybe_unused]] inline void narrow16(uint16_t *, Words<16>) {}
 #include "PoolingRows.inc"
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
 #pragma GCC pop_options
+#endif
 } // namespace avx2
 namespace baseline {
 constexpr bool kWiden16 = false;
-inline Floats<16> widen16(const uint16_t *) { return Floats<16>{}; }
-inline void narrow16(uint16_t *, Words<16>) {}
+[[maybe_unused]] inline Floats<16> widen16(const uint16_t *) {
+  return Floats<16>{};
+}
+[[maybe_unused]] inline void narrow16(uint16_t *, Words<16>) {}
 #include "PoolingRows.inc"
 } // namespace baseline
 

@@ -214,6 +214,34 @@ std::vector<std::pair<std::string, ExecutableSpec>> fbinSeeds() {
   b1.output = b2.input = b2.residual = arenaRef(0, 16 * 9 * 2);
   b1.outputDtype = b2.inputDtype = b2.residualDtype = DType::BF16;
   seeds.push_back({"convs-bf16", bf16Convs});
+  // A max pool between the two (ceil mode, padding, dilation), its buffers
+  // blocked; and the pool's output in bf16.
+  ExecutableSpec pools = convs;
+  FunctionSpec &pf = pools.functions[0];
+  pf.name = "pools";
+  pf.arenaSize = 2 * 16 * 9 * 4;
+  MaxPoolSpec pool;
+  pool.inputShape = {1, 16, 3, 3};
+  pool.outputShape = {1, 16, 3, 3};
+  pool.kernel = {3, 2};
+  pool.strides = {1, 1};
+  pool.padding = {1, 1, 1, 1};
+  pool.dilations = {1, 2};
+  pool.input = arenaRef(0, 16 * 9 * 4);
+  pool.output = arenaRef(16 * 9 * 4, 16 * 9 * 4);
+  pool.blockedInput = pool.blockedOutput = true;
+  auto &p2 = std::get<ConvSpec>(pf.commands[1]);
+  p2.input = pool.output;
+  pf.commands.insert(pf.commands.begin() + 1, pool);
+  seeds.push_back({"pools", pools});
+  ExecutableSpec bf16Pools = pools;
+  FunctionSpec &bp = bf16Pools.functions[0];
+  auto &q = std::get<MaxPoolSpec>(bp.commands[1]);
+  auto &q2 = std::get<ConvSpec>(bp.commands[2]);
+  q.output = q2.input = arenaRef(16 * 9 * 4, 16 * 9 * 2);
+  q.outputDtype = q2.inputDtype = DType::BF16;
+  q2.bf16 = true;
+  seeds.push_back({"pools-bf16", bf16Pools});
 
   // Several functions and a parallel dispatch.
   ExecutableSpec several = sampleSpec();
