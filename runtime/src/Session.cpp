@@ -778,9 +778,12 @@ Status Session::run(size_t function, const std::vector<ConstBuffer> &inputs,
         return Status::error("function '" + sig.name + "': " + s.message());
     } else if (const auto *mp =
                    std::get_if<detail::MaxPoolCommand>(&command)) {
+      // The convolutions' layout matters (and is settled) only for a
+      // blocked buffer.
+      int block = mp->blockedInput || mp->blockedOutput ? convs->layoutBlock()
+                                                        : 16;
       detail::runMaxPool(*mp, frame.pointer(mp->input),
-                         frame.pointer(mp->output), convs->layoutBlock(),
-                         *pool);
+                         frame.pointer(mp->output), block, *pool);
     } else if (const auto *col =
                    std::get_if<detail::CollectiveCommand>(&command)) {
       StatusOr<Group *> g = group(col->meshAxes);

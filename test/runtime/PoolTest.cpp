@@ -276,17 +276,17 @@ TEST(PoolTest, NaNWins) {
   checkAlone({1, 16, 12, 12}, kCeil, 1, /*withNaN=*/true);
 }
 
-TEST(PoolTest, BetweenConvolutionsInTheirLayout) {
+TEST(PoolConvTest, BetweenConvolutionsInTheirLayout) {
   for (const Window &p : {kStem, kCeil, kDilated, kWide})
     checkBetweenConvolutions({2, 32, 15, 14}, p, /*bf16=*/false, 2);
 }
 
-TEST(PoolTest, Bf16BetweenConvolutions) {
+TEST(PoolConvTest, Bf16BetweenConvolutions) {
   for (const Window &p : {kStem, kCeil, kDilated})
     checkBetweenConvolutions({1, 16, 17, 12}, p, /*bf16=*/true, 2);
 }
 
-TEST(PoolTest, PlainBetweenConvolutions) {
+TEST(PoolConvTest, PlainBetweenConvolutions) {
   // 24 channels: nothing is blocked; 32 channels left plain on request.
   checkBetweenConvolutions({1, 24, 9, 9}, kStem, /*bf16=*/false, 2);
   checkBetweenConvolutions({1, 32, 9, 9}, kCeil, /*bf16=*/true, 1,
