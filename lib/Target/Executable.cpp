@@ -20,6 +20,8 @@
 #include "mlir/IR/DialectResourceBlobManager.h"
 #include "llvm/ADT/DenseMap.h"
 
+#include <type_traits>
+
 using namespace mlir;
 using namespace mlir::flow;
 namespace fb = ::flow::fbs;
@@ -149,7 +151,8 @@ private:
   FailureOr<flatbuffers::Offset<void>> dispatch(HostDispatchOp op);
   flatbuffers::Offset<void> gemm(HostGemmOp op);
   flatbuffers::Offset<void> conv(HostConvOp op);
-  flatbuffers::Offset<void> maxPool(HostMaxPoolOp op);
+  /// HostMaxPoolOp or HostAvgPoolOp.
+  template <typename PoolOp> flatbuffers::Offset<void> pool(PoolOp op);
   FailureOr<flatbuffers::Offset<void>> collective(HostCollectiveOp op);
   void recordPlan(func::FuncOp func, HostArenaOp arena);
 
@@ -355,7 +358,8 @@ flatbuffers::Offset<void> FunctionWriter::conv(HostConvOp op) {
       .Union();
 }
 
-flatbuffers::Offset<void> FunctionWriter::maxPool(HostMaxPoolOp op) {
+template <typename PoolOp>
+flatbuffers::Offset<void> FunctionWriter::pool(PoolOp op) {
   auto vec = [](ArrayRef<int64_t> a) {
     return std::vector<int64_t>(a.begin(), a.end());
   };
@@ -364,16 +368,25 @@ flatbuffers::Offset<void> FunctionWriter::maxPool(HostMaxPoolOp op) {
                        outShape = vec(out.getShape()),
                        kernel = vec(op.getKernel()),
                        strides = vec(op.getStrides()),
-                       padding = vec(op.getPadding()),
-                       dilations = vec(op.getDilations());
+                       padding = vec(op.getPadding());
   fb::BufferRef input = ref(op.getInput()), output = ref(op.getOut());
-  // F32 or BF16: the verifier allows no other.
-  return fb::CreateMaxPoolDirect(
-             fbb, &inShape, &outShape, &kernel, &strides, &padding,
-             &dilations, &input, &output, op.getBlockedInput(),
-             op.getBlockedOutput(), *dtypeOf(in.getElementType()),
-             *dtypeOf(out.getElementType()))
-      .Union();
+  // F32 or BF16: the verifiers allow no other.
+  fb::DType inType = *dtypeOf(in.getElementType()),
+            outType = *dtypeOf(out.getElementType());
+  if constexpr (std::is_same_v<PoolOp, HostAvgPoolOp>) {
+    return fb::CreateAvgPoolDirect(
+               fbb, &inShape, &outShape, &kernel, &strides, &padding,
+               op.getCountIncludePad(), &input, &output, op.getBlockedInput(),
+               op.getBlockedOutput(), inType, outType)
+        .Union();
+  } else {
+    std::vector<int64_t> dilations = vec(op.getDilations());
+    return fb::CreateMaxPoolDirect(fbb, &inShape, &outShape, &kernel,
+                                   &strides, &padding, &dilations, &input,
+                                   &output, op.getBlockedInput(),
+                                   op.getBlockedOutput(), inType, outType)
+        .Union();
+  }
 }
 
 FailureOr<flatbuffers::Offset<void>>
@@ -487,8 +500,12 @@ FunctionWriter::write(func::FuncOp func) {
       commandTypes.push_back(fb::Command::Conv);
       ++stats.numConvs;
     } else if (auto p = dyn_cast<HostMaxPoolOp>(op)) {
-      commands.push_back(maxPool(p));
+      commands.push_back(pool(p));
       commandTypes.push_back(fb::Command::MaxPool);
+      ++stats.numPools;
+    } else if (auto p = dyn_cast<HostAvgPoolOp>(op)) {
+      commands.push_back(pool(p));
+      commandTypes.push_back(fb::Command::AvgPool);
       ++stats.numPools;
     } else if (auto copy = dyn_cast<HostCopyOp>(op)) {
       fb::BufferRef src = ref(copy.getSource()), dst = ref(copy.getTarget());

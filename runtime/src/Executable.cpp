@@ -29,6 +29,7 @@
 #include "flow/runtime/KernelAbi.h"
 #include "flow/runtime/executable_generated.h"
 
+#include <type_traits>
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
@@ -178,8 +179,10 @@ private:
                           detail::CollectiveCommand &out);
   Status verifyConv(const std::string &ctx, const fbs::Conv &cmd,
                     detail::ConvCommand &out);
-  Status verifyMaxPool(const std::string &ctx, const fbs::MaxPool &cmd,
-                       detail::MaxPoolCommand &out);
+  /// fbs::MaxPool or fbs::AvgPool.
+  template <typename Table>
+  Status verifyPool(const std::string &ctx, const Table &cmd,
+                    detail::PoolCommand &out);
   Status verifyPlacements(const std::string &ctx,
                           const flatbuffers::Vector<
                               flatbuffers::Offset<fbs::Placement>> *list,
@@ -644,10 +647,15 @@ Status Checker::verifyCommand(const std::string &ctx, fbs::Command type,
     return verifyConv(ctx + " (conv)", *static_cast<const fbs::Conv *>(value),
                       std::get<detail::ConvCommand>(out));
   case fbs::Command::MaxPool:
-    out = detail::MaxPoolCommand();
-    return verifyMaxPool(ctx + " (max_pool)",
-                         *static_cast<const fbs::MaxPool *>(value),
-                         std::get<detail::MaxPoolCommand>(out));
+    out = detail::PoolCommand();
+    return verifyPool(ctx + " (max_pool)",
+                      *static_cast<const fbs::MaxPool *>(value),
+                      std::get<detail::PoolCommand>(out));
+  case fbs::Command::AvgPool:
+    out = detail::PoolCommand();
+    return verifyPool(ctx + " (avg_pool)",
+                      *static_cast<const fbs::AvgPool *>(value),
+                      std::get<detail::PoolCommand>(out));
   default:
     return Status::error(ctx + " has unknown command type " +
                          std::to_string(static_cast<int>(type)));
@@ -1078,26 +1086,35 @@ Status Checker::verifyConv(const std::string &ctx, const fbs::Conv &cmd,
   return Status::ok();
 }
 
-Status Checker::verifyMaxPool(const std::string &ctx,
-                              const fbs::MaxPool &cmd,
-                              detail::MaxPoolCommand &out) {
-  std::vector<int64_t> in, outShape, kernel, strides, padding, dilations;
+template <typename Table>
+Status Checker::verifyPool(const std::string &ctx, const Table &cmd,
+                           detail::PoolCommand &out) {
+  std::vector<int64_t> in, outShape, kernel, strides, padding,
+      dilations = {1, 1};
   for (Status s : {readSizes(ctx, cmd.input_shape(), "input_shape", 4, 1, in),
                    readSizes(ctx, cmd.output_shape(), "output_shape", 4, 1,
                              outShape),
                    readSizes(ctx, cmd.kernel(), "kernel", 2, 1, kernel),
                    readSizes(ctx, cmd.strides(), "strides", 2, 1, strides),
-                   readSizes(ctx, cmd.padding(), "padding", 4, 0, padding),
-                   readSizes(ctx, cmd.dilations(), "dilations", 2, 1,
-                             dilations)})
+                   readSizes(ctx, cmd.padding(), "padding", 4, 0, padding)})
     if (!s)
       return s;
+  // An average pool has no dilations.
+  if constexpr (std::is_same_v<Table, fbs::AvgPool>) {
+    out.average = true;
+    out.includePad = cmd.count_include_pad();
+  } else if (Status s = readSizes(ctx, cmd.dilations(), "dilations", 2, 1,
+                                  dilations);
+             !s) {
+    return s;
+  }
   out.n = in[0], out.c = in[1], out.h = in[2], out.w = in[3];
   out.oh = outShape[2], out.ow = outShape[3];
   out.kh = kernel[0], out.kw = kernel[1];
   out.strideH = strides[0], out.strideW = strides[1];
   out.dilationH = dilations[0], out.dilationW = dilations[1];
   out.padTop = padding[0], out.padLeft = padding[1];
+  out.padBottom = padding[2], out.padRight = padding[3];
   // Every window holds a real element: padding is smaller than the window
   // (whose span fits in 2^31 with both factors below it), and the output
   // is the floor or ceil count.

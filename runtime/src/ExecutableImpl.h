@@ -97,12 +97,15 @@ struct ConvCommand {
   BufferRef input, filter, bias, residual, output;
 };
 
-/// Max pooling next to the convolution library (shapes, sizes and layouts
-/// checked at load): input [n, c, h, w], output [n, c, oh, ow].
-struct MaxPoolCommand {
+/// Max or average pooling next to the convolution library (shapes, sizes
+/// and layouts checked at load): input [n, c, h, w], output [n, c, oh, ow].
+struct PoolCommand {
+  /// Average (else maximum); its divisor counts the padding up to
+  /// padBottom and padRight with includePad.
+  bool average = false, includePad = false;
   int64_t n = 0, c = 0, h = 0, w = 0, oh = 0, ow = 0, kh = 0, kw = 0;
   int64_t strideH = 1, strideW = 1, dilationH = 1, dilationW = 1;
-  int64_t padTop = 0, padLeft = 0;
+  int64_t padTop = 0, padLeft = 0, padBottom = 0, padRight = 0;
   /// Held in the runtime's convolution layout (runtime/src/Convolution.h),
   /// and then possibly bf16 (else f32, NCHW).
   bool blockedInput = false, blockedOutput = false;
@@ -111,7 +114,7 @@ struct MaxPoolCommand {
 };
 
 using Command = std::variant<DispatchCommand, GemmCommand, CopyCommand,
-                             CollectiveCommand, ConvCommand, MaxPoolCommand>;
+                             CollectiveCommand, ConvCommand, PoolCommand>;
 
 struct Function {
   std::vector<Command> commands;

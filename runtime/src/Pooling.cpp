@@ -4,7 +4,8 @@
 //
 // Each task is one output row of one group of V channels: for each output
 // column, the maximum over the window's taps that fall inside the input
-// (padding never wins), V channels at a time. V is 16 (8 for nChw8c) when
+// (padding never wins), or their average (padding adds zeros; the divisor
+// as flow.avg_pool2d has it), V channels at a time. V is 16 (8 for nChw8c) when
 // the channels are a multiple of 16, else 1 (then both buffers are plain).
 // In a blocked buffer a group's V channels are adjacent (one vector); in a
 // plain one they are a plane apart (correct, not fast: the compiler keeps a
@@ -17,6 +18,7 @@
 #include "flow/runtime/CpuFeatures.h"
 #include "flow/runtime/ThreadPool.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <limits>
@@ -51,7 +53,7 @@ Strides stridesOf(bool blocked, int block, int64_t c, int64_t h, int64_t w,
 }
 
 struct Job {
-  const MaxPoolCommand *cmd;
+  const PoolCommand *cmd;
   const void *input;
   void *output;
   Strides in, out;
@@ -137,43 +139,51 @@ constexpr bool kWiden16 = false;
 #include "PoolingRows.inc"
 } // namespace baseline
 
-/// The row function for lanes \p V and element types In, Out, on the
-/// widest vectors this CPU has.
-template <int V, bool InDense, bool OutDense, typename In, typename Out>
+/// The row function for a max (or \p Average) pool of lanes \p V and
+/// element types In, Out, on the widest vectors this CPU has.
+template <bool Average, int V, bool InDense, bool OutDense, typename In,
+          typename Out>
 RowFn rowFor() {
   static const bool hasAvx512 =
       cpuHasFeature("avx512f") && cpuHasFeature("avx512bw");
   static const bool hasAvx2 = cpuHasFeature("avx2") && cpuHasFeature("fma");
   if (hasAvx512)
-    return avx512::poolRow<V, InDense, OutDense, In, Out>;
+    return avx512::poolRow<Average, V, InDense, OutDense, In, Out>;
   if (hasAvx2)
-    return avx2::poolRow<V, InDense, OutDense, In, Out>;
-  return baseline::poolRow<V, InDense, OutDense, In, Out>;
+    return avx2::poolRow<Average, V, InDense, OutDense, In, Out>;
+  return baseline::poolRow<Average, V, InDense, OutDense, In, Out>;
 }
 
-template <int V, typename In, typename Out>
+template <bool Average, int V, typename In, typename Out>
 RowFn rowFor(bool inDense, bool outDense) {
   if (inDense && outDense)
-    return rowFor<V, true, true, In, Out>();
+    return rowFor<Average, V, true, true, In, Out>();
   if (inDense)
-    return rowFor<V, true, false, In, Out>();
+    return rowFor<Average, V, true, false, In, Out>();
   if (outDense)
-    return rowFor<V, false, true, In, Out>();
-  return rowFor<V, false, false, In, Out>();
+    return rowFor<Average, V, false, true, In, Out>();
+  return rowFor<Average, V, false, false, In, Out>();
+}
+
+template <bool Average, int V>
+RowFn rowFor(const PoolCommand &c, bool inDense, bool outDense) {
+  if (c.inputBf16)
+    return c.outputBf16
+               ? rowFor<Average, V, uint16_t, uint16_t>(inDense, outDense)
+               : rowFor<Average, V, uint16_t, float>(inDense, outDense);
+  return c.outputBf16 ? rowFor<Average, V, float, uint16_t>(inDense, outDense)
+                      : rowFor<Average, V, float, float>(inDense, outDense);
 }
 
 template <int V>
-RowFn rowFor(const MaxPoolCommand &c, bool inDense, bool outDense) {
-  if (c.inputBf16)
-    return c.outputBf16 ? rowFor<V, uint16_t, uint16_t>(inDense, outDense)
-                        : rowFor<V, uint16_t, float>(inDense, outDense);
-  return c.outputBf16 ? rowFor<V, float, uint16_t>(inDense, outDense)
-                      : rowFor<V, float, float>(inDense, outDense);
+RowFn rowFor(const PoolCommand &c, bool inDense, bool outDense) {
+  return c.average ? rowFor<true, V>(c, inDense, outDense)
+                   : rowFor<false, V>(c, inDense, outDense);
 }
 
 } // namespace
 
-void detail::runMaxPool(const MaxPoolCommand &cmd, const void *input,
+void detail::runPool(const PoolCommand &cmd, const void *input,
                         void *output, int block, ThreadPool &pool) {
   // A group's channels lie in one block of a blocked buffer.
   const int lanes = cmd.c % 16 ? 1 : block == 8 ? 8 : 16;

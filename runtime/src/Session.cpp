@@ -112,8 +112,13 @@ std::string describeConv(const detail::ConvCommand &c) {
   return s;
 }
 
-/// "max_pool 1x64x112x112, 3x3 / 2".
-std::string describeMaxPool(const detail::MaxPoolCommand &c) {
+/// "max_pool" or "avg_pool".
+const char *poolKind(const detail::PoolCommand &c) {
+  return c.average ? "avg_pool" : "max_pool";
+}
+
+/// "1x64x112x112, 3x3 / 2".
+std::string describePool(const detail::PoolCommand &c) {
   std::string s = std::to_string(c.n) + "x" + std::to_string(c.c) + "x" +
                   std::to_string(c.h) + "x" + std::to_string(c.w) + ", " +
                   std::to_string(c.kh) + "x" + std::to_string(c.kw);
@@ -197,9 +202,9 @@ Status checkCommand(const Executable::Impl &impl, const std::string &function,
     // index is in the buffer's layout).
     return check(c->output, c->outputBf16 ? DType::BF16 : DType::F32,
                  "conv " + describeConv(*c));
-  } else if (const auto *p = std::get_if<detail::MaxPoolCommand>(&command)) {
+  } else if (const auto *p = std::get_if<detail::PoolCommand>(&command)) {
     return check(p->output, p->outputBf16 ? DType::BF16 : DType::F32,
-                 "max_pool " + describeMaxPool(*p));
+                 std::string(poolKind(*p)) + " " + describePool(*p));
   }
   return Status::ok();
 }
@@ -602,9 +607,9 @@ std::vector<Session::CommandProfile> Session::profile() const {
         p.kind = "conv";
         p.what = describeConv(*c) + " [" + convs->kernel(*c) + "]";
       } else if (const auto *m =
-                     std::get_if<detail::MaxPoolCommand>(&command)) {
-        p.kind = "max_pool";
-        p.what = describeMaxPool(*m);
+                     std::get_if<detail::PoolCommand>(&command)) {
+        p.kind = poolKind(*m);
+        p.what = describePool(*m);
       } else if (const auto *c = std::get_if<detail::CopyCommand>(&command)) {
         p.kind = "copy";
         p.what = std::to_string(c->src.size) + " bytes";
@@ -777,12 +782,12 @@ Status Session::run(size_t function, const std::vector<ConstBuffer> &inputs,
           !s)
         return Status::error("function '" + sig.name + "': " + s.message());
     } else if (const auto *mp =
-                   std::get_if<detail::MaxPoolCommand>(&command)) {
+                   std::get_if<detail::PoolCommand>(&command)) {
       // The convolutions' layout matters (and is settled) only for a
       // blocked buffer.
       int block = mp->blockedInput || mp->blockedOutput ? convs->layoutBlock()
                                                         : 16;
-      detail::runMaxPool(*mp, frame.pointer(mp->input),
+      detail::runPool(*mp, frame.pointer(mp->input),
                          frame.pointer(mp->output), block, *pool);
     } else if (const auto *col =
                    std::get_if<detail::CollectiveCommand>(&command)) {

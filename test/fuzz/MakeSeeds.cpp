@@ -220,7 +220,7 @@ std::vector<std::pair<std::string, ExecutableSpec>> fbinSeeds() {
   FunctionSpec &pf = pools.functions[0];
   pf.name = "pools";
   pf.arenaSize = 2 * 16 * 9 * 4;
-  MaxPoolSpec pool;
+  PoolSpec pool;
   pool.inputShape = {1, 16, 3, 3};
   pool.outputShape = {1, 16, 3, 3};
   pool.kernel = {3, 2};
@@ -236,12 +236,19 @@ std::vector<std::pair<std::string, ExecutableSpec>> fbinSeeds() {
   seeds.push_back({"pools", pools});
   ExecutableSpec bf16Pools = pools;
   FunctionSpec &bp = bf16Pools.functions[0];
-  auto &q = std::get<MaxPoolSpec>(bp.commands[1]);
+  auto &q = std::get<PoolSpec>(bp.commands[1]);
   auto &q2 = std::get<ConvSpec>(bp.commands[2]);
   q.output = q2.input = arenaRef(16 * 9 * 4, 16 * 9 * 2);
   q.outputDtype = q2.inputDtype = DType::BF16;
   q2.bf16 = true;
   seeds.push_back({"pools-bf16", bf16Pools});
+  // An average pool there instead, its padding counted.
+  ExecutableSpec avgPools = pools;
+  auto &avg = std::get<PoolSpec>(avgPools.functions[0].commands[1]);
+  avg.average = avg.countIncludePad = true;
+  avg.kernel = {3, 3};
+  avg.dilations = {1, 1};
+  seeds.push_back({"pools-avg", avgPools});
 
   // Several functions and a parallel dispatch.
   ExecutableSpec several = sampleSpec();

@@ -95,13 +95,15 @@ def test_residual_convolutions(conv, monkeypatch):
 
 
 def test_pools_between_convolutions():
-    """Max pools between bf16 convolutions pool their bf16 buffers."""
+    """Max and average pools between bf16 convolutions pool their bf16
+    buffers."""
     torch.manual_seed(5)
     model = torch.nn.Sequential(
         torch.nn.Conv2d(3, 32, 5, stride=2, padding=2), torch.nn.ReLU(),
         torch.nn.MaxPool2d(3, 2, padding=1),
         torch.nn.Conv2d(32, 32, 3, padding=1), torch.nn.ReLU(),
         torch.nn.MaxPool2d(2, 2, ceil_mode=True),
+        torch.nn.Conv2d(32, 32, 1), torch.nn.AvgPool2d(2, 2),
         torch.nn.Conv2d(32, 16, 1), torch.nn.Flatten())
     compare(model, (torch.randn(2, 3, 30, 26),))
 

@@ -184,8 +184,9 @@ def test_host_schedule_fuses_and_blocks():
 
 
 class _Pools(torch.nn.Module):
-    """Convolutions with max pools between them: every window shape the
-    pools allow (stride, padding, dilation, ceil mode, two pools in a row),
+    """Convolutions with max and average pools between them: every window
+    shape the pools allow (stride, padding, dilation, ceil mode, the
+    average's divisor with and without the padding, two pools in a row),
     on blocked buffers (32 channels) and plain ones (24)."""
 
     def __init__(self):
@@ -198,18 +199,24 @@ class _Pools(torch.nn.Module):
                                      dilation=(2, 1))
         self.c = torch.nn.Conv2d(32, 24, 3, padding=1)
         self.p4 = torch.nn.MaxPool2d(3, 1, padding=1)
-        self.d = torch.nn.Conv2d(24, 16, 1)
+        self.d = torch.nn.Conv2d(24, 32, 1)
+        self.p5 = torch.nn.AvgPool2d(3, 2, padding=1, ceil_mode=True,
+                                     count_include_pad=False)
+        self.e = torch.nn.Conv2d(32, 32, 3, padding=1)
+        self.p6 = torch.nn.AvgPool2d(2, 1, padding=1)
+        self.f = torch.nn.Conv2d(32, 16, 1)
 
     def forward(self, x):
         y = self.p1(torch.relu(self.a(x)))
         y = self.p3(self.p2(torch.relu(self.b(y))))
         y = self.p4(self.c(y))
-        return self.d(y)
+        y = self.p5(self.d(y))
+        return self.f(self.p6(self.e(y)))
 
 
 @pytest.mark.parametrize("path", ["", "direct", "reference"])
 def test_pools_between_convolutions(path, tmp_path):
-    """The runtime's max pools on the convolutions' layout (nChw16c with
+    """The runtime's pools on the convolutions' layout (nChw16c with
     Winograd or on Flow's reference path; NHWC for oneDNN's direct kernels
     on AVX-512) and on plain buffers, against eager."""
     torch.manual_seed(4)
@@ -229,8 +236,9 @@ def test_pools_between_convolutions(path, tmp_path):
          f"--output-dir={tmp_path / 'out'}", "--iterations=1", "--profile"],
         capture_output=True, text=True, env=env, timeout=300)
     assert proc.returncode == 0, proc.stderr
-    # All four pools ran on the runtime, none as a kernel.
+    # All six pools ran on the runtime, none as a kernel.
     assert proc.stdout.count(" max_pool ") == 4 + 1, proc.stdout
+    assert proc.stdout.count(" avg_pool ") == 2 + 1, proc.stdout
     assert " dispatch " not in proc.stdout, proc.stdout
     _check([np.load(tmp_path / "out" / "result_0.npy")], [model(x)])
 

@@ -106,7 +106,9 @@ struct ConvSpec {
         outputDtype = DType::F32;
 };
 
-struct MaxPoolSpec {
+struct PoolSpec {
+  /// An AvgPool table (dilations unused), else a MaxPool one.
+  bool average = false, countIncludePad = false;
   std::vector<int64_t> inputShape, outputShape;
   std::vector<int64_t> kernel = {1, 1}, strides = {1, 1},
                        padding = {0, 0, 0, 0}, dilations = {1, 1};
@@ -117,7 +119,7 @@ struct MaxPoolSpec {
 
 using CommandSpec =
     std::variant<DispatchSpec, GemmSpec, CopySpec, RawCommandSpec,
-                 CollectiveSpec, ConvSpec, MaxPoolSpec>;
+                 CollectiveSpec, ConvSpec, PoolSpec>;
 
 struct FunctionSpec {
   std::optional<std::string> name;
@@ -245,17 +247,28 @@ inline std::vector<uint8_t> build(const ExecutableSpec &spec) {
                 static_cast<fbs::DType>(c->residualDtype),
                 static_cast<fbs::DType>(c->outputDtype))
                 .Union());
-      } else if (const auto *c = std::get_if<MaxPoolSpec>(&command)) {
+      } else if (const auto *c = std::get_if<PoolSpec>(&command)) {
         fbs::BufferRef in, out;
-        commandTypes.push_back(fbs::Command::MaxPool);
+        commandTypes.push_back(c->average ? fbs::Command::AvgPool
+                                          : fbs::Command::MaxPool);
         commands.push_back(
-            fbs::CreateMaxPoolDirect(
-                fbb, &c->inputShape, &c->outputShape, &c->kernel,
-                &c->strides, &c->padding, &c->dilations, ref(c->input, in),
-                ref(c->output, out), c->blockedInput, c->blockedOutput,
-                static_cast<fbs::DType>(c->inputDtype),
-                static_cast<fbs::DType>(c->outputDtype))
-                .Union());
+            c->average
+                ? fbs::CreateAvgPoolDirect(
+                      fbb, &c->inputShape, &c->outputShape, &c->kernel,
+                      &c->strides, &c->padding, c->countIncludePad,
+                      ref(c->input, in), ref(c->output, out), c->blockedInput,
+                      c->blockedOutput,
+                      static_cast<fbs::DType>(c->inputDtype),
+                      static_cast<fbs::DType>(c->outputDtype))
+                      .Union()
+                : fbs::CreateMaxPoolDirect(
+                      fbb, &c->inputShape, &c->outputShape, &c->kernel,
+                      &c->strides, &c->padding, &c->dilations,
+                      ref(c->input, in), ref(c->output, out), c->blockedInput,
+                      c->blockedOutput,
+                      static_cast<fbs::DType>(c->inputDtype),
+                      static_cast<fbs::DType>(c->outputDtype))
+                      .Union());
       } else {
         const auto &raw = std::get<RawCommandSpec>(command);
         commandTypes.push_back(static_cast<fbs::Command>(raw.type));

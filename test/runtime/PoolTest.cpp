@@ -1,12 +1,12 @@
-//===- PoolTest.cpp - Tests for max pool commands -------------------------===//
+//===- PoolTest.cpp - Tests for pool commands ------------------------------===//
 //
 // Part of the Flow project.
 //
-// Runs max pool commands on plain buffers and on the convolution layout
-// (between two convolutions, f32 and bf16, with every window shape the
-// command allows: kernel, stride, padding, dilation, ceil mode), against a
-// loop nest written here. A maximum is exact, so the pool itself is
-// compared exactly; NaN wins as in flow.max_pool2d.
+// Runs max and average pool commands on plain buffers and on the
+// convolution layout (between two convolutions, f32 and bf16, with every
+// window shape the commands allow: kernel, stride, padding, dilation, ceil
+// mode, the average's divisor), against a loop nest written here. A maximum is exact, so a max pool is compared
+// exactly (NaN wins as in flow.max_pool2d); an average within f32 rounding.
 //
 //===----------------------------------------------------------------------===//
 
@@ -33,6 +33,8 @@ struct Window {
   int64_t top, left, bottom, right;
   int64_t dh = 1, dw = 1;
   bool ceil = false;
+  /// An average pool (dilations 1), its divisor with or without padding.
+  bool average = false, includePad = false;
 };
 
 /// Output extent along one axis (PyTorch's rule, ceil mode included).
@@ -58,16 +60,29 @@ struct Dims {
   }
 };
 
-/// The maximum over each window of NCHW \p x, straight from the
-/// definition; a NaN in a window wins.
-std::vector<float> maxPool(const Dims &d, const Window &p,
-                           const std::vector<float> &x) {
+/// The maximum over each window of NCHW \p x (a NaN in a window wins), or
+/// its average (PyTorch's divisor: the window clipped to the padded input,
+/// or with count_include_pad off to the input), straight from the
+/// definition.
+std::vector<float> pool(const Dims &d, const Window &p,
+                        const std::vector<float> &x) {
   int64_t oh = d.oh(p), ow = d.ow(p);
   std::vector<float> out(d.n * d.c * oh * ow);
+  auto count = [&](int64_t o, int64_t stride, int64_t before, int64_t after,
+                   int64_t k, int64_t size) {
+    int64_t start = o * stride - before;
+    int64_t end = std::min(start + k, size + after);
+    if (!p.includePad) {
+      start = std::max<int64_t>(start, 0);
+      end = std::min(end, size);
+    }
+    return end - start;
+  };
   for (int64_t b = 0; b < d.n * d.c; ++b)
     for (int64_t y = 0; y < oh; ++y)
       for (int64_t z = 0; z < ow; ++z) {
         float m = -std::numeric_limits<float>::infinity();
+        double sum = 0;
         for (int64_t i = 0; i < p.kh; ++i)
           for (int64_t j = 0; j < p.kw; ++j) {
             int64_t iy = y * p.sh - p.top + i * p.dh;
@@ -75,10 +90,15 @@ std::vector<float> maxPool(const Dims &d, const Window &p,
             if (iy < 0 || iy >= d.h || ix < 0 || ix >= d.w)
               continue;
             float v = x[(b * d.h + iy) * d.w + ix];
+            sum += v;
             if (std::isnan(v) || v > m)
               m = std::isnan(m) ? m : v;
           }
-        out[(b * oh + y) * ow + z] = m;
+        out[(b * oh + y) * ow + z] =
+            p.average
+                ? float(sum / (count(y, p.sh, p.top, p.bottom, p.kh, d.h) *
+                               count(z, p.sw, p.left, p.right, p.kw, d.w)))
+                : m;
       }
   return out;
 }
@@ -137,8 +157,10 @@ void checkAlone(const Dims &d, const Window &p, int threads,
   if (withNaN)
     for (size_t i = 3; i < x.size(); i += 97)
       x[i] = std::nanf("");
-  std::vector<float> want = maxPool(d, p, x);
-  MaxPoolSpec m;
+  std::vector<float> want = pool(d, p, x);
+  PoolSpec m;
+  m.average = p.average;
+  m.countIncludePad = p.includePad;
   m.inputShape = {d.n, d.c, d.h, d.w};
   m.outputShape = {d.n, d.c, d.oh(p), d.ow(p)};
   m.kernel = {p.kh, p.kw};
@@ -157,8 +179,13 @@ void checkAlone(const Dims &d, const Window &p, int threads,
   for (const std::vector<float> &got :
        run(spec, {f32Tensor(m.inputShape, x)}, threads, "")) {
     ASSERT_EQ(got.size(), want.size());
+    // A maximum is exact; an average of at most 15 values below 1 in
+    // magnitude, summed in f32, is within 15 * 2^-24 (< 1e-6) of the
+    // double sum.
+    const float tolerance = p.average ? 2e-6f : 0.0f;
     for (size_t i = 0; i < got.size(); ++i)
-      if (std::isnan(want[i]) ? !std::isnan(got[i]) : got[i] != want[i]) {
+      if (std::isnan(want[i]) ? !std::isnan(got[i])
+                              : std::fabs(got[i] - want[i]) > tolerance) {
         ADD_FAILURE() << "element " << i << ": " << got[i] << ", want "
                       << want[i];
         return;
@@ -185,14 +212,14 @@ void checkBetweenConvolutions(const Dims &d, const Window &p, bool bf16,
   bool half = bf16 && block;
   std::vector<float> mid = pointwise(in, d.c, reads(x), reads(f1));
   std::vector<float> midHeld = half ? roundedToBf16(mid) : mid;
-  std::vector<float> pool = maxPool(d, p, midHeld);
-  std::vector<float> want = pointwise(pooled, co, reads(pool), reads(f2));
+  std::vector<float> poolOut = pool(d, p, midHeld);
+  std::vector<float> want = pointwise(pooled, co, reads(poolOut), reads(f2));
   // Tolerance: f32 rounding, and with a bf16 middle the one bf16 step
   // (2^-8) its rounding may land away when the library sums in another
   // order: at most 2^-8 of the second convolution's sum of magnitudes.
   std::vector<float> slack(want.size(), 0.0f);
   if (half) {
-    std::vector<float> a = pool, b = f2;
+    std::vector<float> a = poolOut, b = f2;
     for (float &v : a)
       v = std::fabs(v) / 128;
     for (float &v : b)
@@ -200,7 +227,7 @@ void checkBetweenConvolutions(const Dims &d, const Window &p, bool bf16,
     slack = pointwise(pooled, co, a, b);
   }
   const uint64_t es = half ? 2 : 4;
-  const uint64_t midBytes = mid.size() * es, poolBytes = pool.size() * es;
+  const uint64_t midBytes = mid.size() * es, poolBytes = poolOut.size() * es;
   ConvSpec first;
   first.inputShape = {d.n, ci, d.h, d.w};
   first.filterShape = {d.c, ci, 1, 1};
@@ -211,7 +238,9 @@ void checkBetweenConvolutions(const Dims &d, const Window &p, bool bf16,
   first.blockedOutput = block;
   first.bf16 = bf16;
   first.outputDtype = half ? DType::BF16 : DType::F32;
-  MaxPoolSpec m;
+  PoolSpec m;
+  m.average = p.average;
+  m.countIncludePad = p.includePad;
   m.inputShape = first.outputShape;
   m.outputShape = {d.n, d.c, pooled.h, pooled.w};
   m.kernel = {p.kh, p.kw};
@@ -263,11 +292,26 @@ const Window kStem{3, 3, 2, 2, 1, 1, 1, 1};
 const Window kCeil{3, 3, 2, 2, 0, 0, 0, 0, 1, 1, /*ceil=*/true};
 const Window kDilated{3, 2, 1, 3, 2, 1, 2, 1, 2, 2};
 const Window kWide{2, 5, 2, 1, 1, 2, 1, 2};
+// Average pools: DenseNet's transition, padding counted or not, ceil mode
+// (its extra positions never count).
+const Window kAvg{2, 2, 2, 2, 0, 0, 0, 0, 1, 1, false, /*average=*/true};
+const Window kAvgPad{3, 3, 1, 1, 1, 1, 1, 1, 1, 1, false, true,
+                     /*includePad=*/true};
+const Window kAvgCeil{3, 3, 2, 2, 1, 1, 1, 1, 1, 1, /*ceil=*/true, true,
+                      false};
+const Window kAvgCeilPad{3, 2, 2, 3, 1, 0, 1, 0, 1, 1, true, true, true};
 
 TEST(PoolTest, AloneOnPlainBuffers) {
   for (const Window &p : {kStem, kCeil, kDilated, kWide}) {
     checkAlone({2, 5, 9, 11}, p, 2);   // one channel at a time
     checkAlone({1, 32, 13, 10}, p, 1); // sixteen, a plane apart
+  }
+}
+
+TEST(PoolTest, AveragesOnPlainBuffers) {
+  for (const Window &p : {kAvg, kAvgPad, kAvgCeil, kAvgCeilPad}) {
+    checkAlone({2, 5, 9, 11}, p, 2);
+    checkAlone({1, 32, 13, 10}, p, 1);
   }
 }
 
@@ -282,8 +326,13 @@ TEST(PoolConvTest, BetweenConvolutionsInTheirLayout) {
 }
 
 TEST(PoolConvTest, Bf16BetweenConvolutions) {
-  for (const Window &p : {kStem, kCeil, kDilated})
+  for (const Window &p : {kStem, kCeil, kDilated, kAvgPad, kAvgCeil})
     checkBetweenConvolutions({1, 16, 17, 12}, p, /*bf16=*/true, 2);
+}
+
+TEST(PoolConvTest, AveragesBetweenConvolutions) {
+  for (const Window &p : {kAvg, kAvgPad, kAvgCeil, kAvgCeilPad})
+    checkBetweenConvolutions({2, 32, 15, 14}, p, /*bf16=*/false, 2);
 }
 
 TEST(PoolConvTest, PlainBetweenConvolutions) {
@@ -294,7 +343,7 @@ TEST(PoolConvTest, PlainBetweenConvolutions) {
 }
 
 TEST(PoolTest, RefusesInconsistentCommands) {
-  MaxPoolSpec m;
+  PoolSpec m;
   m.inputShape = {1, 16, 8, 8};
   m.outputShape = {1, 16, 4, 4};
   m.kernel = {3, 3};
@@ -309,7 +358,7 @@ TEST(PoolTest, RefusesInconsistentCommands) {
   f.commands = {m};
   ExecutableSpec spec;
   spec.functions = {f};
-  auto &cmd = std::get<MaxPoolSpec>(spec.functions[0].commands[0]);
+  auto &cmd = std::get<PoolSpec>(spec.functions[0].commands[0]);
   auto error = [&]() {
     StatusOr<std::unique_ptr<Executable>> exe =
         Executable::loadBytes(build(spec));

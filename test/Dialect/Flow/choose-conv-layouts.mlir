@@ -53,7 +53,7 @@ func.func @bf16_chain(%x: memref<1x8x4x4xf32>, %w1: memref<16x8x1x1xf32>, %w2: m
 
 // A pool between convolutions keeps their layout: its buffers are blocked,
 // and with bf16 convolutions held in bf16. A pool's output a kernel reads
-// stays plain f32.
+// stays plain f32 (an average pool's here).
 // CHECK-LABEL: func.func @pools
 // CHECK: %[[A:.*]] = flow.host.alloc : memref<1x16x8x8xbf16>
 // CHECK: flow.host.conv %arg0, %{{.*}} -> %[[A]] strides {{.*}} {bf16, blocked_output}
@@ -61,7 +61,7 @@ func.func @bf16_chain(%x: memref<1x8x4x4xf32>, %w1: memref<16x8x1x1xf32>, %w2: m
 // CHECK: flow.host.max_pool %[[A]] -> %[[B]] {{.*}} {blocked_input, blocked_output} : memref<1x16x8x8xbf16> -> memref<1x16x4x4xbf16>
 // CHECK: flow.host.conv %[[B]], %{{.*}} -> %[[C:.*]] strides {{.*}} {bf16, blocked_input, blocked_output}
 // CHECK: %[[D:.*]] = flow.host.alloc : memref<1x16x2x2xf32>
-// CHECK: flow.host.max_pool %[[C]] -> %[[D]] {{.*}} {blocked_input} : memref<1x16x4x4xbf16> -> memref<1x16x2x2xf32>
+// CHECK: flow.host.avg_pool %[[C]] -> %[[D]] {{.*}} {blocked_input} : memref<1x16x4x4xbf16> -> memref<1x16x2x2xf32>
 // CHECK: flow.host.dispatch @k(%[[D]])
 func.func private @k(tensor<1x16x2x2xf32>) -> tensor<1x16x2x2xf32> attributes {flow.kernel, flow.workgroup_extent = 16 : i64}
 func.func @pools(%x: memref<1x8x8x8xf32>, %w1: memref<16x8x1x1xf32>, %w2: memref<16x16x1x1xf32>, %out: memref<1x16x2x2xf32>) attributes {flow.host_outputs = 1 : i64} {
@@ -72,7 +72,7 @@ func.func @pools(%x: memref<1x8x8x8xf32>, %w1: memref<16x8x1x1xf32>, %w2: memref
   %c = flow.host.alloc : memref<1x16x4x4xf32>
   flow.host.conv %b, %w2 -> %c strides = [1, 1] padding = [0, 0, 0, 0] dilations = [1, 1] groups = 1 {bf16} : memref<1x16x4x4xf32>, memref<16x16x1x1xf32> -> memref<1x16x4x4xf32>
   %d = flow.host.alloc : memref<1x16x2x2xf32>
-  flow.host.max_pool %c -> %d kernel = [2, 2] strides = [2, 2] padding = [0, 0, 0, 0] dilations = [1, 1] : memref<1x16x4x4xf32> -> memref<1x16x2x2xf32>
+  flow.host.avg_pool %c -> %d kernel = [2, 2] strides = [2, 2] padding = [0, 0, 0, 0] : memref<1x16x4x4xf32> -> memref<1x16x2x2xf32>
   flow.host.dispatch @k(%d) outs(%out) : (memref<1x16x2x2xf32>) -> (memref<1x16x2x2xf32>)
   return
 }

@@ -244,3 +244,11 @@ func.func @max_pool_blocked(%x: memref<1x8x8x8xf32>, %o: memref<1x8x4x4xf32>) {
   flow.host.max_pool %x -> %o kernel = [2, 2] strides = [2, 2] padding = [0, 0, 0, 0] dilations = [1, 1] {blocked_output} : memref<1x8x8x8xf32> -> memref<1x8x4x4xf32>
   return
 }
+
+// -----
+
+func.func @avg_pool_shape(%x: memref<1x16x8x8xf32>, %o: memref<1x16x8x8xf32>) {
+  // expected-error @+1 {{writes 'memref<1x16x8x8xf32>' but the window gives 1x16x4x4}}
+  flow.host.avg_pool %x -> %o kernel = [2, 2] strides = [2, 2] padding = [0, 0, 0, 0] {count_include_pad} : memref<1x16x8x8xf32> -> memref<1x16x8x8xf32>
+  return
+}

@@ -88,3 +88,24 @@ func.func @stay(%x: memref<1x16x8x8xf32>, %i: memref<1x16x8x8xi32>, %w: memref<1
   flow.host.dispatch @pool(%t) outs(%o4) : (memref<1x16x8x8xf32>) -> (memref<1x16x4x4xf32>)
   return
 }
+
+// -----
+
+// An average pool between convolutions runs on the runtime too, with its
+// divisor's rule.
+// CHECK-LABEL: func.func @average
+// CHECK: flow.host.avg_pool %{{.*}} -> %[[P:.*]] kernel = [3, 3] strides = [2, 2] padding = [1, 1, 1, 1] {count_include_pad} : memref<1x16x8x8xf32> -> memref<1x16x4x4xf32>
+// CHECK: flow.host.conv %[[P]]
+// CHECK-NOT: func.func private @avg
+func.func private @avg(%a: tensor<1x16x8x8xf32>) -> tensor<1x16x4x4xf32> attributes {flow.kernel, flow.workgroup_extent = 16 : i64} {
+  %p = flow.avg_pool2d %a kernel = [3, 3] strides = [2, 2] padding = [1, 1, 1, 1] {count_include_pad} : tensor<1x16x8x8xf32> -> tensor<1x16x4x4xf32>
+  return %p : tensor<1x16x4x4xf32>
+}
+func.func @average(%x: memref<1x8x8x8xf32>, %w: memref<16x8x1x1xf32>, %w2: memref<16x16x1x1xf32>, %out: memref<1x16x4x4xf32>) attributes {flow.host_outputs = 1 : i64} {
+  %t = flow.host.alloc : memref<1x16x8x8xf32>
+  flow.host.conv %x, %w -> %t strides = [1, 1] padding = [0, 0, 0, 0] dilations = [1, 1] groups = 1 : memref<1x8x8x8xf32>, memref<16x8x1x1xf32> -> memref<1x16x8x8xf32>
+  %p = flow.host.alloc : memref<1x16x4x4xf32>
+  flow.host.dispatch @avg(%t) outs(%p) : (memref<1x16x8x8xf32>) -> (memref<1x16x4x4xf32>)
+  flow.host.conv %p, %w2 -> %out strides = [1, 1] padding = [0, 0, 0, 0] dilations = [1, 1] groups = 1 : memref<1x16x4x4xf32>, memref<16x16x1x1xf32> -> memref<1x16x4x4xf32>
+  return
+}

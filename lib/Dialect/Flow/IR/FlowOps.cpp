@@ -1306,31 +1306,34 @@ LogicalResult HostConvOp::verify() {
   return success();
 }
 
-LogicalResult HostMaxPoolOp::verify() {
-  MemRefType x = getInput().getType(), out = getOut().getType();
+/// The checks of flow.host.max_pool and flow.host.avg_pool.
+static LogicalResult verifyHostPool(Operation *op, MemRefType x,
+                                    MemRefType out, ArrayRef<int64_t> kernel,
+                                    ArrayRef<int64_t> strides,
+                                    ArrayRef<int64_t> padding,
+                                    ArrayRef<int64_t> dilations,
+                                    bool blockedInput, bool blockedOutput) {
   // f32, or bf16 where the buffer is blocked (only the runtime's
   // convolution layout holds bf16); the two may differ.
-  for (auto [type, blocked] : {std::pair{x, getBlockedInput()},
-                               std::pair{out, getBlockedOutput()}}) {
+  for (auto [type, blocked] :
+       {std::pair{x, blockedInput}, std::pair{out, blockedOutput}}) {
     Type elt = type.getElementType();
     if (!elt.isF32() && !(elt.isBF16() && blocked))
-      return emitOpError() << "pools f32 buffers (bf16 where blocked), got "
-                           << type;
-    if (failed(verifyIdentityLayout(*this, type)))
+      return op->emitOpError()
+             << "pools f32 buffers (bf16 where blocked), got " << type;
+    if (failed(verifyIdentityLayout(op, type)))
       return failure();
   }
   if (x.getRank() != 4 || out.getRank() != 4)
-    return emitOpError() << "needs rank-4 input and output, got " << x
-                         << " -> " << out;
-  Reporter report{getLoc()};
-  ArrayRef<int64_t> kernel = getKernel(), strides = getStrides(),
-                    padding = getPadding(), dilations = getDilations();
+    return op->emitOpError() << "needs rank-4 input and output, got " << x
+                             << " -> " << out;
+  Reporter report{op->getLoc()};
   if (failed(checkWindow(kernel, strides, padding, dilations, report)))
     return failure();
   for (int i = 0; i < 4; ++i)
     if (padding[i] >= dilations[i % 2] * (kernel[i % 2] - 1) + 1)
-      return emitOpError() << "padding " << padding[i]
-                           << " is not smaller than the window";
+      return op->emitOpError()
+             << "padding " << padding[i] << " is not smaller than the window";
   ArrayRef<int64_t> xs = x.getShape();
   SmallVector<SmallVector<int64_t>> allowed;
   for (bool ceilMode : {false, true}) {
@@ -1342,15 +1345,28 @@ LogicalResult HostMaxPoolOp::verify() {
   }
   if (out.getShape() != ArrayRef<int64_t>(allowed[0]) &&
       out.getShape() != ArrayRef<int64_t>(allowed[1]))
-    return emitOpError() << "writes " << out << " but the window gives "
-                         << shapeStr(allowed[0])
-                         << (allowed[0] == allowed[1]
-                                 ? std::string()
-                                 : " (or " + shapeStr(allowed[1]) +
-                                       " in ceil mode)");
-  if ((getBlockedInput() || getBlockedOutput()) && xs[1] % 16)
-    return emitOpError() << "a blocked buffer needs a multiple of 16 channels";
+    return op->emitOpError()
+           << "writes " << out << " but the window gives "
+           << shapeStr(allowed[0])
+           << (allowed[0] == allowed[1]
+                   ? std::string()
+                   : " (or " + shapeStr(allowed[1]) + " in ceil mode)");
+  if ((blockedInput || blockedOutput) && xs[1] % 16)
+    return op->emitOpError()
+           << "a blocked buffer needs a multiple of 16 channels";
   return success();
+}
+
+LogicalResult HostMaxPoolOp::verify() {
+  return verifyHostPool(*this, getInput().getType(), getOut().getType(),
+                        getKernel(), getStrides(), getPadding(),
+                        getDilations(), getBlockedInput(), getBlockedOutput());
+}
+
+LogicalResult HostAvgPoolOp::verify() {
+  return verifyHostPool(*this, getInput().getType(), getOut().getType(),
+                        getKernel(), getStrides(), getPadding(), {1, 1},
+                        getBlockedInput(), getBlockedOutput());
 }
 
 LogicalResult HostCopyOp::verify() {
@@ -1478,7 +1494,7 @@ int64_t mlir::flow::storageBytes(ShapedType type) {
 
 bool mlir::flow::isHostCommand(Operation *op) {
   return isa<HostDispatchOp, HostGemmOp, HostConvOp, HostMaxPoolOp,
-             HostCopyOp, HostCollectiveOp>(op);
+             HostAvgPoolOp, HostCopyOp, HostCollectiveOp>(op);
 }
 
 Operation *mlir::flow::previousHostCommand(Operation *op) {

@@ -21,7 +21,7 @@ using namespace mlir::flow;
 /// output (never its filter or bias), or a library pool's input or output.
 static bool onlyLibraryTouches(Value buffer) {
   for (OpOperand &use : buffer.getUses()) {
-    if (isa<HostMaxPoolOp>(use.getOwner()))
+    if (isa<HostMaxPoolOp, HostAvgPoolOp>(use.getOwner()))
       continue;
     auto conv = dyn_cast<HostConvOp>(use.getOwner());
     if (!conv || (use.get() != conv.getInput() &&
@@ -53,13 +53,16 @@ struct ChooseConvLayoutsPass
                               blocked.contains(conv.getResidual()));
       conv.setBlockedOutput(blocked.contains(conv.getOut()));
     });
-    getOperation().walk([&](HostMaxPoolOp pool) {
+    auto markPool = [&](auto pool) {
       pool.setBlockedInput(blocked.contains(pool.getInput()));
       pool.setBlockedOutput(blocked.contains(pool.getOut()));
-    });
+    };
+    getOperation().walk([&](HostMaxPoolOp pool) { markPool(pool); });
+    getOperation().walk([&](HostAvgPoolOp pool) { markPool(pool); });
     // Blocked buffers that bf16 convolutions use, and nothing else but
-    // pools, hold bf16: the convolutions read it rounded to bf16 anyway,
-    // and a pool's maximum of bf16 values is one of them. Set after the
+    // pools, hold bf16: the convolutions read it rounded to bf16 anyway
+    // (a max pool's maximum of bf16 values is one of them; an average
+    // held in bf16 is rounded where the convolution would round it). Set after the
     // marks above, which the verifiers ask of a bf16 buffer.
     for (Value buffer : blocked) {
       bool bf16Conv = false, onlyBf16 = true;

@@ -18,20 +18,23 @@ namespace flow {
 using namespace mlir;
 using namespace mlir::flow;
 
-/// The pooling `kernel` computes when it is one f32 flow.max_pool2d of its
-/// only argument, returned; null otherwise.
-static MaxPool2dOp onlyMaxPool(func::FuncOp kernel) {
+/// The pool `kernel` computes when it is one f32 flow.max_pool2d or
+/// flow.avg_pool2d of its only argument, returned; null otherwise.
+static Operation *onlyPool(func::FuncOp kernel) {
   if (kernel.isExternal() || !kernel.getBody().hasOneBlock() ||
       kernel.getNumArguments() != 1 || kernel.getNumResults() != 1)
     return nullptr;
   Block &body = kernel.getBody().front();
   if (body.getOperations().size() != 2)
     return nullptr;
-  auto pool = dyn_cast<MaxPool2dOp>(body.front());
+  Operation *pool = &body.front();
   auto ret = dyn_cast<func::ReturnOp>(body.back());
-  if (!pool || !ret || pool.getInput() != body.getArgument(0) ||
-      ret.getOperand(0) != pool.getResult() ||
-      !cast<RankedTensorType>(pool.getType()).getElementType().isF32())
+  if (!isa<MaxPool2dOp, AvgPool2dOp>(pool) || !ret ||
+      pool->getOperand(0) != body.getArgument(0) ||
+      ret.getOperand(0) != pool->getResult(0) ||
+      !cast<RankedTensorType>(pool->getResult(0).getType())
+           .getElementType()
+           .isF32())
     return nullptr;
   return pool;
 }
@@ -42,6 +45,8 @@ static bool libraryWrites(Value buffer) {
     if (auto conv = dyn_cast<HostConvOp>(user))
       return conv.getOut() == buffer;
     if (auto pool = dyn_cast<HostMaxPoolOp>(user))
+      return pool.getOut() == buffer;
+    if (auto pool = dyn_cast<HostAvgPoolOp>(user))
       return pool.getOut() == buffer;
     return false;
   });
@@ -70,18 +75,26 @@ struct LibraryPoolsPass
           dispatch.getOutputs().size() != 1)
         continue;
       auto kernel = symbols.lookup<func::FuncOp>(dispatch.getKernel());
-      MaxPool2dOp pool = kernel ? onlyMaxPool(kernel) : nullptr;
+      Operation *pool = kernel ? onlyPool(kernel) : nullptr;
       if (!pool)
         continue;
       Value input = dispatch.getInputs()[0], out = dispatch.getOutputs()[0];
       if (!libraryWrites(input) && !convolutionReads(out))
         continue;
       OpBuilder b(dispatch);
-      HostMaxPoolOp::create(b, dispatch.getLoc(), input, out,
-                            pool.getKernelAttr(), pool.getStridesAttr(),
-                            pool.getPaddingAttr(), pool.getDilationsAttr(),
-                            /*blocked_input=*/UnitAttr(),
-                            /*blocked_output=*/UnitAttr());
+      if (auto max = dyn_cast<MaxPool2dOp>(pool))
+        HostMaxPoolOp::create(b, dispatch.getLoc(), input, out,
+                              max.getKernelAttr(), max.getStridesAttr(),
+                              max.getPaddingAttr(), max.getDilationsAttr(),
+                              /*blocked_input=*/UnitAttr(),
+                              /*blocked_output=*/UnitAttr());
+      else if (auto avg = dyn_cast<AvgPool2dOp>(pool))
+        HostAvgPoolOp::create(b, dispatch.getLoc(), input, out,
+                              avg.getKernelAttr(), avg.getStridesAttr(),
+                              avg.getPaddingAttr(),
+                              avg.getCountIncludePadAttr(),
+                              /*blocked_input=*/UnitAttr(),
+                              /*blocked_output=*/UnitAttr());
       dispatch.erase();
       replaced.insert(kernel);
       ++numPools;

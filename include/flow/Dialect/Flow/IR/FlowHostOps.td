@@ -297,6 +297,39 @@ def Flow_HostMaxPoolOp : Flow_HostOp<"max_pool"> {
   let hasVerifier = 1;
 }
 
+def Flow_HostAvgPoolOp : Flow_HostOp<"avg_pool"> {
+  let summary = "2-D average pooling next to the library convolutions";
+  let description = [{
+    The host form of `flow.avg_pool2d` where it reads or writes a library
+    convolution's buffer (made by `flow-library-pools`): the runtime
+    averages `kernel` windows of `input` `[N, C, H, W]` into `out`
+    `[N, C, OH, OW]`, with `strides` (`[h, w]`) and `padding`
+    (`[top, left, bottom, right]`, zeros) as in `flow.avg_pool2d`, and its
+    divisor: with `count_include_pad` the window's positions up to the end
+    padding, else only the real ones; ceil mode's extra positions never
+    count. `OH` and `OW` follow rounded down, or up (ceil mode).
+
+    `blocked_input` and `blocked_output` as for `flow.host.max_pool`; a
+    blocked buffer may hold bf16 (sums in f32; an average written to bf16
+    is rounded, as the bf16 convolution reading it would round it).
+
+    ```mlir
+    flow.host.avg_pool %x -> %y kernel = [2, 2] strides = [2, 2]
+        padding = [0, 0, 0, 0] {blocked_input, blocked_output}
+        : memref<1x64x56x56xf32> -> memref<1x64x28x28xf32>
+    ```
+  }];
+  let arguments = (ins Flow_HostBuffer:$input, Flow_HostBuffer:$out,
+                       DenseI64ArrayAttr:$kernel, DenseI64ArrayAttr:$strides,
+                       DenseI64ArrayAttr:$padding, UnitAttr:$count_include_pad,
+                       UnitAttr:$blocked_input, UnitAttr:$blocked_output);
+  let assemblyFormat = [{
+    $input `->` $out `kernel` `=` $kernel `strides` `=` $strides
+    `padding` `=` $padding attr-dict `:` type($input) `->` type($out)
+  }];
+  let hasVerifier = 1;
+}
+
 def Flow_HostCopyOp : Flow_HostOp<"copy"> {
   let summary = "copies one buffer's bytes into another";
   let description = [{

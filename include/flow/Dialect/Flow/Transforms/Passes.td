@@ -366,12 +366,13 @@ def FuseConvEpiloguesPass : Pass<"flow-fuse-conv-epilogues", "ModuleOp"> {
 }
 
 def LibraryPoolsPass : Pass<"flow-library-pools", "ModuleOp"> {
-  let summary = "Runs max pooling next to library convolutions on the runtime";
+  let summary = "Runs pooling next to library convolutions on the runtime";
   let description = [{
     On a host schedule, a `flow.host.dispatch` whose kernel is one
-    `flow.max_pool2d` (f32, no other op) becomes a `flow.host.max_pool`
-    when it reads a buffer a `flow.host.conv` or `flow.host.max_pool`
-    writes, or writes one a `flow.host.conv` reads. The runtime then pools
+    `flow.max_pool2d` or `flow.avg_pool2d` (f32, no other op) becomes a
+    `flow.host.max_pool` or `flow.host.avg_pool` when it reads a buffer a
+    `flow.host.conv` or a library pool writes, or writes one a
+    `flow.host.conv` reads. The runtime then pools
     in the convolutions' own layout (`flow-choose-conv-layouts` keeps the
     buffers blocked, channels innermost), where a generated kernel would
     need the buffers NCHW: the library would reorder the data out of its
@@ -401,8 +402,9 @@ def ChooseConvLayoutsPass : Pass<"flow-choose-conv-layouts", "ModuleOp"> {
   let description = [{
     A transient buffer (`flow.host.alloc`) of f32 `[N, C, H, W]` with `C` a
     multiple of 16 whose every user is a `flow.host.conv` reading it as
-    input or residual or writing it as output, or a `flow.host.max_pool`
-    reading or writing it, is held in the runtime's convolution layout
+    input or residual or writing it as output, or a library pool
+    (`flow.host.max_pool`, `flow.host.avg_pool`) reading or writing it, is
+    held in the runtime's convolution layout
     (the one its library prefers: NHWC, or channels in blocks of 16 or 8):
     each such use is marked (`blocked_input`, `blocked_residual`,
     `blocked_output`). Between convolutions (and the pools among them) the
@@ -413,7 +415,9 @@ def ChooseConvLayoutsPass : Pass<"flow-choose-conv-layouts", "ModuleOp"> {
 
     A blocked buffer that `bf16` convolutions read or write, and nothing
     else but pools (they read it as an input rounded to bf16 anyway; a
-    pool's maximum of bf16 values is one of them), is held in bf16: its
+    max pool's maximum of bf16 values is one of them, and an average pool
+    averages the bf16 values and rounds where the convolution would), is
+    held in bf16: its
     `flow.host.alloc` becomes a bf16 memref of the same shape, half the
     bytes to write and read. A residual added from such a buffer is then
     rounded to bf16 too.
