@@ -28,10 +28,6 @@
 using namespace flow::runtime;
 using namespace flow::runtime::detail;
 
-// The vector types below pass only between this file's internal functions,
-// each copy compiled for one target: no ABI crosses a boundary.
-#pragma GCC diagnostic ignored "-Wpsabi"
-
 namespace {
 
 /// Where element (n, group g, lane v, y, x) of a tensor lies: n * image +
@@ -139,18 +135,29 @@ constexpr bool kWiden16 = false;
 #include "PoolingRows.inc"
 } // namespace baseline
 
+/// The widest set of row functions this CPU runs, asked once.
+enum class RowTarget { Avx512, Avx2, Baseline };
+RowTarget rowTarget() {
+  static const RowTarget target =
+      cpuHasFeature("avx512f") && cpuHasFeature("avx512bw") ? RowTarget::Avx512
+      : cpuHasFeature("avx2") && cpuHasFeature("fma")       ? RowTarget::Avx2
+                                                            : RowTarget::Baseline;
+  return target;
+}
+
 /// The row function for a max (or \p Average) pool of lanes \p V and
 /// element types In, Out, on the widest vectors this CPU has.
 template <bool Average, int V, bool InDense, bool OutDense, typename In,
           typename Out>
 RowFn rowFor() {
-  static const bool hasAvx512 =
-      cpuHasFeature("avx512f") && cpuHasFeature("avx512bw");
-  static const bool hasAvx2 = cpuHasFeature("avx2") && cpuHasFeature("fma");
-  if (hasAvx512)
+  switch (rowTarget()) {
+  case RowTarget::Avx512:
     return avx512::poolRow<Average, V, InDense, OutDense, In, Out>;
-  if (hasAvx2)
+  case RowTarget::Avx2:
     return avx2::poolRow<Average, V, InDense, OutDense, In, Out>;
+  case RowTarget::Baseline:
+    break;
+  }
   return baseline::poolRow<Average, V, InDense, OutDense, In, Out>;
 }
 

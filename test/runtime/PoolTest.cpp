@@ -60,6 +60,32 @@ struct Dims {
   }
 };
 
+/// A pool command of window \p p from \p d (NCHW f32, unplaced).
+PoolSpec poolSpec(const Dims &d, const Window &p) {
+  PoolSpec m;
+  m.average = p.average;
+  m.countIncludePad = p.includePad;
+  m.inputShape = {d.n, d.c, d.h, d.w};
+  m.outputShape = {d.n, d.c, d.oh(p), d.ow(p)};
+  m.kernel = {p.kh, p.kw};
+  m.strides = {p.sh, p.sw};
+  m.padding = {p.top, p.left, p.bottom, p.right};
+  m.dilations = {p.dh, p.dw};
+  return m;
+}
+
+/// A function "main" of \p m alone, from its input to its output.
+ExecutableSpec poolAlone(const PoolSpec &m) {
+  FunctionSpec f;
+  f.name = "main";
+  f.inputs = {{DType::F32, m.inputShape}};
+  f.outputs = {{DType::F32, m.outputShape}};
+  f.commands = {m};
+  ExecutableSpec spec;
+  spec.functions = {f};
+  return spec;
+}
+
 /// The maximum over each window of NCHW \p x (a NaN in a window wins), or
 /// its average (PyTorch's divisor: the window clipped to the padded input,
 /// or with count_include_pad off to the input), straight from the
@@ -158,26 +184,11 @@ void checkAlone(const Dims &d, const Window &p, int threads,
     for (size_t i = 3; i < x.size(); i += 97)
       x[i] = std::nanf("");
   std::vector<float> want = pool(d, p, x);
-  PoolSpec m;
-  m.average = p.average;
-  m.countIncludePad = p.includePad;
-  m.inputShape = {d.n, d.c, d.h, d.w};
-  m.outputShape = {d.n, d.c, d.oh(p), d.ow(p)};
-  m.kernel = {p.kh, p.kw};
-  m.strides = {p.sh, p.sw};
-  m.padding = {p.top, p.left, p.bottom, p.right};
-  m.dilations = {p.dh, p.dw};
+  PoolSpec m = poolSpec(d, p);
   m.input = inputRef(0, x.size() * 4);
   m.output = outputRef(0, want.size() * 4);
-  FunctionSpec f;
-  f.name = "main";
-  f.inputs = {{DType::F32, m.inputShape}};
-  f.outputs = {{DType::F32, m.outputShape}};
-  f.commands = {m};
-  ExecutableSpec spec;
-  spec.functions = {f};
   for (const std::vector<float> &got :
-       run(spec, {f32Tensor(m.inputShape, x)}, threads, "")) {
+       run(poolAlone(m), {f32Tensor(m.inputShape, x)}, threads, "")) {
     ASSERT_EQ(got.size(), want.size());
     // A maximum is exact; an average of at most 15 values below 1 in
     // magnitude, summed in f32, is within 15 * 2^-24 (< 1e-6) of the
@@ -238,15 +249,7 @@ void checkBetweenConvolutions(const Dims &d, const Window &p, bool bf16,
   first.blockedOutput = block;
   first.bf16 = bf16;
   first.outputDtype = half ? DType::BF16 : DType::F32;
-  PoolSpec m;
-  m.average = p.average;
-  m.countIncludePad = p.includePad;
-  m.inputShape = first.outputShape;
-  m.outputShape = {d.n, d.c, pooled.h, pooled.w};
-  m.kernel = {p.kh, p.kw};
-  m.strides = {p.sh, p.sw};
-  m.padding = {p.top, p.left, p.bottom, p.right};
-  m.dilations = {p.dh, p.dw};
+  PoolSpec m = poolSpec(d, p);
   uint64_t poolOffset = (midBytes + 63) / 64 * 64;
   m.input = first.output;
   m.output = arenaRef(poolOffset, poolBytes);
@@ -351,13 +354,7 @@ TEST(PoolTest, RefusesInconsistentCommands) {
   m.padding = {1, 1, 1, 1};
   m.input = inputRef(0, 16 * 64 * 4);
   m.output = outputRef(0, 16 * 16 * 4);
-  FunctionSpec f;
-  f.name = "main";
-  f.inputs = {{DType::F32, m.inputShape}};
-  f.outputs = {{DType::F32, m.outputShape}};
-  f.commands = {m};
-  ExecutableSpec spec;
-  spec.functions = {f};
+  ExecutableSpec spec = poolAlone(m);
   auto &cmd = std::get<PoolSpec>(spec.functions[0].commands[0]);
   auto error = [&]() {
     StatusOr<std::unique_ptr<Executable>> exe =
