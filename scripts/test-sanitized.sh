@@ -83,7 +83,8 @@ run "runtime unit tests (sanitized)" \
   ASAN_OPTIONS="$ASAN_OPTIONS:verify_asan_link_order=0" \
   ctest --test-dir "$BUILD" --output-on-failure \
     --exclude-regex '^(ConvTest|PoolConvTest)'
-# The convolution tests (and the pool tests between convolutions) start oneDNN's OpenMP threads; LeakSanitizer's exit scan
+# The convolution tests (and the pool tests between convolutions) start
+# OpenMP's team, the threads such a session runs on; LeakSanitizer's exit scan
 # cannot read those threads' dynamic TLS (the scan itself crashes on it),
 # so they run with address and undefined-behaviour checks but no leak scan.
 run "convolution unit tests (sanitized, no leak scan)" \

@@ -72,12 +72,12 @@ void *detail::openOneDnn() {
   void *openmp = ::dlopen("libgomp.so.1", RTLD_LAZY | RTLD_NOLOAD);
   if (openmp)
     ::dlclose(openmp); // only asked whether it was loaded
-  // oneDNN's OpenMP threads wait for the next convolution as Flow's pool
-  // waits for its next job: spinning as long (ThreadPool::spinTime, 100 us
-  // by default), then sleeping, so that neither holds a core the other's
-  // work needs for long. Sleeping at once (OMP_WAIT_POLICY=PASSIVE) made
-  // every convolution wake its threads: ResNet-50 b1 was 25% slower.
-  // libgomp reads its settings when it loads, and counts spins, not time.
+  // OpenMP's threads (the team that runs a session's loops when it runs
+  // convolutions) wait for the next loop as Flow's own pool waits for its
+  // next job: spinning as long (ThreadPool::spinTime, 100 us by default),
+  // then sleeping. Sleeping at once (OMP_WAIT_POLICY=PASSIVE) made every
+  // convolution wake its threads: ResNet-50 b1 was 25% slower. libgomp
+  // reads its settings when it loads, and counts spins, not time.
   bool spin = !openmp && !std::getenv("OMP_WAIT_POLICY") &&
               !std::getenv("GOMP_SPINCOUNT");
   if (spin)
@@ -345,6 +345,14 @@ void roundedToBf16(const float *src, float *dst, int64_t count) {
     dst[i] = widenBf16(roundToBf16(src[i]));
 }
 } // namespace
+
+bool detail::convolutionsOnOpenMp() {
+#ifdef FLOW_HAVE_DNNL
+  return convSetup(convChoice()).library && dnnl();
+#else
+  return false;
+#endif
+}
 
 std::string detail::convLibrary() {
   ConvSetup setup = convSetup(convChoice());

@@ -18,10 +18,12 @@
 // constants are reordered into the primitive's layout once per session.
 //
 // oneDNN runs on OpenMP: a convolution runs on the calling thread with
-// OpenMP threads equal to the session's thread count while Flow's pool
-// waits (its workers sleep), so at any time one set of threads uses the
-// cores; the calling thread's OpenMP count is set back to what it was
-// afterwards (one once GEMM pieces ran there: they expect it).
+// OpenMP threads equal to the session's thread count. A session with
+// convolution commands on oneDNN runs its other loops on the same OpenMP
+// team (ThreadPool's OpenMP mode), so one set of threads runs every kernel
+// and no second set spins beside it; the calling thread's OpenMP count is
+// set back to what it was afterwards (one once GEMM pieces ran there: they
+// expect it).
 //
 //===----------------------------------------------------------------------===//
 
@@ -43,6 +45,10 @@ namespace detail {
 /// GOMP_SPINCOUNT, OpenMP's threads spin after a convolution as long as
 /// Flow's pool spins between jobs (FLOW_SPIN_US), then sleep.
 void *openOneDnn();
+
+/// True when a session created now runs its convolution commands on
+/// oneDNN (loading it), whose work runs on OpenMP's team.
+bool convolutionsOnOpenMp();
 
 /// "oneDNN 2.6.3, nChw16c, Winograd for f32 3x3 stride-1
 /// convolutions", "oneDNN 2.6.3, nhwc" or "Flow reference (im2col +

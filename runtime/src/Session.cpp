@@ -483,8 +483,23 @@ struct Session::PackedWeights {
   }
 };
 
+namespace {
+/// True when \p exe has a convolution command and a session made now runs
+/// them on a library that runs on OpenMP: the session's loops then run on
+/// OpenMP's team too, so that one set of threads owns the cores.
+bool convolutionsOnOpenMp(const Executable::Impl &exe) {
+  for (const detail::Function &f : exe.functions)
+    for (const detail::Command &command : f.commands)
+      if (std::holds_alternative<detail::ConvCommand>(command))
+        return detail::convolutionsOnOpenMp();
+  return false;
+}
+} // namespace
+
 Session::Session(std::shared_ptr<const Executable> executable, int threads)
-    : exe(std::move(executable)), pool(std::make_unique<ThreadPool>(threads)),
+    : exe(std::move(executable)),
+      pool(std::make_unique<ThreadPool>(threads,
+                                        convolutionsOnOpenMp(*exe->impl))),
       convs(std::make_unique<detail::ConvRunner>(pool->size())),
       packedWeights(std::make_unique<PackedWeights>()) {
   for (size_t i = 0; i < exe->functions().size(); ++i)

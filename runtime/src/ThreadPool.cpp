@@ -7,10 +7,12 @@
 #include "flow/runtime/ThreadPool.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <system_error>
 
+#include <dlfcn.h>
 #include <sched.h>
 
 using namespace flow::runtime;
@@ -82,9 +84,52 @@ int ThreadPool::hardwareThreads() {
   return n == 0 ? 1 : static_cast<int>(n);
 }
 
-ThreadPool::ThreadPool(int threads) {
+namespace {
+/// libgomp's GOMP_parallel (what `#pragma omp parallel num_threads(n)`
+/// compiles to: GCC's OpenMP ABI, GOMP_4.0 and later) when this process
+/// has loaded libgomp, else null.
+void (*loadedOpenMpParallel())(void (*)(void *), void *, unsigned, unsigned) {
+  using Parallel = void (*)(void (*)(void *), void *, unsigned, unsigned);
+  // Asked again until found: libgomp may be loaded later (with oneDNN).
+  static std::atomic<Parallel> parallel{nullptr};
+  if (Parallel found = parallel.load())
+    return found;
+  // Only a copy already loaded: the pool shares its team with the library
+  // that brought it (kept loaded: the handle is never closed).
+  void *handle = ::dlopen("libgomp.so.1", RTLD_NOW | RTLD_NOLOAD);
+  if (!handle)
+    return nullptr;
+  auto found = reinterpret_cast<Parallel>(::dlsym(handle, "GOMP_parallel"));
+  parallel.store(found);
+  return found;
+}
+
+/// One loop on OpenMP's team: every team thread takes indices from `next`.
+struct TeamJob {
+  const ThreadPool *pool;
+  const std::function<void(int64_t)> *fn;
+  int64_t size;
+  std::atomic<int64_t> next{0};
+};
+
+void runTeamJob(void *data) {
+  auto *job = static_cast<TeamJob *>(data);
+  CurrentPoolGuard guard(job->pool);
+  for (int64_t i = job->next.fetch_add(1, std::memory_order_relaxed);
+       i < job->size; i = job->next.fetch_add(1, std::memory_order_relaxed))
+    (*job->fn)(i);
+}
+} // namespace
+
+ThreadPool::ThreadPool(int threads, bool openMpTeam) {
   if (threads <= 0)
     threads = hardwareThreads();
+  if (openMpTeam)
+    team = loadedOpenMpParallel();
+  if (team) {
+    teamSize = threads;
+    return;
+  }
   if (threads <= hardwareThreads())
     spin = spinTime();
   workers.reserve(threads - 1);
@@ -111,12 +156,18 @@ void ThreadPool::parallelFor(int64_t n,
                              const std::function<void(int64_t)> &fn) {
   if (n <= 0)
     return;
-  if (workers.empty() || n == 1 || currentPool == this) {
+  if (size() == 1 || n == 1 || currentPool == this) {
     for (int64_t i = 0; i < n; ++i)
       fn(i);
     return;
   }
   std::lock_guard<std::mutex> call(callMutex);
+  if (team) {
+    TeamJob job{this, &fn, n};
+    team(&runTeamJob, &job,
+         static_cast<unsigned>(std::min<int64_t>(n, teamSize)), 0);
+    return;
+  }
   {
     std::lock_guard<std::mutex> lock(mutex);
     job = &fn;

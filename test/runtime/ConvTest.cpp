@@ -72,6 +72,10 @@ std::vector<float> magnitudes(std::vector<float> v) {
   return v;
 }
 
+/// The process's threads after the last expectPaths run, while its
+/// session still lived.
+int threadsWhileSessionLived = 0;
+
 /// Runs "main" of \p spec on \p inputs with each FLOW_CONV value of
 /// \p paths ("": the library path as a user gets it; "direct": without
 /// Winograd; "reference": Flow's reference path), twice each (the second
@@ -121,6 +125,7 @@ expectPaths(const ExecutableSpec &spec, const std::vector<HostTensor> &inputs,
           return kernels;
         }
     }
+    threadsWhileSessionLived = threadCount();
     for (const Session::CommandProfile &command : (*session)->profile())
       if (command.kind == "conv") {
         // "1x32x12x12 * 32x32x3x3, relu [jit_wino_4x3:avx512_core]"
@@ -424,6 +429,21 @@ TEST(ConvTest, WinogradWhereOfferedAndDirectOnRequest) {
   if (!offered)
     GTEST_SKIP() << "oneDNN has no Winograd kernel on this CPU: the default "
                     "path was checked to run direct convolutions";
+}
+
+TEST(ConvTest, OneSetOfThreadsRunsEveryKernel) {
+  // A session with convolutions on oneDNN runs its loops on OpenMP's
+  // team: with two threads, one thread beside the caller's, where a pool
+  // of Flow's own beside oneDNN's OpenMP threads would have two.
+  StatusOr<BlasInfo> info = loadBlas();
+  ASSERT_TRUE(info) << info.status().message();
+  if (info->convLibrary.rfind("oneDNN ", 0) != 0)
+    GTEST_SKIP() << "no oneDNN: convolutions run on Flow's reference path";
+  int before = threadCount();
+  ASSERT_GT(before, 0);
+  checkChain({2, 8, 7, 9, 32, 1, 1, 1, 0, 1, 1},
+             {2, 32, 7, 9, 16, 3, 3, 1, 1, 1, 1}, 2, false, {""});
+  EXPECT_EQ(threadsWhileSessionLived, before + 1);
 }
 
 TEST(ConvTest, ReportsWhatRunsConvolutions) {

@@ -1,4 +1,4 @@
-//===- TestValues.h - Random tensors and bf16 rounding for tests -*- C++ -*-===//
+//===- TestValues.h - Random tensors, bf16, thread counts -----*- C++ -*-===//
 //
 // Part of the Flow project.
 //
@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <filesystem>
 #include <random>
 #include <vector>
 
@@ -34,6 +35,16 @@ inline std::vector<float> roundedToBf16(std::vector<float> v) {
     std::memcpy(&x, &word, sizeof x);
   }
   return v;
+}
+
+/// The threads this process has now (-1 where /proc cannot say).
+inline int threadCount() {
+  std::error_code error;
+  int count = 0;
+  for (std::filesystem::directory_iterator it("/proc/self/task", error), end;
+       !error && it != end; it.increment(error))
+    ++count;
+  return error ? -1 : count;
 }
 
 } // namespace test

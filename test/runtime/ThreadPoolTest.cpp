@@ -6,7 +6,11 @@
 
 #include "flow/runtime/ThreadPool.h"
 
+#include "TestValues.h"
+
 #include <gtest/gtest.h>
+
+#include <dlfcn.h>
 
 #include <atomic>
 #include <chrono>
@@ -15,6 +19,7 @@
 #include <vector>
 
 using namespace flow::runtime;
+using flow::test::threadCount;
 
 namespace {
 
@@ -81,16 +86,17 @@ TEST(ThreadPoolTest, NegativeCountRunsNothing) {
   EXPECT_FALSE(ran);
 }
 
-TEST(ThreadPoolTest, RunsConcurrently) {
-  // Every index waits until all have started: only possible when the four
-  // run at the same time. The deadline keeps a broken pool from hanging.
-  ThreadPool pool(4);
+/// Checks that \p pool runs its size() indices at the same time: every
+/// index waits until all have started. The deadline keeps a broken pool
+/// from hanging.
+void expectRunsConcurrently(ThreadPool &pool) {
+  const int n = pool.size();
   std::atomic<int> started{0};
   std::atomic<bool> allMet{true};
-  pool.parallelFor(4, [&](int64_t) {
+  pool.parallelFor(n, [&](int64_t) {
     ++started;
     auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-    while (started.load() < 4)
+    while (started.load() < n)
       if (std::chrono::steady_clock::now() > deadline) {
         allMet = false;
         return;
@@ -99,12 +105,13 @@ TEST(ThreadPoolTest, RunsConcurrently) {
   EXPECT_TRUE(allMet.load());
 }
 
-TEST(ThreadPoolTest, ConcurrentCallersAreSerialized) {
-  ThreadPool pool(3);
-  std::vector<std::thread> callers;
+/// Calls \p pool's loops from \p callers threads at once, and checks
+/// every loop's result.
+void expectConcurrentCallersSerialized(ThreadPool &pool, int callers) {
+  std::vector<std::thread> threads;
   std::atomic<int> failures{0};
-  for (int t = 0; t < 4; ++t)
-    callers.emplace_back([&] {
+  for (int t = 0; t < callers; ++t)
+    threads.emplace_back([&] {
       for (int iteration = 0; iteration < 300; ++iteration) {
         std::atomic<int64_t> sum{0};
         pool.parallelFor(50, [&](int64_t i) { sum += i; });
@@ -112,13 +119,13 @@ TEST(ThreadPoolTest, ConcurrentCallersAreSerialized) {
           ++failures;
       }
     });
-  for (std::thread &t : callers)
+  for (std::thread &t : threads)
     t.join();
   EXPECT_EQ(failures.load(), 0);
 }
 
-TEST(ThreadPoolTest, NestedLoopsRunSerially) {
-  ThreadPool pool(4);
+/// Checks that a loop inside one of \p pool's loops runs every index once.
+void expectNestedLoopsRunSerially(ThreadPool &pool) {
   std::vector<std::atomic<int>> counts(16 * 16);
   pool.parallelFor(16, [&](int64_t i) {
     pool.parallelFor(16, [&](int64_t j) { ++counts[i * 16 + j]; });
@@ -127,12 +134,62 @@ TEST(ThreadPoolTest, NestedLoopsRunSerially) {
     EXPECT_EQ(count.load(), 1);
 }
 
+TEST(ThreadPoolTest, RunsConcurrently) {
+  ThreadPool pool(4);
+  expectRunsConcurrently(pool);
+}
+
+TEST(ThreadPoolTest, ConcurrentCallersAreSerialized) {
+  ThreadPool pool(3);
+  expectConcurrentCallersSerialized(pool, 4);
+}
+
+TEST(ThreadPoolTest, NestedLoopsRunSerially) {
+  ThreadPool pool(4);
+  expectNestedLoopsRunSerially(pool);
+}
+
 TEST(ThreadPoolTest, CreateAndDestroyMany) {
   for (int i = 0; i < 200; ++i) {
     ThreadPool pool(1 + i % 5);
     if (i % 2)
       expectEachIndexOnce(pool, 10);
   }
+}
+
+/// Loads libgomp into this process (false on a machine without it).
+bool loadOpenMp() {
+  return ::dlopen("libgomp.so.1", RTLD_NOW | RTLD_GLOBAL) != nullptr;
+}
+
+TEST(ThreadPoolTest, OwnThreadsUntilOpenMpIsLoaded) {
+  if (::dlopen("libgomp.so.1", RTLD_NOW | RTLD_NOLOAD))
+    GTEST_SKIP() << "libgomp was loaded before the test";
+  ThreadPool own(2, /*openMpTeam=*/true);
+  EXPECT_FALSE(own.onOpenMpTeam());
+  EXPECT_EQ(own.size(), 2);
+  expectEachIndexOnce(own, 100);
+  if (!loadOpenMp())
+    GTEST_SKIP() << "no libgomp on this machine";
+  ThreadPool team(2, /*openMpTeam=*/true);
+  EXPECT_TRUE(team.onOpenMpTeam());
+  ThreadPool stillOwn(2);
+  EXPECT_FALSE(stillOwn.onOpenMpTeam());
+}
+
+TEST(ThreadPoolTest, OnOpenMpTeam) {
+  if (!loadOpenMp())
+    GTEST_SKIP() << "no libgomp on this machine";
+  int before = threadCount();
+  ThreadPool pool(4, /*openMpTeam=*/true);
+  ASSERT_TRUE(pool.onOpenMpTeam());
+  EXPECT_EQ(pool.size(), 4);
+  EXPECT_EQ(threadCount(), before) << "a pool on the team starts no workers";
+  for (int64_t n : {1, 2, 3, 4, 7, 1000})
+    expectEachIndexOnce(pool, n);
+  expectRunsConcurrently(pool);
+  expectNestedLoopsRunSerially(pool);
+  expectConcurrentCallersSerialized(pool, 3);
 }
 
 } // namespace

@@ -16,6 +16,13 @@
 // A pool with more threads than the process has hardware threads never
 // spins.
 //
+// A pool may instead run its loops on the OpenMP team of the libgomp the
+// process has loaded (a library that runs on OpenMP, oneDNN, brought it):
+// then the threads that run the library's work run every other loop too,
+// and no second set of threads waits for work beside the pool's. The team
+// waits between loops as libgomp's settings say (GOMP_SPINCOUNT,
+// OMP_WAIT_POLICY).
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef FLOW_RUNTIME_THREADPOOL_H
@@ -40,15 +47,22 @@ public:
   /// Creates a pool that runs loops on \p threads threads in all: the caller
   /// of parallelFor plus threads - 1 workers. 0 (or less) means
   /// hardwareThreads(). If the system refuses to start a worker, the pool runs
-  /// with the threads it got.
-  explicit ThreadPool(int threads = 0);
+  /// with the threads it got. With \p openMpTeam, loops run on the OpenMP
+  /// team of the calling thread when this process has loaded libgomp (no
+  /// workers are started); without it, as if it were false.
+  explicit ThreadPool(int threads = 0, bool openMpTeam = false);
   ~ThreadPool();
 
   ThreadPool(const ThreadPool &) = delete;
   ThreadPool &operator=(const ThreadPool &) = delete;
 
   /// The number of threads that run a loop, the caller included (>= 1).
-  int size() const { return static_cast<int>(workers.size()) + 1; }
+  int size() const {
+    return team ? teamSize : static_cast<int>(workers.size()) + 1;
+  }
+
+  /// True when loops run on OpenMP's team.
+  bool onOpenMpTeam() const { return team != nullptr; }
 
   /// Calls \p fn(i) exactly once for every i in [0, n), spread over the
   /// pool's threads, and returns when all calls have returned. \p fn must not
@@ -69,6 +83,11 @@ private:
   /// Runs indices of the current job until none are left.
   void work();
 
+  /// libgomp's GOMP_parallel when loops run on its team, else null.
+  using TeamParallel = void (*)(void (*fn)(void *), void *data,
+                                unsigned threads, unsigned flags);
+  TeamParallel team = nullptr;
+  int teamSize = 1;
   std::vector<std::thread> workers;
   /// How long a thread waiting for work, or for the workers, spins before
   /// it sleeps (0: it sleeps at once).
