@@ -47,9 +47,9 @@ public:
   /// Creates a pool that runs loops on \p threads threads in all: the caller
   /// of parallelFor plus threads - 1 workers. 0 (or less) means
   /// hardwareThreads(). If the system refuses to start a worker, the pool runs
-  /// with the threads it got. With \p openMpTeam, loops run on the OpenMP
-  /// team of the calling thread when this process has loaded libgomp (no
-  /// workers are started); without it, as if it were false.
+  /// with the threads it got. With \p openMpTeam, loops run on the calling
+  /// thread's OpenMP team and no workers are started, if this process has
+  /// loaded libgomp; if it has not, the pool starts its own workers.
   explicit ThreadPool(int threads = 0, bool openMpTeam = false);
   ~ThreadPool();
 
