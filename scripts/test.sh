@@ -2,7 +2,8 @@
 # Sets up, builds, and runs every Flow test: lit (flow-opt, docs), the runtime
 # unit tests (GoogleTest through ctest), a short run of every fuzz target
 # over its corpus (scripts/fuzz.sh --smoke) and pytest, whose end-to-end
-# numeric tests run twice: with fusion (the default) and without; then lit,
+# numeric tests run three times: with fusion (the default), without, and
+# with the CUDA target's kernels emulated on the CPU; then lit,
 # the unit tests and pytest again under ASan and UBSan
 # (scripts/test-sanitized.sh, about 11 minutes more). Exits non-zero if any
 # suite fails. pytest lists every test that did not pass and why (-ra): a
@@ -54,6 +55,14 @@ run "pytest" env FLOW_BUILD_DIR="$BUILD" \
 run "pytest, fusion off" env FLOW_BUILD_DIR="$BUILD" FLOW_TEST_FUSION=off \
   "$FLOW_CACHE/venv/bin/python" -m pytest -q -ra \
   "$ROOT"/test/python/test_{e2e_ops,models,torch_import,onnx_import,onnx_conformance,python_api}.py
+
+# The end-to-end numeric tests once more with the CUDA target's kernels
+# emulated on the CPU (blocks as workgroups, threads in turn between
+# barriers): the GPU thread mapping against the same references without a
+# GPU. Kernels the CUDA target refuses by name are reported as skipped.
+run "pytest, cuda-emulated" env FLOW_BUILD_DIR="$BUILD" \
+  FLOW_TEST_TARGET=cuda-emulated "$FLOW_CACHE/venv/bin/python" -m pytest -q \
+  -ra "$ROOT"/test/python/test_{e2e_ops,models}.py
 
 # The same suites (lit, unit tests, pytest) built and run under ASan and
 # UBSan (build-asan/): any sanitizer report fails the run.

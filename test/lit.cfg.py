@@ -26,7 +26,8 @@ llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 
 tool_dirs = [config.flow_tools_dir, config.llvm_tools_dir]
-llvm_config.add_tool_substitutions(["flow-opt", "flow-compile"], tool_dirs)
+llvm_config.add_tool_substitutions(["flow-opt", "flow-compile", "flow-run"],
+                                   tool_dirs)
 
 # The Python of the build, with this build's flow package first on its path
 # (test/Import runs the importers). In a sanitized build (FLOW_SANITIZE) the
@@ -42,3 +43,15 @@ if config.flow_sanitizer_preload:
 config.substitutions.append(
     ("%flow_python", "env %s %s" % (" ".join(python_env),
                                     config.python_executable)))
+
+# The CUDA toolkit (libdevice, ptxas) the CUDA target uses: tests of CUDA
+# code generation need it and say so (REQUIRES: cuda-toolkit, ptxas); where
+# it is missing lit reports them UNSUPPORTED.
+cuda_path = os.environ.get("FLOW_CUDA_PATH") or "/usr/local/cuda"
+if os.path.exists(os.path.join(cuda_path, "nvvm", "libdevice",
+                               "libdevice.10.bc")):
+    config.available_features.add("cuda-toolkit")
+ptxas = os.path.join(cuda_path, "bin", "ptxas")
+if os.access(ptxas, os.X_OK):
+    config.available_features.add("ptxas")
+    config.substitutions.append(("%ptxas", ptxas))

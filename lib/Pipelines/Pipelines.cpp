@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "flow/Pipelines/Pipelines.h"
+#include "flow/Target/CUDA.h"
 #include "flow/Support/Location.h"
 #include "flow/Dialect/Flow/IR/FlowSbp.h"
 #include "mlir/IR/Verifier.h"
@@ -13,6 +14,7 @@
 #include "flow/Dialect/Flow/IR/FlowOps.h"
 #include "flow/Dialect/Flow/Transforms/Passes.h"
 #include "flow/Codegen/CPU/Passes.h"
+#include "flow/Codegen/CUDA/Passes.h"
 #include "flow/Codegen/Common/Passes.h"
 #include "flow/Fusion/Passes.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -53,18 +55,17 @@
 using namespace mlir;
 using namespace mlir::flow;
 
-static const char *const kPhaseNames[] = {
-    "input", "flow", "host", "linalg", "bufferized", "llvm", "fbin"};
-
-std::optional<Phase> mlir::flow::parsePhase(StringRef name) {
-  for (auto [i, n] : llvm::enumerate(kPhaseNames))
-    if (name == n)
-      return static_cast<Phase>(i);
-  return std::nullopt;
-}
-
-StringRef mlir::flow::phaseName(Phase phase) {
-  return kPhaseNames[static_cast<int>(phase)];
+std::vector<std::string> mlir::flow::getPhaseNames(StringRef targetName) {
+  const Target *target = lookupTarget(targetName);
+  if (!target)
+    return {};
+  std::vector<std::string> names = {"input", "flow", "host", "linalg"};
+  for (const KernelPhase &phase : target->getKernelPhases(TargetOptions()))
+    names.push_back(phase.name);
+  if (!target->getTextPhase().empty())
+    names.push_back(target->getTextPhase().str());
+  names.push_back("fbin");
+  return names;
 }
 
 void mlir::flow::registerCompilerDialects(DialectRegistry &registry) {
@@ -95,6 +96,7 @@ void mlir::flow::registerCompilerDialects(DialectRegistry &registry) {
   // flow-tile-rows fuses a kernel's tensor.pad into its row tiles.
   tensor::registerTilingInterfaceExternalModels(registry);
   registerCpuTargetTranslations(registry);
+  registerCudaTargetTranslations(registry);
 }
 
 void mlir::flow::registerCompilerPasses() {
@@ -106,6 +108,7 @@ void mlir::flow::registerCompilerPasses() {
     registerFlowFusionPasses();
     registerFlowCodegenCommonPasses();
     registerFlowCodegenCPUPasses();
+    registerFlowCodegenCUDAPasses();
     // runPipeline applies these (defaults unless a tool's command line set
     // them); applying unregistered options fails.
     registerPassManagerCLOptions();
@@ -221,17 +224,8 @@ static void recordPlacements(ModuleOp module, CompileReport &report) {
 // would spell it inside `builtin.module(...)`.
 //===----------------------------------------------------------------------===//
 
-/// Adds `text` to `pm`; the texts are Flow's own, so a failure is a bug.
-static void addPipeline(OpPassManager &pm, StringRef text) {
-  std::string errors;
-  llvm::raw_string_ostream os(errors);
-  if (failed(parsePassPipeline(text, pm, os)))
-    llvm::report_fatal_error(llvm::Twine("bad Flow pipeline '") + text +
-                             "': " + errors);
-}
-
 void mlir::flow::buildFlowPlacePipeline(OpPassManager &pm) {
-  addPipeline(pm, "inline,canonicalize,func.func(flow-propagate-sbp)");
+  addFlowPipeline(pm, "inline,canonicalize,func.func(flow-propagate-sbp)");
 }
 
 void mlir::flow::buildFlowGraphPipeline(OpPassManager &pm,
@@ -248,54 +242,26 @@ void mlir::flow::buildFlowGraphPipeline(OpPassManager &pm,
       " library-matmul=" + (options.libraryMatmul ? "1" : "0") +
       " library-conv=" + (options.libraryConv ? "1" : "0") +
       "}),flow-outline-kernels,symbol-dce";
-  addPipeline(pm, text);
+  addFlowPipeline(pm, text);
 }
 
 void mlir::flow::buildHostPipeline(OpPassManager &pm,
                                    const HostPipelineOptions &options) {
-  addPipeline(pm, std::string("flow-dedup-kernels,flow-build-host-schedule") +
+  addFlowPipeline(pm, std::string("flow-dedup-kernels,flow-build-host-schedule") +
                       (options.bf16Convs ? "{bf16-convs=1}," : ",") +
                       (options.gemmEpilogues ? "flow-fuse-gemm-epilogues," : "") +
                       (options.convEpilogues ? "flow-fuse-conv-epilogues," : "") +
-                      "flow-library-pools,flow-choose-conv-layouts," +
+                      (options.blockedConvLayouts
+                           ? "flow-library-pools,flow-choose-conv-layouts,"
+                           : "") +
                       "flow-plan-memory{in-place=" +
                       (options.inPlace ? "1" : "0") + "}");
 }
 
 void mlir::flow::buildKernelLinalgPipeline(OpPassManager &pm) {
-  addPipeline(pm, "flow-convert-to-linalg,flow-byte-booleans,linalg-generalize-named-ops,"
+  addFlowPipeline(pm, "flow-convert-to-linalg,flow-byte-booleans,linalg-generalize-named-ops,"
                   "linalg-fuse-elementwise-ops,canonicalize,cse,"
                   "flow-reassociate-reductions,flow-tile-rows,canonicalize,cse");
-}
-
-void mlir::flow::buildKernelBufferizePipeline(OpPassManager &pm) {
-  // The canonicalize before buffer-results-to-out-params folds a result
-  // that is a reshape of a reshape of its allocation (a row-tiled kernel
-  // whose unit dimensions were folded) back to the allocation, so that it
-  // becomes the out-parameter: else the kernel writes a buffer of its own,
-  // copies it, and cannot be split over workgroups.
-  addPipeline(pm,
-              "flow-record-kernel-abi,one-shot-bufferize{bufferize-function-"
-              "boundaries function-boundary-type-conversion=identity-layout-"
-              "map},canonicalize,buffer-results-to-out-params{hoist-static-allocs},"
-              "scf-forall-to-parallel,flow-kernel-scratch,canonicalize,buffer-deallocation-pipeline,flow-copies-to-linalg,"
-              "convert-linalg-to-parallel-loops,flow-distribute-workgroups,"
-              "canonicalize,cse");
-}
-
-void mlir::flow::buildKernelCpuLLVMPipeline(
-    OpPassManager &pm, const KernelCpuLLVMPipelineOptions &options) {
-  if (options.expandBf16)
-    pm.addPass(createExpandBf16Pass());
-  addPipeline(pm,
-              "flow-approximate-math,convert-scf-to-cf,expand-strided-metadata,"
-              "lower-affine,convert-math-to-llvm,convert-math-to-libm,"
-              "finalize-memref-to-llvm,convert-arith-to-llvm,"
-              "convert-func-to-llvm{use-bare-ptr-memref-call-conv},"
-              "convert-cf-to-llvm,reconcile-unrealized-casts");
-  if (options.expandBf16)
-    pm.addPass(createHoldBf16AsI16Pass());
-  pm.addPass(createEmitKernelEntriesPass());
 }
 
 namespace {
@@ -352,6 +318,25 @@ struct HostPipelineCLOptions
       *this, "bf16-convs",
       llvm::cl::desc("Run library convolutions in bf16, summed in f32"),
       llvm::cl::init(false)};
+  Option<bool> blockedConvLayouts{
+      *this, "blocked-conv-layouts",
+      llvm::cl::desc("Keep library convolutions' activations in the CPU "
+                     "library's blocked layouts, pools next to them"),
+      llvm::cl::init(true)};
+};
+struct KernelCudaCLOptions : public PassPipelineOptions<KernelCudaCLOptions> {
+  Option<std::string> arch{*this, "arch",
+                           llvm::cl::desc("Compute capability (sm_90)"),
+                           llvm::cl::init("sm_90")};
+  Option<int64_t> blockSize{*this, "block-size",
+                            llvm::cl::desc("Threads per block"),
+                            llvm::cl::init(256)};
+  CudaTargetOptions get() const {
+    CudaTargetOptions o;
+    o.arch = arch;
+    o.blockSize = blockSize;
+    return o;
+  }
 };
 } // namespace
 
@@ -379,7 +364,8 @@ void mlir::flow::registerCompilerPipelines() {
         "gemm-epilogues), its transient buffers placed in one arena",
         [](OpPassManager &pm, const HostPipelineCLOptions &o) {
           buildHostPipeline(pm, {o.inPlace, o.gemmEpilogues,
-                                 o.convEpilogues, o.bf16Convs});
+                                 o.convEpilogues, o.bf16Convs,
+                                 o.blockedConvLayouts});
         });
     PassPipelineRegistration<>(
         "flow-kernel-linalg-pipeline",
@@ -397,6 +383,25 @@ void mlir::flow::registerCompilerPipelines() {
         "entry points",
         [](OpPassManager &pm, const KernelCpuLLVMPipelineCLOptions &o) {
           buildKernelCpuLLVMPipeline(pm, {o.expandBf16});
+        });
+    PassPipelineRegistration<>(
+        "flow-kernel-cuda-bufferize-pipeline",
+        "The bufferized phase for CUDA: kernels on memrefs, still linalg, "
+        "with their ABI recorded",
+        buildKernelCudaBufferizePipeline);
+    PassPipelineRegistration<KernelCudaCLOptions>(
+        "flow-kernel-gpu-pipeline",
+        "The gpu phase for CUDA: each kernel a gpu.func mapped onto thread "
+        "blocks",
+        [](OpPassManager &pm, const KernelCudaCLOptions &o) {
+          buildKernelGpuPipeline(pm, o.get());
+        });
+    PassPipelineRegistration<KernelCudaCLOptions>(
+        "flow-kernel-nvvm-pipeline",
+        "The nvvm phase for CUDA: kernels in the LLVM and NVVM dialects for "
+        "one compute capability",
+        [](OpPassManager &pm, const KernelCudaCLOptions &o) {
+          buildKernelNvvmPipeline(pm, o.get());
         });
   });
 }
@@ -433,12 +438,6 @@ runPipeline(ModuleOp module, StringRef name, TimingScope *timing,
   return pm.run(module);
 }
 
-static LogicalResult buildExecutable(ModuleOp host, ModuleOp kernels,
-                                     const llvm::StringMap<KernelInfo> &infos,
-                                     const CompileOptions &options,
-                                     const CpuKernelFeatures &cpu,
-                                     CompileResult &result);
-
 /// "flow.exp at model.py:12:0, flow.add at model.py:13:0", at most the
 /// first eight ops.
 static std::string describeKernel(const CompileReport::Kernel &k) {
@@ -456,53 +455,24 @@ static std::string describeKernel(const CompileReport::Kernel &k) {
   return s;
 }
 
-/// The runtime ABI of each kernel, as flow-record-kernel-abi recorded it:
-/// buffers (operands, then results), then the workgroup id and count.
-static llvm::StringMap<KernelInfo> kernelInfos(ModuleOp kernels) {
-  llvm::StringMap<KernelInfo> infos;
-  for (func::FuncOp func : kernels.getOps<func::FuncOp>()) {
-    if (!func->hasAttr(FlowDialect::getKernelAttrName()))
-      continue;
-    KernelInfo info;
-    info.symbol = (func.getSymName() + "_entry").str();
-    if (auto sizes = func->getAttrOfType<DenseI64ArrayAttr>(
-            FlowDialect::getBindingSizesAttrName()))
-      info.bindingSizes.assign(sizes.asArrayRef().begin(),
-                               sizes.asArrayRef().end());
-    info.numBindings = info.bindingSizes.size();
-    if (auto n = func->getAttrOfType<IntegerAttr>(
-            FlowDialect::getNumOutputsAttrName()))
-      info.numOutputs = n.getInt();
-    if (auto n = func->getAttrOfType<IntegerAttr>(
-            FlowDialect::getMaxWorkgroupsAttrName()))
-      info.maxWorkgroups = n.getInt();
-    // The bindings are the first arguments, as memrefs.
-    for (Type type : func.getArgumentTypes().take_front(info.numBindings)) {
-      auto memref = dyn_cast<MemRefType>(type);
-      std::optional<uint8_t> dtype =
-          memref ? executableDType(memref.getElementType()) : std::nullopt;
-      if (!dtype) {
-        info.bindingDtypes.clear();
-        break;
-      }
-      info.bindingDtypes.push_back(*dtype);
-    }
-    if (info.bindingDtypes.size() != info.numBindings)
-      info.bindingDtypes.clear();
-
-    infos[func.getSymName()] = info;
-  }
-  return infos;
-}
-
 FailureOr<CompileResult> mlir::flow::compile(ModuleOp module,
                                              const CompileOptions &options,
                                              TimingScope *timing) {
   CompileResult result;
   CompileReport &report = result.report;
-  if (options.target != "cpu")
+  const Target *target = lookupTarget(options.target);
+  if (!target)
+    return module.emitError("unknown target '")
+           << options.target << "' (targets: "
+           << llvm::join(getTargetNames(), ", ") << ")";
+  std::vector<std::string> phases = getPhaseNames(options.target);
+  if (!llvm::is_contained(phases, options.compileTo))
     return module.emitError("target '")
-           << options.target << "' is not supported yet (supported: cpu)";
+           << options.target << "' has no phase '" << options.compileTo
+           << "' (phases: " << llvm::join(phases, ", ") << ")";
+  TargetOptions targetOptions{options.cpu, options.cuda};
+  if (failed(target->verifyOptions(module, targetOptions)))
+    return failure();
   if (options.precision != "f32" && options.precision != "bf16")
     return module.emitError("precision '")
            << options.precision << "' is not supported (f32, bf16)";
@@ -513,7 +483,7 @@ FailureOr<CompileResult> mlir::flow::compile(ModuleOp module,
   if (!options.mesh.empty() &&
       (failed(applyMesh(module, options.mesh)) || failed(verify(module))))
     return failure();
-  if (options.compileTo == Phase::Input)
+  if (options.compileTo == "input")
     return stop(module.clone());
 
   // flow: the host schedule and its kernels, still in the flow dialect.
@@ -534,24 +504,25 @@ FailureOr<CompileResult> mlir::flow::compile(ModuleOp module,
       return failure();
     recordKernels(module, report);
   }
-  if (options.compileTo == Phase::Flow)
+  if (options.compileTo == "flow")
     return stop(module.clone());
 
   // host: the schedules on buffers, memory-planned.
   {
     PhaseTimer t{report, "host"};
+    HostPipelineOptions host;
+    host.inPlace = options.inPlace;
+    host.gemmEpilogues = options.gemmEpilogues;
+    host.convEpilogues = options.fusion;
+    host.bf16Convs = options.precision == "bf16";
+    host.blockedConvLayouts = target->usesBlockedConvLayouts();
     if (failed(runPipeline(module, "flow-host-pipeline", timing,
                            [&](OpPassManager &pm) {
-                             buildHostPipeline(pm, {options.inPlace,
-                                                    options.gemmEpilogues,
-                                                    /*convEpilogues=*/
-                                                    options.fusion,
-                                                    options.precision ==
-                                                        "bf16"});
+                             buildHostPipeline(pm, host);
                            })))
       return failure();
   }
-  if (options.compileTo == Phase::Host)
+  if (options.compileTo == "host")
     return stop(module.clone());
 
   // Split: the kernels go to a module of their own.
@@ -573,79 +544,56 @@ FailureOr<CompileResult> mlir::flow::compile(ModuleOp module,
     return !kernels->lookupSymbol(k.name) && !runAs.count(k.name);
   });
 
-  // The target CPU's features: whether kernels round to bf16 in software,
-  // and what the executable asks of the CPU that runs it.
-  CpuKernelFeatures cpu = cpuKernelFeatures(options.cpu.cpu);
-  KernelCpuLLVMPipelineOptions llvmOptions;
-  llvmOptions.expandBf16 = !cpu.convertsBf16();
-  struct Step {
-    Phase phase;
-    const char *name;
-    std::function<void(OpPassManager &)> build;
-  } steps[] = {
-      {Phase::Linalg, "flow-kernel-linalg-pipeline", buildKernelLinalgPipeline},
-      {Phase::Bufferized, "flow-kernel-bufferize-pipeline",
-       buildKernelBufferizePipeline},
-      {Phase::LLVM, "flow-kernel-cpu-llvm-pipeline",
-       [&](OpPassManager &pm) {
-         buildKernelCpuLLVMPipeline(pm, llvmOptions);
-       }}};
+  std::vector<KernelPhase> steps = {{"linalg", buildKernelLinalgPipeline}};
+  for (KernelPhase &phase : target->getKernelPhases(targetOptions))
+    steps.push_back(std::move(phase));
   llvm::StringMap<KernelInfo> infos;
-  for (const Step &step : steps) {
-    PhaseTimer t{report, phaseName(step.phase).str()};
+  for (const KernelPhase &step : steps) {
+    PhaseTimer t{report, step.name};
     if (failed(runPipeline(*kernels, step.name, timing, step.build)))
       return failure();
-    if (options.compileTo == step.phase)
+    if (options.compileTo == step.name)
       return stop(kernels.release());
-    if (step.phase == Phase::Bufferized) {
-      infos = kernelInfos(*kernels);
-      for (const CompileReport::Kernel &k : report.kernels)
-        if (auto it = infos.find(k.name); it != infos.end())
-          it->second.description = describeKernel(k);
-      for (CompileReport::Kernel &k : report.kernels) {
-        auto alias = runAs.find(k.name);
-        StringRef name = alias == runAs.end() ? StringRef(k.name)
-                                              : StringRef(alias->second);
-        if (auto it = infos.find(name); it != infos.end())
-          for (int64_t size : it->second.bindingSizes)
-            k.bytes += size;
-      }
+    if (step.name != target->getAbiPhase())
+      continue;
+    infos = target->getKernelInfos(*kernels);
+    for (const CompileReport::Kernel &k : report.kernels)
+      if (auto it = infos.find(k.name); it != infos.end())
+        it->second.description = describeKernel(k);
+    for (CompileReport::Kernel &k : report.kernels) {
+      auto alias = runAs.find(k.name);
+      StringRef name = alias == runAs.end() ? StringRef(k.name)
+                                            : StringRef(alias->second);
+      if (auto it = infos.find(name); it != infos.end())
+        for (int64_t size : it->second.bindingSizes)
+          k.bytes += size;
     }
   }
 
-  // fbin: the kernel library and the executable.
+  // fbin: the kernel libraries and the executable.
   std::optional<TimingScope> fbinTiming;
   if (timing)
-    fbinTiming.emplace(timing->nest("fbin: LLVM code generation, link, write"));
-  if (failed(buildExecutable(module, *kernels, infos, options, cpu, result)))
-    return failure();
-  return std::move(result);
-}
-
-/// The fbin phase: the kernel library, then the executable.
-static LogicalResult buildExecutable(ModuleOp host, ModuleOp kernels,
-                                     const llvm::StringMap<KernelInfo> &infos,
-                                     const CompileOptions &options,
-                                     const CpuKernelFeatures &cpu,
-                                     CompileResult &result) {
-  CompileReport &report = result.report;
-  PhaseTimer t{report, "fbin"};
-  std::vector<uint8_t> library;
-  if (!infos.empty()) {
-    FailureOr<std::vector<uint8_t>> built =
-        buildCpuKernelLibrary(kernels, options.cpu);
-    if (failed(built))
+    fbinTiming.emplace(timing->nest("fbin: code generation, link, write"));
+  bool textOnly = options.compileTo == target->getTextPhase();
+  {
+    PhaseTimer t{report, textOnly ? target->getTextPhase().str() : "fbin"};
+    FailureOr<std::vector<KernelLibraryBlob>> libraries = target->serialize(
+        *kernels, targetOptions, textOnly ? &result.text : nullptr);
+    if (failed(libraries))
       return failure();
-    library = std::move(*built);
+    if (!textOnly) {
+      for (const KernelLibraryBlob &library : *libraries)
+        report.kernelLibraryBytes += library.data.size();
+      FailureOr<std::vector<uint8_t>> executable =
+          writeExecutable(module, infos, *libraries,
+                          target->getExecutableTarget(), report.executable);
+      if (failed(executable))
+        return failure();
+      report.executableBytes = executable->size();
+      result.executable = std::move(*executable);
+    }
   }
-  report.kernelLibraryBytes = library.size();
-  FailureOr<std::vector<uint8_t>> executable = writeExecutable(
-      host, infos, library, cpu.name, cpu.features, report.executable);
-  if (failed(executable))
-    return failure();
-  report.executableBytes = executable->size();
-  result.executable = std::move(*executable);
-  return success();
+  return std::move(result);
 }
 
 void CompileReport::writeJson(raw_ostream &os) const {

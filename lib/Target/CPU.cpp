@@ -5,6 +5,14 @@
 //===----------------------------------------------------------------------===//
 
 #include "flow/Target/CPU.h"
+#include "flow/Codegen/CPU/Passes.h"
+#include "flow/Dialect/Flow/IR/FlowDialect.h"
+#include "flow/Target/Target.h"
+#include "flow/runtime/Executable.h"
+#include "flow/runtime/executable_generated.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Pass/PassManager.h"
 #include "flow/runtime/CpuFeatures.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
@@ -189,4 +197,99 @@ mlir::flow::buildCpuKernelLibrary(ModuleOp module,
     return module.emitError("cannot read the linked kernel library");
   StringRef bytes = (*buffer)->getBuffer();
   return std::vector<uint8_t>(bytes.begin(), bytes.end());
+}
+
+void mlir::flow::buildKernelBufferizePipeline(OpPassManager &pm) {
+  // The canonicalize before buffer-results-to-out-params folds a result
+  // that is a reshape of a reshape of its allocation (a row-tiled kernel
+  // whose unit dimensions were folded) back to the allocation, so that it
+  // becomes the out-parameter: else the kernel writes a buffer of its own,
+  // copies it, and cannot be split over workgroups.
+  addFlowPipeline(pm,
+              "flow-record-kernel-abi,one-shot-bufferize{bufferize-function-"
+              "boundaries function-boundary-type-conversion=identity-layout-"
+              "map},canonicalize,buffer-results-to-out-params{hoist-static-allocs},"
+              "scf-forall-to-parallel,flow-kernel-scratch,canonicalize,buffer-deallocation-pipeline,flow-copies-to-linalg,"
+              "convert-linalg-to-parallel-loops,flow-distribute-workgroups,"
+              "canonicalize,cse");
+}
+
+void mlir::flow::buildKernelCpuLLVMPipeline(
+    OpPassManager &pm, const KernelCpuLLVMPipelineOptions &options) {
+  if (options.expandBf16)
+    pm.addPass(createExpandBf16Pass());
+  addFlowPipeline(pm,
+              std::string("flow-approximate-math,convert-scf-to-cf,expand-strided-metadata,"
+              "lower-affine,") +
+              (options.lowerVectors ? "convert-vector-to-llvm," : "") +
+              "convert-math-to-llvm,convert-math-to-libm,"
+              "finalize-memref-to-llvm,convert-arith-to-llvm,"
+              "convert-func-to-llvm{use-bare-ptr-memref-call-conv},"
+              "convert-cf-to-llvm,reconcile-unrealized-casts");
+  if (options.expandBf16)
+    pm.addPass(createHoldBf16AsI16Pass());
+  pm.addPass(createEmitKernelEntriesPass());
+}
+
+
+namespace {
+/// linalg -> loops split over workgroups -> LLVM -> an ELF shared object.
+class CpuTarget : public Target {
+public:
+  StringRef getName() const override { return "cpu"; }
+  uint8_t getExecutableTarget() const override {
+    return static_cast<uint8_t>(::flow::fbs::Target::CPU);
+  }
+  bool usesBlockedConvLayouts() const override { return true; }
+  std::vector<KernelPhase>
+  getKernelPhases(const TargetOptions &options) const override {
+    // Without bf16 conversion instructions kernels round in software.
+    KernelCpuLLVMPipelineOptions llvmOptions;
+    llvmOptions.expandBf16 = !cpuKernelFeatures(options.cpu.cpu).convertsBf16();
+    return {{"bufferized", buildKernelBufferizePipeline},
+            {"llvm", [llvmOptions](OpPassManager &pm) {
+               buildKernelCpuLLVMPipeline(pm, llvmOptions);
+             }}};
+  }
+  StringRef getAbiPhase() const override { return "bufferized"; }
+  llvm::StringMap<KernelInfo>
+  getKernelInfos(ModuleOp kernels) const override {
+    llvm::StringMap<KernelInfo> infos;
+    for (func::FuncOp func : kernels.getOps<func::FuncOp>()) {
+      if (!func->hasAttr(FlowDialect::getKernelAttrName()))
+        continue;
+      // flow-emit-kernel-entries names each entry point.
+      KernelInfo info = readKernelAbi(func, func.getFunctionType(),
+                                      (func.getSymName() + "_entry").str());
+      if (auto n = func->getAttrOfType<IntegerAttr>(
+              FlowDialect::getMaxWorkgroupsAttrName()))
+        info.maxWorkgroups = n.getInt();
+      infos[func.getSymName()] = std::move(info);
+    }
+    return infos;
+  }
+  FailureOr<std::vector<KernelLibraryBlob>>
+  serialize(ModuleOp kernels, const TargetOptions &options,
+            std::string *) const override {
+    std::vector<KernelLibraryBlob> libraries;
+    if (kernels.getOps<LLVM::LLVMFuncOp>().empty())
+      return libraries;
+    FailureOr<std::vector<uint8_t>> elf =
+        buildCpuKernelLibrary(kernels, options.cpu);
+    if (failed(elf))
+      return failure();
+    CpuKernelFeatures cpu = cpuKernelFeatures(options.cpu.cpu);
+    KernelLibraryBlob blob;
+    blob.format = static_cast<uint8_t>(::flow::fbs::KernelFormat::ELF);
+    blob.arch = cpu.name;
+    blob.features = cpu.features;
+    blob.data = std::move(*elf);
+    libraries.push_back(std::move(blob));
+    return libraries;
+  }
+};
+} // namespace
+
+std::unique_ptr<Target> mlir::flow::createCpuTarget() {
+  return std::make_unique<CpuTarget>();
 }

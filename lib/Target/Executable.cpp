@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "flow/Target/Executable.h"
+#include "flow/Target/Target.h"
 #include "flow/Dialect/Flow/IR/FlowOps.h"
 #include "flow/runtime/Checksum.h"
 #include "flow/runtime/Executable.h"
@@ -567,8 +568,8 @@ FunctionWriter::write(func::FuncOp func) {
 
 FailureOr<std::vector<uint8_t>> mlir::flow::writeExecutable(
     ModuleOp host, const llvm::StringMap<KernelInfo> &kernels,
-    ArrayRef<uint8_t> kernelLibrary, StringRef cpu,
-    ArrayRef<std::string> cpuFeatures, ExecutableStats &stats) {
+    ArrayRef<KernelLibraryBlob> libraries, uint8_t target,
+    ExecutableStats &stats) {
   flatbuffers::FlatBufferBuilder fbb(1 << 16);
   // Kernels, in a fixed order.
   std::vector<std::string> names;
@@ -594,10 +595,27 @@ FailureOr<std::vector<uint8_t>> mlir::flow::writeExecutable(
     std::vector<fb::DType> dtypes;
     for (uint8_t d : info.bindingDtypes)
       dtypes.push_back(static_cast<fb::DType>(d));
+    // A GPU kernel's launch shape; CPU kernels have none.
+    std::optional<fb::Launch> launch;
+    if (target == static_cast<uint8_t>(fb::Target::CUDA)) {
+      for (int64_t d : llvm::concat<const int64_t>(info.grid, info.block))
+        if (d < 1 || !fitsU32(d))
+          return host.emitError("kernel '")
+                 << name << "' has a launch extent of " << d
+                 << " (each must be in [1, 2^32-1])";
+      if (info.sharedBytes < 0 || !fitsU32(info.sharedBytes))
+        return host.emitError("kernel '")
+               << name << "' uses " << info.sharedBytes
+               << " bytes of shared memory";
+      launch = fb::Launch(info.grid[0], info.grid[1], info.grid[2],
+                          info.block[0], info.block[1], info.block[2],
+                          info.sharedBytes);
+    }
     kernelTables.push_back(fb::CreateKernelDirect(
         fbb, info.symbol.c_str(), info.numBindings, &info.bindingSizes,
         info.numOutputs, dtypes.empty() ? nullptr : &dtypes,
-        info.description.empty() ? nullptr : info.description.c_str()));
+        info.description.empty() ? nullptr : info.description.c_str(),
+        launch ? &*launch : nullptr));
   }
 
   ConstantTable constants;
@@ -636,8 +654,15 @@ FailureOr<std::vector<uint8_t>> mlir::flow::writeExecutable(
     return host.emitError("the module uses flow.parameter but has no '")
            << FlowDialect::getParametersAttrName()
            << "' attribute naming its parameter archive";
-  fbb.ForceVectorAlignment(kernelLibrary.size(), 1, 64);
-  auto library = fbb.CreateVector(kernelLibrary.data(), kernelLibrary.size());
+  std::vector<flatbuffers::Offset<fb::KernelLibrary>> libraryTables;
+  for (const KernelLibraryBlob &blob : libraries) {
+    fbb.ForceVectorAlignment(blob.data.size(), 1, 64);
+    auto data = fbb.CreateVector(blob.data.data(), blob.data.size());
+    libraryTables.push_back(fb::CreateKernelLibrary(
+        fbb, static_cast<fb::KernelFormat>(blob.format),
+        fbb.CreateString(blob.arch), fbb.CreateVectorOfStrings(blob.features),
+        data));
+  }
   // The mesh of the device programs (they share one).
   std::vector<int64_t> meshShape;
   for (func::FuncOp func : host.getOps<func::FuncOp>()) {
@@ -654,21 +679,12 @@ FailureOr<std::vector<uint8_t>> mlir::flow::writeExecutable(
                             "executable");
     meshShape = shape;
   }
-  // The CPU the kernels need (nothing without kernels).
-  flatbuffers::Offset<flatbuffers::String> cpuName;
-  flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<
-      flatbuffers::String>>>
-      features;
-  if (!kernelLibrary.empty()) {
-    cpuName = fbb.CreateString(cpu.str());
-    features = fbb.CreateVectorOfStrings(cpuFeatures.vec());
-  }
   auto root = fb::CreateExecutable(
-      fbb, kFormatVersion, fb::Target::CPU, fbb.CreateVector(functions),
-      fbb.CreateVector(kernelTables), library, fbb.CreateVector(constantTables),
-      ::flow::runtime::kChecksumPlaceholder, archive,
-      meshShape.empty() ? 0 : fbb.CreateVector(meshShape), cpuName,
-      features);
+      fbb, kFormatVersion, static_cast<fb::Target>(target),
+      fbb.CreateVector(functions), fbb.CreateVector(kernelTables),
+      fbb.CreateVector(constantTables), ::flow::runtime::kChecksumPlaceholder,
+      archive, meshShape.empty() ? 0 : fbb.CreateVector(meshShape),
+      libraryTables.empty() ? 0 : fbb.CreateVector(libraryTables));
   fb::FinishExecutableBuffer(fbb, root);
   std::vector<uint8_t> bytes(fbb.GetBufferPointer(),
                              fbb.GetBufferPointer() + fbb.GetSize());

@@ -181,10 +181,14 @@ def load(path, threads: int = 0, parameters: str = "",
                           check_numerics)
 
 
-def compile_ir(source: str, phase: str, target: str = "cpu") -> str:
+def compile_ir(source: str, phase: str, target: str = "cpu",
+               gpu_arch: str = "sm_90"):
     """The IR of `source` after compile phase `phase` (as flow-compile
-    --compile-to prints it)."""
-    return _compile(source, target=target, compile_to=phase)
+    --compile-to prints it; the CUDA target's `ptx` phase gives the PTX
+    text, and `fbin` the executable's bytes). `gpu_arch` is flow-compile's
+    --gpu-arch, for target="cuda"."""
+    return _compile(source, target=target, compile_to=phase,
+                    gpu_arch=gpu_arch)
 
 
 # ---------------------------------------------------------------------------

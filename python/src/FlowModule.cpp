@@ -20,6 +20,7 @@
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -51,7 +52,7 @@ py::object compile(const std::string &source, const std::string &target,
                    const std::string &compileTo, bool libraryMatmul,
                    const std::string &cpu, const std::string &mesh,
                    bool fusion, const std::string &precision,
-                   const std::string &conv) {
+                   const std::string &conv, const std::string &gpuArch) {
   if (conv != "library" && conv != "gemm")
     throw FlowError("conv must be 'library' or 'gemm', got '" + conv + "'");
   std::optional<std::vector<int64_t>> meshShape;
@@ -60,10 +61,13 @@ py::object compile(const std::string &source, const std::string &target,
     if (!meshShape)
       throw FlowError("mesh needs a shape like 4 or 2x2, got '" + mesh + "'");
   }
-  std::optional<mlir::flow::Phase> phase = mlir::flow::parsePhase(compileTo);
-  if (!phase)
-    throw FlowError("unknown phase '" + compileTo +
-                    "' (input, flow, host, linalg, bufferized, llvm, fbin)");
+  std::vector<std::string> phases = mlir::flow::getPhaseNames(target);
+  if (phases.empty())
+    throw FlowError("unknown target '" + target + "' (targets: " +
+                    llvm::join(mlir::flow::getTargetNames(), ", ") + ")");
+  if (!llvm::is_contained(phases, compileTo))
+    throw FlowError("unknown phase '" + compileTo + "' for target '" + target +
+                    "' (" + llvm::join(phases, ", ") + ")");
   mlir::DialectRegistry registry;
   mlir::flow::registerCompilerDialects(registry);
   // Text from the user must not take this process down: refuse what the
@@ -102,7 +106,8 @@ py::object compile(const std::string &source, const std::string &target,
   mlir::flow::CompileOptions options;
   options.target = target;
   options.cpu.cpu = cpu;
-  options.compileTo = *phase;
+  options.cuda.arch = gpuArch;
+  options.compileTo = compileTo;
   options.libraryMatmul = libraryMatmul;
   options.fusion = fusion;
   options.precision = precision;
@@ -116,9 +121,11 @@ py::object compile(const std::string &source, const std::string &target,
   }
   if (mlir::failed(result))
     throw FlowError(diagnostics);
-  if (*phase == mlir::flow::Phase::Fbin)
+  if (compileTo == "fbin")
     return py::bytes(reinterpret_cast<const char *>(result->executable.data()),
                      result->executable.size());
+  if (!result->module)
+    return py::str(result->text);
   std::string text;
   llvm::raw_string_ostream ir(text);
   result->module->print(ir);
@@ -427,6 +434,7 @@ PYBIND11_MODULE(_flow, m) {
         py::arg("compile_to") = "fbin", py::arg("library_matmul") = true,
         py::arg("cpu") = "host", py::arg("mesh") = "", py::arg("fusion") = true,
         py::arg("precision") = "f32", py::arg("conv") = "library",
+        py::arg("gpu_arch") = "sm_90",
         "Compiles flow-dialect MLIR text: executable bytes, or the IR of an "
         "earlier phase as text.");
   m.def(

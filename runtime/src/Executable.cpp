@@ -244,9 +244,16 @@ Status Checker::verifyHeader() {
     }
   }
   fbs::Target target = file.target();
-  if (target == fbs::Target::CUDA)
-    return Status::error(
-        "executable is for target CUDA; this runtime runs CPU executables");
+  if (target == fbs::Target::CUDA) {
+    std::string arch;
+    if (const auto *libraries = file.kernel_libraries())
+      for (const fbs::KernelLibrary *library : *libraries)
+        if (library && library->arch() && arch.empty())
+          arch = " (compiled for " + printable(library->arch()->str()) + ")";
+    return Status::error("executable is for target CUDA" + arch +
+                         "; this runtime runs CPU executables (recompile "
+                         "with flow-compile --target=cpu)");
+  }
   if (target != fbs::Target::CPU)
     return Status::error("invalid target " +
                          std::to_string(static_cast<int>(target)));
@@ -269,8 +276,25 @@ Status Checker::verifyKernels() {
       return Status::error(ctx + ": symbol '" + printable(symbol->str()) +
                            "' names another kernel too");
   }
-  const auto *library = file.kernel_library();
-  if (count > 0 && (!library || library->size() == 0))
+  // A CPU executable's kernels are one ELF shared object.
+  const auto *libraries = file.kernel_libraries();
+  size_t numLibraries = libraries ? libraries->size() : 0;
+  for (size_t i = 0; i < numLibraries; ++i) {
+    const fbs::KernelLibrary *library = libraries->Get(i);
+    std::string ctx = "kernel library " + std::to_string(i);
+    if (library->format() != fbs::KernelFormat::ELF)
+      return Status::error(ctx + " is " +
+                           fbs::EnumNameKernelFormat(library->format()) +
+                           " code, which a CPU executable cannot hold");
+  }
+  if (numLibraries > 1)
+    return Status::error("a CPU executable holds one kernel library, this "
+                         "one " +
+                         std::to_string(numLibraries));
+  const fbs::KernelLibrary *library =
+      numLibraries ? libraries->Get(0) : nullptr;
+  if (count > 0 &&
+      (!library || !library->data() || library->data()->size() == 0))
     return Status::error("executable has " + std::to_string(count) +
                          " kernels but no kernel library");
   return Status::ok();
@@ -1285,8 +1309,9 @@ Status Checker::loadKernels() {
     return Status::ok();
   // Before any of the library's code can run: a CPU without the
   // instructions it was compiled for would die of an illegal instruction.
+  const fbs::KernelLibrary *elf = file.kernel_libraries()->Get(0);
   std::vector<std::string> wanted;
-  if (const auto *features = file.cpu_features())
+  if (const auto *features = elf->features())
     for (const auto *name : *features)
       wanted.push_back(name ? name->str() : "");
   if (std::vector<std::string> missing = missingCpuFeatures(wanted);
@@ -1294,13 +1319,13 @@ Status Checker::loadKernels() {
     std::string names;
     for (const std::string &name : missing)
       names += (names.empty() ? "" : ", ") + name;
-    std::string cpu = file.cpu() ? file.cpu()->str() : "an unnamed CPU";
+    std::string cpu = elf->arch() ? elf->arch()->str() : "an unnamed CPU";
     return Status::error(
         "the kernels were compiled for CPU '" + cpu + "' and may use " +
         names + ", which this CPU lacks; recompile on this machine, or for "
         "a CPU both have (flow-compile --cpu=NAME, e.g. x86-64-v3)");
   }
-  const auto *library = file.kernel_library();
+  const auto *library = elf->data();
   StatusOr<KernelLibrary> loaded =
       KernelLibrary::load(library->data(), library->size());
   if (!loaded)
@@ -1389,16 +1414,20 @@ Status verifyChecksum(const uint8_t *data, size_t size) {
   std::optional<size_t> offset = checksumFieldOffset(data);
   if (!offset || *offset + 8 > size)
     return Status::error("executable has no checksum (the file is corrupt)");
-  // A damaged vtable can place the checksum field inside the kernel
+  // A damaged vtable can place the checksum field inside a kernel
   // library: the library's bytes would then be the stored hash, and a
   // file restamped that way would pass the check with a broken library.
-  if (const auto *library = fbs::GetExecutable(data)->kernel_library()) {
-    size_t begin = static_cast<size_t>(library->data() - data);
-    size_t end = begin + library->size();
-    if (*offset < end && *offset + 8 > begin)
-      return Status::error("the checksum field overlaps the kernel library "
-                           "(the file is corrupt)");
-  }
+  if (const auto *libraries = fbs::GetExecutable(data)->kernel_libraries())
+    for (const fbs::KernelLibrary *entry : *libraries) {
+      const auto *library = entry->data();
+      if (!library)
+        continue;
+      size_t begin = static_cast<size_t>(library->data() - data);
+      size_t end = begin + library->size();
+      if (*offset < end && *offset + 8 > begin)
+        return Status::error("the checksum field overlaps a kernel library "
+                             "(the file is corrupt)");
+    }
   uint64_t stored;
   std::memcpy(&stored, data + *offset, sizeof(stored));
   uint64_t hash = fileChecksum(data, size, *offset);

@@ -11,10 +11,10 @@
 // that was not vetted:
 //
 //  - it has no kernels (the loader dlopens nothing), or
-//  - its kernel_library is byte-identical to a trusted library: the test
-//    kernel library built beside the targets (FLOW_FUZZ_KERNELS), or the
-//    library of a checked-in seed (FLOW_FUZZ_SEED_DIRS) whose own checksum
-//    is valid.
+//  - each of its kernel libraries is byte-identical to a trusted library:
+//    the test kernel library built beside the targets (FLOW_FUZZ_KERNELS),
+//    or the library of a checked-in seed (FLOW_FUZZ_SEED_DIRS) whose own
+//    checksum is valid.
 //
 // Any other input is loaded with a checksum that is wrong (if it is right,
 // libFuzzer forged it from the loader's comparison, and a bit of it is
@@ -118,9 +118,12 @@ private:
       if (stored != runtime::fileChecksum(file.data(), file.size(), *offset))
         continue;
       const fbs::Executable *exe = fbs::GetExecutable(file.data());
-      if (exe->kernels() && exe->kernels()->size() > 0 && exe->kernel_library())
-        add(std::vector<uint8_t>(exe->kernel_library()->begin(),
-                                 exe->kernel_library()->end()));
+      if (exe->kernels() && exe->kernels()->size() > 0 &&
+          exe->kernel_libraries())
+        for (const fbs::KernelLibrary *library : *exe->kernel_libraries())
+          if (library->data())
+            add(std::vector<uint8_t>(library->data()->begin(),
+                                     library->data()->end()));
     }
     closedir(d);
   }
@@ -139,10 +142,17 @@ inline std::vector<uint8_t> prepareInput(const uint8_t *data, size_t size,
       return false;
     const fbs::Executable *exe = fbs::GetExecutable(file.data());
     const auto *kernels = exe->kernels();
-    const auto *library = exe->kernel_library();
-    bool dlopens = kernels && kernels->size() > 0 && library &&
-                   library->size() > 0;
-    return !dlopens || trusted.contains(library->data(), library->size());
+    if (!kernels || kernels->size() == 0 || !exe->kernel_libraries())
+      return true;
+    // Every library it holds must be trusted (the loader dlopens the one it
+    // takes).
+    for (const fbs::KernelLibrary *library : *exe->kernel_libraries()) {
+      const auto *data = library->data();
+      if (data && data->size() > 0 && !trusted.contains(data->data(),
+                                                        data->size()))
+        return false;
+    }
+    return true;
   };
   if (!safe(bytes)) {
     // Never load an untrusted library: the loader's checksum comparison is

@@ -74,6 +74,24 @@ if FUSION not in ("on", "off"):
     raise RuntimeError(f"FLOW_TEST_FUSION must be on or off, got {FUSION!r}")
 
 
+# FLOW_TEST_TARGET=cuda-emulated runs the end-to-end tests with the CUDA
+# target's kernels (as mapped onto thread blocks) emulated on the CPU, so
+# that the GPU mapping is checked against the same references without a GPU
+# (scripts/test.sh runs the numeric suites so too).
+TARGET = os.environ.get("FLOW_TEST_TARGET", "cpu")
+if TARGET not in ("cpu", "cuda-emulated"):
+    raise RuntimeError("FLOW_TEST_TARGET must be cpu or cuda-emulated, got "
+                       f"{TARGET!r}")
+
+
+def _on_target(function):
+    @functools.wraps(function)
+    def wrapper(*args, **kwargs):
+        kwargs.setdefault("target", TARGET)
+        return function(*args, **kwargs)
+    return wrapper
+
+
 def _without_fusion(function):
     @functools.wraps(function)
     def wrapper(*args, **kwargs):
@@ -90,10 +108,15 @@ def pytest_configure(config):
         import flow
         flow.compile = _without_fusion(flow.compile)
         flow.compile_mlir = _without_fusion(flow.compile_mlir)
+    if TARGET != "cpu":
+        import flow
+        flow.compile = _on_target(flow.compile)
+        flow.compile_mlir = _on_target(flow.compile_mlir)
 
 
 def pytest_report_header(config):
-    return f"fusion: {FUSION} (FLOW_TEST_FUSION)"
+    return (f"fusion: {FUSION} (FLOW_TEST_FUSION), target: {TARGET} "
+            "(FLOW_TEST_TARGET)")
 
 
 def pytest_runtest_setup(item):

@@ -87,7 +87,7 @@ void loadAndRun(std::vector<uint8_t> bytes,
 
 TEST(CorruptionTest, RandomByteEditsAndTruncations) {
   const std::vector<uint8_t> original = build(sampleSpec());
-  const auto *library = fbs::GetExecutable(original.data())->kernel_library();
+  const auto *library = firstLibrary(fbs::GetExecutable(original.data()));
   size_t libraryBegin = library->data() - original.data();
   size_t libraryEnd = libraryBegin + library->size();
   size_t outside = original.size() - library->size();

@@ -79,7 +79,7 @@ TEST(ExecutableTest, TensorSpecText) {
 TEST(ExecutableTest, RefusesAChecksumFieldInsideTheLibrary) {
   std::vector<uint8_t> bytes = build(sampleSpec());
   const auto *exe = fbs::GetExecutable(bytes.data());
-  const auto *library = exe->kernel_library();
+  const auto *library = firstLibrary(exe);
   ASSERT_TRUE(library && library->size() >= 16);
   const uint8_t *table = reinterpret_cast<const uint8_t *>(exe);
   size_t tableAt = static_cast<size_t>(table - bytes.data());
@@ -95,7 +95,7 @@ TEST(ExecutableTest, RefusesAChecksumFieldInsideTheLibrary) {
   std::memcpy(&bytes[vtableAt + fbs::Executable::VT_CHECKSUM], &entry,
               sizeof(entry));
   ASSERT_TRUE(stampChecksum(bytes.data(), bytes.size()));
-  EXPECT_NE(loadError(bytes).find("the checksum field overlaps the kernel "
+  EXPECT_NE(loadError(bytes).find("the checksum field overlaps a kernel "
                                   "library"),
             std::string::npos)
       << loadError(bytes);
@@ -149,16 +149,35 @@ TEST(ExecutableTest, RejectsNonExecutables) {
 
 TEST(ExecutableTest, RejectsVersionAndTarget) {
   ExecutableSpec spec = sampleSpec();
-  spec.version = 7;
-  EXPECT_LOAD_ERROR(spec, "unsupported format version 7 (this runtime reads "
-                          "version 6");
+  spec.version = 8;
+  EXPECT_LOAD_ERROR(spec, "unsupported format version 8 (this runtime reads "
+                          "version 7");
   spec.version = 0;
   EXPECT_LOAD_ERROR(spec, "unsupported format version 0");
   spec = sampleSpec();
   spec.target = fbs::Target::CUDA;
   EXPECT_LOAD_ERROR(spec, "target CUDA; this runtime runs CPU executables");
+  spec.cpu = "sm_90";
+  EXPECT_LOAD_ERROR(spec, "target CUDA (compiled for sm_90); this runtime "
+                          "runs CPU executables");
   spec.target = static_cast<fbs::Target>(9);
   EXPECT_LOAD_ERROR(spec, "invalid target 9");
+}
+
+TEST(ExecutableTest, CpuExecutablesHoldOneElfLibrary) {
+  // GPU code in a CPU executable is refused by name, before anything loads.
+  ExecutableSpec spec = sampleSpec();
+  spec.libraryFormat = fbs::KernelFormat::PTX;
+  EXPECT_LOAD_ERROR(spec, "kernel library 0 is PTX code, which a CPU "
+                          "executable cannot hold");
+  spec = sampleSpec();
+  spec.extraLibraries.push_back({fbs::KernelFormat::CUBIN, {1, 2, 3}});
+  EXPECT_LOAD_ERROR(spec, "kernel library 1 is CUBIN code, which a CPU "
+                          "executable cannot hold");
+  spec = sampleSpec();
+  spec.extraLibraries.push_back({fbs::KernelFormat::ELF, *spec.library});
+  EXPECT_LOAD_ERROR(spec, "a CPU executable holds one kernel library, this "
+                          "one 2");
 }
 
 TEST(ExecutableTest, RejectsBadFunctions) {
@@ -563,7 +582,7 @@ TEST(ExecutableTest, RefusesMisalignedVectors) {
       0x20, 0x00, 0x00, 0x00, 0x46, 0x4c, 0x4f, 0x57, 0x00, 0x00, 0x16, 0x00,
       0x24, 0x00, 0x04, 0x00, 0x00, 0x00, 0x08, 0x00, 0x0c, 0x00, 0x00, 0x00,
       0x10, 0x00, 0x18, 0x00, 0x00, 0x00, 0x14, 0x00, 0x16, 0x00, 0x00, 0x00,
-      0x06, 0x00, 0x00, 0x00, 0x34, 0x00, 0x00, 0x00, 0x2c, 0x00, 0x00, 0x00,
+      0x07, 0x00, 0x00, 0x00, 0x34, 0x00, 0x00, 0x00, 0x2c, 0x00, 0x00, 0x00,
       0x28, 0x00, 0x00, 0x00, 0x1c, 0x00, 0x00, 0x00, 0x10, 0x00, 0x00, 0x00,
       0x04, 0x01, 0x04, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
       0x00, 0x00, 0x00, 0x00, 0x73, 0x75, 0x6d, 0x00, 0x01, 0x00, 0x00, 0x00,
@@ -578,7 +597,7 @@ TEST(ExecutableTest, RefusesOlderFormatVersions) {
   ExecutableSpec spec = sampleSpec();
   spec.version = 5;
   EXPECT_LOAD_ERROR(spec, "unsupported format version 5 (this runtime reads "
-                          "version 6; recompile the model with this Flow)");
+                          "version 7; recompile the model with this Flow)");
 }
 
 TEST(ExecutableTest, RefusesKernelsForAnotherCpu) {

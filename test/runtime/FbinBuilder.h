@@ -165,7 +165,21 @@ struct ExecutableSpec {
   /// runtime checks (none: any CPU).
   std::optional<std::string> cpu;
   std::vector<std::string> cpuFeatures;
+  /// The library's format (a CPU executable holds ELF), and more libraries
+  /// after it.
+  fbs::KernelFormat libraryFormat = fbs::KernelFormat::ELF;
+  std::vector<std::pair<fbs::KernelFormat, std::vector<uint8_t>>>
+      extraLibraries;
 };
+
+/// The bytes of the executable's first kernel library, or null.
+inline const flatbuffers::Vector<uint8_t> *
+firstLibrary(const fbs::Executable *exe) {
+  const auto *libraries = exe->kernel_libraries();
+  if (!libraries || libraries->size() == 0)
+    return nullptr;
+  return libraries->Get(0)->data();
+}
 
 /// Serializes \p spec.
 inline std::vector<uint8_t> build(const ExecutableSpec &spec) {
@@ -309,9 +323,18 @@ inline std::vector<uint8_t> build(const ExecutableSpec &spec) {
         fbb.CreateVector(kernel.bindingSizes), kernel.numOutputs));
   auto functionsVector = fbb.CreateVector(functions);
   auto kernelsVector = fbb.CreateVector(kernels);
-  flatbuffers::Offset<flatbuffers::Vector<uint8_t>> library;
-  if (spec.library)
-    library = bytes(*spec.library);
+  std::vector<flatbuffers::Offset<fbs::KernelLibrary>> libraries;
+  if (spec.library) {
+    auto data = bytes(*spec.library);
+    libraries.push_back(fbs::CreateKernelLibrary(
+        fbb, spec.libraryFormat, spec.cpu ? fbb.CreateString(*spec.cpu) : 0,
+        spec.cpuFeatures.empty() ? 0
+                                 : fbb.CreateVectorOfStrings(spec.cpuFeatures),
+        data));
+  }
+  for (const auto &[format, data] : spec.extraLibraries)
+    libraries.push_back(
+        fbs::CreateKernelLibrary(fbb, format, 0, 0, bytes(data)));
   std::vector<flatbuffers::Offset<fbs::Constant>> constants;
   for (const std::vector<uint8_t> &data : spec.constants)
     constants.push_back(fbs::CreateConstant(fbb, bytes(data)));
@@ -325,14 +348,12 @@ inline std::vector<uint8_t> build(const ExecutableSpec &spec) {
   flatbuffers::Offset<flatbuffers::String> archive;
   if (spec.parameterArchive)
     archive = fbb.CreateString(*spec.parameterArchive);
-  auto cpu = spec.cpu ? fbb.CreateString(*spec.cpu) : 0;
   auto root = fbs::CreateExecutable(
-      fbb, spec.version, spec.target, functionsVector, kernelsVector, library,
+      fbb, spec.version, spec.target, functionsVector, kernelsVector,
       constantsVector,
       spec.checksum ? *spec.checksum : runtime::kChecksumPlaceholder, archive,
-      spec.mesh.empty() ? 0 : fbb.CreateVector(spec.mesh), cpu,
-      spec.cpuFeatures.empty() ? 0
-                               : fbb.CreateVectorOfStrings(spec.cpuFeatures));
+      spec.mesh.empty() ? 0 : fbb.CreateVector(spec.mesh),
+      libraries.empty() ? 0 : fbb.CreateVector(libraries));
   fbs::FinishExecutableBuffer(fbb, root);
   std::vector<uint8_t> out(fbb.GetBufferPointer(),
                            fbb.GetBufferPointer() + fbb.GetSize());
@@ -351,8 +372,8 @@ inline void restampUnlessLibraryChanged(std::vector<uint8_t> &bytes,
   flatbuffers::Verifier verifier(bytes.data(), bytes.size());
   if (bytes.size() < 8 || !fbs::VerifyExecutableBuffer(verifier))
     return;
-  const auto *edited = fbs::GetExecutable(bytes.data())->kernel_library();
-  const auto *kept = fbs::GetExecutable(original.data())->kernel_library();
+  const auto *edited = firstLibrary(fbs::GetExecutable(bytes.data()));
+  const auto *kept = firstLibrary(fbs::GetExecutable(original.data()));
   size_t editedSize = edited ? edited->size() : 0;
   size_t keptSize = kept ? kept->size() : 0;
   if (editedSize != keptSize ||

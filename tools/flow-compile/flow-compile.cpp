@@ -2,7 +2,8 @@
 //
 // Part of the Flow project.
 //
-//   flow-compile IN.mlir -o OUT.fbin --target=cpu [--compile-to=PHASE]
+//   flow-compile IN.mlir -o OUT.fbin --target=cpu|cuda [--gpu-arch=sm_90]
+//                [--compile-to=PHASE]
 //                [--report=FILE.json] [--mlir-timing]
 //                [--mlir-print-ir-after-all]
 //   flow-compile IN.onnx -o OUT.fbin [--parameters=W.safetensors]
@@ -48,12 +49,19 @@ static cl::opt<std::string> outputFilename("o", cl::desc("Output file"),
                                            cl::value_desc("filename"),
                                            cl::init("-"));
 static cl::opt<std::string>
-    target("target", cl::desc("Target device: cpu (default)"), cl::init("cpu"));
+    target("target", cl::desc("Target device: cpu (default) or cuda"),
+           cl::init("cpu"));
 static cl::opt<std::string>
-    compileTo("compile-to",
-              cl::desc("Stop after a phase and print its IR: input, flow, host, "
-                       "linalg, bufferized, llvm, fbin (default)"),
-              cl::init("fbin"));
+    gpuArch("gpu-arch",
+            cl::desc("For --target=cuda: the GPU's compute capability "
+                     "(default sm_90: H100, H200; sm_80: A100)"),
+            cl::init("sm_90"));
+static cl::opt<std::string> compileTo(
+    "compile-to",
+    cl::desc("Stop after a phase and print its IR: input, flow, host, linalg, "
+             "then the target's (cpu: bufferized, llvm; cuda: bufferized, "
+             "gpu, nvvm, ptx), fbin (default)"),
+    cl::init("fbin"));
 static cl::opt<std::string>
     reportFile("report", cl::desc("Write a JSON compile report to this file"),
                cl::value_desc("filename"), cl::init(""));
@@ -194,11 +202,17 @@ int main(int argc, char **argv) {
   registerDefaultTimingManagerCLOptions();
   cl::ParseCommandLineOptions(argc, argv, "Flow compiler\n");
 
-  std::optional<Phase> phase = parsePhase(compileTo);
-  if (!phase) {
+  std::vector<std::string> phases = getPhaseNames(target);
+  if (phases.empty()) {
+    llvm::errs() << "flow-compile: error: unknown target '" << target
+                 << "' (targets: " << llvm::join(getTargetNames(), ", ")
+                 << ")\n";
+    return 1;
+  }
+  if (!llvm::is_contained(phases, compileTo)) {
     llvm::errs() << "flow-compile: error: unknown phase '" << compileTo
-                 << "' for --compile-to (input, flow, host, linalg, bufferized, "
-                    "llvm, fbin)\n";
+                 << "' for --compile-to with --target=" << target << " ("
+                 << llvm::join(phases, ", ") << ")\n";
     return 1;
   }
 
@@ -249,7 +263,8 @@ int main(int argc, char **argv) {
   CompileOptions options;
   options.target = target;
   options.cpu.cpu = cpu;
-  options.compileTo = *phase;
+  options.cuda.arch = gpuArch;
+  options.compileTo = compileTo;
   options.libraryMatmul = libraryMatmul;
   if (maxColumnsBytes < 0) {
     llvm::errs() << "flow-compile: --max-columns-bytes must be at least 0, "
@@ -292,10 +307,12 @@ int main(int argc, char **argv) {
     llvm::errs() << "flow-compile: error: " << error << "\n";
     return 1;
   }
-  if (*phase == Phase::Fbin) {
+  if (compileTo == "fbin") {
     output->os().write(
         reinterpret_cast<const char *>(result->executable.data()),
         result->executable.size());
+  } else if (!result->module) {
+    output->os() << result->text;
   } else {
     result->module->print(output->os());
     output->os() << "\n";

@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "flow/Codegen/CPU/Passes.h"
+#include "flow/Codegen/CUDA/Passes.h"
 #include "flow/Codegen/Common/Passes.h"
 #include "flow/Conversion/Passes.h"
 #include "flow/Dialect/Flow/IR/FlowDialect.h"
@@ -39,6 +40,7 @@ int main(int argc, char **argv) {
   flow::registerFlowFusionPasses();
   flow::registerFlowCodegenCommonPasses();
   flow::registerFlowCodegenCPUPasses();
+  flow::registerFlowCodegenCUDAPasses();
   flow::registerCompilerPipelines();
 
   DialectRegistry registry;

@@ -4,16 +4,23 @@
 //
 // The phase pipeline `flow-compile` (and the Python extension) runs:
 //
-//   input -> flow -> host -> linalg -> bufferized -> llvm -> fbin
+//   input -> flow -> host -> linalg -> (the target's kernel phases) -> fbin
 //
 //   flow        canonicalized, single-device (SPMD), fused and outlined:
 //               public functions call kernels (flow.kernel functions)
 //   host        the public functions as host schedules on buffers
 //               (flow.host.*), memory-planned into one arena each
 //   linalg      kernels lowered to linalg/tensor/arith/math on tensors
-//   bufferized  kernels on memrefs, as workgroup-distributed scf loops
-//   llvm        kernels in the LLVM dialect with their entry points
 //   fbin        the executable
+//
+// The kernel phases come from the target (flow/Target/Target.h):
+//
+//   cpu   bufferized  kernels on memrefs, as workgroup-distributed scf loops
+//         llvm        kernels in the LLVM dialect with their entry points
+//   cuda  bufferized  kernels on memrefs, still linalg
+//         gpu         each kernel a gpu.func mapped onto thread blocks
+//         nvvm        the LLVM and NVVM dialects
+//         ptx         the PTX text (printed as text)
 //
 //===----------------------------------------------------------------------===//
 
@@ -21,6 +28,7 @@
 #define FLOW_PIPELINES_PIPELINES_H
 
 #include "flow/Target/CPU.h"
+#include "flow/Target/Target.h"
 #include "flow/Target/Executable.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
@@ -41,17 +49,18 @@ namespace flow {
 /// and read back while they are still in it.
 constexpr int64_t kDefaultMaxColumnsBytes = int64_t(2) << 20;
 
-enum class Phase { Input, Flow, Host, Linalg, Bufferized, LLVM, Fbin };
-
-/// "input", "flow", ... -> Phase; nullopt for an unknown name.
-std::optional<Phase> parsePhase(StringRef name);
-StringRef phaseName(Phase phase);
+/// The phases `target` (a registered target's name) can stop after, in
+/// order: input, flow, host, linalg, its kernel phases, its text phase (if
+/// any), fbin. Empty for an unknown target.
+std::vector<std::string> getPhaseNames(StringRef target);
 
 struct CompileOptions {
+  /// A registered target's name (flow/Target/Target.h): cpu, cuda.
   std::string target = "cpu";
   CpuTargetOptions cpu;
-  /// Stop after this phase (Fbin: produce the executable).
-  Phase compileTo = Phase::Fbin;
+  CudaTargetOptions cuda;
+  /// Stop after this phase (getPhaseNames; "fbin": the executable).
+  std::string compileTo = "fbin";
   /// f32 matmuls as library GEMMs (else generated kernels).
   bool libraryMatmul = true;
   /// f32 convolutions as library convolution commands, their element-wise
@@ -116,11 +125,13 @@ struct CompileReport {
 };
 
 struct CompileResult {
-  /// The executable (when compiling to Fbin).
+  /// The executable (when compiling to fbin).
   std::vector<uint8_t> executable;
   /// The IR where compilation stopped (when compiling to an earlier phase):
-  /// the whole module at Flow and Host, the kernels afterwards.
+  /// the whole module at flow and host, the kernels afterwards.
   OwningOpRef<ModuleOp> module;
+  /// The text of a text phase (the CUDA target's `ptx`).
+  std::string text;
   CompileReport report;
 };
 
@@ -161,11 +172,10 @@ struct HostPipelineOptions {
   /// Run library convolutions in bf16, summed in f32
   /// (flow-build-host-schedule{bf16-convs}), their blocked buffers in bf16.
   bool bf16Convs = false;
-};
-struct KernelCpuLLVMPipelineOptions {
-  /// Compute bf16 in f32 and round to bf16 with integer operations
-  /// (flow-expand-bf16), for a CPU without bf16 conversion instructions.
-  bool expandBf16 = false;
+  /// Keep library convolutions' activations in the CPU library's blocked
+  /// layouts, pools next to them on the runtime (flow-library-pools,
+  /// flow-choose-conv-layouts): the CPU target's choice.
+  bool blockedConvLayouts = true;
 };
 /// The phases' pipelines, as compile() runs them.
 void buildFlowPlacePipeline(OpPassManager &pm);
@@ -173,9 +183,6 @@ void buildFlowGraphPipeline(OpPassManager &pm,
                             const GraphPipelineOptions &options);
 void buildHostPipeline(OpPassManager &pm, const HostPipelineOptions &options);
 void buildKernelLinalgPipeline(OpPassManager &pm);
-void buildKernelBufferizePipeline(OpPassManager &pm);
-void buildKernelCpuLLVMPipeline(
-    OpPassManager &pm, const KernelCpuLLVMPipelineOptions &options = {});
 
 /// Compiles `module` (which it modifies). Diagnostics go to the context's
 /// handler; `timing`, if given, receives per-pass timing.

@@ -14,6 +14,7 @@
 #include <vector>
 
 namespace mlir {
+class OpPassManager;
 namespace flow {
 
 struct CpuTargetOptions {
@@ -45,6 +46,22 @@ CpuKernelFeatures cpuKernelFeatures(llvm::StringRef cpu);
 /// object with lld. Errors are reported on `module`.
 FailureOr<std::vector<uint8_t>>
 buildCpuKernelLibrary(ModuleOp module, const CpuTargetOptions &options);
+
+struct KernelCpuLLVMPipelineOptions {
+  /// Compute bf16 in f32 and round to bf16 with integer operations
+  /// (flow-expand-bf16), for a CPU without bf16 conversion instructions.
+  bool expandBf16 = false;
+  /// Lower vector ops the kernels hold (the CPU's own kernels have none
+  /// until LLVM vectorizes them; emulated GPU kernels do).
+  bool lowerVectors = false;
+};
+
+/// The CPU's kernel phases: `bufferized` (kernels on memrefs, as loops
+/// split over workgroups, their ABI recorded) and `llvm` (the LLVM dialect,
+/// with the entry points the runtime calls).
+void buildKernelBufferizePipeline(OpPassManager &pm);
+void buildKernelCpuLLVMPipeline(
+    OpPassManager &pm, const KernelCpuLLVMPipelineOptions &options = {});
 
 /// Registers the dialect translations buildCpuKernelLibrary needs.
 void registerCpuTargetTranslations(DialectRegistry &registry);

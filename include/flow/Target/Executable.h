@@ -12,6 +12,7 @@
 #include "mlir/Support/LLVM.h"
 #include "llvm/ADT/StringMap.h"
 
+#include <array>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,11 @@ struct KernelInfo {
   /// source locations, for the runtime's messages.
   std::vector<uint8_t> bindingDtypes;
   std::string description;
+  /// GPU kernels: blocks and threads per block (3-D) and the static shared
+  /// memory of a block (flow-map-kernels-to-gpu).
+  std::array<int64_t, 3> grid = {1, 1, 1};
+  std::array<int64_t, 3> block = {1, 1, 1};
+  int64_t sharedBytes = 0;
 };
 
 /// Figures about the executable, for the compile report.
@@ -85,17 +91,19 @@ struct ExecutableStats {
 /// type; nullopt for a type executables do not carry.
 std::optional<uint8_t> executableDType(Type elementType);
 
+struct KernelLibraryBlob;
+
 /// Serializes the host schedule in `host` (public functions of flow.constant,
 /// flow.parameter, flow.reshape, f32 flow.matmul, collectives and calls to
-/// kernels, with the buffers flow-plan-memory gave them) into a .fbin:
-/// commands, the arena of each function, constants and the kernel library,
-/// with the CPU the library was compiled for and the features of it the
-/// runtime checks (cpuKernelFeatures). Errors are reported on the
-/// offending op.
+/// kernels, with the buffers flow-plan-memory gave them) into a .fbin for
+/// `target` (the executable's Target value): commands, the arena of each
+/// function, constants, the kernels' ABI and launch shapes, and the kernel
+/// libraries (each with its format, the CPU or GPU it was compiled for and
+/// what it needs of it). Errors are reported on the offending op.
 FailureOr<std::vector<uint8_t>>
 writeExecutable(ModuleOp host, const llvm::StringMap<KernelInfo> &kernels,
-                ArrayRef<uint8_t> kernelLibrary, StringRef cpu,
-                ArrayRef<std::string> cpuFeatures, ExecutableStats &stats);
+                ArrayRef<KernelLibraryBlob> libraries, uint8_t target,
+                ExecutableStats &stats);
 
 } // namespace flow
 } // namespace mlir

@@ -190,6 +190,22 @@ LogicalResult FlowDialect::verifyOperationAttribute(Operation *op,
                                << "' must be a positive integer";
     return success();
   }
+  if (attr.getName() == getGridAttrName() ||
+      attr.getName() == getBlockAttrName()) {
+    auto dims = dyn_cast<DenseI64ArrayAttr>(attr.getValue());
+    if (!dims || dims.size() != 3 ||
+        llvm::any_of(dims.asArrayRef(), [](int64_t d) { return d < 1; }))
+      return op->emitOpError() << "'" << attr.getName().getValue()
+                               << "' must be three positive extents";
+    return success();
+  }
+  if (attr.getName() == getSharedBytesAttrName()) {
+    auto value = dyn_cast<IntegerAttr>(attr.getValue());
+    if (!value || value.getInt() < 0)
+      return op->emitOpError() << "'" << attr.getName().getValue()
+                               << "' must be a non-negative integer";
+    return success();
+  }
   if (attr.getName() == getMergedKernelsAttrName()) {
     auto names = dyn_cast<ArrayAttr>(attr.getValue());
     if (!names || !op->hasAttr(getKernelAttrName()) ||

@@ -105,6 +105,17 @@ def Flow_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral getMaxWorkgroupsAttrName() {
       return ::llvm::StringLiteral("flow.max_workgroups");
     }
+    /// A GPU kernel's launch (set by flow-map-kernels-to-gpu): blocks and
+    /// threads per block (3-D), and the static shared memory of a block.
+    static constexpr ::llvm::StringLiteral getGridAttrName() {
+      return ::llvm::StringLiteral("flow.grid");
+    }
+    static constexpr ::llvm::StringLiteral getBlockAttrName() {
+      return ::llvm::StringLiteral("flow.block");
+    }
+    static constexpr ::llvm::StringLiteral getSharedBytesAttrName() {
+      return ::llvm::StringLiteral("flow.shared_bytes");
+    }
     /// A kernel's buffers (bytes of each: operands, then results) and how
     /// many trailing ones it writes (set by flow-record-kernel-abi).
     static constexpr ::llvm::StringLiteral getBindingSizesAttrName() {

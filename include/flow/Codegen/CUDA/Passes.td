@@ -1,0 +1,89 @@
+//===- Passes.td - Flow CUDA codegen passes -----------------*- tablegen -*-===//
+//
+// Part of the Flow project.
+//
+// Kernel codegen for the CUDA target: bufferized kernels mapped onto a grid
+// of thread blocks, as gpu.func kernels NVVM lowers to PTX.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FLOW_CODEGEN_CUDA_PASSES_TD
+#define FLOW_CODEGEN_CUDA_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def MapKernelsToGpuPass : Pass<"flow-map-kernels-to-gpu", "ModuleOp"> {
+  let summary = "Maps each bufferized kernel onto thread blocks, as a "
+                "gpu.func in one gpu.module";
+  let description = [{
+    Runs on a module of bufferized kernels (`flow.kernel` functions whose
+    `linalg.generic` ops read and write memrefs), before they are lowered
+    to loops. Each kernel becomes a `gpu.func` kernel in the `gpu.module`
+    `@flow_kernels`, with the same bindings (operands, then results), and
+    records its launch: `flow.grid` and `flow.block` (3-D), and
+    `flow.shared_bytes` (the static shared memory its blocks use).
+
+    Two shapes of kernel are mapped:
+
+    - A kernel tiled into rows (`flow-tile-rows`: one `scf.forall` over the
+      rows) runs one row per block. Inside the row, every op spreads its
+      elements over the block's threads, each thread taking `v` adjacent
+      elements at a time (16-byte vector loads and stores where every
+      buffer it touches allows). A reduction of the whole row to one value
+      (a softmax's maximum and sum, a norm's mean) keeps one partial value
+      per thread and combines them with `gpu.all_reduce` (warp shuffles,
+      then shared memory). The row's temporaries live in shared memory,
+      and a barrier separates each op from the next.
+    - Any other kernel is a sequence of independent ops over whole
+      buffers: each op's parallel elements are spread over the whole grid
+      (`v` adjacent elements per thread, as above), and its reduction
+      dimensions, if any, are loops inside each thread.
+
+    A kernel neither shape fits (a temporary buffer outside a row, a row
+    whose temporaries exceed a block's 48 KiB of shared memory, an op that
+    is not a `linalg.generic`) is refused with an error naming it and the
+    reason.
+  }];
+  let options = [
+    Option<"blockSize", "block-size", "int64_t", /*default=*/"256",
+           "Threads per block (a multiple of 32, at most 1024)">,
+    Option<"vectorBytes", "vector-bytes", "int64_t", /*default=*/"16",
+           "Widest load or store a thread makes (bytes; 1 turns vector "
+           "accesses off)">,
+  ];
+  let dependentDialects = ["::mlir::gpu::GPUDialect",
+                           "::mlir::vector::VectorDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::memref::MemRefDialect"];
+}
+
+def EmulateGpuKernelsPass : Pass<"flow-emulate-gpu-kernels", "ModuleOp"> {
+  let summary = "Runs GPU kernels on the CPU: blocks as workgroups, a "
+                "block's threads one after another between barriers";
+  let description = [{
+    Runs on the module `flow-map-kernels-to-gpu` produced. Each kernel of
+    `@flow_kernels` becomes a CPU kernel (`func.func` with the CPU's
+    calling convention: its bindings, then the workgroup id and count) that
+    runs the blocks of its grid, split over workgroups (blocks never wait
+    for each other, so any split is valid). Within a block the kernel's
+    top-level ops are cut at each `gpu.barrier` and `gpu.all_reduce`: each
+    piece runs for thread 0, 1, ... in turn; an all-reduce combines the
+    threads' values, in thread order, once all have run the piece before
+    it. Values a later piece needs of a thread are computed again there.
+    Shared memory is one stack buffer per call.
+
+    This is how the CUDA target's thread mapping is tested on machines
+    without a GPU (`--target=cuda-emulated`): a missing barrier, a wrong
+    index, a lost element or a reduction combined twice gives wrong
+    numbers here as on a GPU. It is slow (every thread runs alone) and
+    says nothing about speed.
+  }];
+  let dependentDialects = ["::mlir::func::FuncDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::vector::VectorDialect"];
+}
+
+#endif // FLOW_CODEGEN_CUDA_PASSES_TD
