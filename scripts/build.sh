@@ -39,6 +39,7 @@ else
   targets=(flow-opt flow-compile flow-run flow-runtime-tests flow-support-tests
            flow-python FlowDialectDocGen FlowHostOpsDocGen FlowPassesDocGen
            FlowConversionPassesDocGen FlowFusionPassesDocGen
-           FlowCodegenCommonPassesDocGen FlowCodegenCPUPassesDocGen)
+           FlowCodegenCommonPassesDocGen FlowCodegenCPUPassesDocGen
+           FlowCodegenCUDAPassesDocGen)
 fi
 ninja -C "$BUILD" -j "${FLOW_JOBS:-$(nproc)}" "${targets[@]}"

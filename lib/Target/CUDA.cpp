@@ -158,24 +158,51 @@ public:
   StringRef getAbiPhase() const override { return "gpu"; }
   llvm::StringMap<KernelInfo>
   getKernelInfos(ModuleOp kernels) const override {
+    // A kernel's launches are its stages (or its one gpu.func), in order.
     llvm::StringMap<KernelInfo> infos;
+    llvm::StringMap<std::vector<std::pair<int64_t, KernelInfo::GpuLaunch>>>
+        stages;
     kernels.walk([&](gpu::GPUFuncOp func) {
       if (!func.isKernel())
         return;
-      KernelInfo info =
-          readKernelAbi(func, func.getFunctionType(), func.getName());
+      StringRef kernel = func.getName();
+      int64_t index = 0;
+      if (auto of = func->getAttrOfType<StringAttr>(
+              FlowDialect::getStageOfAttrName()))
+        kernel = of.getValue();
+      if (auto n = func->getAttrOfType<IntegerAttr>(
+              FlowDialect::getStageAttrName()))
+        index = n.getInt();
+      KernelInfo::GpuLaunch launch;
+      launch.symbol = func.getName().str();
       auto dims = [&](StringRef name, std::array<int64_t, 3> &to) {
         if (auto a = func->getAttrOfType<DenseI64ArrayAttr>(name);
             a && a.size() == 3)
           llvm::copy(a.asArrayRef(), to.begin());
       };
-      dims(FlowDialect::getGridAttrName(), info.grid);
-      dims(FlowDialect::getBlockAttrName(), info.block);
+      dims(FlowDialect::getGridAttrName(), launch.grid);
+      dims(FlowDialect::getBlockAttrName(), launch.block);
       if (auto n = func->getAttrOfType<IntegerAttr>(
               FlowDialect::getSharedBytesAttrName()))
-        info.sharedBytes = n.getInt();
-      infos[func.getName()] = std::move(info);
+        launch.sharedBytes = n.getInt();
+      stages[kernel].push_back({index, launch});
+      if (infos.count(kernel))
+        return;
+      KernelInfo info = readKernelAbi(func, func.getFunctionType(), kernel);
+      if (auto n = func->getAttrOfType<IntegerAttr>(
+              FlowDialect::getScratchBytesAttrName()))
+        info.scratchBytes = n.getInt();
+      if (auto offsets = func->getAttrOfType<DenseI64ArrayAttr>(
+              FlowDialect::getScratchOffsetsAttrName()))
+        info.scratchOffsets.assign(offsets.asArrayRef().begin(),
+                                   offsets.asArrayRef().end());
+      infos[kernel] = std::move(info);
     });
+    for (auto &entry : stages) {
+      llvm::sort(entry.second, llvm::less_first());
+      for (auto &[index, launch] : entry.second)
+        infos[entry.getKey()].launches.push_back(launch);
+    }
     return infos;
   }
   StringRef getTextPhase() const override { return "ptx"; }

@@ -595,27 +595,31 @@ FailureOr<std::vector<uint8_t>> mlir::flow::writeExecutable(
     std::vector<fb::DType> dtypes;
     for (uint8_t d : info.bindingDtypes)
       dtypes.push_back(static_cast<fb::DType>(d));
-    // A GPU kernel's launch shape; CPU kernels have none.
-    std::optional<fb::Launch> launch;
-    if (target == static_cast<uint8_t>(fb::Target::CUDA)) {
-      for (int64_t d : llvm::concat<const int64_t>(info.grid, info.block))
+    // A GPU kernel's launches; CPU kernels have none.
+    std::vector<flatbuffers::Offset<fb::GpuLaunch>> launches;
+    for (const KernelInfo::GpuLaunch &l : info.launches) {
+      for (int64_t d : llvm::concat<const int64_t>(l.grid, l.block))
         if (d < 1 || !fitsU32(d))
           return host.emitError("kernel '")
                  << name << "' has a launch extent of " << d
                  << " (each must be in [1, 2^32-1])";
-      if (info.sharedBytes < 0 || !fitsU32(info.sharedBytes))
+      if (l.sharedBytes < 0 || !fitsU32(l.sharedBytes))
         return host.emitError("kernel '")
-               << name << "' uses " << info.sharedBytes
+               << name << "' uses " << l.sharedBytes
                << " bytes of shared memory";
-      launch = fb::Launch(info.grid[0], info.grid[1], info.grid[2],
-                          info.block[0], info.block[1], info.block[2],
-                          info.sharedBytes);
+      fb::Launch shape(l.grid[0], l.grid[1], l.grid[2], l.block[0],
+                       l.block[1], l.block[2], l.sharedBytes);
+      launches.push_back(
+          fb::CreateGpuLaunchDirect(fbb, l.symbol.c_str(), &shape));
     }
+    if (target == static_cast<uint8_t>(fb::Target::CUDA) && launches.empty())
+      return host.emitError("kernel '") << name << "' has no GPU launch";
     kernelTables.push_back(fb::CreateKernelDirect(
         fbb, info.symbol.c_str(), info.numBindings, &info.bindingSizes,
         info.numOutputs, dtypes.empty() ? nullptr : &dtypes,
         info.description.empty() ? nullptr : info.description.c_str(),
-        launch ? &*launch : nullptr));
+        launches.empty() ? nullptr : &launches, info.scratchBytes,
+        info.scratchOffsets.empty() ? nullptr : &info.scratchOffsets));
   }
 
   ConstantTable constants;

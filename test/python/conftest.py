@@ -87,8 +87,19 @@ if TARGET not in ("cpu", "cuda-emulated"):
 def _on_target(function):
     @functools.wraps(function)
     def wrapper(*args, **kwargs):
+        import flow
+        import pytest
         kwargs.setdefault("target", TARGET)
-        return function(*args, **kwargs)
+        try:
+            return function(*args, **kwargs)
+        except flow.FlowError as e:
+            # A kernel shape the CUDA target refuses by name: a skip with
+            # the refusal, never a pass.
+            lines = [l for l in str(e).splitlines()
+                     if "cannot run on CUDA yet" in l]
+            if lines and kwargs["target"] == "cuda-emulated":
+                pytest.skip(lines[0].split("error: ", 1)[-1])
+            raise
     return wrapper
 
 

@@ -36,11 +36,20 @@ struct KernelInfo {
   /// source locations, for the runtime's messages.
   std::vector<uint8_t> bindingDtypes;
   std::string description;
-  /// GPU kernels: blocks and threads per block (3-D) and the static shared
-  /// memory of a block (flow-map-kernels-to-gpu).
-  std::array<int64_t, 3> grid = {1, 1, 1};
-  std::array<int64_t, 3> block = {1, 1, 1};
-  int64_t sharedBytes = 0;
+  /// GPU kernels: the launches of one dispatch, in order (one per stage,
+  /// flow-map-kernels-to-gpu), each with its entry point, blocks and
+  /// threads per block (3-D) and the static shared memory of a block; and
+  /// the scratch memory they share: its bytes and where each scratch
+  /// buffer (the launches' arguments after the bindings) starts in it.
+  struct GpuLaunch {
+    std::string symbol;
+    std::array<int64_t, 3> grid = {1, 1, 1};
+    std::array<int64_t, 3> block = {1, 1, 1};
+    int64_t sharedBytes = 0;
+  };
+  std::vector<GpuLaunch> launches;
+  int64_t scratchBytes = 0;
+  std::vector<uint64_t> scratchOffsets;
 };
 
 /// Figures about the executable, for the compile report.

@@ -13,6 +13,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/MapVector.h"
 
 namespace mlir {
 namespace flow {
@@ -70,66 +71,122 @@ struct EmulateGpuKernelsPass
   void runOnOperation() override;
 
 private:
-  LogicalResult emulate(gpu::GPUFuncOp kernel, ModuleOp module);
+  /// The CPU kernel running `stages` (the launches of one kernel, in
+  /// order) in `module`.
+  LogicalResult emulate(StringRef name, ArrayRef<gpu::GPUFuncOp> stages,
+                        ModuleOp module);
+  /// Emits blocks [lo, hi) of `kernel` at `b`; `outer` maps its arguments.
+  /// Per-call buffers go at the start of `entry`.
+  LogicalResult emitBlocks(OpBuilder &b, gpu::GPUFuncOp kernel,
+                           IRMapping outer, Value lo, Value hi, Block *entry);
 };
 
-LogicalResult EmulateGpuKernelsPass::emulate(gpu::GPUFuncOp kernel,
-                                             ModuleOp module) {
-  auto grid = kernel->getAttrOfType<DenseI64ArrayAttr>(
-      FlowDialect::getGridAttrName());
-  auto block = kernel->getAttrOfType<DenseI64ArrayAttr>(
-      FlowDialect::getBlockAttrName());
-  if (!grid || !block || grid.size() != 3 || block.size() != 3 ||
-      grid[1] != 1 || grid[2] != 1 || block[1] != 1 || block[2] != 1)
-    return kernel.emitError("a kernel to emulate needs a 1-D flow.grid and "
-                            "flow.block (flow-map-kernels-to-gpu)");
-  int64_t blocks = grid[0], threads = block[0];
-  Location loc = kernel.getLoc();
-  MLIRContext *ctx = module.getContext();
+/// The 1-D extent `name` (flow.grid, flow.block) of `kernel`, or 0.
+int64_t extent1d(gpu::GPUFuncOp kernel, StringRef name) {
+  auto dims = kernel->getAttrOfType<DenseI64ArrayAttr>(name);
+  if (!dims || dims.size() != 3 || dims[1] != 1 || dims[2] != 1)
+    return 0;
+  return dims[0];
+}
 
-  // The CPU kernel: the bindings, then the workgroup id and count.
-  SmallVector<Type> inputs(kernel.getArgumentTypes());
+LogicalResult EmulateGpuKernelsPass::emulate(StringRef name,
+                                             ArrayRef<gpu::GPUFuncOp> stages,
+                                             ModuleOp module) {
+  gpu::GPUFuncOp first = stages.front();
+  Location loc = first.getLoc();
+  MLIRContext *ctx = module.getContext();
+  size_t numScratch = 0;
+  if (auto offsets = first->getAttrOfType<DenseI64ArrayAttr>(
+          FlowDialect::getScratchOffsetsAttrName()))
+    numScratch = offsets.size();
+  size_t numBindings = first.getNumArguments() - numScratch;
+
+  // The CPU kernel: the bindings, then the workgroup id and count. A kernel
+  // of several launches runs whole in one call (each launch waits for the
+  // one before to finish on every block).
+  SmallVector<Type> inputs(first.getArgumentTypes().take_front(numBindings));
   Type index = IndexType::get(ctx);
   inputs.append({index, index});
   OpBuilder mb = OpBuilder::atBlockEnd(module.getBody());
-  auto func = func::FuncOp::create(mb, loc, kernel.getName(),
-                                   FunctionType::get(ctx, inputs, {}));
+  auto func =
+      func::FuncOp::create(mb, loc, name, FunctionType::get(ctx, inputs, {}));
   func.setPrivate();
-  for (StringRef name :
+  for (StringRef attr :
        {FlowDialect::getKernelAttrName(), FlowDialect::getBindingSizesAttrName(),
         FlowDialect::getNumOutputsAttrName()})
-    if (Attribute a = kernel->getAttr(name))
-      func->setAttr(name, a);
+    if (Attribute a = first->getAttr(attr))
+      func->setAttr(attr, a);
+  bool staged = stages.size() > 1 || numScratch > 0;
+  int64_t blocks = extent1d(first, FlowDialect::getGridAttrName());
   func->setAttr(FlowDialect::getMaxWorkgroupsAttrName(),
-                mb.getI64IntegerAttr(blocks));
+                mb.getI64IntegerAttr(staged ? 1 : blocks));
   Block *entry = func.addEntryBlock();
   OpBuilder b = OpBuilder::atBlockBegin(entry);
-  IRMapping outer;
-  for (auto [from, to] :
-       llvm::zip(kernel.getArguments(), entry->getArguments()))
-    outer.map(from, to);
+  Value w = entry->getArgument(inputs.size() - 2);
+  Value n = entry->getArgument(inputs.size() - 1);
+  Value one = arith::ConstantIndexOp::create(b, loc, 1);
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+  // Scratch buffers, on the heap (they may be large).
+  SmallVector<Value> scratch;
+  for (Type t : first.getArgumentTypes().drop_front(numBindings))
+    scratch.push_back(
+        memref::AllocOp::create(b, loc, cast<MemRefType>(t)).getResult());
+  for (gpu::GPUFuncOp stage : stages) {
+    int64_t g = extent1d(stage, FlowDialect::getGridAttrName());
+    if (g == 0 || extent1d(stage, FlowDialect::getBlockAttrName()) == 0)
+      return stage.emitError("a kernel to emulate needs a 1-D flow.grid and "
+                             "flow.block (flow-map-kernels-to-gpu)");
+    IRMapping outer;
+    for (auto [i, arg] : llvm::enumerate(stage.getArguments()))
+      outer.map(arg, i < numBindings ? Value(entry->getArgument(i))
+                                     : scratch[i - numBindings]);
+    // This call's blocks: all of them, or [w * G / n, (w + 1) * G / n).
+    Value lo = zero, hi = arith::ConstantIndexOp::create(b, loc, g);
+    if (!staged) {
+      Value gv = hi;
+      lo = arith::DivUIOp::create(b, loc, arith::MulIOp::create(b, loc, w, gv),
+                                  n);
+      hi = arith::DivUIOp::create(
+          b, loc,
+          arith::MulIOp::create(b, loc, arith::AddIOp::create(b, loc, w, one),
+                                gv),
+          n);
+    }
+    if (failed(emitBlocks(b, stage, outer, lo, hi, entry)))
+      return failure();
+  }
+  for (Value buffer : scratch)
+    memref::DeallocOp::create(b, loc, buffer);
+  func::ReturnOp::create(b, loc);
+  // Views of shared memory view the stack buffers that replaced it.
+  func.walk([](Operation *op) {
+    for (Value result : op->getResults())
+      if (auto type = dyn_cast<MemRefType>(result.getType());
+          type && isa_and_nonnull<gpu::AddressSpaceAttr>(type.getMemorySpace()))
+        result.setType(MemRefType::get(type.getShape(), type.getElementType(),
+                                       type.getLayout()));
+  });
+  return success();
+}
+
+LogicalResult EmulateGpuKernelsPass::emitBlocks(OpBuilder &fb,
+                                                gpu::GPUFuncOp kernel,
+                                                IRMapping outer, Value lo,
+                                                Value hi, Block *entry) {
+  int64_t threads = extent1d(kernel, FlowDialect::getBlockAttrName());
+  Location loc = kernel.getLoc();
+  OpBuilder eb = OpBuilder::atBlockBegin(entry);
   // Shared memory: one buffer per call, reused by each block it runs.
   for (BlockArgument shared : kernel.getWorkgroupAttributions()) {
     auto type = cast<MemRefType>(shared.getType());
     auto local = MemRefType::get(type.getShape(), type.getElementType());
-    outer.map(shared, memref::AllocaOp::create(b, loc, local,
-                                               b.getI64IntegerAttr(64)));
+    outer.map(shared, memref::AllocaOp::create(eb, loc, local,
+                                               eb.getI64IntegerAttr(64)));
   }
-  // This workgroup's blocks: [w * G / n, (w + 1) * G / n).
-  Value w = entry->getArgument(inputs.size() - 2);
-  Value n = entry->getArgument(inputs.size() - 1);
-  Value g = arith::ConstantIndexOp::create(b, loc, blocks);
-  Value one = arith::ConstantIndexOp::create(b, loc, 1);
-  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
-  Value lo = arith::DivUIOp::create(b, loc,
-                                    arith::MulIOp::create(b, loc, w, g), n);
-  Value hi = arith::DivUIOp::create(
-      b, loc,
-      arith::MulIOp::create(b, loc, arith::AddIOp::create(b, loc, w, one), g),
-      n);
-  Value threadCount = arith::ConstantIndexOp::create(b, loc, threads);
-  auto blockLoop = scf::ForOp::create(b, loc, lo, hi, one);
-  func::ReturnOp::create(b, loc);
+  Value one = arith::ConstantIndexOp::create(fb, loc, 1);
+  Value zero = arith::ConstantIndexOp::create(fb, loc, 0);
+  Value threadCount = arith::ConstantIndexOp::create(fb, loc, threads);
+  auto blockLoop = scf::ForOp::create(fb, loc, lo, hi, one);
 
   // Which top-level ops depend on the thread: they run once per thread,
   // the others once per block.
@@ -149,7 +206,7 @@ LogicalResult EmulateGpuKernelsPass::emulate(gpu::GPUFuncOp kernel,
     return depends;
   };
 
-  b.setInsertionPointToStart(blockLoop.getBody());
+  OpBuilder b = OpBuilder::atBlockBegin(blockLoop.getBody());
   IRMapping blockMap = outer;
   Value blockId = blockLoop.getInductionVar();
   // The piece of per-thread ops since the last barrier or all-reduce.
@@ -183,7 +240,6 @@ LogicalResult EmulateGpuKernelsPass::emulate(gpu::GPUFuncOp kernel,
     Value gathered;
     if (gather) {
       auto type = MemRefType::get({threads}, gather.getType());
-      OpBuilder eb = OpBuilder::atBlockBegin(entry);
       gathered = memref::AllocaOp::create(eb, loc, type);
     }
     if (piece.empty() && !gather)
@@ -262,10 +318,28 @@ void EmulateGpuKernelsPass::runOnOperation() {
   ModuleOp module = getOperation();
   SmallVector<gpu::GPUModuleOp> gpuModules(module.getOps<gpu::GPUModuleOp>());
   for (gpu::GPUModuleOp gpuModule : gpuModules) {
-    for (gpu::GPUFuncOp kernel :
-         llvm::to_vector(gpuModule.getOps<gpu::GPUFuncOp>()))
-      if (failed(emulate(kernel, module)))
+    // Each kernel's launches, in order.
+    llvm::MapVector<StringRef, SmallVector<std::pair<int64_t, gpu::GPUFuncOp>>>
+        kernels;
+    for (gpu::GPUFuncOp func : gpuModule.getOps<gpu::GPUFuncOp>()) {
+      StringRef name = func.getName();
+      int64_t index = 0;
+      if (auto of = func->getAttrOfType<StringAttr>(
+              FlowDialect::getStageOfAttrName()))
+        name = of.getValue();
+      if (auto n = func->getAttrOfType<IntegerAttr>(
+              FlowDialect::getStageAttrName()))
+        index = n.getInt();
+      kernels[name].push_back({index, func});
+    }
+    for (auto &[name, stages] : kernels) {
+      llvm::sort(stages, llvm::less_first());
+      SmallVector<gpu::GPUFuncOp> ordered;
+      for (auto &entry : stages)
+        ordered.push_back(entry.second);
+      if (failed(emulate(name, ordered, module)))
         return signalPassFailure();
+    }
     gpuModule.erase();
   }
   module->removeAttr(gpu::GPUDialect::getContainerModuleAttrName());

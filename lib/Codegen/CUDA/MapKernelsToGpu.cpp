@@ -19,6 +19,8 @@
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/IR/PatternMatch.h"
 #include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/TypeSwitch.h"
@@ -290,6 +292,11 @@ int64_t KernelMapper::vectorWidth(linalg::GenericOp op, const Loops &loops,
   int64_t widest = 1;
   for (OpOperand &operand : op->getOpOperands()) {
     Type t = getElementTypeOrSelf(operand.get().getType());
+    // A vector of i1 in memory is packed bits, a buffer of i1 one byte per
+    // element: such buffers are read and written an element at a time.
+    if (isa<MemRefType>(operand.get().getType()) &&
+        t.getIntOrFloatBitWidth() < 8)
+      return 1;
     widest = std::max(widest, elementBytes(t));
   }
   unsigned last = loops.last();
@@ -420,9 +427,13 @@ SmallVector<Value> KernelMapper::emitBody(OpBuilder &b, linalg::GenericOp op,
     Operation *vectorized = b.create(state);
     mapping.map(inner.getResults(), vectorized->getResults());
   }
+  // A value the body yields unchanged from outside it (a fill's constant)
+  // is the same in every lane.
   SmallVector<Value> yielded;
-  for (Value value : body.getTerminator()->getOperands())
-    yielded.push_back(mapping.lookupOrDefault(value));
+  for (Value value : body.getTerminator()->getOperands()) {
+    Value y = mapping.lookupOrDefault(value);
+    yielded.push_back(isa<VectorType>(y.getType()) ? y : widen(y));
+  }
   return yielded;
 }
 
@@ -597,6 +608,35 @@ Value rootBuffer(Value value) {
   return value;
 }
 
+/// Whether `op` reads, at other elements than it writes them or through
+/// another operand than its output, what `earlier` (an op before it in the
+/// same kernel) wrote: then a grid-wide barrier must come between them. An
+/// op may read what an earlier one wrote only as its own output's initial
+/// value, element by element in the same order: the same thread wrote it.
+bool needsBarrierAfter(linalg::GenericOp earlier, linalg::GenericOp op) {
+  for (Value written : earlier.getDpsInits()) {
+    Value root = rootBuffer(written);
+    for (OpOperand &operand : op->getOpOperands()) {
+      if (rootBuffer(operand.get()) != root)
+        continue;
+      bool sameElements =
+          op.isDpsInit(&operand) && operand.get() == written &&
+          earlier.getNumDpsInits() == 1 &&
+          Loops(earlier).parallelCount == Loops(op).parallelCount &&
+          earlier.getMatchingIndexingMap(&earlier.getDpsInitsMutable()[0])
+              .isIdentity() &&
+          op.getMatchingIndexingMap(&operand).isProjectedPermutation() &&
+          llvm::equal(op.getMatchingIndexingMap(&operand).getResults(),
+                      llvm::map_range(Loops(op).parallelDims, [&](unsigned d) {
+                        return getAffineDimExpr(d, op.getContext());
+                      }));
+      if (!sameElements)
+        return true;
+    }
+  }
+  return false;
+}
+
 struct MapKernelsToGpuPass
     : public flow::impl::MapKernelsToGpuPassBase<MapKernelsToGpuPass> {
   using Base::Base;
@@ -606,15 +646,275 @@ struct MapKernelsToGpuPass
 private:
   /// Maps one kernel into `gpuModule`; failure has been reported.
   LogicalResult mapKernel(func::FuncOp func, gpu::GPUModuleOp gpuModule);
+  /// A gpu.func named `name` with `func`'s bindings, then one argument per
+  /// buffer of `scratch` (which it takes the place of), holding a copy of
+  /// `func`'s body without the linalg.generic ops `keep` refuses.
+  gpu::GPUFuncOp cloneKernel(func::FuncOp func, StringRef name,
+                             ArrayRef<Operation *> scratch,
+                             llvm::function_ref<bool(Operation *)> keep,
+                             gpu::GPUModuleOp gpuModule);
+  /// Maps `gpuFunc`'s top-level generic ops, one launch over the grid.
+  LogicalResult mapGrid(gpu::GPUFuncOp gpuFunc, KernelMapper &mapper,
+                        int64_t &grid);
+  /// Maps `gpuFunc`'s row tile (its one scf.forall), a row per block.
+  LogicalResult mapRows(gpu::GPUFuncOp gpuFunc, scf::ForallOp forall,
+                        KernelMapper &mapper, int64_t &grid,
+                        int64_t &threads, int64_t &sharedBytes);
+  /// Runs `gpuFunc`'s one sequential op on one thread.
+  LogicalResult mapSerial(gpu::GPUFuncOp gpuFunc);
+  /// The error on `at` refusing `kernel` for `why`.
+  LogicalResult refuse(StringRef kernel, Operation *at, const Twine &why) {
+    at->emitError("kernel '")
+        << kernel << "' cannot run on CUDA yet: " << why;
+    return failure();
+  }
 };
+
+gpu::GPUFuncOp MapKernelsToGpuPass::cloneKernel(
+    func::FuncOp func, StringRef name, ArrayRef<Operation *> scratch,
+    llvm::function_ref<bool(Operation *)> keep, gpu::GPUModuleOp gpuModule) {
+  SmallVector<Type> inputs(func.getArgumentTypes());
+  for (Operation *alloc : scratch)
+    inputs.push_back(alloc->getResult(0).getType());
+  OpBuilder mb = OpBuilder::atBlockEnd(gpuModule.getBody());
+  auto gpuFunc = gpu::GPUFuncOp::create(
+      mb, func.getLoc(), name, mb.getFunctionType(inputs, {}));
+  gpuFunc->setAttr(gpu::GPUDialect::getKernelFuncAttrName(),
+                   mb.getUnitAttr());
+  for (StringRef attr :
+       {FlowDialect::getKernelAttrName(), FlowDialect::getBindingSizesAttrName(),
+        FlowDialect::getNumOutputsAttrName()})
+    if (Attribute a = func->getAttr(attr))
+      gpuFunc->setAttr(attr, a);
+  Block &body = gpuFunc.getBody().front();
+  IRMapping map;
+  for (auto [from, to] :
+       llvm::zip(func.getArguments(), body.getArguments()))
+    map.map(from, to);
+  for (auto [i, alloc] : llvm::enumerate(scratch))
+    map.map(alloc->getResult(0), body.getArgument(func.getNumArguments() + i));
+  OpBuilder b = OpBuilder::atBlockEnd(&body);
+  for (Operation &op : func.getBody().front()) {
+    if (isa<func::ReturnOp>(op)) {
+      gpu::ReturnOp::create(b, op.getLoc());
+      continue;
+    }
+    if (llvm::is_contained(scratch, &op) ||
+        (isa<memref::DeallocOp>(op) &&
+         llvm::is_contained(scratch, op.getOperand(0).getDefiningOp())))
+      continue;
+    if (isa<linalg::GenericOp, scf::ForallOp, scf::ForOp, scf::IfOp,
+            memref::StoreOp, memref::CopyOp>(op) &&
+        !keep(&op))
+      continue;
+    b.clone(op, map);
+  }
+  return gpuFunc;
+}
+
+LogicalResult MapKernelsToGpuPass::mapGrid(gpu::GPUFuncOp gpuFunc,
+                                           KernelMapper &mapper,
+                                           int64_t &grid) {
+  Block &body = gpuFunc.getBody().front();
+  SmallVector<linalg::GenericOp> ops(body.getOps<linalg::GenericOp>());
+  SmallVector<int64_t> widths;
+  for (linalg::GenericOp op : ops)
+    widths.push_back(mapper.vectorWidth(op, Loops(op), false));
+  // Ops chained through an output take the same elements in each thread.
+  bool chained = false;
+  for (auto [i, op] : llvm::enumerate(ops))
+    for (linalg::GenericOp earlier : ArrayRef(ops).take_front(i))
+      for (Value written : earlier.getDpsInits())
+        for (Value read : op->getOperands())
+          chained |= rootBuffer(read) == rootBuffer(written);
+  if (chained && !widths.empty()) {
+    int64_t v = *llvm::min_element(widths);
+    for (int64_t &w : widths)
+      w = v;
+  }
+  int64_t threads = mapper.blockSize;
+  grid = 1;
+  for (auto [op, v] : llvm::zip(ops, widths))
+    grid = std::max(grid, (Loops(op).parallelCount / v + threads - 1) /
+                              threads);
+  OpBuilder b = OpBuilder::atBlockBegin(&body);
+  Location loc = gpuFunc.getLoc();
+  Value block = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
+  Value thread = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+  Value dim = arith::ConstantIndexOp::create(b, loc, threads);
+  Value global = arith::AddIOp::create(
+      b, loc, arith::MulIOp::create(b, loc, block, dim), thread);
+  for (auto [op, v] : llvm::zip(ops, widths)) {
+    b.setInsertionPoint(op);
+    mapper.emitSpread(b, op, Loops(op), v, global, grid * threads,
+                      /*guardOnly=*/true);
+    op.erase();
+  }
+  return success();
+}
+
+LogicalResult MapKernelsToGpuPass::mapRows(gpu::GPUFuncOp gpuFunc,
+                                           scf::ForallOp forall,
+                                           KernelMapper &mapper,
+                                           int64_t &grid, int64_t &threads,
+                                           int64_t &sharedBytes) {
+  StringRef name = gpuFunc.getName();
+  auto refuse = [&](Operation *at, const Twine &why) {
+    return this->refuse(name, at, why);
+  };
+  OpBuilder b(forall);
+  SmallVector<Operation *> toErase;
+  std::optional<SmallVector<int64_t>> ubs =
+      getConstantIntValues(forall.getMixedUpperBound());
+  std::optional<SmallVector<int64_t>> lbs =
+      getConstantIntValues(forall.getMixedLowerBound());
+  std::optional<SmallVector<int64_t>> steps =
+      getConstantIntValues(forall.getMixedStep());
+  if (!ubs || !lbs || !steps ||
+      llvm::any_of(*lbs, [](int64_t x) { return x != 0; }) ||
+      llvm::any_of(*steps, [](int64_t x) { return x != 1; }))
+    return refuse(forall, "its row loop is not static from 0 by 1");
+  for (int64_t u : *ubs)
+    grid *= u;
+  SmallVector<linalg::GenericOp> rowOps;
+  for (Operation &op : forall.getBody()->without_terminator()) {
+    if (auto generic = dyn_cast<linalg::GenericOp>(op)) {
+      if (std::optional<std::string> why = mapper.unsupported(generic))
+        return refuse(generic, *why);
+      rowOps.push_back(generic);
+    } else if (auto alloc = dyn_cast<memref::AllocOp>(op)) {
+      if (onlyShapesLoops(alloc))
+        continue;
+      auto type = alloc.getType();
+      if (!type.hasStaticShape() || !type.getLayout().isIdentity())
+        return refuse(alloc, "a row temporary has no static shape");
+      int64_t bytes =
+          type.getNumElements() * elementBytes(type.getElementType());
+      sharedBytes += (bytes + 15) / 16 * 16;
+    } else if (isa<linalg::LinalgOp>(op)) {
+      return refuse(&op, "'" + op.getName().getStringRef() +
+                             "' is not a linalg.generic");
+    } else if (!isMemoryEffectFree(&op) &&
+               !isa<memref::DeallocOp, memref::SubViewOp,
+                    memref::CollapseShapeOp, memref::ExpandShapeOp>(op)) {
+      return refuse(&op, "'" + op.getName().getStringRef() +
+                             "' has effects no thread mapping covers");
+    }
+  }
+  if (sharedBytes > kMaxSharedBytes)
+    return refuse(forall, "its row temporaries need " +
+                              Twine(sharedBytes) +
+                              " bytes of shared memory, more than a "
+                              "block's 48 KiB");
+  // Threads: enough for the widest op, in whole warps.
+  int64_t widest = 1;
+  SmallVector<std::pair<int64_t, bool>> plans; // (v, cooperative)
+  for (linalg::GenericOp op : rowOps) {
+    Loops loops(op);
+    bool cooperative = !loops.reductionDims.empty() &&
+                       loops.parallelCount == 1 && findCombiner(op);
+    int64_t v = mapper.vectorWidth(op, loops, cooperative);
+    plans.push_back({v, cooperative});
+    widest = std::max(widest, (cooperative ? loops.reductionCount
+                                           : loops.parallelCount) /
+                                  v);
+  }
+  threads = std::clamp<int64_t>((widest + 31) / 32 * 32, 32, blockSize);
+
+  Location loc = forall.getLoc();
+  b.setInsertionPoint(forall);
+  Value block = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
+  Value thread = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+  SmallVector<Value> rows =
+      mapper.delinearize(b, loc, block, *ubs);
+  for (auto [iv, row] : llvm::zip(forall.getInductionVars(), rows))
+    iv.replaceAllUsesWith(row);
+  // The row's temporaries become workgroup memory: the generic ops and
+  // views that use them take the workgroup buffer instead.
+  std::function<LogicalResult(Value, Value)> retarget =
+      [&](Value from, Value to) -> LogicalResult {
+    for (OpOperand &use : llvm::make_early_inc_range(from.getUses())) {
+      Operation *user = use.getOwner();
+      if (isa<memref::DeallocOp>(user)) {
+        user->erase();
+        continue;
+      }
+      if (isa<linalg::GenericOp>(user)) {
+        use.set(to);
+        continue;
+      }
+      auto view = dyn_cast<memref::SubViewOp>(user);
+      if (!view)
+        return refuse(user, "a row temporary is used by '" +
+                                user->getName().getStringRef() +
+                                "' (only by linalg.generic ops and views)");
+      MemRefType type = view.getType();
+      auto viewType =
+          MemRefType::get(type.getShape(), type.getElementType(),
+                          type.getLayout(),
+                          cast<MemRefType>(to.getType()).getMemorySpace());
+      OpBuilder vb(view);
+      auto moved = memref::SubViewOp::create(
+          vb, view.getLoc(), viewType, to, view.getMixedOffsets(),
+          view.getMixedSizes(), view.getMixedStrides());
+      if (failed(retarget(view.getResult(), moved.getResult())))
+        return failure();
+      view.erase();
+    }
+    return success();
+  };
+  for (Operation &op :
+       llvm::make_early_inc_range(forall.getBody()->without_terminator())) {
+    auto alloc = dyn_cast<memref::AllocOp>(op);
+    if (!alloc || onlyShapesLoops(alloc))
+      continue;
+    MemRefType type = alloc.getType();
+    auto shared = MemRefType::get(
+        type.getShape(), type.getElementType(), MemRefLayoutAttrInterface(),
+        gpu::AddressSpaceAttr::get(b.getContext(),
+                                   gpu::AddressSpace::Workgroup));
+    BlockArgument attribution =
+        gpuFunc.addWorkgroupAttribution(shared, alloc.getLoc());
+    // 16-byte aligned, for vector accesses (offsetAlignment assumes it).
+    gpuFunc.setWorkgroupAttributionAttr(
+        gpuFunc.getNumWorkgroupAttributions() - 1,
+        b.getStringAttr("llvm.align"), b.getI64IntegerAttr(16));
+    if (failed(retarget(alloc.getResult(), attribution)))
+      return failure();
+    alloc->erase();
+  }
+  // Each op, then a barrier before the next reads what it wrote.
+  for (auto [i, op] : llvm::enumerate(rowOps)) {
+    auto [v, cooperative] = plans[i];
+    b.setInsertionPoint(op);
+    Loops loops(op);
+    if (cooperative)
+      mapper.emitBlockReduction(b, op, loops, *findCombiner(op), v, thread,
+                                threads);
+    else
+      mapper.emitSpread(b, op, loops, v, thread, threads,
+                        /*guardOnly=*/false);
+    if (i + 1 < rowOps.size())
+      gpu::BarrierOp::create(b, op.getLoc());
+    toErase.push_back(op);
+  }
+  // The row body replaces the loop.
+  Block *rowBody = forall.getBody();
+  rowBody->getTerminator()->erase();
+  forall->getBlock()->getOperations().splice(forall->getIterator(),
+                                             rowBody->getOperations());
+  toErase.push_back(forall);
+  for (Operation *op : toErase)
+    op->erase();
+  return success();
+}
 
 LogicalResult MapKernelsToGpuPass::mapKernel(func::FuncOp func,
                                              gpu::GPUModuleOp gpuModule) {
   KernelMapper mapper(blockSize, vectorBytes);
+  StringRef name = func.getSymName();
   auto refuse = [&](Operation *at, const Twine &why) {
-    at->emitError("kernel '")
-        << func.getSymName() << "' cannot run on CUDA yet: " << why;
-    return failure();
+    return this->refuse(name, at, why);
   };
   if (func.getNumResults())
     return refuse(func, "it still returns values (not bufferized)");
@@ -625,264 +925,164 @@ LogicalResult MapKernelsToGpuPass::mapKernel(func::FuncOp func,
   }
   Block &entry = func.getBody().front();
 
-  // The shape: one scf.forall of rows, or independent ops over the grid.
-  SmallVector<scf::ForallOp> rowLoops;
-  SmallVector<linalg::GenericOp> topOps;
+  // The kernel's top-level ops, as stages: ops over the whole grid, a row
+  // tile (one scf.forall, a row per block), or an op that runs on one
+  // thread (a sequential loop: a sort's merges, a scan). The buffers stages
+  // pass each other (scratch) live in global memory.
+  enum class Kind { Grid, Rows, Serial };
+  struct Stage {
+    Kind kind = Kind::Grid;
+    SmallVector<Operation *> ops;
+  };
+  SmallVector<Stage> stages;
+  SmallVector<Operation *> scratch;
   for (Operation &op : entry.without_terminator()) {
-    if (auto forall = dyn_cast<scf::ForallOp>(op))
-      rowLoops.push_back(forall);
-    else if (auto generic = dyn_cast<linalg::GenericOp>(op))
-      topOps.push_back(generic);
-    else if (isa<memref::AllocOp, memref::AllocaOp>(op)) {
-      if (!onlyShapesLoops(&op))
-        return refuse(&op, "it needs a temporary buffer outside a row tile "
-                           "(a whole-tensor intermediate)");
+    if (isa<memref::AllocOp, memref::AllocaOp>(op)) {
+      if (onlyShapesLoops(&op))
+        continue;
+      auto type = cast<MemRefType>(op.getResult(0).getType());
+      if (!type.hasStaticShape() || !type.getLayout().isIdentity() ||
+          !type.getElementType().isIntOrFloat())
+        return refuse(&op, "a temporary buffer has no static shape");
+      scratch.push_back(&op);
     }
-    else if (isa<linalg::LinalgOp>(op))
+  }
+  auto isScratch = [&](Value v) {
+    return llvm::is_contained(scratch, rootBuffer(v).getDefiningOp());
+  };
+  for (Operation &op : entry.without_terminator()) {
+    if (auto generic = dyn_cast<linalg::GenericOp>(op)) {
+      if (std::optional<std::string> why = mapper.unsupported(generic))
+        return refuse(generic, *why);
+      // An op that reads what an earlier op of its stage wrote (other than
+      // its own output, element by element), or reads a scratch buffer the
+      // stage wrote, starts a new stage: launches in order are the
+      // grid-wide barriers between them.
+      bool readsScratch = llvm::any_of(generic.getDpsInputs(), isScratch);
+      bool barrier =
+          stages.empty() || stages.back().kind != Kind::Grid ||
+          llvm::any_of(stages.back().ops, [&](Operation *e) {
+            auto earlier = cast<linalg::GenericOp>(e);
+            return needsBarrierAfter(earlier, generic) ||
+                   (readsScratch &&
+                    llvm::any_of(earlier.getDpsInits(), isScratch));
+          });
+      if (barrier)
+        stages.push_back({Kind::Grid, {}});
+      stages.back().ops.push_back(&op);
+    } else if (isa<scf::ForallOp>(op)) {
+      stages.push_back({Kind::Rows, {&op}});
+    } else if (isa<linalg::LinalgOp>(op)) {
       return refuse(&op, "'" + op.getName().getStringRef() +
                              "' is not a linalg.generic");
-    else if (!isMemoryEffectFree(&op) &&
-             !isa<memref::DeallocOp, memref::SubViewOp,
-                  memref::CollapseShapeOp, memref::ExpandShapeOp>(op))
+    } else if (isa<scf::ForOp, scf::IfOp, memref::StoreOp, memref::CopyOp>(
+                   op)) {
+      stages.push_back({Kind::Serial, {&op}});
+    } else if (!isMemoryEffectFree(&op) &&
+               !isa<memref::DeallocOp, memref::SubViewOp, memref::AllocOp,
+                    memref::AllocaOp, memref::CollapseShapeOp,
+                    memref::ExpandShapeOp>(op)) {
       return refuse(&op, "'" + op.getName().getStringRef() +
                              "' has effects no thread mapping covers");
+    }
   }
-  if (!rowLoops.empty() && (rowLoops.size() > 1 || !topOps.empty()))
-    return refuse(rowLoops.front(),
-                  "it mixes a row tile with other loop nests");
+  if (stages.empty())
+    stages.push_back({Kind::Grid, {}});
 
-  // The gpu.func, with the bindings as its arguments.
-  OpBuilder mb = OpBuilder::atBlockEnd(gpuModule.getBody());
-  auto gpuFunc = gpu::GPUFuncOp::create(mb, func.getLoc(), func.getSymName(),
-                                        func.getFunctionType());
-  gpuFunc->setAttr(gpu::GPUDialect::getKernelFuncAttrName(),
-                   mb.getUnitAttr());
-  for (StringRef name :
-       {FlowDialect::getKernelAttrName(), FlowDialect::getBindingSizesAttrName(),
-        FlowDialect::getNumOutputsAttrName()})
-    if (Attribute a = func->getAttr(name))
-      gpuFunc->setAttr(name, a);
-  Block &body = gpuFunc.getBody().front();
-  // Move the kernel's ops over; its arguments become the gpu.func's.
-  body.getOperations().splice(body.begin(), entry.getOperations());
-  for (auto [from, to] :
-       llvm::zip(entry.getArguments(), body.getArguments()))
-    from.replaceAllUsesWith(to);
-  Operation *ret = body.getTerminator();
-  OpBuilder b(ret);
-  gpu::ReturnOp::create(b, ret->getLoc());
-  ret->erase();
+  auto setLaunch = [&](gpu::GPUFuncOp gpuFunc, int64_t grid, int64_t threads,
+                       int64_t sharedBytes) {
+    OpBuilder b(gpuFunc);
+    gpuFunc.setKnownBlockSizeAttr(
+        b.getDenseI32ArrayAttr({int32_t(threads), 1, 1}));
+    gpuFunc.setKnownGridSizeAttr(
+        b.getDenseI32ArrayAttr({int32_t(grid), 1, 1}));
+    gpuFunc->setAttr(FlowDialect::getGridAttrName(),
+                     b.getDenseI64ArrayAttr({grid, 1, 1}));
+    gpuFunc->setAttr(FlowDialect::getBlockAttrName(),
+                     b.getDenseI64ArrayAttr({threads, 1, 1}));
+    gpuFunc->setAttr(FlowDialect::getSharedBytesAttrName(),
+                     b.getI64IntegerAttr(sharedBytes));
+  };
 
-  int64_t threads = blockSize;
-  int64_t grid = 1;
-  int64_t sharedBytes = 0;
-  SmallVector<Operation *> toErase;
-  if (rowLoops.empty()) {
-    // Independent ops over the whole grid. An op may read what an earlier
-    // one wrote only as its own output's initial value, element by element
-    // in the same order: then the same thread wrote it.
-    SmallVector<int64_t> widths;
-    for (linalg::GenericOp op : topOps) {
-      if (std::optional<std::string> why = mapper.unsupported(op))
-        return refuse(op, *why);
-      Loops loops(op);
-      widths.push_back(mapper.vectorWidth(op, loops, false));
-    }
-    bool chained = false;
-    for (auto [i, op] : llvm::enumerate(topOps)) {
-      for (linalg::GenericOp earlier : ArrayRef(topOps).take_front(i)) {
-        for (Value written : earlier.getDpsInits()) {
-          Value root = rootBuffer(written);
-          for (OpOperand &operand : op->getOpOperands()) {
-            if (rootBuffer(operand.get()) != root)
-              continue;
-            bool sameElements =
-                op.isDpsInit(&operand) && operand.get() == written &&
-                Loops(earlier).parallelCount == Loops(op).parallelCount &&
-                earlier.getMatchingIndexingMap(
-                           &earlier.getDpsInitsMutable()[0])
-                        .isIdentity() &&
-                earlier.getNumDpsInits() == 1 &&
-                op.getMatchingIndexingMap(&operand).isProjectedPermutation() &&
-                llvm::equal(op.getMatchingIndexingMap(&operand).getResults(),
-                            llvm::map_range(Loops(op).parallelDims,
-                                            [&](unsigned d) {
-                                              return getAffineDimExpr(
-                                                  d, op.getContext());
-                                            }));
-            if (!sameElements)
-              return refuse(op, "it reads what an earlier op of the kernel "
-                                "wrote at other elements (a grid-wide "
-                                "barrier would be needed)");
-            chained = true;
-          }
-        }
-      }
-    }
-    if (chained) {
-      int64_t v = *llvm::min_element(widths);
-      for (int64_t &w : widths)
-        w = v;
-    }
-    b.setInsertionPointToStart(&body);
-    Location loc = func.getLoc();
-    Value block = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
-    Value thread = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
-    Value dim = arith::ConstantIndexOp::create(b, loc, threads);
-    Value global = arith::AddIOp::create(
-        b, loc, arith::MulIOp::create(b, loc, block, dim), thread);
-    for (auto [op, v] : llvm::zip(topOps, widths)) {
-      Loops loops(op);
-      int64_t units = loops.parallelCount / v;
-      grid = std::max(grid, (units + threads - 1) / threads);
-    }
-    for (auto [op, v] : llvm::zip(topOps, widths)) {
-      b.setInsertionPoint(op);
-      mapper.emitSpread(b, op, Loops(op), v, global, grid * threads,
-                        /*guardOnly=*/true);
-      toErase.push_back(op);
-    }
-  } else {
-    // One row per block.
-    scf::ForallOp forall = rowLoops.front();
-    std::optional<SmallVector<int64_t>> ubs =
-        getConstantIntValues(forall.getMixedUpperBound());
-    std::optional<SmallVector<int64_t>> lbs =
-        getConstantIntValues(forall.getMixedLowerBound());
-    std::optional<SmallVector<int64_t>> steps =
-        getConstantIntValues(forall.getMixedStep());
-    if (!ubs || !lbs || !steps ||
-        llvm::any_of(*lbs, [](int64_t x) { return x != 0; }) ||
-        llvm::any_of(*steps, [](int64_t x) { return x != 1; }))
-      return refuse(forall, "its row loop is not static from 0 by 1");
-    for (int64_t u : *ubs)
-      grid *= u;
-    SmallVector<linalg::GenericOp> rowOps;
-    for (Operation &op : forall.getBody()->without_terminator()) {
-      if (auto generic = dyn_cast<linalg::GenericOp>(op)) {
-        if (std::optional<std::string> why = mapper.unsupported(generic))
-          return refuse(generic, *why);
-        rowOps.push_back(generic);
-      } else if (auto alloc = dyn_cast<memref::AllocOp>(op)) {
-        if (onlyShapesLoops(alloc))
-          continue;
-        auto type = alloc.getType();
-        if (!type.hasStaticShape() || !type.getLayout().isIdentity())
-          return refuse(alloc, "a row temporary has no static shape");
-        int64_t bytes =
-            type.getNumElements() * elementBytes(type.getElementType());
-        sharedBytes += (bytes + 15) / 16 * 16;
-      } else if (isa<linalg::LinalgOp>(op)) {
-        return refuse(&op, "'" + op.getName().getStringRef() +
-                               "' is not a linalg.generic");
-      } else if (!isMemoryEffectFree(&op) &&
-                 !isa<memref::DeallocOp, memref::SubViewOp,
-                      memref::CollapseShapeOp, memref::ExpandShapeOp>(op)) {
-        return refuse(&op, "'" + op.getName().getStringRef() +
-                               "' has effects no thread mapping covers");
-      }
-    }
-    if (sharedBytes > kMaxSharedBytes)
-      return refuse(forall, "its row temporaries need " +
-                                Twine(sharedBytes) +
-                                " bytes of shared memory, more than a "
-                                "block's 48 KiB");
-    // Threads: enough for the widest op, in whole warps.
-    int64_t widest = 1;
-    SmallVector<std::pair<int64_t, bool>> plans; // (v, cooperative)
-    for (linalg::GenericOp op : rowOps) {
-      Loops loops(op);
-      bool cooperative = !loops.reductionDims.empty() &&
-                         loops.parallelCount == 1 && findCombiner(op);
-      int64_t v = mapper.vectorWidth(op, loops, cooperative);
-      plans.push_back({v, cooperative});
-      widest = std::max(widest, (cooperative ? loops.reductionCount
-                                             : loops.parallelCount) /
-                                    v);
-    }
-    threads = std::clamp<int64_t>((widest + 31) / 32 * 32, 32, blockSize);
-
-    Location loc = forall.getLoc();
-    b.setInsertionPoint(forall);
-    Value block = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
-    Value thread = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
-    SmallVector<Value> rows =
-        mapper.delinearize(b, loc, block, *ubs);
-    for (auto [iv, row] : llvm::zip(forall.getInductionVars(), rows))
-      iv.replaceAllUsesWith(row);
-    // The row's temporaries become workgroup memory.
-    for (Operation &op :
-         llvm::make_early_inc_range(forall.getBody()->without_terminator())) {
-      auto alloc = dyn_cast<memref::AllocOp>(op);
-      if (!alloc || onlyShapesLoops(alloc))
-        continue;
-      MemRefType type = alloc.getType();
-      auto shared = MemRefType::get(
-          type.getShape(), type.getElementType(), MemRefLayoutAttrInterface(),
-          gpu::AddressSpaceAttr::get(b.getContext(),
-                                     gpu::AddressSpace::Workgroup));
-      BlockArgument attribution =
-          gpuFunc.addWorkgroupAttribution(shared, alloc.getLoc());
-      // 16-byte aligned, for vector accesses (offsetAlignment assumes it).
-      gpuFunc.setWorkgroupAttributionAttr(
-          gpuFunc.getNumWorkgroupAttributions() - 1,
-          b.getStringAttr("llvm.align"), b.getI64IntegerAttr(16));
-      for (OpOperand &use : llvm::make_early_inc_range(alloc->getUses())) {
-        Operation *user = use.getOwner();
-        if (isa<memref::DeallocOp>(user)) {
-          user->erase();
-          continue;
-        }
-        if (!isa<linalg::GenericOp>(user))
-          return refuse(user, "a row temporary is used by '" +
-                                  user->getName().getStringRef() +
-                                  "' (only by linalg.generic ops)");
-        use.set(attribution);
-      }
-      alloc->erase();
-    }
-    // Each op, then a barrier before the next reads what it wrote.
-    for (auto [i, op] : llvm::enumerate(rowOps)) {
-      auto [v, cooperative] = plans[i];
-      b.setInsertionPoint(op);
-      Loops loops(op);
-      if (cooperative)
-        mapper.emitBlockReduction(b, op, loops, *findCombiner(op), v, thread,
-                                  threads);
-      else
-        mapper.emitSpread(b, op, loops, v, thread, threads,
-                          /*guardOnly=*/false);
-      if (i + 1 < rowOps.size())
-        gpu::BarrierOp::create(b, op.getLoc());
-      toErase.push_back(op);
-    }
-    // The row body replaces the loop.
-    Block *rowBody = forall.getBody();
-    rowBody->getTerminator()->erase();
-    forall->getBlock()->getOperations().splice(forall->getIterator(),
-                                               rowBody->getOperations());
-    toErase.push_back(forall);
+  // Scratch buffers side by side, 256-byte aligned.
+  SmallVector<int64_t> offsets;
+  int64_t scratchBytes = 0;
+  for (Operation *alloc : scratch) {
+    auto type = cast<MemRefType>(alloc->getResult(0).getType());
+    offsets.push_back(scratchBytes);
+    int64_t bytes = type.getNumElements() * elementBytes(type.getElementType());
+    scratchBytes += (bytes + 255) / 256 * 256;
   }
-  for (Operation *op : toErase)
-    op->erase();
-  // Deallocations of nothing the kernel still owns, and the buffers that
-  // only gave loops their shape.
-  gpuFunc.walk([](memref::DeallocOp op) { op.erase(); });
-  gpuFunc.walk([](Operation *op) {
-    if (isa<memref::AllocOp, memref::AllocaOp>(op) && op->use_empty())
-      op->erase();
-  });
-
-  gpuFunc.setKnownBlockSizeAttr(
-      b.getDenseI32ArrayAttr({int32_t(threads), 1, 1}));
-  gpuFunc.setKnownGridSizeAttr(b.getDenseI32ArrayAttr({int32_t(grid), 1, 1}));
-  gpuFunc->setAttr(FlowDialect::getGridAttrName(),
-                   b.getDenseI64ArrayAttr({grid, 1, 1}));
-  gpuFunc->setAttr(FlowDialect::getBlockAttrName(),
-                   b.getDenseI64ArrayAttr({threads, 1, 1}));
-  gpuFunc->setAttr(FlowDialect::getSharedBytesAttrName(),
-                   b.getI64IntegerAttr(sharedBytes));
+  bool staged = stages.size() > 1 || !scratch.empty();
+  for (auto [i, stage] : llvm::enumerate(stages)) {
+    std::string stageName =
+        staged ? (name + "_s" + Twine(i)).str() : name.str();
+    gpu::GPUFuncOp gpuFunc = cloneKernel(
+        func, stageName, scratch,
+        [&](Operation *op) { return llvm::is_contained(stage.ops, op); },
+        gpuModule);
+    Block &body = gpuFunc.getBody().front();
+    int64_t grid = 1, threads = blockSize, sharedBytes = 0;
+    switch (stage.kind) {
+    case Kind::Grid:
+      if (failed(mapGrid(gpuFunc, mapper, grid)))
+        return failure();
+      break;
+    case Kind::Rows:
+      if (failed(mapRows(gpuFunc, *body.getOps<scf::ForallOp>().begin(),
+                         mapper, grid, threads, sharedBytes)))
+        return failure();
+      break;
+    case Kind::Serial:
+      if (failed(mapSerial(gpuFunc)))
+        return failure();
+      threads = 1;
+      break;
+    }
+    setLaunch(gpuFunc, grid, threads, sharedBytes);
+    if (staged) {
+      OpBuilder b(gpuFunc);
+      gpuFunc->setAttr(FlowDialect::getStageOfAttrName(),
+                       b.getStringAttr(name));
+      gpuFunc->setAttr(FlowDialect::getStageAttrName(),
+                       b.getI64IntegerAttr(i));
+      gpuFunc->setAttr(FlowDialect::getScratchOffsetsAttrName(),
+                       b.getDenseI64ArrayAttr(offsets));
+      gpuFunc->setAttr(FlowDialect::getScratchBytesAttrName(),
+                       b.getI64IntegerAttr(scratchBytes));
+    }
+  }
   func.erase();
+  return success();
+}
+
+LogicalResult MapKernelsToGpuPass::mapSerial(gpu::GPUFuncOp gpuFunc) {
+  // Its copies and other linalg ops become loops in the one thread; its
+  // buffers, private memory of that thread.
+  gpuFunc.walk([](memref::CopyOp op) {
+    OpBuilder b(op);
+    linalg::CopyOp::create(b, op.getLoc(), op.getSource(), op.getTarget());
+    op.erase();
+  });
+  IRRewriter rewriter(gpuFunc.getContext());
+  SmallVector<linalg::LinalgOp> linalgOps;
+  gpuFunc.walk([&](linalg::LinalgOp op) { linalgOps.push_back(op); });
+  for (linalg::LinalgOp op : linalgOps) {
+    rewriter.setInsertionPoint(op);
+    if (failed(linalg::linalgOpToLoops(rewriter, op)))
+      return refuse(gpuFunc.getName(), op, "its loops cannot be generated");
+    rewriter.eraseOp(op);
+  }
+  SmallVector<memref::AllocOp> allocs;
+  gpuFunc.walk([&](memref::AllocOp op) { allocs.push_back(op); });
+  for (memref::AllocOp alloc : allocs) {
+    if (!alloc.getType().hasStaticShape())
+      return refuse(gpuFunc.getName(), alloc,
+                    "a buffer of a sequential loop has no static shape");
+    rewriter.setInsertionPoint(alloc);
+    rewriter.replaceOpWithNewOp<memref::AllocaOp>(alloc, alloc.getType());
+  }
+  gpuFunc.walk([](memref::DeallocOp op) { op.erase(); });
   return success();
 }
 

@@ -160,19 +160,38 @@ func.func @row_max(%x: memref<6x512xf32>, %y: memref<6xf32>) attributes {flow.ke
 
 #id = affine_map<(d0) -> (d0)>
 
-// A temporary outside a row tile would need a grid-wide barrier.
+// A temporary outside a row tile is written by one launch and read by the
+// next: the kernel runs as two stages, each a gpu.func taking the bindings
+// and then the scratch buffer (256-byte aligned in the kernel's scratch
+// memory); the stages in order are the grid-wide barrier. The fill of the
+// first stage yields a constant: every lane stores it.
+// CHECK-LABEL: gpu.func @whole_tensor_temporary_s0
+// CHECK-SAME: (%{{.*}}: memref<64xf32>, %{{.*}}: memref<64xf32>, %[[T:.*]]: memref<64xf32>) kernel
+// CHECK-SAME: flow.scratch_bytes = 256 : i64, flow.scratch_offsets = array<i64: 0>
+// CHECK-SAME: flow.stage = 0 : i64, flow.stage_of = "whole_tensor_temporary"
+// CHECK: %[[C:.*]] = arith.constant 2.000000e+00 : f32
+// CHECK: %[[V:.*]] = vector.broadcast %[[C]] : f32 to vector<4xf32>
+// CHECK: vector.store %[[V]], %[[T]]
+// CHECK-NOT: vector.load
+// CHECK: gpu.return
+// CHECK-LABEL: gpu.func @whole_tensor_temporary_s1
+// CHECK-SAME: (%{{.*}}: memref<64xf32>, %[[Y:.*]]: memref<64xf32>, %[[T1:.*]]: memref<64xf32>) kernel
+// CHECK-SAME: flow.stage = 1 : i64, flow.stage_of = "whole_tensor_temporary"
+// CHECK: vector.load %[[T1]]
+// CHECK: vector.store {{.*}}, %[[Y]]
 func.func @whole_tensor_temporary(%x: memref<64xf32>, %y: memref<64xf32>) attributes {flow.kernel} {
-  // expected-error @below {{kernel 'whole_tensor_temporary' cannot run on CUDA yet: it needs a temporary buffer outside a row tile (a whole-tensor intermediate)}}
+  %c = arith.constant 2.0 : f32
   %t = memref.alloc() : memref<64xf32>
-  linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel"]}
-      ins(%x : memref<64xf32>) outs(%t : memref<64xf32>) {
-  ^bb0(%a: f32, %o: f32):
-    linalg.yield %a : f32
+  linalg.generic {indexing_maps = [#id], iterator_types = ["parallel"]}
+      outs(%t : memref<64xf32>) {
+  ^bb0(%o: f32):
+    linalg.yield %c : f32
   }
-  linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel"]}
-      ins(%t : memref<64xf32>) outs(%y : memref<64xf32>) {
-  ^bb0(%a: f32, %o: f32):
-    linalg.yield %a : f32
+  linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel"]}
+      ins(%t, %x : memref<64xf32>, memref<64xf32>) outs(%y : memref<64xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %s = arith.mulf %a, %b : f32
+    linalg.yield %s : f32
   }
   return
 }

@@ -199,7 +199,23 @@ LogicalResult FlowDialect::verifyOperationAttribute(Operation *op,
                                << "' must be three positive extents";
     return success();
   }
-  if (attr.getName() == getSharedBytesAttrName()) {
+  if (attr.getName() == getStageOfAttrName()) {
+    if (!isa<StringAttr>(attr.getValue()))
+      return op->emitOpError()
+             << "'" << getStageOfAttrName() << "' must be a kernel's name";
+    return success();
+  }
+  if (attr.getName() == getScratchOffsetsAttrName()) {
+    auto offsets = dyn_cast<DenseI64ArrayAttr>(attr.getValue());
+    if (!offsets ||
+        llvm::any_of(offsets.asArrayRef(), [](int64_t o) { return o < 0; }))
+      return op->emitOpError() << "'" << getScratchOffsetsAttrName()
+                               << "' must be an array of byte offsets";
+    return success();
+  }
+  if (attr.getName() == getSharedBytesAttrName() ||
+      attr.getName() == getStageAttrName() ||
+      attr.getName() == getScratchBytesAttrName()) {
     auto value = dyn_cast<IntegerAttr>(attr.getValue());
     if (!value || value.getInt() < 0)
       return op->emitOpError() << "'" << attr.getName().getValue()

@@ -116,6 +116,23 @@ def Flow_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral getSharedBytesAttrName() {
       return ::llvm::StringLiteral("flow.shared_bytes");
     }
+    /// A GPU kernel run as several launches (set by
+    /// flow-map-kernels-to-gpu): each launch's kernel names the kernel it
+    /// is a stage of and its place in the order, and all give the byte
+    /// offsets of the scratch buffers they take after the bindings, within
+    /// the kernel's scratch memory of flow.scratch_bytes.
+    static constexpr ::llvm::StringLiteral getStageOfAttrName() {
+      return ::llvm::StringLiteral("flow.stage_of");
+    }
+    static constexpr ::llvm::StringLiteral getStageAttrName() {
+      return ::llvm::StringLiteral("flow.stage");
+    }
+    static constexpr ::llvm::StringLiteral getScratchOffsetsAttrName() {
+      return ::llvm::StringLiteral("flow.scratch_offsets");
+    }
+    static constexpr ::llvm::StringLiteral getScratchBytesAttrName() {
+      return ::llvm::StringLiteral("flow.scratch_bytes");
+    }
     /// A kernel's buffers (bytes of each: operands, then results) and how
     /// many trailing ones it writes (set by flow-record-kernel-abi).
     static constexpr ::llvm::StringLiteral getBindingSizesAttrName() {
