@@ -925,6 +925,92 @@ LogicalResult MapKernelsToGpuPass::mapKernel(func::FuncOp func,
   }
   Block &entry = func.getBody().front();
 
+  // A row tile whose temporaries do not fit a block's shared memory keeps
+  // them in global memory instead: one slice per row of a buffer allocated
+  // for the whole kernel (scratch, as below).
+  for (auto forall : llvm::to_vector(entry.getOps<scf::ForallOp>())) {
+    std::optional<SmallVector<int64_t>> ubs =
+        getConstantIntValues(forall.getMixedUpperBound());
+    SmallVector<memref::AllocOp> temps;
+    int64_t bytes = 0;
+    for (auto alloc : forall.getBody()->getOps<memref::AllocOp>()) {
+      MemRefType type = alloc.getType();
+      if (onlyShapesLoops(alloc) || !type.hasStaticShape() ||
+          !type.getLayout().isIdentity())
+        continue;
+      temps.push_back(alloc);
+      bytes += (type.getNumElements() * elementBytes(type.getElementType()) +
+                15) / 16 * 16;
+    }
+    if (bytes <= kMaxSharedBytes || !ubs)
+      continue;
+    int64_t rows = 1;
+    for (int64_t u : *ubs)
+      rows *= u;
+    for (memref::AllocOp alloc : temps) {
+      MemRefType type = alloc.getType();
+      int64_t n = type.getNumElements();
+      OpBuilder top = OpBuilder::atBlockBegin(&entry);
+      Value whole = memref::AllocOp::create(
+          top, alloc.getLoc(),
+          MemRefType::get({rows * n}, type.getElementType()));
+      OpBuilder b(alloc);
+      Location loc = alloc.getLoc();
+      // This row's slice: row-major index of the tile times its size.
+      Value row = arith::ConstantIndexOp::create(b, loc, 0);
+      for (auto [iv, ub] : llvm::zip(forall.getInductionVars(), *ubs))
+        row = arith::AddIOp::create(
+            b, loc,
+            arith::MulIOp::create(b, loc, row,
+                                  arith::ConstantIndexOp::create(b, loc, ub)),
+            iv);
+      Value offset = arith::MulIOp::create(
+          b, loc, row, arith::ConstantIndexOp::create(b, loc, n));
+      auto slice = memref::SubViewOp::create(
+          b, loc, whole, ArrayRef<OpFoldResult>{offset},
+          ArrayRef<OpFoldResult>{b.getIndexAttr(n)},
+          ArrayRef<OpFoldResult>{b.getIndexAttr(1)});
+      ReassociationIndices all =
+          llvm::to_vector(llvm::seq<int64_t>(0, type.getRank()));
+      FailureOr<MemRefType> viewType = memref::ExpandShapeOp::computeExpandedType(
+          slice.getType(), type.getShape(), {all});
+      if (failed(viewType))
+        return refuse(alloc, "a row temporary cannot be viewed in global "
+                             "memory");
+      Value view = memref::ExpandShapeOp::create(
+          b, loc, *viewType, slice, ArrayRef<ReassociationIndices>{all});
+      for (Operation *user : llvm::to_vector(alloc->getUsers()))
+        if (isa<memref::DeallocOp>(user))
+          user->erase();
+      // Views of the temporary become views of the slice (their layouts
+      // now have a dynamic offset).
+      std::function<LogicalResult(Value, Value)> moveViews =
+          [&](Value from, Value to) -> LogicalResult {
+        for (OpOperand &use : llvm::make_early_inc_range(from.getUses())) {
+          auto subview = dyn_cast<memref::SubViewOp>(use.getOwner());
+          if (!subview) {
+            use.set(to);
+            continue;
+          }
+          if (subview.getType().getRank() != subview.getSourceType().getRank())
+            return refuse(subview, "a row temporary in global memory is "
+                                   "viewed with fewer dimensions");
+          OpBuilder vb(subview);
+          auto moved = memref::SubViewOp::create(
+              vb, subview.getLoc(), to, subview.getMixedOffsets(),
+              subview.getMixedSizes(), subview.getMixedStrides());
+          if (failed(moveViews(subview.getResult(), moved.getResult())))
+            return failure();
+          subview.erase();
+        }
+        return success();
+      };
+      if (failed(moveViews(alloc.getResult(), view)))
+        return failure();
+      alloc.erase();
+    }
+  }
+
   // The kernel's top-level ops, as stages: ops over the whole grid, a row
   // tile (one scf.forall, a row per block), or an op that runs on one
   // thread (a sequential loop: a sort's merges, a scan). The buffers stages
