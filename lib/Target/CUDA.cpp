@@ -25,6 +25,7 @@
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/NVVM/NVVMToLLVMIRTranslation.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FileUtilities.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
@@ -93,15 +94,6 @@ void mlir::flow::buildKernelNvvmPipeline(OpPassManager &pm,
 }
 
 namespace {
-
-/// A temporary file removed on destruction.
-struct TempPath {
-  SmallString<128> path;
-  ~TempPath() {
-    if (!path.empty())
-      llvm::sys::fs::remove(path);
-  }
-};
 
 LogicalResult verifyBlockSize(ModuleOp module,
                               const CudaTargetOptions &options) {
@@ -245,33 +237,36 @@ CudaTarget::serialize(ModuleOp kernels, const TargetOptions &options,
   llvm::sys::path::append(ptxas, "bin", "ptxas");
   if (!llvm::sys::fs::can_execute(ptxas))
     return libraries;
-  TempPath in, out;
+  // The PTX, the cubin and ptxas's messages, in files removed on return.
+  SmallString<128> in, out, log;
   int fd;
-  if (llvm::sys::fs::createTemporaryFile("flow-kernels", "ptx", fd, in.path))
+  if (llvm::sys::fs::createTemporaryFile("flow-kernels", "ptx", fd, in))
     return kernels.emitError("cannot create a temporary file");
+  llvm::FileRemover removeIn(in);
   {
     llvm::raw_fd_ostream os(fd, /*shouldClose=*/true);
     os << ptx;
   }
-  if (llvm::sys::fs::createTemporaryFile("flow-kernels", "cubin", out.path))
+  if (llvm::sys::fs::createTemporaryFile("flow-kernels", "cubin", out))
     return kernels.emitError("cannot create a temporary file");
-  TempPath log;
-  if (llvm::sys::fs::createTemporaryFile("flow-ptxas", "log", log.path))
+  llvm::FileRemover removeOut(out);
+  if (llvm::sys::fs::createTemporaryFile("flow-ptxas", "log", log))
     return kernels.emitError("cannot create a temporary file");
+  llvm::FileRemover removeLog(log);
   std::string arch = "-arch=" + options.cuda.arch;
-  SmallVector<StringRef> args = {ptxas, arch, "-O3", "-o", out.path, in.path};
-  std::optional<StringRef> redirects[] = {std::nullopt, StringRef(log.path),
-                                          StringRef(log.path)};
+  SmallVector<StringRef> args = {ptxas, arch, "-O3", "-o", out, in};
+  std::optional<StringRef> redirects[] = {std::nullopt, StringRef(log),
+                                          StringRef(log)};
   std::string message;
   int rc = llvm::sys::ExecuteAndWait(ptxas, args, std::nullopt, redirects, 0,
                                      0, &message);
   if (rc != 0) {
-    auto logText = llvm::MemoryBuffer::getFile(log.path);
+    auto logText = llvm::MemoryBuffer::getFile(log);
     return kernels.emitError("ptxas rejected Flow's PTX for ")
            << options.cuda.arch << " (exit " << rc << "): "
            << (logText ? (*logText)->getBuffer().trim() : StringRef(message));
   }
-  auto cubin = llvm::MemoryBuffer::getFile(out.path);
+  auto cubin = llvm::MemoryBuffer::getFile(out);
   if (!cubin)
     return kernels.emitError("cannot read the cubin ptxas wrote");
   KernelLibraryBlob binary;

@@ -653,9 +653,9 @@ private:
                              ArrayRef<Operation *> scratch,
                              llvm::function_ref<bool(Operation *)> keep,
                              gpu::GPUModuleOp gpuModule);
-  /// Maps `gpuFunc`'s top-level generic ops, one launch over the grid.
-  LogicalResult mapGrid(gpu::GPUFuncOp gpuFunc, KernelMapper &mapper,
-                        int64_t &grid);
+  /// Maps `gpuFunc`'s top-level generic ops, one launch over the grid;
+  /// returns the grid's block count.
+  int64_t mapGrid(gpu::GPUFuncOp gpuFunc, KernelMapper &mapper);
   /// Maps `gpuFunc`'s row tile (its one scf.forall), a row per block.
   LogicalResult mapRows(gpu::GPUFuncOp gpuFunc, scf::ForallOp forall,
                         KernelMapper &mapper, int64_t &grid,
@@ -712,9 +712,8 @@ gpu::GPUFuncOp MapKernelsToGpuPass::cloneKernel(
   return gpuFunc;
 }
 
-LogicalResult MapKernelsToGpuPass::mapGrid(gpu::GPUFuncOp gpuFunc,
-                                           KernelMapper &mapper,
-                                           int64_t &grid) {
+int64_t MapKernelsToGpuPass::mapGrid(gpu::GPUFuncOp gpuFunc,
+                                     KernelMapper &mapper) {
   Block &body = gpuFunc.getBody().front();
   SmallVector<linalg::GenericOp> ops(body.getOps<linalg::GenericOp>());
   SmallVector<int64_t> widths;
@@ -733,7 +732,7 @@ LogicalResult MapKernelsToGpuPass::mapGrid(gpu::GPUFuncOp gpuFunc,
       w = v;
   }
   int64_t threads = mapper.blockSize;
-  grid = 1;
+  int64_t grid = 1;
   for (auto [op, v] : llvm::zip(ops, widths))
     grid = std::max(grid, (Loops(op).parallelCount / v + threads - 1) /
                               threads);
@@ -750,7 +749,7 @@ LogicalResult MapKernelsToGpuPass::mapGrid(gpu::GPUFuncOp gpuFunc,
                       /*guardOnly=*/true);
     op.erase();
   }
-  return success();
+  return grid;
 }
 
 LogicalResult MapKernelsToGpuPass::mapRows(gpu::GPUFuncOp gpuFunc,
@@ -1111,8 +1110,7 @@ LogicalResult MapKernelsToGpuPass::mapKernel(func::FuncOp func,
     int64_t grid = 1, threads = blockSize, sharedBytes = 0;
     switch (stage.kind) {
     case Kind::Grid:
-      if (failed(mapGrid(gpuFunc, mapper, grid)))
-        return failure();
+      grid = mapGrid(gpuFunc, mapper);
       break;
     case Kind::Rows:
       if (failed(mapRows(gpuFunc, *body.getOps<scf::ForallOp>().begin(),
