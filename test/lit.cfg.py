@@ -51,6 +51,14 @@ cuda_path = os.environ.get("FLOW_CUDA_PATH") or "/usr/local/cuda"
 if os.path.exists(os.path.join(cuda_path, "nvvm", "libdevice",
                                "libdevice.10.bc")):
     config.available_features.add("cuda-toolkit")
+# flow-run built with its CUDA device (it opens the driver at run time), and
+# the toolkit's stub driver (a libcuda.so that reports no driver).
+if getattr(config, "flow_runtime_cuda", False):
+    config.available_features.add("cuda-runtime")
+stub_driver = os.path.join(cuda_path, "lib64", "stubs", "libcuda.so")
+if os.path.exists(stub_driver):
+    config.available_features.add("cuda-stub-driver")
+    config.substitutions.append(("%cuda_stub_driver", stub_driver))
 ptxas = os.path.join(cuda_path, "bin", "ptxas")
 if os.access(ptxas, os.X_OK):
     config.available_features.add("ptxas")

@@ -163,6 +163,7 @@ public:
 private:
   Status verifyHeader();
   Status verifyKernels();
+  Status verifyGpuKernels();
   Status verifyConstants();
   Status verifyFunction(size_t index);
   Status verifyTensor(const fbs::TensorType *type, const std::string &what,
@@ -200,6 +201,9 @@ private:
                    detail::BufferRef &out);
   Status bindParameters();
   Status loadKernels();
+  /// Each kernel's name and metadata (Impl::kernelNames, kernelMeta).
+  Status readKernelMeta(const fbs::Kernel &kernel, const std::string &ctx);
+  Status loadKernelMeta();
 
   const fbs::Executable &file;
   Executable::Impl &impl;
@@ -244,17 +248,9 @@ Status Checker::verifyHeader() {
     }
   }
   fbs::Target target = file.target();
-  if (target == fbs::Target::CUDA) {
-    std::string arch;
-    if (const auto *libraries = file.kernel_libraries())
-      for (const fbs::KernelLibrary *library : *libraries)
-        if (library && library->arch() && arch.empty())
-          arch = " (compiled for " + printable(library->arch()->str()) + ")";
-    return Status::error("executable is for target CUDA" + arch +
-                         "; this runtime runs CPU executables (recompile "
-                         "with flow-compile --target=cpu)");
-  }
-  if (target != fbs::Target::CPU)
+  if (target == fbs::Target::CUDA)
+    impl.target = ExecutableTarget::Cuda;
+  else if (target != fbs::Target::CPU)
     return Status::error("invalid target " +
                          std::to_string(static_cast<int>(target)));
   return Status::ok();
@@ -276,9 +272,11 @@ Status Checker::verifyKernels() {
       return Status::error(ctx + ": symbol '" + printable(symbol->str()) +
                            "' names another kernel too");
   }
-  // A CPU executable's kernels are one ELF shared object.
   const auto *libraries = file.kernel_libraries();
   size_t numLibraries = libraries ? libraries->size() : 0;
+  if (impl.target == ExecutableTarget::Cuda)
+    return verifyGpuKernels();
+  // A CPU executable's kernels are one ELF shared object.
   for (size_t i = 0; i < numLibraries; ++i) {
     const fbs::KernelLibrary *library = libraries->Get(i);
     std::string ctx = "kernel library " + std::to_string(i);
@@ -297,6 +295,119 @@ Status Checker::verifyKernels() {
       (!library || !library->data() || library->data()->size() == 0))
     return Status::error("executable has " + std::to_string(count) +
                          " kernels but no kernel library");
+  return Status::ok();
+}
+
+/// Parses "sm_90" (also "sm_90a") into 90; 0 if it is not one.
+static int parseSmArch(const std::string &arch) {
+  if (arch.size() < 5 || arch.compare(0, 3, "sm_") != 0)
+    return 0;
+  size_t end = 3;
+  while (end < arch.size() && std::isdigit(static_cast<unsigned char>(arch[end])))
+    ++end;
+  if (end == 3 || end - 3 > 4 || (end != arch.size() && arch.substr(end) != "a"))
+    return 0;
+  return std::stoi(arch.substr(3, end - 3));
+}
+
+Status Checker::verifyGpuKernels() {
+  // Libraries: PTX or cubin for a named compute capability; PTX text ends
+  // in a NUL (the driver reads it as a C string).
+  const auto *libraries = file.kernel_libraries();
+  size_t numLibraries = libraries ? libraries->size() : 0;
+  for (size_t i = 0; i < numLibraries; ++i) {
+    const fbs::KernelLibrary *library = libraries->Get(i);
+    std::string ctx = "kernel library " + std::to_string(i);
+    detail::GpuLibrary out;
+    if (library->format() == fbs::KernelFormat::PTX)
+      out.format = detail::GpuLibrary::Ptx;
+    else if (library->format() == fbs::KernelFormat::CUBIN)
+      out.format = detail::GpuLibrary::Cubin;
+    else
+      return Status::error(ctx + " is " +
+                           fbs::EnumNameKernelFormat(library->format()) +
+                           " code, which a CUDA executable cannot hold");
+    out.arch = library->arch() ? printable(library->arch()->str()) : "";
+    out.computeCapability = parseSmArch(out.arch);
+    if (!out.computeCapability)
+      return Status::error(ctx + " names no compute capability as sm_XY "
+                                 "(its arch is '" +
+                           out.arch + "')");
+    if (!library->data() || library->data()->size() == 0)
+      return Status::error(ctx + " is empty");
+    out.data = library->data()->data();
+    out.size = library->data()->size();
+    if (out.format == detail::GpuLibrary::Ptx && out.data[out.size - 1] != 0)
+      return Status::error(ctx + ": PTX text must end in a NUL byte");
+    impl.gpuLibraries.push_back(std::move(out));
+  }
+  const auto *kernels = file.kernels();
+  size_t count = kernels ? kernels->size() : 0;
+  if (count > 0 && impl.gpuLibraries.empty())
+    return Status::error("executable has " + std::to_string(count) +
+                         " kernels but no kernel library");
+  for (size_t i = 0; i < count; ++i) {
+    const fbs::Kernel *kernel = kernels->Get(i);
+    std::string ctx = "kernel " + std::to_string(i) + " ('" +
+                      printable(kernel->symbol()->str()) + "')";
+    detail::GpuKernel out;
+    out.scratchBytes = kernel->scratch_bytes();
+    if (out.scratchBytes > (uint64_t(1) << 40))
+      return Status::error(ctx + ": " + std::to_string(out.scratchBytes) +
+                           " bytes of scratch memory is more than any GPU "
+                           "has");
+    if (const auto *offsets = kernel->scratch_offsets())
+      for (uint64_t offset : *offsets) {
+        // Each scratch buffer starts inside the scratch memory, aligned for
+        // any element type the kernels use.
+        if (offset >= std::max<uint64_t>(out.scratchBytes, 1) || offset % 16)
+          return Status::error(ctx + ": scratch offset " +
+                               std::to_string(offset) + " is outside its " +
+                               std::to_string(out.scratchBytes) +
+                               " scratch bytes or not 16-byte aligned");
+        out.scratchOffsets.push_back(offset);
+      }
+    const auto *launches = kernel->launches();
+    if (!launches || launches->size() == 0)
+      return Status::error(ctx + " has no launches (a CUDA kernel says how "
+                                 "it launches)");
+    for (size_t l = 0; l < launches->size(); ++l) {
+      const fbs::GpuLaunch *launch = launches->Get(l);
+      std::string where = ctx + " launch " + std::to_string(l);
+      if (!launch->symbol() || launch->symbol()->size() == 0 ||
+          std::memchr(launch->symbol()->data(), 0, launch->symbol()->size()))
+        return Status::error(where + " has no valid symbol");
+      if (!launch->launch())
+        return Status::error(where + " has no launch shape");
+      const fbs::Launch &shape = *launch->launch();
+      detail::GpuLaunch g;
+      g.symbol = launch->symbol()->str();
+      g.grid[0] = shape.grid_x();
+      g.grid[1] = shape.grid_y();
+      g.grid[2] = shape.grid_z();
+      g.block[0] = shape.block_x();
+      g.block[1] = shape.block_y();
+      g.block[2] = shape.block_z();
+      g.sharedBytes = shape.shared_bytes();
+      // CUDA's limits (compute capability 7.0 and later).
+      uint64_t threads = uint64_t(g.block[0]) * g.block[1] * g.block[2];
+      if (!g.grid[0] || !g.grid[1] || !g.grid[2] || !threads)
+        return Status::error(where + " has an empty grid or block");
+      if (threads > 1024 || g.block[2] > 64)
+        return Status::error(where + ": a block of " + std::to_string(g.block[0]) +
+                             "x" + std::to_string(g.block[1]) + "x" +
+                             std::to_string(g.block[2]) +
+                             " threads is larger than CUDA allows (1024)");
+      if (g.grid[1] > 65535 || g.grid[2] > 65535)
+        return Status::error(where + ": grid y and z are at most 65535");
+      if (g.sharedBytes > 48 * 1024)
+        return Status::error(where + ": " + std::to_string(g.sharedBytes) +
+                             " bytes of static shared memory is more than "
+                             "a block may hold (49152)");
+      out.launches.push_back(std::move(g));
+    }
+    impl.gpuKernels.push_back(std::move(out));
+  }
   return Status::ok();
 }
 
@@ -1307,6 +1418,8 @@ Status Checker::loadKernels() {
   const auto *kernels = file.kernels();
   if (!kernels || kernels->size() == 0)
     return Status::ok();
+  if (impl.target == ExecutableTarget::Cuda)
+    return loadKernelMeta();
   // Before any of the library's code can run: a CPU without the
   // instructions it was compiled for would die of an illegal instruction.
   const fbs::KernelLibrary *elf = file.kernel_libraries()->Get(0);
@@ -1325,6 +1438,7 @@ Status Checker::loadKernels() {
         names + ", which this CPU lacks; recompile on this machine, or for "
         "a CPU both have (flow-compile --cpu=NAME, e.g. x86-64-v3)");
   }
+  impl.cpuArch = elf->arch() ? printable(elf->arch()->str()) : "";
   const auto *library = elf->data();
   StatusOr<KernelLibrary> loaded =
       KernelLibrary::load(library->data(), library->size());
@@ -1383,27 +1497,48 @@ Status Checker::loadKernels() {
           std::to_string(abi->num_bindings) + " buffers of [" + want +
           "] bytes (" + std::to_string(abi->num_outputs) + " written)");
     }
-    Executable::Impl::KernelMeta meta;
-    meta.numOutputs = kernel->num_outputs();
-    if (const auto *dtypes = kernel->binding_dtypes()) {
-      if (dtypes->size() != kernel->num_bindings())
-        return Status::error(ctx + ": " + std::to_string(dtypes->size()) +
-                             " binding dtypes for " +
-                             std::to_string(kernel->num_bindings()) +
-                             " bindings");
-      for (auto dtype : *dtypes) {
-        if (static_cast<uint8_t>(dtype) >
-            static_cast<uint8_t>(fbs::DType::MAX))
-          return Status::error(ctx + ": invalid binding dtype " +
-                               std::to_string(static_cast<int>(dtype)));
-        meta.bindingDtypes.push_back(static_cast<DType>(dtype));
-      }
-    }
-    if (const auto *description = kernel->description())
-      meta.description = printable(description->str());
+    if (Status s = readKernelMeta(*kernel, ctx); !s)
+      return s;
     impl.kernels.push_back(reinterpret_cast<detail::KernelFn>(address));
-    impl.kernelNames.push_back(symbol);
-    impl.kernelMeta.push_back(std::move(meta));
+  }
+  return Status::ok();
+}
+
+Status Checker::readKernelMeta(const fbs::Kernel &kernel,
+                               const std::string &ctx) {
+  Executable::Impl::KernelMeta meta;
+  meta.numOutputs = kernel.num_outputs();
+  if (const auto *dtypes = kernel.binding_dtypes()) {
+    if (dtypes->size() != kernel.num_bindings())
+      return Status::error(ctx + ": " + std::to_string(dtypes->size()) +
+                           " binding dtypes for " +
+                           std::to_string(kernel.num_bindings()) +
+                           " bindings");
+    for (auto dtype : *dtypes) {
+      if (static_cast<uint8_t>(dtype) >
+          static_cast<uint8_t>(fbs::DType::MAX))
+        return Status::error(ctx + ": invalid binding dtype " +
+                             std::to_string(static_cast<int>(dtype)));
+      meta.bindingDtypes.push_back(static_cast<DType>(dtype));
+    }
+  }
+  if (const auto *description = kernel.description())
+    meta.description = printable(description->str());
+  impl.kernelNames.push_back(kernel.symbol()->str());
+  impl.kernelMeta.push_back(std::move(meta));
+  return Status::ok();
+}
+
+Status Checker::loadKernelMeta() {
+  // The device checks each kernel's code when it loads the libraries.
+  const auto *kernels = file.kernels();
+  for (size_t i = 0; i < kernels->size(); ++i) {
+    const fbs::Kernel *kernel = kernels->Get(i);
+    if (Status s = readKernelMeta(
+            *kernel, "kernel " + std::to_string(i) + " ('" +
+                         printable(kernel->symbol()->str()) + "')");
+        !s)
+      return s;
   }
   return Status::ok();
 }
@@ -1655,7 +1790,23 @@ StatusOr<size_t> Executable::findFunction(const std::string &name) const {
                        "' (the executable has: " + available + ")");
 }
 
-size_t Executable::numKernels() const { return impl->kernels.size(); }
+size_t Executable::numKernels() const { return impl->kernelNames.size(); }
+
+ExecutableTarget Executable::target() const { return impl->target; }
+
+std::string Executable::kernelArch() const {
+  if (impl->target == ExecutableTarget::Cpu)
+    return impl->cpuArch;
+  const detail::GpuLibrary *newest = nullptr;
+  for (const detail::GpuLibrary &library : impl->gpuLibraries)
+    if (!newest || library.computeCapability > newest->computeCapability)
+      newest = &library;
+  return newest ? newest->arch : "";
+}
+
+const char *flow::runtime::targetName(ExecutableTarget target) {
+  return target == ExecutableTarget::Cuda ? "cuda" : "cpu";
+}
 
 size_t Executable::numConstants() const { return impl->constants.size(); }
 

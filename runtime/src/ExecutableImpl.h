@@ -113,6 +113,33 @@ struct PoolCommand {
   BufferRef input, output;
 };
 
+/// A CUDA kernel library: PTX text (NUL-terminated) or a cubin, pointing
+/// into the file.
+struct GpuLibrary {
+  enum Format { Ptx, Cubin } format = Ptx;
+  /// The compute capability it was compiled for, as a number (90 for
+  /// sm_90).
+  int computeCapability = 0;
+  std::string arch;
+  const uint8_t *data = nullptr;
+  size_t size = 0;
+};
+
+/// One launch of a CUDA kernel (see the schema's GpuLaunch).
+struct GpuLaunch {
+  std::string symbol;
+  uint32_t grid[3] = {1, 1, 1};
+  uint32_t block[3] = {1, 1, 1};
+  uint32_t sharedBytes = 0;
+};
+
+/// A CUDA kernel's launches and the scratch memory they share.
+struct GpuKernel {
+  std::vector<GpuLaunch> launches;
+  uint64_t scratchBytes = 0;
+  std::vector<uint64_t> scratchOffsets;
+};
+
 using Command = std::variant<DispatchCommand, GemmCommand, CopyCommand,
                              CollectiveCommand, ConvCommand, PoolCommand>;
 
@@ -136,11 +163,19 @@ struct Executable::Impl {
   /// Copies of constants that were not 64-byte aligned in the file.
   std::vector<AlignedBuffer> constantCopies;
   std::vector<detail::Constant> constants;
+  ExecutableTarget target = ExecutableTarget::Cpu;
+  /// CPU: the loaded ELF library and the CPU it was compiled for.
   KernelLibrary library;
+  std::string cpuArch;
+  /// CUDA: the PTX and cubin libraries, and each kernel's launches (the
+  /// device loads them).
+  std::vector<detail::GpuLibrary> gpuLibraries;
+  std::vector<detail::GpuKernel> gpuKernels;
   /// The device mesh of mesh functions (empty: one device).
   std::vector<int64_t> mesh;
   /// The mapped parameter archive parameters point into.
   std::unique_ptr<SafeTensorsFile> parameters;
+  /// CPU: each kernel's entry point.
   std::vector<detail::KernelFn> kernels;
   /// Each kernel's symbol, for profiles and messages.
   std::vector<std::string> kernelNames;

@@ -40,7 +40,7 @@ constexpr const char *kUsage =
     "usage: flow-run FILE.fbin [--input=X.npy]... [--output-dir=DIR]\n"
     "                [--function=NAME] [--iterations=N] [--warmup=M]\n"
     "                [--threads=T] [--parameters=FILE] [--timeout=S]\n"
-    "                [--trusted=LIST] [--print]\n"
+    "                [--trusted=LIST] [--device=NAME] [--print]\n"
     "\n"
     "Runs a function of a Flow executable on .npy inputs (one --input per\n"
     "function input, in order).\n"
@@ -49,7 +49,10 @@ constexpr const char *kUsage =
     "  --function=NAME   the function to run (default: the only one)\n"
     "  --iterations=N    time N calls; print min/median/max ms per call\n"
     "  --warmup=M        untimed calls before timing (default 1)\n"
-    "  --threads=T       worker threads (default: one per hardware thread)\n"
+    "  --threads=T       CPU worker threads (default: one per hardware\n"
+    "                    thread)\n"
+    "  --device=NAME     cpu, cuda (the GPU of this MPI rank's local rank)\n"
+    "                    or cuda:N (default: the executable's target)\n"
     "  --parameters=FILE read parameters from this safetensors archive\n"
     "                    (default: the archive the executable names, taken\n"
     "                    from the executable's directory when relative)\n"
@@ -82,6 +85,7 @@ struct Options {
   std::string function;
   std::string parameters;
   std::string trusted;
+  std::string device;
   int64_t iterations = 0;
   int64_t warmup = 1;
   int threads = 0;
@@ -152,7 +156,7 @@ int parseArgs(int argc, char **argv, Options &options) {
     static const char *const kValued[] = {
         "--input",  "--output-dir", "--function",   "--iterations",
         "--warmup", "--threads",    "--parameters", "--timeout",
-        "--trusted"};
+        "--trusted", "--device"};
     if (std::find_if(std::begin(kValued), std::end(kValued),
                      [&](auto *f) { return name == f; }) == std::end(kValued))
       return usageError("unknown option '" + name + "'");
@@ -169,6 +173,8 @@ int parseArgs(int argc, char **argv, Options &options) {
       options.function = value;
     } else if (name == "--parameters") {
       options.parameters = value;
+    } else if (name == "--device") {
+      options.device = value;
     } else if (name == "--trusted") {
       options.trusted = value;
     } else if (name == "--timeout") {
@@ -377,6 +383,12 @@ int main(int argc, char **argv) {
   RuntimeOptions runtimeOptions;
   runtimeOptions.threads = options.threads;
   runtimeOptions.communicator = comm;
+  if (!options.device.empty()) {
+    StatusOr<std::shared_ptr<Device>> device = openDevice(options.device);
+    if (!device)
+      return failAll(device.status().message());
+    runtimeOptions.device = std::move(*device);
+  }
   StatusOr<std::unique_ptr<Session>> session =
       Session::create(exe, runtimeOptions);
   if (!session)
@@ -405,15 +417,24 @@ int main(int argc, char **argv) {
     double median =
         n % 2 ? times[n / 2] : (times[n / 2 - 1] + times[n / 2]) / 2;
     int threads = (*session)->threads();
-    printf("%s: %zu iterations, %d thread%s: min %.4g ms, median %.4g ms, "
+    const DeviceInfo &device = (*session)->device().info();
+    std::string where = device.kind == DeviceKind::Cpu
+                            ? std::to_string(threads) +
+                                  (threads == 1 ? " thread" : " threads")
+                            : "on " + device.str();
+    printf("%s: %zu iterations, %s: min %.4g ms, median %.4g ms, "
            "max %.4g ms\n",
-           function.c_str(), n, threads, threads == 1 ? "" : "s", times.front(),
-           median, times.back());
+           function.c_str(), n, where.c_str(), times.front(), median,
+           times.back());
   }
 
   if (options.profile && writer)
     printProfile((*session)->profile(), options.iterations);
-  if (options.stats) {
+  if (options.stats &&
+      (*session)->device().info().kind == DeviceKind::Cuda) {
+    printf("device: %s\n", (*session)->device().info().str().c_str());
+    printf("gemm: cuBLASLt, f32 accumulation\n");
+  } else if (options.stats) {
     if (StatusOr<BlasInfo> blas = loadBlas(); blas) {
       printf("gemm: %s, %s kernels\n", blas->gemmLibrary.c_str(),
              blas->gemmKernels.c_str());

@@ -23,6 +23,7 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <array>
 #include <optional>
 #include <string>
 #include <variant>
@@ -131,11 +132,22 @@ struct FunctionSpec {
   std::vector<int64_t> ranks;
 };
 
+/// A CUDA kernel's launch: its symbol, grid, block and shared bytes.
+struct LaunchSpec {
+  std::string symbol;
+  std::array<uint32_t, 3> grid = {1, 1, 1}, block = {32, 1, 1};
+  uint32_t sharedBytes = 0;
+};
+
 struct KernelSpec {
   std::string symbol;
   uint32_t numBindings = 0;
   std::vector<uint64_t> bindingSizes;
   uint32_t numOutputs = 1;
+  /// CUDA kernels.
+  std::vector<LaunchSpec> launches;
+  uint64_t scratchBytes = 0;
+  std::vector<uint64_t> scratchOffsets;
 };
 
 /// A constant read from the parameter archive.
@@ -317,10 +329,23 @@ inline std::vector<uint8_t> build(const ExecutableSpec &spec) {
         function.ranks.empty() ? nullptr : &globalOut));
   }
   std::vector<flatbuffers::Offset<fbs::Kernel>> kernels;
-  for (const KernelSpec &kernel : spec.kernels)
+  for (const KernelSpec &kernel : spec.kernels) {
+    std::vector<flatbuffers::Offset<fbs::GpuLaunch>> launches;
+    for (const LaunchSpec &l : kernel.launches) {
+      fbs::Launch shape(l.grid[0], l.grid[1], l.grid[2], l.block[0],
+                        l.block[1], l.block[2], l.sharedBytes);
+      launches.push_back(
+          fbs::CreateGpuLaunch(fbb, fbb.CreateString(l.symbol), &shape));
+    }
     kernels.push_back(fbs::CreateKernel(
         fbb, fbb.CreateString(kernel.symbol), kernel.numBindings,
-        fbb.CreateVector(kernel.bindingSizes), kernel.numOutputs));
+        fbb.CreateVector(kernel.bindingSizes), kernel.numOutputs, 0, 0,
+        launches.empty() ? 0 : fbb.CreateVector(launches),
+        kernel.scratchBytes,
+        kernel.scratchOffsets.empty()
+            ? 0
+            : fbb.CreateVector(kernel.scratchOffsets)));
+  }
   auto functionsVector = fbb.CreateVector(functions);
   auto kernelsVector = fbb.CreateVector(kernels);
   std::vector<flatbuffers::Offset<fbs::KernelLibrary>> libraries;
@@ -414,10 +439,17 @@ inline const std::vector<uint8_t> &testKernels() {
 enum TestKernel : uint32_t { kAdd, kScale2, kAddressOf, kWorkgroups };
 
 inline std::vector<KernelSpec> testKernelSpecs() {
-  return {{"add_f32_entry", 3, {64, 64, 64}},
-          {"scale2_f32_entry", 2, {64, 64}},
-          {"address_of_entry", 2, {8, 8}},
-          {"workgroups_entry", 1, {512}}};
+  auto kernel = [](std::string symbol, std::vector<uint64_t> sizes) {
+    KernelSpec k;
+    k.symbol = std::move(symbol);
+    k.numBindings = static_cast<uint32_t>(sizes.size());
+    k.bindingSizes = std::move(sizes);
+    return k;
+  };
+  return {kernel("add_f32_entry", {64, 64, 64}),
+          kernel("scale2_f32_entry", {64, 64}),
+          kernel("address_of_entry", {8, 8}),
+          kernel("workgroups_entry", {512})};
 }
 
 /// Bytes of \p values.

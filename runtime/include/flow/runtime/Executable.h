@@ -85,6 +85,12 @@ void localPiece(const std::vector<int64_t> &global,
                 const std::vector<int64_t> &coords,
                 std::vector<int64_t> &shape, std::vector<int64_t> &offset);
 
+/// The kind of device an executable's kernels were compiled for.
+enum class ExecutableTarget : uint8_t { Cpu, Cuda };
+
+/// "cpu" or "cuda".
+const char *targetName(ExecutableTarget target);
+
 /// How to find an executable's parameters.
 struct LoadOptions {
   /// The safetensors archive to read parameters from instead of the one the
@@ -139,6 +145,12 @@ public:
   /// device program of a mesh function, or `name` itself.
   StatusOr<size_t> findFunction(const std::string &name, int64_t rank) const;
 
+  /// The device kind its kernels run on, and what they were compiled for
+  /// (the CPU's name, or the CUDA compute capability as sm_XY; for CUDA
+  /// the newest any of its libraries needs).
+  ExecutableTarget target() const;
+  std::string kernelArch() const;
+
   /// The number of kernels and constants (for tools and tests).
   size_t numKernels() const;
   size_t numConstants() const;
@@ -147,8 +159,10 @@ public:
   size_t numParameters() const;
   std::string parameterArchive() const;
 
-  /// The verified program (src/ExecutableImpl.h).
+  /// The verified program (src/ExecutableImpl.h), for the runtime's
+  /// devices.
   struct Impl;
+  const Impl &implementation() const { return *impl; }
 
 private:
   friend class Session;

@@ -4,11 +4,12 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// A Session runs the functions of an Executable on the CPU: it owns the
-// thread pool that runs workgroups and each function's arena (allocated at
-// the first call, reused by the next). The commands of a function run in
-// order: a Dispatch calls a kernel entry point once per workgroup, a Gemm
-// calls cblas_sgemm per batch index, a Copy copies bytes.
+// A Session runs the functions of an Executable on a Device (the CPU, or a
+// CUDA GPU): the device's executor owns what the calls share (the CPU's
+// thread pool; each function's arena, allocated at the first call and
+// reused by the next; constants resident on a GPU). The commands of a
+// function run in order: a Dispatch runs a kernel, a Gemm a GEMM on the
+// device's library, a Copy copies bytes.
 //
 //===----------------------------------------------------------------------===//
 
@@ -16,6 +17,7 @@
 #define FLOW_RUNTIME_SESSION_H
 
 #include "flow/runtime/Communicator.h"
+#include "flow/runtime/Device.h"
 #include "flow/runtime/Executable.h"
 #include "flow/runtime/Npy.h"
 #include "flow/runtime/Status.h"
@@ -30,19 +32,18 @@
 namespace flow {
 namespace runtime {
 
-class ThreadPool;
-namespace detail {
-class ConvRunner;
-} // namespace detail
 
 /// How a Session runs.
 struct RuntimeOptions {
-  /// Threads for workgroups and BLAS; 0 means one per hardware thread.
+  /// CPU: threads for workgroups and BLAS; 0 means one per hardware thread.
   int threads = 0;
   /// For an executable with a mesh: the processes running it, one per
   /// device (rank r is mesh device r). Null: a single process, which runs
   /// only meshes of one device.
   std::shared_ptr<Communicator> communicator;
+  /// The device to run on; null: the executable's target's default
+  /// (openDevice(defaultDeviceName(exe))).
+  std::shared_ptr<Device> device;
 };
 
 /// Read-only bytes the caller owns (an input).
@@ -71,6 +72,7 @@ public:
   Session &operator=(const Session &) = delete;
 
   const Executable &executable() const { return *exe; }
+  const Device &device() const { return *dev; }
 
   /// The number of threads workgroups and BLAS run on.
   int threads() const;
@@ -106,7 +108,8 @@ public:
   /// command of each function that ran, in program order.
   struct CommandProfile {
     std::string function;
-    /// "dispatch", "gemm", "copy" or "collective".
+    /// "dispatch", "gemm", "conv", "max_pool", "avg_pool", "copy" or
+    /// "collective".
     std::string kind;
     /// The kernel's symbol, a GEMM's shape, ...
     std::string what;
@@ -130,18 +133,13 @@ public:
   int64_t rank() const { return deviceRank; }
 
 private:
-  struct Arena;
-  struct PackedWeights;
-  Session(std::shared_ptr<const Executable> executable, int threads);
+  Session(std::shared_ptr<const Executable> executable,
+          std::shared_ptr<Device> device,
+          std::unique_ptr<detail::Executor> executor);
 
   std::shared_ptr<const Executable> exe;
-  std::unique_ptr<ThreadPool> pool;
-  /// The convolution commands' library state.
-  std::unique_ptr<detail::ConvRunner> convs;
-  /// One arena per function, allocated at its first call.
-  std::vector<std::unique_ptr<Arena>> arenas;
-  /// Constant GEMM operands packed for Flow's GEMM kernels, by command.
-  std::unique_ptr<PackedWeights> packedWeights;
+  std::shared_ptr<Device> dev;
+  std::unique_ptr<detail::Executor> executor;
   std::mutex runMutex;
   /// Mesh execution: the communicator, this device's rank and coordinates,
   /// and one group per set of mesh axes a collective runs over.

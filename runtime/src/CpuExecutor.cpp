@@ -1,0 +1,583 @@
+//===- CpuExecutor.cpp - Running functions on the CPU ---------------------===//
+//
+// Part of the Flow project.
+//
+//===----------------------------------------------------------------------===//
+//
+// The CPU device: memory is host memory, kernels are the ELF library's entry
+// points called once per workgroup on the thread pool, GEMMs run on Flow's
+// kernels or the BLAS (with their epilogues tile by tile), convolutions and
+// pools on the convolution library, collectives on the communicator.
+//
+// Everything a command touches was checked at load time: each BufferRef lies
+// inside its buffer and each gemm operand's extent inside its BufferRef.
+//
+//===----------------------------------------------------------------------===//
+
+#include "BlasCalls.h"
+#include "Collectives.h"
+#include "Convolution.h"
+#include "Executor.h"
+#include "Gemm.h"
+#include "Pooling.h"
+#include "flow/runtime/Blas.h"
+#include "flow/runtime/Device.h"
+#include "flow/runtime/ThreadPool.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <new>
+#include <unordered_map>
+#include <variant>
+
+using namespace flow::runtime;
+using detail::BufferRef;
+using detail::firstNonFinite;
+
+namespace {
+
+/// Dispatches estimated to touch fewer elements run as one workgroup.
+constexpr uint64_t kParallelWork = 32768;
+
+/// True if \p f runs a GEMM or a convolution (both need the BLAS).
+bool runsGemm(const detail::Function &f) {
+  for (const detail::Command &c : f.commands)
+    if (std::holds_alternative<detail::GemmCommand>(c) ||
+        std::holds_alternative<detail::ConvCommand>(c))
+      return true;
+  return false;
+}
+
+/// The buffers of one call.
+struct Frame {
+  const std::vector<ConstBuffer> &inputs;
+  const std::vector<MutableBuffer> &outputs;
+  uint8_t *arena;
+  const std::vector<detail::Constant> &constants;
+
+  /// The address of \p ref's first byte (null for an empty buffer).
+  uint8_t *pointer(const BufferRef &ref) const {
+    uint8_t *base = nullptr;
+    switch (ref.space) {
+    case detail::Space::Input:
+      // Kernels take non-const pointers; the verifier keeps gemm and copy
+      // results out of inputs.
+      base = static_cast<uint8_t *>(const_cast<void *>(inputs[ref.index].data));
+      break;
+    case detail::Space::Output:
+      base = static_cast<uint8_t *>(outputs[ref.index].data);
+      break;
+    case detail::Space::Arena:
+      base = arena;
+      break;
+    case detail::Space::Constant:
+      base = const_cast<uint8_t *>(constants[ref.index].data);
+      break;
+    }
+    return base ? base + ref.offset : nullptr;
+  }
+};
+
+/// With check-numerics: the first NaN or infinity command \p index of
+/// \p function wrote, as an error naming the command and its kernel.
+Status checkCommand(const Executable::Impl &impl, const std::string &function,
+                    size_t index, const detail::Command &command,
+                    const Frame &frame) {
+  std::string where =
+      "check-numerics: function '" + function + "' command " +
+      std::to_string(index);
+  auto check = [&](const BufferRef &ref, DType dtype,
+                   const std::string &what) -> Status {
+    if (auto bad = firstNonFinite(frame.pointer(ref), ref.size, dtype))
+      return Status::error(where + " (" + what + ") wrote " + bad->second +
+                           " at element " + std::to_string(bad->first));
+    return Status::ok();
+  };
+  if (const auto *d = std::get_if<detail::DispatchCommand>(&command)) {
+    const Executable::Impl::KernelMeta &meta = impl.kernelMeta[d->kernel];
+    if (meta.bindingDtypes.empty())
+      return Status::ok(); // an executable without element types
+    std::string what = "dispatch of " + impl.kernelNames[d->kernel];
+    if (!meta.description.empty())
+      what += ": " + meta.description;
+    size_t first = d->bindings.size() - meta.numOutputs;
+    for (size_t b = first; b < d->bindings.size(); ++b)
+      if (Status s = check(d->bindings[b], meta.bindingDtypes[b],
+                           what + "; its output " +
+                               std::to_string(b - first));
+          !s)
+        return s;
+  } else {
+    std::string kind, what;
+    detail::describeCommand(impl, command, kind, what);
+    what = what.empty() ? kind : kind + " " + what;
+    if (const auto *g = std::get_if<detail::GemmCommand>(&command))
+      return check(g->c, DType::F32, what);
+    if (const auto *c = std::get_if<detail::CollectiveCommand>(&command))
+      return check(c->output, c->dtype, "collective");
+    // Layout does not matter: any non-finite element is reported (its
+    // index is in the buffer's layout).
+    if (const auto *c = std::get_if<detail::ConvCommand>(&command))
+      return check(c->output, c->outputBf16 ? DType::BF16 : DType::F32, what);
+    if (const auto *p = std::get_if<detail::PoolCommand>(&command))
+      return check(p->output, p->outputBf16 ? DType::BF16 : DType::F32, what);
+  }
+  return Status::ok();
+}
+
+
+/// GEMMs with fewer multiply-adds than this run on the calling thread.
+constexpr int64_t kParallelGemm = int64_t(1) << 18;
+/// Pieces of a split GEMM span a multiple of this many rows or columns
+/// (of the panel width when Flow's kernels cut C's columns).
+constexpr int64_t kGemmBlock = 16;
+/// Flow's kernels cut a GEMM into up to this many pieces per thread, of
+/// at least kGemmPieceMacs multiply-adds: the pool hands them out as
+/// threads come free, so one thread held up (by the OS, or another VM on
+/// the host) no longer holds up the GEMM by half its length.
+constexpr int64_t kGemmPiecesPerThread = 4;
+constexpr int64_t kGemmPieceMacs = int64_t(1) << 20;
+
+/// Runs a GEMM command on the session's thread pool: the library runs
+/// single-threaded inside each piece, so Flow's pool is the only one using
+/// the cores. Batches are spread over the threads; when there are fewer
+/// batches than threads, each matrix is cut into blocks of C's rows (or of
+/// its columns, when C is wider than tall or a single row).
+/// An epilogue kernel run tile by tile after a GEMM's pieces: workgroup t
+/// of `tiles` covers the rows t * m / tiles up to (t + 1) * m / tiles, the
+/// same rows as GEMM piece t.
+struct Epilogue {
+  detail::KernelFn fn = nullptr;
+  void **args = nullptr;
+};
+
+/// Returns true if it also ran `epilogue` (false: the caller runs it).
+/// \p packedB: B packed for Flow's kernels (packB), when B is a constant.
+bool runGemm(const detail::GemmCommand &cmd, const Frame &frame,
+             ThreadPool &pool, const Epilogue *epilogue = nullptr,
+             const detail::PackedB *packedB = nullptr) {
+  if (cmd.m == 0 || cmd.n == 0 || cmd.batchCount == 0)
+    return false;
+  // A and B as bytes: f32 or bf16 elements.
+  const bool bf16 = cmd.abDtype == DType::BF16;
+  const int64_t es = bf16 ? 2 : 4;
+  const uint8_t *a = frame.pointer(cmd.a);
+  const uint8_t *b = frame.pointer(cmd.b);
+  auto *c = reinterpret_cast<float *>(frame.pointer(cmd.c));
+  int lda = std::max(1, cmd.transposeA ? cmd.m : cmd.k);
+  int ldb = std::max(1, cmd.transposeB ? cmd.k : cmd.n);
+  int64_t matrixC = int64_t(cmd.m) * cmd.n;
+  if (cmd.k == 0) {
+    // Empty products: C is zeros, and A and B (empty, so their batch strides
+    // were never checked against a buffer) are not touched.
+    std::memset(c, 0, cmd.batchCount * matrixC * sizeof(float));
+    return false;
+  }
+  const bool flowKernels = packedB != nullptr;
+  int64_t threads = pool.size();
+  int64_t macs = matrixC * cmd.k * cmd.batchCount;
+  bool parallel = threads > 1 && macs >= kParallelGemm;
+  bool splitRows = cmd.m > 1 && (cmd.m >= cmd.n || epilogue);
+  int64_t extent = splitRows ? cmd.m : cmd.n;
+  const int64_t block = flowKernels && !splitRows
+                            ? detail::gemmPanelColumns(packedB->isa)
+                            : kGemmBlock;
+  int64_t tiles = 1;
+  if (parallel && cmd.batchCount < threads) {
+    tiles = std::min((threads + cmd.batchCount - 1) / cmd.batchCount,
+                     std::max<int64_t>(1, extent / block));
+    // Flow's kernels: more, smaller pieces, as long as they stay large.
+    int64_t more = std::min({threads * kGemmPiecesPerThread,
+                             extent / block, macs / kGemmPieceMacs});
+    if (flowKernels && cmd.batchCount == 1)
+      tiles = std::max(tiles, more);
+  }
+  int64_t step = (extent + tiles - 1) / tiles;
+  step = (step + block - 1) / block * block;
+  tiles = (extent + step - 1) / step;
+  // With an epilogue the pieces are the epilogue's workgroups' rows.
+  if (epilogue)
+    tiles = std::min<int64_t>(threads, cmd.m);
+
+  auto piece = [&](int64_t index) {
+    int64_t batch = index / tiles, tile = index % tiles;
+    int64_t begin = tile * step, end = std::min(extent, begin + step);
+    if (epilogue) {
+      begin = tile * extent / tiles;
+      end = (tile + 1) * extent / tiles;
+    }
+    // Operand offsets of this batch index (row-major over batchShape, whose
+    // dimensions are >= 1 here).
+    int64_t aOffset = 0, bOffset = 0, rest = batch;
+    for (size_t d = cmd.batchShape.size(); d-- > 0;) {
+      int64_t i = rest % cmd.batchShape[d];
+      rest /= cmd.batchShape[d];
+      aOffset += i * cmd.aBatchStrides[d];
+      bOffset += i * cmd.bBatchStrides[d];
+    }
+    int64_t aAt = aOffset, bAt = bOffset;
+    float *pc = c + batch * matrixC;
+    int m = cmd.m, n = cmd.n;
+    if (splitRows) {
+      aAt += cmd.transposeA ? begin : begin * lda;
+      pc += begin * cmd.n;
+      m = static_cast<int>(end - begin);
+    } else {
+      bAt += cmd.transposeB ? begin * ldb : begin;
+      pc += begin;
+      n = static_cast<int>(end - begin);
+    }
+    if (packedB) {
+      // B packed once; a piece of C's columns starts at a panel.
+      detail::gemmPacked(cmd.transposeA, m, n, cmd.k, a + aAt * es, lda,
+                         *packedB, splitRows ? 0 : begin, pc, cmd.n);
+    } else if (bf16) {
+      detail::blasGemmBf16(cmd.transposeA, cmd.transposeB, m, n, cmd.k,
+                           reinterpret_cast<const uint16_t *>(a + aAt * es),
+                           lda,
+                           reinterpret_cast<const uint16_t *>(b + bAt * es),
+                           ldb, pc, cmd.n);
+    } else if (const auto *pa = reinterpret_cast<const float *>(a + aAt * es),
+                          *pb = reinterpret_cast<const float *>(b + bAt * es);
+               m == 1) {
+      // A single row (batch-1 inference): a matrix-vector product. op(A) is
+      // contiguous either way (a 1 x k row or a k x 1 column), and
+      // c = op(B)^T a. OpenBLAS's GEMV is several times faster here than
+      // its GEMM with m = 1.
+      detail::blasSgemv(!cmd.transposeB, cmd.transposeB ? n : cmd.k,
+                        cmd.transposeB ? cmd.k : n, pb, ldb, pa, pc);
+    } else {
+      detail::blasSgemm(cmd.transposeA, cmd.transposeB, m, n, cmd.k, pa, lda,
+                        pb, ldb, pc, cmd.n);
+    }
+    if (epilogue)
+      epilogue->fn(epilogue->args, tile, tiles);
+  };
+  int64_t count = cmd.batchCount * tiles;
+  if (!parallel || count == 1) {
+    if (epilogue) // the caller runs the epilogue whole
+      return runGemm(cmd, frame, pool, nullptr, packedB);
+    for (int64_t i = 0; i < count; ++i)
+      piece(i);
+    return false;
+  }
+  pool.parallelFor(count, piece);
+  return epilogue != nullptr;
+}
+
+/// Runs a kernel's workgroups: one if the dispatch is small, else as many
+/// as the kernel allows and the pool has threads.
+Status runDispatch(const detail::DispatchCommand &cmd, detail::KernelFn fn,
+                   const Frame &frame, ThreadPool &pool) {
+  // Kernels read at most a handful of bindings; keep them on the stack.
+  constexpr size_t kInline = 32;
+  void *inlineArgs[kInline];
+  std::unique_ptr<void *[]> heapArgs;
+  void **args = inlineArgs;
+  size_t count = cmd.bindings.size();
+  if (count > kInline) {
+    heapArgs.reset(new (std::nothrow) void *[count]);
+    if (!heapArgs)
+      return Status::error("out of memory for dispatch bindings");
+    args = heapArgs.get();
+  }
+  for (size_t i = 0; i < count; ++i)
+    args[i] = frame.pointer(cmd.bindings[i]);
+
+  int64_t workgroups = cmd.work < kParallelWork
+                           ? 1
+                           : std::min<int64_t>(cmd.maxWorkgroups, pool.size());
+  if (workgroups == 1) {
+    fn(args, 0, 1);
+    return Status::ok();
+  }
+  struct Call {
+    detail::KernelFn fn;
+    void **args;
+    int64_t workgroups;
+  } call{fn, args, workgroups};
+  // Capturing one pointer keeps the std::function off the heap.
+  pool.parallelFor(workgroups, [c = &call](int64_t workgroup) {
+    c->fn(c->args, workgroup, c->workgroups);
+  });
+  return Status::ok();
+}
+
+
+/// True when \p exe has a convolution command and a session made now runs
+/// them on a library that runs on OpenMP: the session's loops then run on
+/// OpenMP's team too, so that one set of threads owns the cores.
+/// True when \p exe has a convolution command and a session made now runs
+/// them on a library that runs on OpenMP: the session's loops then run on
+/// OpenMP's team too, so that one set of threads owns the cores.
+bool convolutionsOnOpenMp(const Executable::Impl &exe) {
+  for (const detail::Function &f : exe.functions)
+    for (const detail::Command &command : f.commands)
+      if (std::holds_alternative<detail::ConvCommand>(command))
+        return detail::convolutionsOnOpenMp();
+  return false;
+}
+
+/// The constant B of each GEMM command that runs on Flow's kernels, packed
+/// at the command's first run.
+struct PackedWeights {
+  struct Packed {
+    AlignedBuffer memory;
+    detail::PackedB b;
+  };
+  std::unordered_map<const detail::GemmCommand *, Packed> byCommand;
+
+  /// \p cmd's B packed for Flow's kernels, or null when the library runs
+  /// it. Flow's kernels take a constant B (one matrix for every batch), f32
+  /// or bf16, where they are chosen for its element type; f32 when C has
+  /// few rows (kFlowGemmMaxRows), and one f32 row stays a matrix-vector
+  /// product. No memory for the packing stays on the library.
+  const detail::PackedB *get(const detail::GemmCommand &cmd,
+                             const Frame &frame) {
+    const bool bf16 = cmd.abDtype == DType::BF16;
+    const detail::GemmIsa *isa = detail::flowGemmIsa(bf16);
+    if (!isa || cmd.b.space != detail::Space::Constant ||
+        (!bf16 && cmd.abDtype != DType::F32) || cmd.m <= 1 || cmd.k <= 0 ||
+        cmd.n <= 0 ||
+        (!bf16 && cmd.m * cmd.batchCount > detail::kFlowGemmMaxRows) ||
+        !std::all_of(cmd.bBatchStrides.begin(), cmd.bBatchStrides.end(),
+                     [](int64_t s) { return s == 0; }))
+      return nullptr;
+    auto it = byCommand.find(&cmd);
+    if (it == byCommand.end()) {
+      Packed packed;
+      packed.b = {nullptr, cmd.k, cmd.n, *isa};
+      if (packed.memory.allocate(
+              detail::packedBBytes(*isa, cmd.k, cmd.n))) {
+        packed.b.data = packed.memory.data();
+        detail::packB(*isa, cmd.transposeB, cmd.k, cmd.n,
+                      frame.pointer(cmd.b),
+                      std::max(1, cmd.transposeB ? cmd.k : cmd.n),
+                      packed.memory.data());
+      }
+      it = byCommand.emplace(&cmd, std::move(packed)).first;
+    }
+    // Out of memory for the packing: the library runs it.
+    return it->second.b.data ? &it->second.b : nullptr;
+  }
+};
+
+
+class CpuExecutor final : public detail::Executor {
+public:
+  CpuExecutor(std::shared_ptr<const Executable> exe, Device &device,
+              int threads)
+      : exe(std::move(exe)), device(device),
+        pool(threads, convolutionsOnOpenMp(this->exe->implementation())),
+        convs(pool.size()),
+        arenas(this->exe->functions().size()) {}
+
+  int threads() const override { return pool.size(); }
+
+  std::string libraryKernel(const detail::Command &command) const override {
+    if (const auto *c = std::get_if<detail::ConvCommand>(&command))
+      return convs.kernel(*c);
+    return "";
+  }
+
+  Status run(size_t function, const std::vector<ConstBuffer> &inputs,
+             const std::vector<MutableBuffer> &outputs,
+             const detail::CallHooks &hooks) override;
+
+private:
+  std::shared_ptr<const Executable> exe;
+  Device &device;
+  ThreadPool pool;
+  /// The convolution commands' library state.
+  mutable detail::ConvRunner convs;
+  /// One arena per function, allocated at its first call.
+  std::vector<DeviceMemory> arenas;
+  /// Constant GEMM operands packed for Flow's kernels, by command.
+  PackedWeights packedWeights;
+};
+
+Status CpuExecutor::run(size_t function, const std::vector<ConstBuffer> &inputs,
+                        const std::vector<MutableBuffer> &outputs,
+                        const detail::CallHooks &hooks) {
+  const Executable::Impl &impl = exe->implementation();
+  const FunctionSignature &sig = impl.signatures[function];
+  DeviceMemory &arena = arenas[function];
+  if (!arena.address() && sig.arenaSize > 0) {
+    StatusOr<DeviceMemory> memory = device.allocate(
+        sig.arenaSize, "the arena of '" + sig.name + "'");
+    if (!memory)
+      return memory.status();
+    arena = std::move(*memory);
+  }
+  Frame frame{inputs, outputs, reinterpret_cast<uint8_t *>(arena.address()),
+              impl.constants};
+  const std::vector<detail::Command> &commands =
+      impl.functions[function].commands;
+  std::vector<std::pair<double, uint64_t>> *times = hooks.times;
+  using Clock = std::chrono::steady_clock;
+  Clock::time_point last = times ? Clock::now() : Clock::time_point();
+  bool skipEpilogue = false;
+  for (size_t index = 0; index < commands.size(); ++index) {
+    const detail::Command &command = commands[index];
+    if (times && index > 0) {
+      Clock::time_point now = Clock::now();
+      (*times)[index - 1].first +=
+          std::chrono::duration<double>(now - last).count();
+      ++(*times)[index - 1].second;
+      last = now;
+    }
+    if (const auto *dispatch = std::get_if<detail::DispatchCommand>(&command)) {
+      if (skipEpilogue) { // it ran with the GEMM before it
+        skipEpilogue = false;
+        continue;
+      }
+      if (Status s = runDispatch(*dispatch, impl.kernels[dispatch->kernel],
+                                 frame, pool);
+          !s)
+        return s;
+    } else if (const auto *gemm = std::get_if<detail::GemmCommand>(&command)) {
+      // A GEMM epilogue next runs tile by tile with the GEMM's pieces, when
+      // its workgroups are the GEMM's rows.
+      const auto *next =
+          index + 1 < commands.size()
+              ? std::get_if<detail::DispatchCommand>(&commands[index + 1])
+              : nullptr;
+      const detail::PackedB *packed = packedWeights.get(*gemm, frame);
+      constexpr size_t kInline = 32;
+      if (next && next->gemmEpilogue && !hooks.checkNumerics &&
+          gemm->batchCount == 1 &&
+          next->maxWorkgroups == static_cast<uint32_t>(gemm->m) &&
+          next->bindings.size() <= kInline) {
+        void *args[kInline];
+        for (size_t i = 0; i < next->bindings.size(); ++i)
+          args[i] = frame.pointer(next->bindings[i]);
+        Epilogue epilogue{impl.kernels[next->kernel], args};
+        skipEpilogue = runGemm(*gemm, frame, pool, &epilogue, packed);
+      } else {
+        runGemm(*gemm, frame, pool, nullptr, packed);
+      }
+    } else if (const auto *conv = std::get_if<detail::ConvCommand>(&command)) {
+      auto address = [&](const BufferRef &ref) {
+        return static_cast<void *>(frame.pointer(ref));
+      };
+      auto floats = [&](const BufferRef &ref) {
+        return reinterpret_cast<const float *>(frame.pointer(ref));
+      };
+      detail::ConvBuffers buffers{
+          address(conv->input), floats(conv->filter),
+          conv->hasBias ? floats(conv->bias) : nullptr,
+          conv->hasResidual ? address(conv->residual) : nullptr,
+          address(conv->output)};
+      if (Status s = convs.run(*conv, buffers,
+                                conv->filter.space == detail::Space::Constant);
+          !s)
+        return Status::error("function '" + sig.name + "': " + s.message());
+    } else if (const auto *mp =
+                   std::get_if<detail::PoolCommand>(&command)) {
+      // The convolutions' layout matters (and is settled) only for a
+      // blocked buffer.
+      int block = mp->blockedInput || mp->blockedOutput ? convs.layoutBlock()
+                                                        : 16;
+      detail::runPool(*mp, frame.pointer(mp->input),
+                         frame.pointer(mp->output), block, pool);
+    } else if (const auto *col =
+                   std::get_if<detail::CollectiveCommand>(&command)) {
+      if (!hooks.group)
+        return Status::error("function '" + sig.name +
+                             "' runs a collective but has no communicator");
+      StatusOr<Group *> g = hooks.group(col->meshAxes);
+      if (!g)
+        return g.status();
+      uint64_t bytes = 0;
+      Status s = detail::runCollective(
+          *col, **g, static_cast<const uint8_t *>(frame.pointer(col->input)),
+          static_cast<uint8_t *>(frame.pointer(col->output)), &bytes);
+      if (hooks.collectiveBytes)
+        hooks.collectiveBytes->push_back(bytes);
+      if (!s)
+        return Status::error("function '" + sig.name + "': " + s.message());
+    } else {
+      const auto &copy = std::get<detail::CopyCommand>(command);
+      if (copy.src.size > 0)
+        std::memmove(frame.pointer(copy.dst), frame.pointer(copy.src),
+                     copy.src.size);
+    }
+    if (hooks.checkNumerics)
+      if (Status s = checkCommand(impl, sig.name, index, command, frame); !s)
+        return s;
+  }
+  if (times && !commands.empty()) {
+    (*times)[commands.size() - 1].first +=
+        std::chrono::duration<double>(Clock::now() - last).count();
+    ++(*times)[commands.size() - 1].second;
+  }
+  return Status::ok();
+}
+
+/// Host memory, 64-byte aligned (256 for the interface's promise).
+class CpuDevice final : public Device {
+public:
+  CpuDevice() { deviceInfo.name = "cpu"; }
+  const DeviceInfo &info() const override { return deviceInfo; }
+
+  StatusOr<DeviceMemory> allocate(uint64_t bytes,
+                                  const std::string &what) override {
+    if (bytes == 0)
+      return DeviceMemory();
+    uint64_t rounded = (bytes + 255) / 256 * 256;
+    void *memory = rounded < bytes ? nullptr : std::aligned_alloc(256, rounded);
+    if (!memory)
+      return Status::error("out of memory allocating " + what + " (" +
+                           std::to_string(bytes) + " bytes)");
+    return DeviceMemory(this, reinterpret_cast<uint64_t>(memory), bytes);
+  }
+  Status copyToDevice(uint64_t dst, const void *src, uint64_t bytes) override {
+    if (bytes)
+      std::memcpy(reinterpret_cast<void *>(dst), src, bytes);
+    return Status::ok();
+  }
+  Status copyToHost(void *dst, uint64_t src, uint64_t bytes) override {
+    if (bytes)
+      std::memcpy(dst, reinterpret_cast<const void *>(src), bytes);
+    return Status::ok();
+  }
+
+  StatusOr<std::unique_ptr<detail::Executor>>
+  createExecutor(std::shared_ptr<const Executable> exe, int threads) override {
+    if (exe->target() != ExecutableTarget::Cpu)
+      return detail::wrongTarget(*exe, "CPU");
+    // GEMMs need the BLAS: load it now, so that a missing library is an
+    // error here rather than at the first call.
+    for (const detail::Function &f : exe->implementation().functions)
+      if (runsGemm(f)) {
+        if (StatusOr<BlasInfo> blas = loadBlas(); !blas)
+          return blas.status();
+        break;
+      }
+    return std::unique_ptr<detail::Executor>(
+        new CpuExecutor(std::move(exe), *this, threads));
+  }
+
+protected:
+  void release(uint64_t address) override {
+    std::free(reinterpret_cast<void *>(address));
+  }
+
+private:
+  DeviceInfo deviceInfo;
+};
+
+} // namespace
+
+namespace flow {
+namespace runtime {
+namespace detail {
+std::shared_ptr<Device> createCpuDevice() {
+  return std::make_shared<CpuDevice>();
+}
+} // namespace detail
+} // namespace runtime
+} // namespace flow

@@ -1,0 +1,72 @@
+//===- Executor.h - A device's way of running functions ---------*- C++ -*-===//
+//
+// Part of the Flow project.
+//
+//===----------------------------------------------------------------------===//
+//
+// Session checks a call (counts, sizes, NaNs in the inputs) and hands it to
+// its device's executor, which runs the function's commands. Executors are
+// made by Device::createExecutor.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FLOW_RUNTIME_SRC_EXECUTOR_H
+#define FLOW_RUNTIME_SRC_EXECUTOR_H
+
+#include "ExecutableImpl.h"
+#include "flow/runtime/Session.h"
+
+#include <functional>
+#include <optional>
+
+namespace flow {
+namespace runtime {
+namespace detail {
+
+/// What a call asks of the executor besides its buffers.
+struct CallHooks {
+  /// Profiling: seconds and calls per command (sized to the function's
+  /// commands), or null.
+  std::vector<std::pair<double, uint64_t>> *times = nullptr;
+  bool checkNumerics = false;
+  /// The bytes each collective exchanged, appended in program order.
+  std::vector<uint64_t> *collectiveBytes = nullptr;
+  /// The communicator group of a collective's mesh axes.
+  std::function<StatusOr<Group *>(const std::vector<int64_t> &)> group;
+};
+
+class Executor {
+public:
+  virtual ~Executor() = default;
+  /// Host threads running kernels and libraries.
+  virtual int threads() const = 0;
+  /// Runs function \p function (buffers checked by the caller).
+  virtual Status run(size_t function, const std::vector<ConstBuffer> &inputs,
+                     const std::vector<MutableBuffer> &outputs,
+                     const CallHooks &hooks) = 0;
+  /// The library kernel \p command runs on, for profiles ("" when none).
+  virtual std::string libraryKernel(const Command &command) const {
+    (void)command;
+    return "";
+  }
+};
+
+/// The first NaN or infinity among \p bytes bytes of \p dtype at \p data:
+/// its element index and value as text; nullopt when all are finite (and
+/// for non-float types).
+std::optional<std::pair<uint64_t, std::string>>
+firstNonFinite(const uint8_t *data, uint64_t bytes, DType dtype);
+
+/// For profiles and messages: "dispatch", "gemm", "conv", ... and what it
+/// computes ("1 x 4x256x784", "conv 1x64x56x56 * 256x64x1x1, relu").
+void describeCommand(const Executable::Impl &impl, const Command &command,
+                     std::string &kind, std::string &what);
+
+/// The error for \p exe given to a device of another kind.
+Status wrongTarget(const Executable &exe, const char *deviceKind);
+
+} // namespace detail
+} // namespace runtime
+} // namespace flow
+
+#endif // FLOW_RUNTIME_SRC_EXECUTOR_H

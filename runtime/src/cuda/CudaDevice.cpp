@@ -1,0 +1,673 @@
+//===- CudaDevice.cpp - Running executables on an NVIDIA GPU --------------===//
+//
+// Part of the Flow project.
+//
+//===----------------------------------------------------------------------===//
+//
+// The CUDA device: one primary context and one stream per device. Loading an
+// executable picks its kernel library (CudaHost.h), loads it with
+// cuModuleLoadDataEx, looks up every launch's entry point and uploads the
+// constants once (they stay resident). A call copies the inputs to device
+// buffers kept per function, enqueues every command on the stream (kernel
+// launches, cuBLASLt matmuls, device copies), waits, and copies the outputs
+// back.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CublasLt.h"
+#include "CudaDriver.h"
+#include "CudaHost.h"
+
+#include "../Executor.h"
+#include "flow/runtime/Device.h"
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <unordered_map>
+
+using namespace flow::runtime;
+using namespace flow::runtime::cuda;
+
+namespace {
+
+/// Workspace cuBLASLt may use per matmul.
+constexpr uint64_t kGemmWorkspaceBytes = uint64_t(32) << 20;
+
+/// This process' rank among those on its node, as the MPI launchers (and
+/// Slurm) give it; -1 when none does.
+int localRank() {
+  for (const char *name : {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID",
+                           "MV2_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID"})
+    if (const char *value = std::getenv(name); value && *value) {
+      char *end = nullptr;
+      long rank = std::strtol(value, &end, 10);
+      if (!*end && rank >= 0 && rank < 1 << 20)
+        return static_cast<int>(rank);
+    }
+  return -1;
+}
+
+class CudaDevice final : public Device {
+public:
+  static StatusOr<std::shared_ptr<Device>> open(int ordinal);
+  ~CudaDevice() override;
+
+  const DeviceInfo &info() const override { return deviceInfo; }
+  StatusOr<DeviceMemory> allocate(uint64_t bytes,
+                                  const std::string &what) override;
+  Status copyToDevice(uint64_t dst, const void *src, uint64_t bytes) override;
+  Status copyToHost(void *dst, uint64_t src, uint64_t bytes) override;
+  StatusOr<std::unique_ptr<detail::Executor>>
+  createExecutor(std::shared_ptr<const Executable> exe, int threads) override;
+
+  /// Makes the device's context current on the calling thread.
+  Status enter() const {
+    return driver->check(driver->cuCtxSetCurrent(context),
+                         "cannot use " + deviceInfo.str());
+  }
+  /// Makes the context current and waits for the stream's work.
+  Status idle() const;
+  const Driver &api() const { return *driver; }
+  CUstream queue() const { return stream; }
+
+protected:
+  void release(uint64_t address) override {
+    if (enter())
+      driver->cuMemFree(static_cast<CUdeviceptr>(address));
+  }
+
+private:
+  CudaDevice(const Driver *driver) : driver(driver) {}
+  const Driver *driver;
+  CUdevice device = 0;
+  CUcontext context = nullptr;
+  CUstream stream = nullptr;
+  DeviceInfo deviceInfo;
+};
+
+StatusOr<std::shared_ptr<Device>> CudaDevice::open(int ordinal) {
+  StatusOr<const Driver *> loaded = loadDriver();
+  if (!loaded)
+    return loaded.status();
+  const Driver &d = **loaded;
+  int count = 0;
+  if (Status s = d.check(d.cuDeviceGetCount(&count), "cannot count CUDA GPUs");
+      !s)
+    return s;
+  if (count == 0)
+    return Status::error("no CUDA GPU: the driver found no device");
+  if (ordinal < 0) {
+    int rank = localRank();
+    ordinal = rank < 0 ? 0 : rank % count;
+  }
+  if (ordinal >= count)
+    return Status::error("no CUDA GPU " + std::to_string(ordinal) +
+                         " (this machine has " + std::to_string(count) + ")");
+  std::shared_ptr<CudaDevice> device(new CudaDevice(&d));
+  DeviceInfo &info = device->deviceInfo;
+  info.kind = DeviceKind::Cuda;
+  info.ordinal = ordinal;
+  std::string where = "cuda:" + std::to_string(ordinal);
+  if (Status s = d.check(d.cuDeviceGet(&device->device, ordinal),
+                         "cannot open " + where);
+      !s)
+    return s;
+  char name[256] = {0};
+  if (d.cuDeviceGetName(name, sizeof(name) - 1, device->device) ==
+      CUDA_SUCCESS)
+    info.name = name;
+  int major = 0, minor = 0;
+  if (Status s = d.check(
+          d.cuDeviceGetAttribute(
+              &major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
+              device->device),
+          "cannot read " + where + "'s compute capability");
+      !s)
+    return s;
+  if (Status s = d.check(
+          d.cuDeviceGetAttribute(
+              &minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
+              device->device),
+          "cannot read " + where + "'s compute capability");
+      !s)
+    return s;
+  info.computeCapability = major * 10 + minor;
+  info.arch = "sm_" + std::to_string(info.computeCapability);
+  size_t total = 0;
+  if (d.cuDeviceTotalMem(&total, device->device) == CUDA_SUCCESS)
+    info.memoryBytes = total;
+  if (Status s = d.check(
+          d.cuDevicePrimaryCtxRetain(&device->context, device->device),
+          "cannot create a context on " + info.str());
+      !s)
+    return s;
+  if (Status s = device->enter(); !s)
+    return s;
+  if (Status s = d.check(d.cuStreamCreate(&device->stream,
+                                          CU_STREAM_NON_BLOCKING),
+                         "cannot create a stream on " + info.str());
+      !s)
+    return s;
+  return std::shared_ptr<Device>(std::move(device));
+}
+
+CudaDevice::~CudaDevice() {
+  if (context && enter()) {
+    if (stream)
+      driver->cuStreamDestroy(stream);
+    driver->cuDevicePrimaryCtxRelease(device);
+  }
+}
+
+StatusOr<DeviceMemory> CudaDevice::allocate(uint64_t bytes,
+                                            const std::string &what) {
+  if (bytes == 0)
+    return DeviceMemory();
+  if (Status s = enter(); !s)
+    return s;
+  CUdeviceptr address = 0;
+  CUresult result = driver->cuMemAlloc(&address, bytes);
+  if (result == CUDA_ERROR_OUT_OF_MEMORY) {
+    size_t free = 0, total = 0;
+    driver->cuMemGetInfo(&free, &total);
+    return Status::error("out of device memory allocating " + what + " (" +
+                         std::to_string(bytes) + " bytes) on " +
+                         deviceInfo.str() + ": " + std::to_string(free) +
+                         " bytes free of " + std::to_string(total));
+  }
+  if (Status s = driver->check(result, "cannot allocate " + what + " (" +
+                                           std::to_string(bytes) +
+                                           " bytes) on " + deviceInfo.str());
+      !s)
+    return s;
+  return DeviceMemory(this, static_cast<uint64_t>(address), bytes);
+}
+
+Status CudaDevice::idle() const {
+  if (Status s = enter(); !s)
+    return s;
+  return driver->check(driver->cuStreamSynchronize(stream),
+                       "waiting for " + deviceInfo.str());
+}
+
+Status CudaDevice::copyToDevice(uint64_t dst, const void *src,
+                                uint64_t bytes) {
+  if (bytes == 0)
+    return Status::ok();
+  if (Status s = idle(); !s)
+    return s;
+  return driver->check(
+      driver->cuMemcpyHtoD(static_cast<CUdeviceptr>(dst), src, bytes),
+      "copying " + std::to_string(bytes) + " bytes to " + deviceInfo.str());
+}
+
+Status CudaDevice::copyToHost(void *dst, uint64_t src, uint64_t bytes) {
+  if (bytes == 0)
+    return Status::ok();
+  if (Status s = idle(); !s)
+    return s;
+  return driver->check(
+      driver->cuMemcpyDtoH(dst, static_cast<CUdeviceptr>(src), bytes),
+      "copying " + std::to_string(bytes) + " bytes from " + deviceInfo.str());
+}
+
+//===----------------------------------------------------------------------===//
+// The executor
+//===----------------------------------------------------------------------===//
+
+/// A GEMM command's cuBLASLt descriptors and algorithm, made at load.
+struct LtGemm {
+  GemmPlan plan;
+  cublasLtMatmulDesc_t desc = nullptr;
+  cublasLtMatrixLayout_t first = nullptr, second = nullptr, c = nullptr;
+  cublasLtMatmulAlgo_t algo{};
+  uint64_t workspace = 0;
+};
+
+class CudaExecutor final : public detail::Executor {
+public:
+  CudaExecutor(std::shared_ptr<const Executable> exe, CudaDevice &device)
+      : exe(std::move(exe)), device(device) {}
+  ~CudaExecutor() override;
+
+  Status load();
+  int threads() const override { return 1; }
+  Status run(size_t function, const std::vector<ConstBuffer> &inputs,
+             const std::vector<MutableBuffer> &outputs,
+             const detail::CallHooks &hooks) override;
+
+private:
+  Status loadModule();
+  Status prepareGemm(const detail::GemmCommand &cmd, const std::string &ctx);
+  Status runGemm(const detail::GemmCommand &cmd, const DeviceFrame &frame);
+  Status runDispatch(const detail::DispatchCommand &cmd,
+                     const DeviceFrame &frame);
+
+  std::shared_ptr<const Executable> exe;
+  CudaDevice &device;
+  CUmodule module = nullptr;
+  /// Per kernel, per launch.
+  std::vector<std::vector<CUfunction>> entries;
+  std::vector<DeviceMemory> constants;
+  DeviceMemory scratch;
+  /// Per function: the arena and the inputs' and outputs' device buffers,
+  /// allocated at the first call.
+  struct Buffers {
+    bool allocated = false;
+    DeviceMemory arena;
+    std::vector<DeviceMemory> inputs, outputs;
+  };
+  std::vector<Buffers> buffers;
+  const CublasLt *lt = nullptr;
+  cublasLtHandle_t ltHandle = nullptr;
+  DeviceMemory workspace;
+  std::unordered_map<const detail::GemmCommand *, LtGemm> gemms;
+};
+
+CudaExecutor::~CudaExecutor() {
+  (void)device.enter();
+  for (auto &[cmd, g] : gemms) {
+    if (g.first)
+      lt->cublasLtMatrixLayoutDestroy(g.first);
+    if (g.second)
+      lt->cublasLtMatrixLayoutDestroy(g.second);
+    if (g.c)
+      lt->cublasLtMatrixLayoutDestroy(g.c);
+    if (g.desc)
+      lt->cublasLtMatmulDescDestroy(g.desc);
+  }
+  if (ltHandle)
+    lt->cublasLtDestroy(ltHandle);
+  if (module)
+    device.api().cuModuleUnload(module);
+}
+
+Status CudaExecutor::loadModule() {
+  const Executable::Impl &impl = exe->implementation();
+  if (impl.gpuKernels.empty())
+    return Status::ok();
+  const DeviceInfo &info = device.info();
+  StatusOr<size_t> chosen =
+      chooseLibrary(impl.gpuLibraries, info.computeCapability, info.str());
+  if (!chosen)
+    return chosen.status();
+  const detail::GpuLibrary &library = impl.gpuLibraries[*chosen];
+  const Driver &d = device.api();
+  // The JIT's error log says why a PTX is refused.
+  char log[8192] = {0};
+  CUjit_option options[] = {CU_JIT_ERROR_LOG_BUFFER,
+                            CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+  void *values[] = {log, reinterpret_cast<void *>(uintptr_t(sizeof(log) - 1))};
+  CUresult result =
+      d.cuModuleLoadDataEx(&module, library.data, 2, options, values);
+  if (result != CUDA_SUCCESS) {
+    module = nullptr;
+    std::string what =
+        std::string("the CUDA driver rejected the kernels' ") +
+        (library.format == detail::GpuLibrary::Ptx ? "PTX" : "cubin") +
+        " (compiled for " + library.arch + ") on " + info.str();
+    std::string message = what + ": " + d.describe(result);
+    if (log[0])
+      message += "; its log: " + std::string(log);
+    return Status::error(message);
+  }
+  for (size_t k = 0; k < impl.gpuKernels.size(); ++k) {
+    std::vector<CUfunction> functions;
+    for (const detail::GpuLaunch &launch : impl.gpuKernels[k].launches) {
+      CUfunction fn = nullptr;
+      if (Status s = d.check(d.cuModuleGetFunction(&fn, module,
+                                                   launch.symbol.c_str()),
+                             "kernel " + std::to_string(k) + " ('" +
+                                 impl.kernelNames[k] + "'): no entry point '" +
+                                 launch.symbol + "' in its library");
+          !s)
+        return s;
+      functions.push_back(fn);
+    }
+    entries.push_back(std::move(functions));
+  }
+  return Status::ok();
+}
+
+Status CudaExecutor::prepareGemm(const detail::GemmCommand &cmd,
+                                 const std::string &ctx) {
+  if (!lt) {
+    StatusOr<const CublasLt *> loaded = loadCublasLt();
+    if (!loaded)
+      return loaded.status();
+    lt = *loaded;
+    if (Status s = lt->check(lt->cublasLtCreate(&ltHandle),
+                             "cannot create a cuBLASLt handle");
+        !s)
+      return s;
+    StatusOr<DeviceMemory> memory =
+        device.allocate(kGemmWorkspaceBytes, "cuBLASLt's workspace");
+    if (!memory)
+      return memory.status();
+    workspace = std::move(*memory);
+  }
+  LtGemm &g = gemms[&cmd];
+  g.plan = planGemm(cmd);
+  const GemmPlan &p = g.plan;
+  cudaDataType_t ab = cmd.abDtype == DType::BF16 ? CUDA_R_16BF : CUDA_R_32F;
+  // f32 accumulation; f32 operands stay f32 (no TF32).
+  if (Status s = lt->check(
+          lt->cublasLtMatmulDescCreate(&g.desc, CUBLAS_COMPUTE_32F, CUDA_R_32F),
+          ctx);
+      !s)
+    return s;
+  cublasOperation_t transA = p.transposeFirst ? CUBLAS_OP_T : CUBLAS_OP_N;
+  cublasOperation_t transB = p.transposeSecond ? CUBLAS_OP_T : CUBLAS_OP_N;
+  lt->cublasLtMatmulDescSetAttribute(g.desc, CUBLASLT_MATMUL_DESC_TRANSA,
+                                     &transA, sizeof(transA));
+  lt->cublasLtMatmulDescSetAttribute(g.desc, CUBLASLT_MATMUL_DESC_TRANSB,
+                                     &transB, sizeof(transB));
+  auto layout = [&](cublasLtMatrixLayout_t &out, cudaDataType_t type,
+                    uint64_t rows, uint64_t cols, uint64_t ld,
+                    int64_t stride) -> Status {
+    if (Status s = lt->check(
+            lt->cublasLtMatrixLayoutCreate(&out, type, rows, cols, ld), ctx);
+        !s)
+      return s;
+    if (p.batchCount > 1) {
+      int32_t count = static_cast<int32_t>(p.batchCount);
+      lt->cublasLtMatrixLayoutSetAttribute(
+          out, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof(count));
+      lt->cublasLtMatrixLayoutSetAttribute(
+          out, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride,
+          sizeof(stride));
+    }
+    return Status::ok();
+  };
+  if (p.batchCount > INT32_MAX)
+    return Status::error(ctx + ": a batch of " + std::to_string(p.batchCount) +
+                         " matrices is more than cuBLASLt takes");
+  if (Status s = layout(g.first, ab, p.firstRows, p.firstCols, p.firstLd,
+                        p.firstStride);
+      !s)
+    return s;
+  if (Status s = layout(g.second, ab, p.secondRows, p.secondCols, p.secondLd,
+                        p.secondStride);
+      !s)
+    return s;
+  if (Status s = layout(g.c, CUDA_R_32F, p.cRows, p.cCols, p.cLd, p.cStride);
+      !s)
+    return s;
+  cublasLtMatmulPreference_t preference = nullptr;
+  if (Status s = lt->check(lt->cublasLtMatmulPreferenceCreate(&preference), ctx);
+      !s)
+    return s;
+  uint64_t limit = kGemmWorkspaceBytes;
+  lt->cublasLtMatmulPreferenceSetAttribute(
+      preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &limit,
+      sizeof(limit));
+  cublasLtMatmulHeuristicResult_t result{};
+  int found = 0;
+  cublasStatus_t status = lt->cublasLtMatmulAlgoGetHeuristic(
+      ltHandle, g.desc, g.first, g.second, g.c, g.c, preference, 1, &result,
+      &found);
+  lt->cublasLtMatmulPreferenceDestroy(preference);
+  if (Status s = lt->check(status, ctx + ": no cuBLASLt algorithm"); !s)
+    return s;
+  if (found == 0)
+    return Status::error(ctx + ": cuBLASLt has no algorithm for it");
+  g.algo = result.algo;
+  g.workspace = result.workspaceSize;
+  return Status::ok();
+}
+
+Status CudaExecutor::load() {
+  if (Status s = device.enter(); !s)
+    return s;
+  const Executable::Impl &impl = exe->implementation();
+  // Commands the CUDA device runs: kernels, GEMMs and copies.
+  for (size_t f = 0; f < impl.functions.size(); ++f)
+    for (size_t i = 0; i < impl.functions[f].commands.size(); ++i) {
+      const detail::Command &command = impl.functions[f].commands[i];
+      std::string ctx = "function '" + impl.signatures[f].name +
+                        "' command " + std::to_string(i);
+      std::string kind, what;
+      detail::describeCommand(impl, command, kind, what);
+      if (std::holds_alternative<detail::ConvCommand>(command) ||
+          std::holds_alternative<detail::PoolCommand>(command) ||
+          std::holds_alternative<detail::CollectiveCommand>(command))
+        return Status::error(ctx + " (" + kind + " " + what +
+                             ") is a library call the CUDA device does not "
+                             "run yet");
+    }
+  if (!impl.mesh.empty()) {
+    int64_t devices = 1;
+    for (int64_t d : impl.mesh)
+      devices *= d;
+    if (devices > 1)
+      return Status::error("mesh executables do not run on the CUDA device "
+                           "yet (it has no NCCL communicator)");
+  }
+  if (Status s = loadModule(); !s)
+    return s;
+  // Persistent state: every constant resident on the device.
+  for (size_t c = 0; c < impl.constants.size(); ++c) {
+    const detail::Constant &constant = impl.constants[c];
+    std::string what = constant.parameter.empty()
+                           ? "constant " + std::to_string(c)
+                           : "parameter '" + constant.parameter + "'";
+    StatusOr<DeviceMemory> memory = device.allocate(constant.size, what);
+    if (!memory)
+      return memory.status();
+    if (Status s =
+            device.copyToDevice(memory->address(), constant.data, constant.size);
+        !s)
+      return s;
+    constants.push_back(std::move(*memory));
+  }
+  uint64_t scratchBytes = 0;
+  for (const detail::GpuKernel &k : impl.gpuKernels)
+    scratchBytes = std::max(scratchBytes, k.scratchBytes);
+  if (StatusOr<DeviceMemory> memory =
+          device.allocate(scratchBytes, "the kernels' scratch memory");
+      memory)
+    scratch = std::move(*memory);
+  else
+    return memory.status();
+  for (size_t f = 0; f < impl.functions.size(); ++f)
+    for (size_t i = 0; i < impl.functions[f].commands.size(); ++i)
+      if (const auto *g = std::get_if<detail::GemmCommand>(
+              &impl.functions[f].commands[i]);
+          g && g->m > 0 && g->n > 0 && g->k > 0 && g->batchCount > 0)
+        if (Status s = prepareGemm(*g, "function '" + impl.signatures[f].name +
+                                           "' command " + std::to_string(i) +
+                                           " (gemm)");
+            !s)
+          return s;
+  buffers.resize(impl.functions.size());
+  return Status::ok();
+}
+
+Status CudaExecutor::runDispatch(const detail::DispatchCommand &cmd,
+                                 const DeviceFrame &frame) {
+  const Executable::Impl &impl = exe->implementation();
+  const detail::GpuKernel &kernel = impl.gpuKernels[cmd.kernel];
+  LaunchArguments args(cmd, kernel, frame, scratch.address());
+  const Driver &d = device.api();
+  for (size_t l = 0; l < kernel.launches.size(); ++l) {
+    const detail::GpuLaunch &launch = kernel.launches[l];
+    if (Status s = d.check(
+            d.cuLaunchKernel(entries[cmd.kernel][l], launch.grid[0],
+                             launch.grid[1], launch.grid[2], launch.block[0],
+                             launch.block[1], launch.block[2], 0,
+                             device.queue(), args.params.data(), nullptr),
+            "launching " + launch.symbol);
+        !s)
+      return s;
+  }
+  return Status::ok();
+}
+
+Status CudaExecutor::runGemm(const detail::GemmCommand &cmd,
+                             const DeviceFrame &frame) {
+  uint64_t c = frame.address(cmd.c);
+  if (cmd.m == 0 || cmd.n == 0 || cmd.batchCount == 0)
+    return Status::ok();
+  if (cmd.k == 0) // empty products: C is zeros
+    return device.api().check(
+        device.api().cuMemsetD8Async(c, 0,
+                                     uint64_t(cmd.batchCount) * cmd.m * cmd.n *
+                                         sizeof(float),
+                                     device.queue()),
+        "clearing an empty GEMM's result");
+  const LtGemm &g = gemms.at(&cmd);
+  const GemmPlan &p = g.plan;
+  uint64_t a = frame.address(cmd.a), b = frame.address(cmd.b);
+  float alpha = 1.0f, beta = 0.0f;
+  for (const GemmPlan::Call &call : p.calls) {
+    const void *first =
+        reinterpret_cast<const void *>(b + call.first * p.elementBytes);
+    const void *second =
+        reinterpret_cast<const void *>(a + call.second * p.elementBytes);
+    void *out = reinterpret_cast<void *>(c + call.c * sizeof(float));
+    if (Status s = lt->check(
+            lt->cublasLtMatmul(ltHandle, g.desc, &alpha, first, g.first,
+                               second, g.second, &beta, out, g.c, out, g.c,
+                               &g.algo,
+                               reinterpret_cast<void *>(workspace.address()),
+                               g.workspace,
+                               reinterpret_cast<cudaStream_t>(device.queue())),
+            "cuBLASLt matmul");
+        !s)
+      return s;
+  }
+  return Status::ok();
+}
+
+Status CudaExecutor::run(size_t function,
+                         const std::vector<ConstBuffer> &inputs,
+                         const std::vector<MutableBuffer> &outputs,
+                         const detail::CallHooks &hooks) {
+  const Executable::Impl &impl = exe->implementation();
+  const FunctionSignature &sig = impl.signatures[function];
+  if (hooks.checkNumerics)
+    return Status::error("check-numerics runs on the CPU device only");
+  if (Status s = device.enter(); !s)
+    return s;
+  Buffers &b = buffers[function];
+  if (!b.allocated) {
+    StatusOr<DeviceMemory> arena =
+        device.allocate(sig.arenaSize, "the arena of '" + sig.name + "'");
+    if (!arena)
+      return arena.status();
+    b.arena = std::move(*arena);
+    for (size_t i = 0; i < sig.inputs.size(); ++i) {
+      StatusOr<DeviceMemory> memory = device.allocate(
+          sig.inputs[i].byteSize(), "input " + std::to_string(i));
+      if (!memory)
+        return memory.status();
+      b.inputs.push_back(std::move(*memory));
+    }
+    for (size_t i = 0; i < sig.outputs.size(); ++i) {
+      StatusOr<DeviceMemory> memory = device.allocate(
+          sig.outputs[i].byteSize(), "output " + std::to_string(i));
+      if (!memory)
+        return memory.status();
+      b.outputs.push_back(std::move(*memory));
+    }
+    b.allocated = true;
+  }
+  DeviceFrame frame;
+  frame.arena = b.arena.address();
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    frame.inputs.push_back(b.inputs[i].address());
+    if (Status s = device.copyToDevice(b.inputs[i].address(), inputs[i].data,
+                                       inputs[i].size);
+        !s)
+      return s;
+  }
+  for (const DeviceMemory &m : b.outputs)
+    frame.outputs.push_back(m.address());
+  for (const DeviceMemory &m : constants)
+    frame.constants.push_back(m.address());
+
+  const Driver &d = device.api();
+  const std::vector<detail::Command> &commands = impl.functions[function].commands;
+  // Profiling: an event before each command and after the last.
+  std::vector<CUevent> events;
+  auto destroyEvents = [&] {
+    for (CUevent e : events)
+      d.cuEventDestroy(e);
+  };
+  if (hooks.times) {
+    events.resize(commands.size() + 1, nullptr);
+    for (CUevent &e : events)
+      if (Status s = d.check(d.cuEventCreate(&e, CU_EVENT_DEFAULT),
+                             "creating a profiling event");
+          !s) {
+        destroyEvents();
+        return s;
+      }
+  }
+  Status status = Status::ok();
+  for (size_t index = 0; index < commands.size() && status; ++index) {
+    if (hooks.times)
+      d.cuEventRecord(events[index], device.queue());
+    const detail::Command &command = commands[index];
+    if (const auto *dispatch = std::get_if<detail::DispatchCommand>(&command))
+      status = runDispatch(*dispatch, frame);
+    else if (const auto *gemm = std::get_if<detail::GemmCommand>(&command))
+      status = runGemm(*gemm, frame);
+    else if (const auto *copy = std::get_if<detail::CopyCommand>(&command))
+      status = copy->src.size == 0
+                   ? Status::ok()
+                   : d.check(d.cuMemcpyDtoDAsync(frame.address(copy->dst),
+                                                 frame.address(copy->src),
+                                                 copy->src.size,
+                                                 device.queue()),
+                             "copying on the device");
+    if (!status)
+      status = Status::error("function '" + sig.name + "' command " +
+                             std::to_string(index) + ": " + status.message());
+  }
+  if (hooks.times && status)
+    d.cuEventRecord(events[commands.size()], device.queue());
+  if (status)
+    status = d.check(d.cuStreamSynchronize(device.queue()),
+                     "running '" + sig.name + "' on " + device.info().str());
+  if (hooks.times && status)
+    for (size_t i = 0; i < commands.size(); ++i) {
+      float ms = 0;
+      d.cuEventElapsedTime(&ms, events[i], events[i + 1]);
+      (*hooks.times)[i].first += ms * 1e-3;
+      ++(*hooks.times)[i].second;
+    }
+  destroyEvents();
+  if (!status)
+    return status;
+  for (size_t i = 0; i < outputs.size(); ++i)
+    if (Status s = device.copyToHost(outputs[i].data, b.outputs[i].address(),
+                                     outputs[i].size);
+        !s)
+      return s;
+  return Status::ok();
+}
+
+StatusOr<std::unique_ptr<detail::Executor>>
+CudaDevice::createExecutor(std::shared_ptr<const Executable> exe, int threads) {
+  (void)threads;
+  if (exe->target() != ExecutableTarget::Cuda)
+    return detail::wrongTarget(*exe, "CUDA");
+  auto executor = std::make_unique<CudaExecutor>(std::move(exe), *this);
+  if (Status s = executor->load(); !s)
+    return s;
+  return std::unique_ptr<detail::Executor>(std::move(executor));
+}
+
+} // namespace
+
+namespace flow {
+namespace runtime {
+namespace detail {
+StatusOr<std::shared_ptr<Device>> createCudaDevice(int ordinal) {
+  return CudaDevice::open(ordinal);
+}
+} // namespace detail
+} // namespace runtime
+} // namespace flow

@@ -1,0 +1,156 @@
+//===- CudaHost.cpp - The CUDA device's host-side logic -------------------===//
+//
+// Part of the Flow project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CudaHost.h"
+
+using namespace flow::runtime;
+using namespace flow::runtime::cuda;
+
+StatusOr<size_t>
+cuda::chooseLibrary(const std::vector<detail::GpuLibrary> &libraries,
+                    int deviceCC, const std::string &deviceName) {
+  auto archSpecific = [](const detail::GpuLibrary &l) {
+    return !l.arch.empty() && l.arch.back() == 'a';
+  };
+  // A cubin runs on its own compute capability and on later minors of its
+  // major ("a" cubins only on their own); the closest one wins.
+  const detail::GpuLibrary *best = nullptr;
+  size_t bestIndex = 0;
+  for (size_t i = 0; i < libraries.size(); ++i) {
+    const detail::GpuLibrary &l = libraries[i];
+    if (l.format != detail::GpuLibrary::Cubin)
+      continue;
+    bool runs = archSpecific(l) ? l.computeCapability == deviceCC
+                                : l.computeCapability / 10 == deviceCC / 10 &&
+                                      l.computeCapability <= deviceCC;
+    if (runs && (!best || l.computeCapability > best->computeCapability)) {
+      best = &l;
+      bestIndex = i;
+    }
+  }
+  if (best)
+    return bestIndex;
+  // PTX for this compute capability or an older one: the driver compiles
+  // it for the device.
+  for (size_t i = 0; i < libraries.size(); ++i) {
+    const detail::GpuLibrary &l = libraries[i];
+    if (l.format != detail::GpuLibrary::Ptx || l.computeCapability > deviceCC ||
+        (archSpecific(l) && l.computeCapability != deviceCC))
+      continue;
+    if (!best || l.computeCapability > best->computeCapability) {
+      best = &l;
+      bestIndex = i;
+    }
+  }
+  if (best)
+    return bestIndex;
+  std::string built;
+  for (const detail::GpuLibrary &l : libraries)
+    built += (built.empty() ? "" : ", ") +
+             std::string(l.format == detail::GpuLibrary::Ptx ? "PTX" : "cubin") +
+             " for " + l.arch;
+  std::string arch = "sm_" + std::to_string(deviceCC);
+  return Status::error("the kernels cannot run on " + deviceName +
+                       " (compute capability " + std::to_string(deviceCC / 10) +
+                       "." + std::to_string(deviceCC % 10) + "): the executable "
+                       "holds " + (built.empty() ? "no kernel library" : built) +
+                       "; recompile with flow-compile --target=cuda "
+                       "--gpu-arch=" + arch);
+}
+
+uint64_t DeviceFrame::address(const detail::BufferRef &ref) const {
+  uint64_t base = 0;
+  switch (ref.space) {
+  case detail::Space::Input:
+    base = inputs[ref.index];
+    break;
+  case detail::Space::Output:
+    base = outputs[ref.index];
+    break;
+  case detail::Space::Arena:
+    base = arena;
+    break;
+  case detail::Space::Constant:
+    base = constants[ref.index];
+    break;
+  }
+  return base ? base + ref.offset : 0;
+}
+
+LaunchArguments::LaunchArguments(const detail::DispatchCommand &cmd,
+                                 const detail::GpuKernel &kernel,
+                                 const DeviceFrame &frame, uint64_t scratch) {
+  values.reserve(cmd.bindings.size() + kernel.scratchOffsets.size());
+  for (const detail::BufferRef &ref : cmd.bindings)
+    values.push_back(frame.address(ref));
+  for (uint64_t offset : kernel.scratchOffsets)
+    values.push_back(scratch + offset);
+  for (uint64_t &value : values)
+    params.push_back(&value);
+}
+
+GemmPlan cuda::planGemm(const detail::GemmCommand &cmd) {
+  GemmPlan plan;
+  const uint64_t m = cmd.m, n = cmd.n, k = cmd.k;
+  plan.m = n;
+  plan.n = m;
+  plan.k = k;
+  plan.elementBytes = cmd.abDtype == DType::BF16 ? 2 : 4;
+  // The command's B (row-major k x n, or n x k transposed) is column-major
+  // n x k (or k x n): cuBLASLt's first operand.
+  plan.transposeFirst = cmd.transposeB;
+  plan.firstRows = cmd.transposeB ? k : n;
+  plan.firstCols = cmd.transposeB ? n : k;
+  plan.firstLd = plan.firstRows;
+  // The command's A (row-major m x k, or k x m) is column-major k x m (or
+  // m x k): the second operand.
+  plan.transposeSecond = cmd.transposeA;
+  plan.secondRows = cmd.transposeA ? m : k;
+  plan.secondCols = cmd.transposeA ? k : m;
+  plan.secondLd = plan.secondRows;
+  plan.cRows = n;
+  plan.cCols = m;
+  plan.cLd = n;
+  // The innermost batch dimension is the strided batch; outer dimensions
+  // fold into it while both operands' strides continue evenly, and the
+  // rest become one call per index.
+  const int64_t matrixC = int64_t(m) * n;
+  size_t rank = cmd.batchShape.size();
+  size_t folded = rank; // batch dimensions [folded, rank) are in the batch
+  if (rank > 0) {
+    plan.batchCount = cmd.batchShape[rank - 1];
+    plan.firstStride = cmd.bBatchStrides[rank - 1];
+    plan.secondStride = cmd.aBatchStrides[rank - 1];
+    folded = rank - 1;
+    while (folded > 0) {
+      size_t d = folded - 1;
+      int64_t count = plan.batchCount;
+      if (cmd.bBatchStrides[d] != plan.firstStride * count ||
+          cmd.aBatchStrides[d] != plan.secondStride * count)
+        break;
+      plan.batchCount *= cmd.batchShape[d];
+      folded = d;
+    }
+  }
+  plan.cStride = matrixC;
+  // One call per index of batch dimensions [0, folded), row-major.
+  int64_t outer = 1;
+  for (size_t d = 0; d < folded; ++d)
+    outer *= cmd.batchShape[d];
+  for (int64_t index = 0; index < outer; ++index) {
+    GemmPlan::Call call;
+    int64_t rest = index;
+    for (size_t d = folded; d-- > 0;) {
+      int64_t i = rest % cmd.batchShape[d];
+      rest /= cmd.batchShape[d];
+      call.first += i * cmd.bBatchStrides[d];
+      call.second += i * cmd.aBatchStrides[d];
+    }
+    call.c = index * plan.batchCount * matrixC;
+    plan.calls.push_back(call);
+  }
+  return plan;
+}

@@ -1,0 +1,94 @@
+//===- CudaHost.h - The CUDA device's host-side logic -----------*- C++ -*-===//
+//
+// Part of the Flow project.
+//
+//===----------------------------------------------------------------------===//
+//
+// What the CUDA device decides on the host, kept apart from the driver so
+// that it is unit-tested on machines without a GPU: which kernel library a
+// device loads, where each buffer of a call lives, how a dispatch's
+// arguments are packed for cuLaunchKernel, and how a row-major GEMM command
+// becomes a column-major cuBLASLt matmul.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FLOW_RUNTIME_SRC_CUDA_CUDAHOST_H
+#define FLOW_RUNTIME_SRC_CUDA_CUDAHOST_H
+
+#include "../ExecutableImpl.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace flow {
+namespace runtime {
+namespace cuda {
+
+/// The library a device of compute capability \p deviceCC (90 for sm_90)
+/// loads: a cubin built for it (or for an older minor of its major, which
+/// runs there; an "a" cubin only on its own), else a PTX for it or an older
+/// one (the driver compiles it). The error names what the libraries were
+/// built for and what to pass --gpu-arch.
+StatusOr<size_t> chooseLibrary(const std::vector<detail::GpuLibrary> &libraries,
+                               int deviceCC, const std::string &deviceName);
+
+/// The device addresses of one call's buffers.
+struct DeviceFrame {
+  std::vector<uint64_t> inputs, outputs, constants;
+  uint64_t arena = 0;
+
+  /// \p ref's device address (0 for an empty buffer).
+  uint64_t address(const detail::BufferRef &ref) const;
+};
+
+/// cuLaunchKernel's `kernelParams` for one dispatch: each binding's device
+/// address, then the kernel's scratch buffers (the per-dispatch scratch
+/// memory at \p scratch, plus each offset). `params[i]` points at
+/// `values[i]`, so the object must stay put while launching.
+struct LaunchArguments {
+  std::vector<uint64_t> values;
+  std::vector<void *> params;
+
+  LaunchArguments(const detail::DispatchCommand &cmd,
+                  const detail::GpuKernel &kernel, const DeviceFrame &frame,
+                  uint64_t scratch);
+  LaunchArguments(const LaunchArguments &) = delete;
+  LaunchArguments &operator=(const LaunchArguments &) = delete;
+};
+
+/// A GEMM command as column-major cuBLASLt calls. Row-major C = op(A) op(B)
+/// is column-major C^T = op(B)^T op(A)^T: cuBLASLt's first operand is the
+/// command's B, its second the command's A, and C is n x m with leading
+/// dimension n.
+struct GemmPlan {
+  /// cuBLASLt's m, n, k (the command's n, m, k).
+  uint64_t m = 0, n = 0, k = 0;
+  /// cuBLASLt's operands: `first` is the command's B, `second` its A.
+  bool transposeFirst = false, transposeSecond = false;
+  /// Each operand's stored rows x columns (column-major) and leading
+  /// dimension.
+  uint64_t firstRows = 0, firstCols = 0, firstLd = 0;
+  uint64_t secondRows = 0, secondCols = 0, secondLd = 0;
+  uint64_t cRows = 0, cCols = 0, cLd = 0;
+  /// The innermost batch dimension as a strided batch (elements).
+  int64_t batchCount = 1;
+  int64_t firstStride = 0, secondStride = 0, cStride = 0;
+  /// One call per index of the outer batch dimensions, when they do not
+  /// fold into the strided batch: the element offsets of B, A and C.
+  struct Call {
+    int64_t first = 0, second = 0, c = 0;
+  };
+  std::vector<Call> calls;
+  /// Bytes per element of A and B (C is f32).
+  int elementBytes = 4;
+};
+
+/// Plans \p cmd (m, n, k > 0 and at least one batch; an empty GEMM needs no
+/// plan).
+GemmPlan planGemm(const detail::GemmCommand &cmd);
+
+} // namespace cuda
+} // namespace runtime
+} // namespace flow
+
+#endif // FLOW_RUNTIME_SRC_CUDA_CUDAHOST_H
