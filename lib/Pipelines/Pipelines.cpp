@@ -249,6 +249,9 @@ void mlir::flow::buildHostPipeline(OpPassManager &pm,
                                    const HostPipelineOptions &options) {
   addFlowPipeline(pm, std::string("flow-dedup-kernels,flow-build-host-schedule") +
                       (options.bf16Convs ? "{bf16-convs=1}," : ",") +
+                      (options.libraryGemmEpilogues
+                           ? "flow-library-gemm-epilogues,"
+                           : "") +
                       (options.gemmEpilogues ? "flow-fuse-gemm-epilogues," : "") +
                       (options.convEpilogues ? "flow-fuse-conv-epilogues," : "") +
                       (options.blockedConvLayouts
@@ -496,7 +499,8 @@ FailureOr<CompileResult> mlir::flow::compile(ModuleOp module,
     GraphPipelineOptions graph{options.fusion, options.libraryMatmul,
                                options.maxColumnsBytes,
                                options.precision == "bf16",
-                               options.libraryConv};
+                               options.libraryConv &&
+                                   target->hasConvolutionLibrary()};
     if (failed(runPipeline(module, "flow-graph-pipeline", timing,
                            [&](OpPassManager &pm) {
                              buildFlowGraphPipeline(pm, graph);
@@ -516,6 +520,8 @@ FailureOr<CompileResult> mlir::flow::compile(ModuleOp module,
     host.convEpilogues = options.fusion;
     host.bf16Convs = options.precision == "bf16";
     host.blockedConvLayouts = target->usesBlockedConvLayouts();
+    host.libraryGemmEpilogues =
+        options.fusion && target->hasGemmLibraryEpilogues();
     if (failed(runPipeline(module, "flow-host-pipeline", timing,
                            [&](OpPassManager &pm) {
                              buildHostPipeline(pm, host);

@@ -241,6 +241,9 @@ public:
     return static_cast<uint8_t>(::flow::fbs::Target::CPU);
   }
   bool usesBlockedConvLayouts() const override { return true; }
+  bool hasConvolutionLibrary() const override { return true; }
+  // Epilogues run tile by tile with the GEMM's pieces instead.
+  bool hasGemmLibraryEpilogues() const override { return false; }
   std::vector<KernelPhase>
   getKernelPhases(const TargetOptions &options) const override {
     // Without bf16 conversion instructions kernels round in software.

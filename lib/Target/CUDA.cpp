@@ -137,6 +137,12 @@ public:
     return success();
   }
   bool usesBlockedConvLayouts() const override { return false; }
+  // The CUDA device runs convolutions as im2col kernels and cuBLASLt
+  // GEMMs (it has no cuDNN path yet); the emulation runs the same.
+  bool hasConvolutionLibrary() const override { return false; }
+  // cuBLASLt's bias and activation epilogues (the CPU runtime applies them
+  // too, so the emulation runs the same commands).
+  bool hasGemmLibraryEpilogues() const override { return true; }
   std::vector<KernelPhase>
   getKernelPhases(const TargetOptions &options) const override {
     CudaTargetOptions cuda = options.cuda;
@@ -291,6 +297,12 @@ public:
     return verifyBlockSize(module, options.cuda);
   }
   bool usesBlockedConvLayouts() const override { return false; }
+  // The CUDA device runs convolutions as im2col kernels and cuBLASLt
+  // GEMMs (it has no cuDNN path yet); the emulation runs the same.
+  bool hasConvolutionLibrary() const override { return false; }
+  // cuBLASLt's bias and activation epilogues (the CPU runtime applies them
+  // too, so the emulation runs the same commands).
+  bool hasGemmLibraryEpilogues() const override { return true; }
   std::vector<KernelPhase>
   getKernelPhases(const TargetOptions &options) const override {
     CudaTargetOptions cuda = options.cuda;

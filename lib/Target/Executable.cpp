@@ -318,10 +318,23 @@ flatbuffers::Offset<void> FunctionWriter::gemm(HostGemmOp op) {
                 rc = ref(op.getOut());
   fb::DType abType = a.getElementType().isBF16() ? fb::DType::BF16
                                                  : fb::DType::F32;
+  fb::BufferRef bias = op.getBias() ? ref(op.getBias()) : fb::BufferRef();
+  fb::GemmActivation activation = fb::GemmActivation::None;
+  switch (op.getActivation()) {
+  case GemmActivation::none:
+    break;
+  case GemmActivation::relu:
+    activation = fb::GemmActivation::Relu;
+    break;
+  case GemmActivation::gelu_tanh:
+    activation = fb::GemmActivation::GeluTanh;
+    break;
+  }
   return fb::CreateGemmDirect(fbb, op.getM(), op.getN(), op.getK(),
                               op.getTransposeLhs(), op.getTransposeRhs(),
                               &batchShape, &aStrides, &bStrides, &ra, &rb, &rc,
-                              abType)
+                              abType, op.getBias() ? &bias : nullptr,
+                              activation)
       .Union();
 }
 

@@ -26,6 +26,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -268,6 +269,42 @@ bool runGemm(const detail::GemmCommand &cmd, const Frame &frame,
   return epilogue != nullptr;
 }
 
+/// The library epilogue of \p cmd on its result C: the bias added to every
+/// row, then the activation (as cuBLASLt's epilogues compute them).
+void applyGemmEpilogue(const detail::GemmCommand &cmd, const Frame &frame,
+                       ThreadPool &pool) {
+  if (!cmd.hasEpilogue() || cmd.m == 0 || cmd.n == 0)
+    return;
+  auto *c = reinterpret_cast<float *>(frame.pointer(cmd.c));
+  const auto *bias =
+      cmd.hasBias ? reinterpret_cast<const float *>(frame.pointer(cmd.bias))
+                  : nullptr;
+  const int64_t rows = cmd.batchCount * cmd.m, n = cmd.n;
+  auto range = [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      float *row = c + r * n;
+      for (int64_t j = 0; j < n; ++j) {
+        float v = row[j] + (bias ? bias[j] : 0.0f);
+        if (cmd.activation == detail::GemmCommand::Relu)
+          v = std::isnan(v) || v > 0.0f ? v : 0.0f; // as flow.relu: NaN stays
+        else if (cmd.activation == detail::GemmCommand::GeluTanh)
+          v = 0.5f * v *
+              (1.0f + std::tanh(0.7978845608028654f *
+                                (v + 0.044715f * v * v * v)));
+        row[j] = v;
+      }
+    }
+  };
+  int64_t pieces = std::min<int64_t>(pool.size(), rows);
+  if (pieces <= 1 || rows * n < int64_t(kParallelWork)) {
+    range(0, rows);
+    return;
+  }
+  pool.parallelFor(pieces, [&](int64_t p) {
+    range(p * rows / pieces, (p + 1) * rows / pieces);
+  });
+}
+
 /// Runs a kernel's workgroups: one if the dispatch is small, else as many
 /// as the kernel allows and the pool has threads.
 Status runDispatch(const detail::DispatchCommand &cmd, detail::KernelFn fn,
@@ -448,7 +485,7 @@ Status CpuExecutor::run(size_t function, const std::vector<ConstBuffer> &inputs,
       const detail::PackedB *packed = packedWeights.get(*gemm, frame);
       constexpr size_t kInline = 32;
       if (next && next->gemmEpilogue && !hooks.checkNumerics &&
-          gemm->batchCount == 1 &&
+          gemm->batchCount == 1 && !gemm->hasEpilogue() &&
           next->maxWorkgroups == static_cast<uint32_t>(gemm->m) &&
           next->bindings.size() <= kInline) {
         void *args[kInline];
@@ -458,6 +495,7 @@ Status CpuExecutor::run(size_t function, const std::vector<ConstBuffer> &inputs,
         skipEpilogue = runGemm(*gemm, frame, pool, &epilogue, packed);
       } else {
         runGemm(*gemm, frame, pool, nullptr, packed);
+        applyGemmEpilogue(*gemm, frame, pool);
       }
     } else if (const auto *conv = std::get_if<detail::ConvCommand>(&command)) {
       auto address = [&](const BufferRef &ref) {

@@ -1042,6 +1042,34 @@ Status Checker::verifyGemm(const std::string &ctx, const fbs::Gemm &cmd,
                            std::to_string(ref->offset) +
                            " is not a multiple of " + std::to_string(size));
   }
+  // The epilogue: n f32 biases, and an activation the runtime knows.
+  if (cmd.bias()) {
+    if (Status s = verifyRef(ctx, "bias", cmd.bias(), false, out.bias); !s)
+      return s;
+    if (out.bias.size != uint64_t(out.n) * sizeof(float) ||
+        out.bias.offset % sizeof(float) != 0)
+      return Status::error(ctx + ": the bias needs " +
+                           std::to_string(uint64_t(out.n) * sizeof(float)) +
+                           " bytes (n f32 values) at an offset that is a "
+                           "multiple of 4, its buffer ref has " +
+                           std::to_string(out.bias.size) + " at " +
+                           std::to_string(out.bias.offset));
+    out.hasBias = true;
+  }
+  switch (cmd.activation()) {
+  case fbs::GemmActivation::None:
+    out.activation = detail::GemmCommand::None;
+    break;
+  case fbs::GemmActivation::Relu:
+    out.activation = detail::GemmCommand::Relu;
+    break;
+  case fbs::GemmActivation::GeluTanh:
+    out.activation = detail::GemmCommand::GeluTanh;
+    break;
+  default:
+    return Status::error(ctx + ": invalid activation " +
+                         std::to_string(static_cast<int>(cmd.activation())));
+  }
   return Status::ok();
 }
 

@@ -59,6 +59,12 @@ struct GemmCommand {
   BufferRef a, b, c;
   /// A and B: f32, or bf16 summed in f32 (C is f32).
   DType abDtype = DType::F32;
+  /// The epilogue: n f32 values added to every row of C, then the
+  /// activation.
+  bool hasBias = false;
+  BufferRef bias;
+  enum Activation { None, Relu, GeluTanh } activation = None;
+  bool hasEpilogue() const { return hasBias || activation != None; }
 };
 
 struct CopyCommand {

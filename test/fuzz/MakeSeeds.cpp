@@ -164,6 +164,14 @@ std::vector<std::pair<std::string, ExecutableSpec>> fbinSeeds() {
   gemm.functions = {g};
   seeds.push_back({"gemm-batched", gemm});
 
+  // The same with the library epilogue: a bias per column, then GELU.
+  g.inputs.push_back({DType::F32, {6}});
+  mm.bias = inputRef(2, 6 * 4);
+  mm.activation = fbs::GemmActivation::GeluTanh;
+  g.commands = {mm};
+  gemm.functions = {g};
+  seeds.push_back({"gemm-epilogue", gemm});
+
   // Two convolutions through a blocked arena buffer (grouped, strided,
   // padded; bias, residual and relu).
   ExecutableSpec convs;

@@ -241,4 +241,20 @@ TEST(CudaHostTest, Bf16GemmsCountTwoBytesPerElement) {
   EXPECT_EQ(planGemm(cmd).elementBytes, 4);
 }
 
+TEST(CudaHostTest, GemmEpiloguesMapToCublasLt) {
+  detail::GemmCommand cmd;
+  cmd.m = cmd.n = cmd.k = 8;
+  EXPECT_EQ(planGemm(cmd).epilogue, GemmPlan::Default);
+  cmd.hasBias = true;
+  EXPECT_EQ(planGemm(cmd).epilogue, GemmPlan::Bias);
+  cmd.activation = detail::GemmCommand::Relu;
+  EXPECT_EQ(planGemm(cmd).epilogue, GemmPlan::ReluBias);
+  cmd.activation = detail::GemmCommand::GeluTanh;
+  EXPECT_EQ(planGemm(cmd).epilogue, GemmPlan::GeluTanhBias);
+  cmd.hasBias = false;
+  EXPECT_EQ(planGemm(cmd).epilogue, GemmPlan::GeluTanh);
+  cmd.activation = detail::GemmCommand::Relu;
+  EXPECT_EQ(planGemm(cmd).epilogue, GemmPlan::Relu);
+}
+
 } // namespace

@@ -149,9 +149,9 @@ TEST(ExecutableTest, RejectsNonExecutables) {
 
 TEST(ExecutableTest, RejectsVersionAndTarget) {
   ExecutableSpec spec = sampleSpec();
-  spec.version = 8;
-  EXPECT_LOAD_ERROR(spec, "unsupported format version 8 (this runtime reads "
-                          "version 7");
+  spec.version = 9;
+  EXPECT_LOAD_ERROR(spec, "unsupported format version 9 (this runtime reads "
+                          "version 8");
   spec.version = 0;
   EXPECT_LOAD_ERROR(spec, "unsupported format version 0");
   // CUDA executables load (DeviceTest); their devices are checked when a
@@ -309,6 +309,17 @@ TEST(ExecutableTest, RejectsBadGemms) {
   };
   EXPECT_LOAD_ERROR(withGemm([](GemmSpec &g) { g.m = -1; }),
                     ctx + "m = -1 is out of range [0, 2147483647]");
+  // The library epilogue: n f32 biases, a known activation.
+  EXPECT_LOAD_ERROR(withGemm([](GemmSpec &g) { g.bias = constantRef(0, 12); }),
+                    ctx + "the bias needs 16 bytes (n f32 values) at an offset "
+                          "that is a multiple of 4, its buffer ref has 12 at 0");
+  EXPECT_LOAD_ERROR(
+      withGemm([](GemmSpec &g) { g.bias = constantRef(0, 16, 60); }),
+      ctx + "bias");
+  EXPECT_LOAD_ERROR(withGemm([](GemmSpec &g) {
+                      g.activation = static_cast<fbs::GemmActivation>(7);
+                    }),
+                    ctx + "invalid activation 7");
   EXPECT_LOAD_ERROR(withGemm([](GemmSpec &g) { g.k = int64_t(INT_MAX) + 1; }),
                     ctx + "k = 2147483648 is out of range");
   EXPECT_LOAD_ERROR(withGemm([](GemmSpec &g) {
@@ -579,7 +590,7 @@ TEST(ExecutableTest, RefusesMisalignedVectors) {
       0x20, 0x00, 0x00, 0x00, 0x46, 0x4c, 0x4f, 0x57, 0x00, 0x00, 0x16, 0x00,
       0x24, 0x00, 0x04, 0x00, 0x00, 0x00, 0x08, 0x00, 0x0c, 0x00, 0x00, 0x00,
       0x10, 0x00, 0x18, 0x00, 0x00, 0x00, 0x14, 0x00, 0x16, 0x00, 0x00, 0x00,
-      0x07, 0x00, 0x00, 0x00, 0x34, 0x00, 0x00, 0x00, 0x2c, 0x00, 0x00, 0x00,
+      0x08, 0x00, 0x00, 0x00, 0x34, 0x00, 0x00, 0x00, 0x2c, 0x00, 0x00, 0x00,
       0x28, 0x00, 0x00, 0x00, 0x1c, 0x00, 0x00, 0x00, 0x10, 0x00, 0x00, 0x00,
       0x04, 0x01, 0x04, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
       0x00, 0x00, 0x00, 0x00, 0x73, 0x75, 0x6d, 0x00, 0x01, 0x00, 0x00, 0x00,
@@ -594,7 +605,7 @@ TEST(ExecutableTest, RefusesOlderFormatVersions) {
   ExecutableSpec spec = sampleSpec();
   spec.version = 5;
   EXPECT_LOAD_ERROR(spec, "unsupported format version 5 (this runtime reads "
-                          "version 7; recompile the model with this Flow)");
+                          "version 8; recompile the model with this Flow)");
 }
 
 TEST(ExecutableTest, RefusesKernelsForAnotherCpu) {

@@ -73,6 +73,9 @@ struct GemmSpec {
   bool transposeA = false, transposeB = false;
   std::vector<int64_t> batchShape, aBatchStrides, bBatchStrides;
   std::optional<RefSpec> a, b, c;
+  /// The library epilogue.
+  std::optional<RefSpec> bias;
+  fbs::GemmActivation activation = fbs::GemmActivation::None;
 };
 
 struct CopySpec {
@@ -235,13 +238,15 @@ inline std::vector<uint8_t> build(const ExecutableSpec &spec) {
                                                      &bindings, d->work)
                                .Union());
       } else if (const auto *g = std::get_if<GemmSpec>(&command)) {
-        fbs::BufferRef a, b, c;
+        fbs::BufferRef a, b, c, bias;
         commandTypes.push_back(fbs::Command::Gemm);
         commands.push_back(
             fbs::CreateGemmDirect(fbb, g->m, g->n, g->k, g->transposeA,
                                   g->transposeB, &g->batchShape,
                                   &g->aBatchStrides, &g->bBatchStrides,
-                                  ref(g->a, a), ref(g->b, b), ref(g->c, c))
+                                  ref(g->a, a), ref(g->b, b), ref(g->c, c),
+                                  fbs::DType::F32, ref(g->bias, bias),
+                                  g->activation)
                 .Union());
       } else if (const auto *c = std::get_if<CopySpec>(&command)) {
         fbs::BufferRef src, dst;

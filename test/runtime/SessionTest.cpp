@@ -336,12 +336,15 @@ int64_t extent(const std::vector<int64_t> &shape,
   return count == 0 || matrix == 0 ? 0 : last + matrix;
 }
 
-/// Runs one gemm through the runtime and compares it to a naive loop.
-void checkGemm(const GemmCase &g, int threads) {
+/// Runs one gemm through the runtime and compares it to a naive loop; with
+/// \p bias and \p activation, the library epilogue too.
+void checkGemm(const GemmCase &g, int threads, bool bias = false,
+               fbs::GemmActivation activation = fbs::GemmActivation::None) {
   SCOPED_TRACE(testing::Message()
                << "m=" << g.m << " n=" << g.n << " k=" << g.k << " tA="
                << g.transposeA << " tB=" << g.transposeB << " batch rank "
-               << g.batchShape.size() << " threads " << threads);
+               << g.batchShape.size() << " threads " << threads << " bias "
+               << bias << " activation " << int(activation));
   int64_t batch = 1;
   for (int64_t d : g.batchShape)
     batch *= d;
@@ -355,6 +358,8 @@ void checkGemm(const GemmCase &g, int threads) {
   FunctionSpec f;
   f.name = "gemm";
   f.inputs = {{DType::F32, {aElems}}, {DType::F32, {bElems}}};
+  if (bias)
+    f.inputs.push_back({DType::F32, {g.n}});
   f.outputs = {{DType::F32, cShape}};
   GemmSpec cmd;
   cmd.m = g.m;
@@ -368,6 +373,9 @@ void checkGemm(const GemmCase &g, int threads) {
   cmd.a = inputRef(0, 4 * (aElems - g.aPad), 4 * g.aPad);
   cmd.b = inputRef(1, 4 * (bElems - g.bPad), 4 * g.bPad);
   cmd.c = outputRef(0, 4 * batch * g.m * g.n);
+  if (bias)
+    cmd.bias = inputRef(2, 4 * g.n);
+  cmd.activation = activation;
   f.commands = {cmd};
   spec.functions = {f};
   std::shared_ptr<const Executable> exe = load(spec);
@@ -379,11 +387,16 @@ void checkGemm(const GemmCase &g, int threads) {
     a[i] = static_cast<float>((i * 7) % 13) - 6;
   for (int64_t i = 0; i < bElems; ++i)
     b[i] = static_cast<float>((i * 5) % 11) * 0.5f - 2;
+  std::vector<float> biases(g.n);
+  for (int j = 0; j < g.n; ++j)
+    biases[j] = 0.25f * static_cast<float>(j % 9) - 1.0f;
   // Prefill the output with NaN: every element must be written.
   std::vector<float> c(batch * g.m * g.n, NAN);
-  Status s =
-      session->run(0, {{a.data(), a.size() * 4}, {b.data(), b.size() * 4}},
-                   {{c.data(), c.size() * 4}});
+  std::vector<ConstBuffer> inputs = {{a.data(), a.size() * 4},
+                                     {b.data(), b.size() * 4}};
+  if (bias)
+    inputs.push_back({biases.data(), biases.size() * 4});
+  Status s = session->run(0, inputs, {{c.data(), c.size() * 4}});
   ASSERT_TRUE(s) << s.message();
 
   std::vector<float> want(c.size(), 0.0f);
@@ -404,6 +417,14 @@ void checkGemm(const GemmCase &g, int threads) {
               g.transposeB ? b[bOff + j * g.k + p] : b[bOff + p * g.n + j];
           sum += av * bv;
         }
+        if (bias)
+          sum += biases[j];
+        if (activation == fbs::GemmActivation::Relu)
+          sum = std::max(sum, 0.0f);
+        else if (activation == fbs::GemmActivation::GeluTanh)
+          sum = 0.5f * sum *
+                (1 + std::tanh(std::sqrt(2 / float(M_PI)) *
+                               (sum + 0.044715f * sum * sum * sum)));
         want[(bi * g.m + i) * g.n + j] = sum;
       }
   }
@@ -447,6 +468,25 @@ TEST(SessionTest, Gemm) {
   for (const GemmCase &g : cases)
     for (int threads : {1, 2, 3})
       checkGemm(g, threads);
+}
+
+TEST(SessionTest, GemmLibraryEpilogues) {
+  // The bias (one per column) and activation the CUDA target folds into
+  // its GEMMs; the CPU runtime applies them after the GEMM, also on
+  // batches and on the pool's pieces.
+  std::vector<GemmCase> cases = {
+      {3, 5, 4, false, false, {}, {}, {}},
+      {4, 6, 5, true, true, {2, 3}, {20, 0}, {0, 30}, 1, 2},
+      {100, 37, 80, false, false, {}, {}, {}, 3, 1},
+      {1, 2000, 150, false, false, {}, {}, {}, 1, 0},
+  };
+  for (const GemmCase &g : cases)
+    for (int threads : {1, 2}) {
+      checkGemm(g, threads, true);
+      checkGemm(g, threads, true, fbs::GemmActivation::Relu);
+      checkGemm(g, threads, false, fbs::GemmActivation::Relu);
+      checkGemm(g, threads, true, fbs::GemmActivation::GeluTanh);
+    }
 }
 
 TEST(SessionTest, CopiesWithoutKernels) {

@@ -67,7 +67,8 @@ struct CompileOptions {
   /// epilogues (residual add, relu) fused in and activations between them
   /// in the library's blocked layout; else im2col and a GEMM
   /// (flow-conv-to-gemm). With precision "bf16" library convolutions run
-  /// in bf16 too (flow-build-host-schedule{bf16-convs}).
+  /// in bf16 too (flow-build-host-schedule{bf16-convs}). Only on targets
+  /// with a convolution library (Target::hasConvolutionLibrary: the CPU).
   bool libraryConv = true;
   /// Largest im2col buffer of a convolution as a library GEMM; larger ones
   /// run in blocks of output rows (flow-conv-to-gemm{max-columns-bytes}).
@@ -176,6 +177,10 @@ struct HostPipelineOptions {
   /// layouts, pools next to them on the runtime (flow-library-pools,
   /// flow-choose-conv-layouts): the CPU target's choice.
   bool blockedConvLayouts = true;
+  /// Fold bias and activation kernels into the GEMMs before them
+  /// (flow-library-gemm-epilogues): targets whose GEMM library applies
+  /// them (Target::hasGemmLibraryEpilogues).
+  bool libraryGemmEpilogues = false;
 };
 /// The phases' pipelines, as compile() runs them.
 void buildFlowPlacePipeline(OpPassManager &pm);

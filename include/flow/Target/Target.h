@@ -77,6 +77,13 @@ public:
   /// convolution library's blocked layouts, with the pools next to them run
   /// by the runtime (flow-choose-conv-layouts, flow-library-pools).
   virtual bool usesBlockedConvLayouts() const = 0;
+  /// Whether the target's runtime device runs `flow.host.conv` commands;
+  /// without one, convolutions become im2col and a library GEMM
+  /// (flow-conv-to-gemm) whatever CompileOptions::libraryConv says.
+  virtual bool hasConvolutionLibrary() const = 0;
+  /// Whether the runtime device's GEMM library applies bias and activation
+  /// epilogues (flow.host.gemm's `bias` and `activation`).
+  virtual bool hasGemmLibraryEpilogues() const = 0;
   /// The phases after `linalg`, in order.
   virtual std::vector<KernelPhase>
   getKernelPhases(const TargetOptions &options) const = 0;

@@ -558,10 +558,36 @@ void KernelMapper::emitBlockReduction(OpBuilder &b, linalg::GenericOp op,
   if (v > 1)
     partial =
         vector::ReductionOp::create(b, loc, combiner.vectorKind, partial);
+  // Warp shuffles move 32-bit values: narrower partials are combined
+  // widened (f16 and bf16 as f32, small integers as i32, sign- or
+  // zero-extended as the combiner compares them) and narrowed after.
+  Type wide = element;
+  if (auto f = dyn_cast<FloatType>(element); f && f.getWidth() < 32)
+    wide = b.getF32Type();
+  else if (auto i = dyn_cast<IntegerType>(element); i && i.getWidth() < 32)
+    wide = b.getI32Type();
+  if (wide != element) {
+    using A = gpu::AllReduceOperation;
+    bool unsignedOp = combiner.allReduce == A::MINUI ||
+                      combiner.allReduce == A::MAXUI ||
+                      combiner.allReduce == A::AND ||
+                      combiner.allReduce == A::OR ||
+                      combiner.allReduce == A::XOR;
+    if (isa<FloatType>(element))
+      partial = arith::ExtFOp::create(b, loc, wide, partial);
+    else if (unsignedOp)
+      partial = arith::ExtUIOp::create(b, loc, wide, partial);
+    else
+      partial = arith::ExtSIOp::create(b, loc, wide, partial);
+  }
   Value total = gpu::AllReduceOp::create(
       b, loc, partial,
       gpu::AllReduceOperationAttr::get(b.getContext(), combiner.allReduce),
       /*uniform=*/true);
+  if (wide != element)
+    total = isa<FloatType>(element)
+                ? Value(arith::TruncFOp::create(b, loc, element, total))
+                : Value(arith::TruncIOp::create(b, loc, element, total));
   // The output's value before the reduction (its init) joins once.
   SmallVector<Value> zeros(loops.extents.size(),
                            arith::ConstantIndexOp::create(b, loc, 0));

@@ -363,6 +363,41 @@ Status CudaExecutor::prepareGemm(const detail::GemmCommand &cmd,
                                      &transA, sizeof(transA));
   lt->cublasLtMatmulDescSetAttribute(g.desc, CUBLASLT_MATMUL_DESC_TRANSB,
                                      &transB, sizeof(transB));
+  // The bias and activation: cuBLASLt's first operand is the command's B,
+  // so D is C^T and a bias per row of D is one per column of C.
+  cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;
+  switch (p.epilogue) {
+  case GemmPlan::Default:
+    break;
+  case GemmPlan::Bias:
+    epilogue = CUBLASLT_EPILOGUE_BIAS;
+    break;
+  case GemmPlan::Relu:
+    epilogue = CUBLASLT_EPILOGUE_RELU;
+    break;
+  case GemmPlan::ReluBias:
+    epilogue = CUBLASLT_EPILOGUE_RELU_BIAS;
+    break;
+  case GemmPlan::GeluTanh:
+    epilogue = CUBLASLT_EPILOGUE_GELU;
+    break;
+  case GemmPlan::GeluTanhBias:
+    epilogue = CUBLASLT_EPILOGUE_GELU_BIAS;
+    break;
+  }
+  lt->cublasLtMatmulDescSetAttribute(g.desc, CUBLASLT_MATMUL_DESC_EPILOGUE,
+                                     &epilogue, sizeof(epilogue));
+  if (cmd.hasBias) {
+    cudaDataType_t biasType = CUDA_R_32F;
+    lt->cublasLtMatmulDescSetAttribute(g.desc,
+                                       CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE,
+                                       &biasType, sizeof(biasType));
+    // Every matrix of a batch takes the same bias.
+    int64_t biasStride = 0;
+    lt->cublasLtMatmulDescSetAttribute(
+        g.desc, CUBLASLT_MATMUL_DESC_BIAS_BATCH_STRIDE, &biasStride,
+        sizeof(biasStride));
+  }
   auto layout = [&](cublasLtMatrixLayout_t &out, cudaDataType_t type,
                     uint64_t rows, uint64_t cols, uint64_t ld,
                     int64_t stride) -> Status {
@@ -519,6 +554,17 @@ Status CudaExecutor::runGemm(const detail::GemmCommand &cmd,
   const LtGemm &g = gemms.at(&cmd);
   const GemmPlan &p = g.plan;
   uint64_t a = frame.address(cmd.a), b = frame.address(cmd.b);
+  if (cmd.hasBias) {
+    // The bias' address is this call's (it may live in the arena).
+    const void *bias = reinterpret_cast<const void *>(frame.address(cmd.bias));
+    if (Status s = lt->check(
+            lt->cublasLtMatmulDescSetAttribute(
+                g.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
+                sizeof(bias)),
+            "setting a GEMM's bias");
+        !s)
+      return s;
+  }
   float alpha = 1.0f, beta = 0.0f;
   for (const GemmPlan::Call &call : p.calls) {
     const void *first =

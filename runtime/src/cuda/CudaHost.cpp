@@ -99,6 +99,17 @@ GemmPlan cuda::planGemm(const detail::GemmCommand &cmd) {
   plan.n = m;
   plan.k = k;
   plan.elementBytes = cmd.abDtype == DType::BF16 ? 2 : 4;
+  switch (cmd.activation) {
+  case detail::GemmCommand::None:
+    plan.epilogue = cmd.hasBias ? GemmPlan::Bias : GemmPlan::Default;
+    break;
+  case detail::GemmCommand::Relu:
+    plan.epilogue = cmd.hasBias ? GemmPlan::ReluBias : GemmPlan::Relu;
+    break;
+  case detail::GemmCommand::GeluTanh:
+    plan.epilogue = cmd.hasBias ? GemmPlan::GeluTanhBias : GemmPlan::GeluTanh;
+    break;
+  }
   // The command's B (row-major k x n, or n x k transposed) is column-major
   // n x k (or k x n): cuBLASLt's first operand.
   plan.transposeFirst = cmd.transposeB;

@@ -81,6 +81,9 @@ struct GemmPlan {
   std::vector<Call> calls;
   /// Bytes per element of A and B (C is f32).
   int elementBytes = 4;
+  /// cuBLASLt's epilogue for the command's bias and activation.
+  enum Epilogue { Default, Bias, Relu, ReluBias, GeluTanh, GeluTanhBias };
+  Epilogue epilogue = Default;
 };
 
 /// Plans \p cmd (m, n, k > 0 and at least one batch; an empty GEMM needs no

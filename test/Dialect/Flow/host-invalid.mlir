@@ -68,6 +68,14 @@ func.func @gemm_batch(%a: memref<3x4x8xf32>, %b: memref<8x4xf32>, %c: memref<2x4
 
 // -----
 
+func.func @gemm_bias(%a: memref<4x8xf32>, %b: memref<8x16xf32>, %bias: memref<4xf32>, %c: memref<4x16xf32>) {
+  // expected-error @+1 {{bias must be 16 f32 values (one per column of the result), got 'memref<4xf32>'}}
+  flow.host.gemm %a, %b bias(%bias : memref<4xf32>) -> %c activation = relu : memref<4x8xf32>, memref<8x16xf32> -> memref<4x16xf32>
+  return
+}
+
+// -----
+
 func.func @gemm_type(%a: memref<4x8xf16>, %b: memref<8x4xf16>, %c: memref<4x4xf16>) {
   // expected-error @+1 {{runs f32 x f32 or bf16 x bf16 into f32}}
   flow.host.gemm %a, %b -> %c : memref<4x8xf16>, memref<8x4xf16> -> memref<4x4xf16>

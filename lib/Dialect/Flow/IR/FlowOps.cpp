@@ -1245,6 +1245,15 @@ LogicalResult HostGemmOp::verify() {
   for (Value v : {getLhs(), getRhs(), getOut()})
     if (failed(verifyIdentityLayout(*this, v.getType())))
       return failure();
+  if (Value bias = getBias()) {
+    auto type = cast<MemRefType>(bias.getType());
+    if (type.getRank() != 1 || type.getDimSize(0) != n ||
+        !type.getElementType().isF32())
+      return emitOpError() << "bias must be " << n << " f32 values (one per "
+                           << "column of the result), got " << type;
+    if (failed(verifyIdentityLayout(*this, type)))
+      return failure();
+  }
   return success();
 }
 
@@ -1495,6 +1504,50 @@ int64_t mlir::flow::storageBytes(ShapedType type) {
 bool mlir::flow::isHostCommand(Operation *op) {
   return isa<HostDispatchOp, HostGemmOp, HostConvOp, HostMaxPoolOp,
              HostAvgPoolOp, HostCopyOp, HostCollectiveOp>(op);
+}
+
+HostDispatchOp mlir::flow::soleEpilogueReader(Operation *producer, Value out,
+                                              unsigned &input) {
+  auto alloc = out.getDefiningOp<HostAllocOp>();
+  if (!alloc)
+    return nullptr;
+  HostDispatchOp dispatch;
+  unsigned uses = 0;
+  for (OpOperand &use : alloc.getResult().getUses()) {
+    if (use.getOwner() == producer)
+      continue;
+    dispatch = dyn_cast<HostDispatchOp>(use.getOwner());
+    ++uses;
+  }
+  if (uses != 1 || !dispatch || dispatch.getOutputs().size() != 1 ||
+      dispatch->getBlock() != producer->getBlock() ||
+      dispatch.getOutputs()[0].getType() != out.getType())
+    return nullptr;
+  for (auto [i, v] : llvm::enumerate(dispatch.getInputs()))
+    if (v == out) {
+      input = i;
+      return dispatch;
+    }
+  return nullptr;
+}
+
+void mlir::flow::foldEpilogueDispatch(Operation *producer, OpOperand &out,
+                                      HostDispatchOp dispatch) {
+  // The producer runs where the kernel ran: its operands were written
+  // before it and are not written again (a schedule before memory planning
+  // writes each buffer once), and what the epilogue reads is ready there.
+  Operation *alloc = out.get().getDefiningOp();
+  producer->moveBefore(dispatch);
+  out.assign(dispatch.getOutputs()[0]);
+  dispatch.erase();
+  alloc->erase();
+}
+
+void mlir::flow::eraseUnusedKernels(ModuleOp module,
+                                    ArrayRef<Operation *> kernels) {
+  for (Operation *kernel : kernels)
+    if (SymbolTable::symbolKnownUseEmpty(kernel, module))
+      kernel->erase();
 }
 
 Operation *mlir::flow::previousHostCommand(Operation *op) {

@@ -87,7 +87,8 @@ LogicalResult ScheduleBuilder::command(OpBuilder &b, Operation &op) {
              << matmul.getType() << " matmul belongs in a kernel";
     HostGemmOp::create(b, loc, in(matmul.getLhs()), in(matmul.getRhs()),
                        dests[0], matmul.getTransposeLhs(),
-                       matmul.getTransposeRhs());
+                       matmul.getTransposeRhs(), /*bias=*/Value(),
+                       GemmActivation::none);
   } else if (auto conv = dyn_cast<Conv2dOp>(op)) {
     if (!conv.getType().getElementType().isF32())
       return op.emitError("the host's library convolution runs f32; this ")

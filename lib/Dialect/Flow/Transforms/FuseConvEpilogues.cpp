@@ -78,55 +78,30 @@ struct FuseConvEpiloguesPass
     ModuleOp module = getOperation();
     SymbolTable symbols(module);
     SmallVector<HostConvOp> convs;
-    llvm::SetVector<func::FuncOp> fusedKernels;
+    llvm::SetVector<Operation *> fusedKernels;
     module.walk([&](HostConvOp conv) { convs.push_back(conv); });
     for (HostConvOp conv : convs) {
-      if (conv.getRelu() || conv.getResidual())
-        continue;
-      auto alloc = conv.getOut().getDefiningOp<HostAllocOp>();
-      if (!alloc)
-        continue;
-      // Exactly one other user: the kernel, reading it once.
-      HostDispatchOp dispatch;
-      unsigned uses = 0;
-      for (OpOperand &use : alloc.getResult().getUses()) {
-        if (use.getOwner() == conv)
-          continue;
-        dispatch = dyn_cast<HostDispatchOp>(use.getOwner());
-        ++uses;
-      }
-      if (uses != 1 || !dispatch || dispatch.getOutputs().size() != 1 ||
-          dispatch->getBlock() != conv->getBlock() ||
-          dispatch.getOutputs()[0].getType() != conv.getOut().getType())
-        continue;
-      auto kernel = symbols.lookup<func::FuncOp>(dispatch.getKernel());
-      if (!kernel)
-        continue;
       unsigned index = 0;
-      for (auto [i, v] : llvm::enumerate(dispatch.getInputs()))
-        if (v == alloc.getResult())
-          index = i;
-      std::optional<Epilogue> e = matchEpilogue(kernel, index);
+      HostDispatchOp dispatch =
+          conv.getRelu() || conv.getResidual()
+              ? nullptr
+              : soleEpilogueReader(conv, conv.getOut(), index);
+      auto kernel = dispatch
+                        ? symbols.lookup<func::FuncOp>(dispatch.getKernel())
+                        : nullptr;
+      std::optional<Epilogue> e =
+          kernel ? matchEpilogue(kernel, index) : std::nullopt;
       if (!e)
         continue;
-      // The convolution runs where the kernel ran: its operands were
-      // written before it and are not written again (a schedule before
-      // memory planning writes each buffer once), and the residual is
-      // ready there.
-      conv->moveBefore(dispatch);
-      conv.getOutMutable().assign(dispatch.getOutputs()[0]);
       if (e->residual)
         conv.getResidualMutable().assign(dispatch.getInputs()[*e->residual]);
       conv.setRelu(e->relu);
       fusedKernels.insert(kernel);
-      dispatch.erase();
-      alloc.erase();
+      foldEpilogueDispatch(conv, conv.getOutMutable(), dispatch);
       ++numFused;
     }
     // Kernels no dispatch runs any more are not compiled.
-    for (func::FuncOp kernel : fusedKernels)
-      if (SymbolTable::symbolKnownUseEmpty(kernel, module))
-        kernel.erase();
+    eraseUnusedKernels(module, fusedKernels.getArrayRef());
   }
 };
 } // namespace

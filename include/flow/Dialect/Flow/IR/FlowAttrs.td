@@ -34,6 +34,16 @@ def Flow_GeluApproximationAttr : I32EnumAttr<"GeluApproximation",
   let cppNamespace = "::mlir::flow";
 }
 
+def Flow_GemmActivationNone : I32EnumAttrCase<"none", 0>;
+def Flow_GemmActivationRelu : I32EnumAttrCase<"relu", 1>;
+def Flow_GemmActivationGeluTanh : I32EnumAttrCase<"gelu_tanh", 2>;
+def Flow_GemmActivationAttr : I32EnumAttr<"GemmActivation",
+    "the activation a library GEMM applies to its result (after the bias)",
+    [Flow_GemmActivationNone, Flow_GemmActivationRelu,
+     Flow_GemmActivationGeluTanh]> {
+  let cppNamespace = "::mlir::flow";
+}
+
 def Flow_ReduceSum : I32EnumAttrCase<"sum", 0>;
 def Flow_ReduceMax : I32EnumAttrCase<"max", 1>;
 def Flow_ReductionKindAttr : I32EnumAttr<"ReductionKind",

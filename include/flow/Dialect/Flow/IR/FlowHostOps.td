@@ -181,7 +181,7 @@ def Flow_HostDispatchOp : Flow_HostOp<"dispatch", [
 }
 
 def Flow_HostGemmOp : Flow_HostOp<"gemm"> {
-  let summary = "a library GEMM: out = op(lhs) x op(rhs), batched";
+  let summary = "a library GEMM: out = act(op(lhs) x op(rhs) + bias), batched";
   let description = [{
     Matrix products on the runtime's GEMM library: f32, or bf16 operands
     summed in f32 (the result is f32 either way). The last two
@@ -189,16 +189,28 @@ def Flow_HostGemmOp : Flow_HostOp<"gemm"> {
     `transpose_rhs` is set); leading dimensions are batch dimensions of
     `out`, which `lhs` and `rhs` broadcast to (size 1, or missing).
 
+    An epilogue the library applies as it writes the result (set by
+    `flow-library-gemm-epilogues`): the optional `bias` (f32, one value per
+    column of `out`) is added to every row, then `activation` (`relu`, or
+    `gelu_tanh`: GELU's tanh approximation) is applied.
+
     ```mlir
     flow.host.gemm %a, %w -> %out
+        : memref<8x16xf32>, memref<16x32xf32> -> memref<8x32xf32>
+    flow.host.gemm %a, %w bias(%b : memref<32xf32>) -> %out activation = relu
         : memref<8x16xf32>, memref<16x32xf32> -> memref<8x32xf32>
     ```
   }];
   let arguments = (ins Flow_HostBuffer:$lhs, Flow_HostBuffer:$rhs,
                        Flow_HostBuffer:$out, UnitAttr:$transpose_lhs,
-                       UnitAttr:$transpose_rhs);
+                       UnitAttr:$transpose_rhs,
+                       Optional<Flow_HostBuffer>:$bias,
+                       DefaultValuedAttr<Flow_GemmActivationAttr,
+                           "::mlir::flow::GemmActivation::none">:$activation);
   let assemblyFormat = [{
-    $lhs `,` $rhs `->` $out attr-dict `:` type($lhs) `,` type($rhs) `->` type($out)
+    $lhs `,` $rhs (`bias` `(` $bias^ `:` type($bias) `)`)? `->` $out
+    (`activation` `=` $activation^)? attr-dict
+    `:` type($lhs) `,` type($rhs) `->` type($out)
   }];
   let hasVerifier = 1;
   let extraClassDeclaration = [{
@@ -206,6 +218,10 @@ def Flow_HostGemmOp : Flow_HostOp<"gemm"> {
     int64_t getM();
     int64_t getN();
     int64_t getK();
+    /// Whether the library applies an epilogue (a bias or an activation).
+    bool hasEpilogue() {
+      return getBias() || getActivation() != GemmActivation::none;
+    }
   }];
 }
 

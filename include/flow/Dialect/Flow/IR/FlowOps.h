@@ -10,6 +10,7 @@
 #include "flow/Dialect/Flow/IR/FlowAttrs.h"
 #include "flow/Dialect/Flow/IR/FlowDialect.h"
 #include "mlir/Bytecode/BytecodeOpInterface.h"
+#include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/OpDefinition.h"
 #include "mlir/IR/OpImplementation.h"
@@ -48,6 +49,24 @@ bool isHostCommand(Operation *op);
 /// The command before `op` in its host schedule, past buffer ops; null if
 /// none.
 Operation *previousHostCommand(Operation *op);
+
+/// The dispatch that is the only other reader of `producer`'s result buffer
+/// `out` (a `flow.host.alloc` in the same block, read once), writing one
+/// output of the same type: a candidate to fold into the library call
+/// `producer` as its epilogue. Null when there is none. `input` is set to
+/// the position of `out` among the dispatch's inputs.
+HostDispatchOp soleEpilogueReader(Operation *producer, Value out,
+                                  unsigned &input);
+
+/// Folds `dispatch` into `producer` (a library call that then writes the
+/// dispatch's output): moves `producer` to the dispatch, erases the
+/// dispatch and the old result buffer. The caller has set the epilogue.
+void foldEpilogueDispatch(Operation *producer, OpOperand &out,
+                          HostDispatchOp dispatch);
+
+/// Erases the kernel functions of `kernels` that no dispatch of `module`
+/// runs.
+void eraseUnusedKernels(ModuleOp module, ArrayRef<Operation *> kernels);
 
 /// True for the element types Flow computes and executables carry: f32, f16,
 /// bf16, f64, i1, and signed (signless) and unsigned integers of 8, 16, 32 and

@@ -337,6 +337,35 @@ def FuseGemmEpiloguesPass : Pass<"flow-fuse-gemm-epilogues", "ModuleOp"> {
   let dependentDialects = ["::mlir::flow::FlowDialect"];
 }
 
+def LibraryGemmEpiloguesPass
+    : Pass<"flow-library-gemm-epilogues", "ModuleOp"> {
+  let summary = "Folds bias and activation kernels into library GEMMs";
+  let description = [{
+    On a host schedule, a `flow.host.dispatch` whose kernel is the epilogue
+    the GEMM library applies itself (cuBLASLt's bias and activation
+    epilogues) becomes part of the `flow.host.gemm` before it: the kernel
+    adds a bias (one f32 per column) to the GEMM's result and/or applies
+    `relu` or the tanh form of `gelu`, in that order, and is the only other
+    reader of the result. The GEMM then writes the kernel's output, and the
+    kernel is not compiled: one launch and one pass over the result fewer.
+    A target runs it when its runtime's GEMM library has such epilogues
+    (CUDA; the CPU runs its epilogues tile by tile instead,
+    `flow-fuse-gemm-epilogues`).
+
+    ```mlir
+    flow.host.gemm %x, %w -> %t : memref<8x16xf32>, memref<16x32xf32> -> memref<8x32xf32>
+    flow.host.dispatch @f_k0(%t, %b) outs(%out) : (memref<8x32xf32>, memref<32xf32>) -> (memref<8x32xf32>)
+    // with @f_k0 = relu(%t + %b) becomes
+    flow.host.gemm %x, %w bias(%b : memref<32xf32>) -> %out activation = relu
+        : memref<8x16xf32>, memref<16x32xf32> -> memref<8x32xf32>
+    ```
+  }];
+  let statistics = [
+    Statistic<"numFused", "fused", "Number of kernels folded into GEMMs">
+  ];
+  let dependentDialects = ["::mlir::flow::FlowDialect"];
+}
+
 def FuseConvEpiloguesPass : Pass<"flow-fuse-conv-epilogues", "ModuleOp"> {
   let summary = "Fuses element-wise kernels into the library convolution before them";
   let description = [{

@@ -1,0 +1,212 @@
+"""The models and GEMMs the GPU check runs (torch only: this file is read both
+where the kit is compiled and on the GPU machine, which has no Flow compiler).
+
+Each case builds its module and inputs from names alone (deterministic_init,
+uniform), so both machines hold the same weights and inputs whatever their
+PyTorch and NumPy versions: the kit stores Flow's executable and its
+compressed parameter archive, the GPU machine rebuilds the module to compute
+PyTorch's answer and time PyTorch, and checks the digests agree.
+"""
+
+import dataclasses
+import hashlib
+import math
+import zlib
+from typing import Callable, Dict, List, Tuple
+
+import numpy as np
+import torch
+
+
+@dataclasses.dataclass
+class Case:
+    name: str
+    #: Builds (module, example inputs) from the seed, in float32.
+    build: Callable[[], Tuple[torch.nn.Module, Tuple[torch.Tensor, ...]]]
+    #: "f32", "bf16" (Flow's --precision=bf16: bf16 operands of matrix
+    #: products and convolutions, f32 sums; PyTorch runs the module in
+    #: bf16 autocast) or "f16" (the module and its inputs in float16).
+    precision: str
+    #: |flow - torch| <= atol + rtol * |torch|, element-wise.
+    atol: float
+    rtol: float
+    #: Benchmarked against eager and torch.compile (else numerics only).
+    bench: bool = False
+    #: A small case the CPU dry run (emulated kernels) also runs.
+    small: bool = False
+    #: Cases with the same model and element type share a parameter
+    #: archive.
+    model: str = ""
+
+
+class _Mlp(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.net = torch.nn.Sequential(
+            torch.nn.Linear(784, 256), torch.nn.ReLU(),
+            torch.nn.Linear(256, 128), torch.nn.GELU(),
+            torch.nn.Linear(128, 10), torch.nn.LogSoftmax(dim=-1))
+
+    def forward(self, x):
+        return self.net(x)
+
+
+class _Bert(torch.nn.Module):
+    """BERT-base's encoder (random weights), returning the last hidden
+    state."""
+
+    def __init__(self, layers=12):
+        super().__init__()
+        import transformers
+        config = transformers.BertConfig(num_hidden_layers=layers,
+                                         attn_implementation="sdpa")
+        self.bert = transformers.BertModel(config, add_pooling_layer=False)
+        self.vocab = config.vocab_size
+
+    def forward(self, ids):
+        return self.bert(ids).last_hidden_state
+
+
+def _raw(seed: str, words: int) -> np.ndarray:
+    """`words` 64-bit words from PCG64 seeded by `seed`'s CRC: the raw bit
+    stream, which NumPy keeps the same across versions (its distributions
+    may change)."""
+    generator = np.random.PCG64(zlib.crc32(seed.encode()))
+    return generator.random_raw(words).astype(np.uint64)
+
+
+def signs(seed: str, count: int) -> np.ndarray:
+    """`count` values of +1 or -1 (float32) from `seed`."""
+    bits = np.unpackbits(_raw(seed, (count + 63) // 64).view(np.uint8))
+    return (bits[:count].astype(np.float32) * 2 - 1)
+
+
+def uniform(seed: str, shape) -> np.ndarray:
+    """Floats in [-1, 1) from `seed` (24 bits each)."""
+    count = int(np.prod(shape))
+    raw = _raw(seed, count) >> np.uint64(40)
+    return (raw.astype(np.float64) / 2**23 - 1).astype(np.float32).reshape(
+        shape)
+
+
+def integers(seed: str, high: int, shape) -> np.ndarray:
+    count = int(np.prod(shape))
+    return (_raw(seed, count) % np.uint64(high)).astype(np.int64).reshape(
+        shape)
+
+
+def deterministic_init(module: torch.nn.Module) -> torch.nn.Module:
+    """Sets every floating-point parameter and buffer from its name alone,
+    the same on every machine and PyTorch version: norms' weights 1 and
+    statistics (0, 1); other matrices +-1/sqrt(fan_in); vectors +-0.02.
+    Two values per tensor keep the parameter archive compressible (a bit
+    per weight), so the kit carries BERT-base's weights in ~14 MB."""
+    norms = (torch.nn.LayerNorm, torch.nn.modules.batchnorm._BatchNorm)
+    with torch.no_grad():
+        for prefix, sub in module.named_modules():
+            for name, tensor in list(sub.named_parameters(recurse=False)) + \
+                    list(sub.named_buffers(recurse=False)):
+                if not tensor.is_floating_point():
+                    continue
+                full = f"{prefix}.{name}" if prefix else name
+                if isinstance(sub, norms) and name in ("weight",
+                                                       "running_var"):
+                    tensor.fill_(1.0)
+                elif isinstance(sub, norms) and name == "running_mean":
+                    tensor.zero_()
+                else:
+                    scale = (1 / math.sqrt(tensor[0].numel())
+                             if tensor.dim() >= 2 else 0.02)
+                    values = signs(full, tensor.numel()) * scale
+                    tensor.copy_(torch.from_numpy(values).reshape(
+                        tensor.shape))
+    return module
+
+
+def digest(tensors) -> str:
+    """SHA-256 of tensors' bytes (to check both machines built the same)."""
+    h = hashlib.sha256()
+    for t in tensors:
+        h.update(t.detach().cpu().contiguous().numpy().tobytes())
+    return h.hexdigest()
+
+
+def _seeded(fn):
+    def build():
+        module, inputs = fn()
+        return deterministic_init(module), inputs
+    return build
+
+
+def _mlp():
+    return _Mlp().eval(), (torch.from_numpy(uniform("mlp.x", (32, 784))),)
+
+
+def _bert(batch, layers=12):
+    def build():
+        model = _Bert(layers).eval()
+        ids = integers(f"bert.ids.{batch}", model.vocab, (batch, 128))
+        return model, (torch.from_numpy(ids),)
+    return build
+
+
+def _resnet50(batch):
+    def build():
+        import torchvision
+        x = uniform(f"resnet50.x.{batch}", (batch, 3, 224, 224))
+        return torchvision.models.resnet50().eval(), (torch.from_numpy(x),)
+    return build
+
+
+def _tiny_cnn():
+    model = torch.nn.Sequential(
+        torch.nn.Conv2d(3, 16, 3, padding=1), torch.nn.BatchNorm2d(16),
+        torch.nn.ReLU(), torch.nn.MaxPool2d(2),
+        torch.nn.Conv2d(16, 32, 3, stride=2, padding=1), torch.nn.ReLU(),
+        torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(),
+        torch.nn.Linear(32, 10)).eval()
+    return model, (torch.from_numpy(uniform("cnn.x", (2, 3, 32, 32))),)
+
+
+# f32 products on the GPU are f32 (no TF32 on either side); bf16 operands
+# carry 8 bits of mantissa, so outputs of a deep model move by ~1e-2
+# relative; BERT's last hidden state is layer-normed (values ~1).
+CASES: List[Case] = [
+    Case("mlp-f32", _seeded(_mlp), "f32", 1e-4, 1e-4, small=True, model="mlp"),
+    Case("cnn-f32", _seeded(_tiny_cnn), "f32", 1e-4, 1e-4, small=True,
+         model="cnn"),
+    Case("bert2-f32", _seeded(_bert(2, layers=2)), "f32", 1e-3, 1e-3,
+         small=True, model="bert2"),
+    Case("bert-b1-f32", _seeded(_bert(1)), "f32", 2e-3, 2e-3, bench=True, model="bert"),
+    Case("bert-b1-bf16", _seeded(_bert(1)), "bf16", 0.1, 0.05, bench=True, model="bert"),
+    Case("bert-b32-bf16", _seeded(_bert(32)), "bf16", 0.1, 0.05,
+         bench=True, model="bert"),
+    Case("bert-b1-f16", _seeded(_bert(1)), "f16", 0.05, 0.02, bench=True, model="bert"),
+    Case("bert-b32-f16", _seeded(_bert(32)), "f16", 0.05, 0.02, bench=True, model="bert"),
+    Case("resnet50-b1-f32", _seeded(_resnet50(1)), "f32", 1e-2, 1e-3,
+         bench=True, model="resnet50"),
+    Case("resnet50-b1-bf16", _seeded(_resnet50(1)), "bf16", 0.5, 0.05,
+         bench=True, model="resnet50"),
+    Case("resnet50-b32-bf16", _seeded(_resnet50(32)), "bf16", 0.5, 0.05,
+         bench=True, model="resnet50"),
+    Case("resnet50-b1-f16", _seeded(_resnet50(1)), "f16", 0.5, 0.05,
+         bench=True, model="resnet50"),
+    Case("resnet50-b32-f16", _seeded(_resnet50(32)), "f16", 0.5, 0.05,
+         bench=True, model="resnet50"),
+]
+
+#: GEMMs n x n x n timed against cuBLAS through torch.matmul.
+GEMM_SIZES: Dict[str, int] = {"f32": 4096, "bf16": 4096}
+
+
+def by_name() -> Dict[str, Case]:
+    return {case.name: case for case in CASES}
+
+
+def half(module, inputs, precision):
+    """The module and inputs as a case's precision runs them in PyTorch
+    (f16: converted; bf16 and f32: as built)."""
+    if precision != "f16":
+        return module, inputs
+    return module.half(), tuple(
+        t.half() if t.is_floating_point() else t for t in inputs)

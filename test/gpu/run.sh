@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+#===- test/gpu/run.sh - The GPU check: numerics and timings against PyTorch -===#
+#
+# On a machine with an NVIDIA GPU, its driver, CMake, a C++ compiler and
+# PyTorch (no MLIR, no network), from the repository root:
+#
+#   test/gpu/run.sh KIT [RESULTS]
+#
+# KIT comes from `python test/gpu/prepare.py KIT` on a machine with Flow's
+# compiler. This builds runtime/ (with the kit's ready-made schema header
+# and FlatBuffers/CBLAS headers where the machine lacks them; the kit's own
+# flow-run if that build fails), then runs test/gpu/check.py: every case's
+# output against PyTorch on the GPU, BERT-base and ResNet-50 timed against
+# eager and torch.compile, and GEMM TFLOP/s against torch.matmul. All
+# results go to RESULTS (default KIT/gpu-results.txt). It stops timing
+# after 7 minutes (the whole run fits in 8). Exit status 1 if any case
+# failed its tolerance.
+#
+#===----------------------------------------------------------------------===#
+set -uo pipefail
+kit=${1:?usage: test/gpu/run.sh KIT [RESULTS]}
+results=${2:-$kit/gpu-results.txt}
+root=$(cd "$(dirname "$0")/../.." && pwd)
+build=${FLOW_GPU_RUNTIME_BUILD:-/tmp/flow-gpu-runtime}
+start=$(date +%s)
+python=$(command -v python3 || command -v python)
+
+flags=(-DFLOW_BUILD_TESTS=OFF -DCMAKE_BUILD_TYPE=Release)
+if ! command -v flatc >/dev/null; then
+  flags+=("-DFLOW_SCHEMA_HEADER_PREBUILT=$kit/buildkit/executable_generated.h")
+fi
+if [ ! -e /usr/include/flatbuffers/flatbuffers.h ]; then
+  flags+=("-DFLOW_FLATBUFFERS_INCLUDE_DIR=$kit/buildkit/include")
+fi
+if ! ls /usr/include/cblas.h /usr/include/*/cblas.h >/dev/null 2>&1; then
+  # CPU GEMMs are not run here: the path only has to name a file to open.
+  flags+=("-DFLOW_CBLAS_INCLUDE_DIR=$kit/buildkit/include"
+          "-DFLOW_OPENBLAS_LIBRARY=/usr/lib/libopenblas.so.0")
+fi
+generator=()
+command -v ninja >/dev/null && generator=(-G Ninja)
+echo "== building runtime/ in $build"
+if cmake -S "$root/runtime" -B "$build" "${generator[@]}" "${flags[@]}" \
+     >"$build.log" 2>&1 &&
+   cmake --build "$build" --target flow-run -j "$(nproc)" >>"$build.log" 2>&1
+then
+  flow_run=$build/bin/flow-run
+  built="runtime/ built here ($(grep -o 'CUDA device built.*' "$build.log" |
+                                  head -1))"
+else
+  tail -20 "$build.log"
+  flow_run=$kit/flow-run
+  built="runtime/ did not build here (log: $build.log); the kit's flow-run"
+fi
+echo "== $built ($(( $(date +%s) - start )) s)"
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader \
+  || true
+budget=$(( 450 - ($(date +%s) - start) ))
+"$python" "$root/test/gpu/check.py" "$kit" --flow-run "$flow_run" \
+  --results "$results" --bench --budget "$budget"
+status=$?
+sed -i "1i runtime: $built" "$results"
+echo "== done in $(( $(date +%s) - start )) s: $results"
+exit $status

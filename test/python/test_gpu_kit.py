@@ -1,0 +1,49 @@
+"""The GPU check's plumbing, run here with the CUDA kernels emulated.
+
+test/gpu/prepare.py compiles a kit and test/gpu/check.py compares each case
+against PyTorch; on a GPU machine test/gpu/run.sh runs them on CUDA. Here the
+kit is compiled for cuda-emulated (the CUDA mapping run on the CPU) and
+checked against PyTorch on the CPU, so a broken script is found without a
+GPU; a zero tolerance must turn the same case into a failure.
+"""
+
+import json
+import subprocess
+import sys
+
+from conftest import ROOT, build_dir, require
+
+require("torch")
+
+
+def run(*args, check=True):
+    done = subprocess.run([sys.executable, *map(str, args)],
+                          capture_output=True, text=True)
+    if check:
+        assert done.returncode == 0, done.stdout + done.stderr
+    return done
+
+
+def test_kit_checks_against_pytorch(tmp_path):
+    kit = tmp_path / "kit"
+    run(ROOT / "test/gpu/prepare.py", kit, "--target", "cuda-emulated",
+        "--cases", "mlp-f32,cnn-f32")
+    manifest = json.loads((kit / "manifest.json").read_text())
+    assert set(manifest["cases"]) == {"mlp-f32", "cnn-f32"}
+    assert all("error" not in e for e in manifest["cases"].values())
+    check = [ROOT / "test/gpu/check.py", kit, "--device", "cpu",
+             "--flow-run", build_dir() / "bin" / "flow-run"]
+    done = run(*check, "--results", tmp_path / "ok.txt")
+    results = (tmp_path / "ok.txt").read_text()
+    assert "mlp-f32                f32   pass" in results
+    assert "cnn-f32                f32   pass" in results
+    assert "2 results, 0 failed" in done.stdout
+
+    # The check can fail: no error is allowed at all, and a float32
+    # product summed in another order differs somewhere.
+    for entry in manifest["cases"].values():
+        entry["atol"] = entry["rtol"] = 0.0
+    (kit / "manifest.json").write_text(json.dumps(manifest))
+    done = run(*check, "--results", tmp_path / "zero.txt", check=False)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "FAIL" in (tmp_path / "zero.txt").read_text()
