@@ -18,21 +18,24 @@
 #
 #===----------------------------------------------------------------------===#
 set -uo pipefail
-kit=${1:?usage: test/gpu/run.sh KIT [RESULTS]}
+kit=$(cd "${1:?usage: test/gpu/run.sh KIT [RESULTS]}" && pwd) || exit 2
 results=${2:-$kit/gpu-results.txt}
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=${FLOW_GPU_RUNTIME_BUILD:-/tmp/flow-gpu-runtime}
 start=$(date +%s)
 python=$(command -v python3 || command -v python)
 
+# FLOW_GPU_KIT_HEADERS=1 takes the kit's headers even where the machine has
+# its own (to try that build where the kit is made).
+own() { [ -z "${FLOW_GPU_KIT_HEADERS:-}" ] && "$@" >/dev/null 2>&1; }
 flags=(-DFLOW_BUILD_TESTS=OFF -DCMAKE_BUILD_TYPE=Release)
-if ! command -v flatc >/dev/null; then
+if ! own command -v flatc; then
   flags+=("-DFLOW_SCHEMA_HEADER_PREBUILT=$kit/buildkit/executable_generated.h")
 fi
-if [ ! -e /usr/include/flatbuffers/flatbuffers.h ]; then
+if ! own test -e /usr/include/flatbuffers/flatbuffers.h; then
   flags+=("-DFLOW_FLATBUFFERS_INCLUDE_DIR=$kit/buildkit/include")
 fi
-if ! ls /usr/include/cblas.h /usr/include/*/cblas.h >/dev/null 2>&1; then
+if ! own ls /usr/include/cblas.h /usr/include/*/cblas.h; then
   # CPU GEMMs are not run here: the path only has to name a file to open.
   flags+=("-DFLOW_CBLAS_INCLUDE_DIR=$kit/buildkit/include"
           "-DFLOW_OPENBLAS_LIBRARY=/usr/lib/libopenblas.so.0")

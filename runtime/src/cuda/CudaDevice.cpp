@@ -598,6 +598,8 @@ Status CudaExecutor::run(size_t function,
     return s;
   Buffers &b = buffers[function];
   if (!b.allocated) {
+    // (Again after a failed first call: nothing half-made is kept.)
+    b = Buffers();
     StatusOr<DeviceMemory> arena =
         device.allocate(sig.arenaSize, "the arena of '" + sig.name + "'");
     if (!arena)
