@@ -120,7 +120,7 @@ def check_case(args, name, entry, kit, work, clock, results):
                     [f"--output-dir={out}"], clock.left())
     if done.returncode != 0:
         row["status"] = "FAIL"
-        row["why"] = "flow-run: " + done.stderr.strip()[-400:]
+        row["why"] = done.stderr.strip()[-400:]
         return
     got = torch.from_numpy(np.load(out / "result_0.npy")).float()
     module, dev_inputs, run = reference(case, module, inputs, args.device)
@@ -197,7 +197,7 @@ def check_gemm(args, name, entry, kit, work, clock, results):
                     clock.left())
     if done.returncode != 0:
         row["status"] = "FAIL"
-        row["why"] = "flow-run: " + done.stderr.strip()[-400:]
+        row["why"] = done.stderr.strip()[-400:]
         return
     _, _, gemm_ms = parse_flow_times(done.stdout)
     flops = 2.0 * n ** 3

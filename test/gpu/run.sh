@@ -4,7 +4,7 @@
 # On a machine with an NVIDIA GPU, its driver, CMake, a C++ compiler and
 # PyTorch (no MLIR, no network), from the repository root:
 #
-#   test/gpu/run.sh KIT [RESULTS]
+#   test/gpu/run.sh KIT [RESULTS [CHECK_ARGS...]]
 #
 # KIT comes from `python test/gpu/prepare.py KIT` on a machine with Flow's
 # compiler. This builds runtime/ (with the kit's ready-made schema header
@@ -20,10 +20,11 @@
 set -uo pipefail
 kit=$(cd "${1:?usage: test/gpu/run.sh KIT [RESULTS]}" && pwd) || exit 2
 results=${2:-$kit/gpu-results.txt}
+shift $(( $# < 2 ? $# : 2 ))
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=${FLOW_GPU_RUNTIME_BUILD:-/tmp/flow-gpu-runtime}
 start=$(date +%s)
-python=$(command -v python3 || command -v python)
+python=${FLOW_GPU_PYTHON:-$(command -v python3 || command -v python)}
 
 # FLOW_GPU_KIT_HEADERS=1 takes the kit's headers even where the machine has
 # its own (to try that build where the kit is made).
@@ -57,10 +58,10 @@ else
 fi
 echo "== $built ($(( $(date +%s) - start )) s)"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader \
-  || true
+  2>/dev/null || echo "(no nvidia-smi)"
 budget=$(( 450 - ($(date +%s) - start) ))
 "$python" "$root/test/gpu/check.py" "$kit" --flow-run "$flow_run" \
-  --results "$results" --bench --budget "$budget"
+  --results "$results" --bench --budget "$budget" "$@"
 status=$?
 sed -i "1i runtime: $built" "$results"
 echo "== done in $(( $(date +%s) - start )) s: $results"
