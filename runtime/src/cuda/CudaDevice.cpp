@@ -460,16 +460,17 @@ Status CudaExecutor::load() {
   for (size_t f = 0; f < impl.functions.size(); ++f)
     for (size_t i = 0; i < impl.functions[f].commands.size(); ++i) {
       const detail::Command &command = impl.functions[f].commands[i];
-      std::string ctx = "function '" + impl.signatures[f].name +
-                        "' command " + std::to_string(i);
-      std::string kind, what;
-      detail::describeCommand(impl, command, kind, what);
       if (std::holds_alternative<detail::ConvCommand>(command) ||
           std::holds_alternative<detail::PoolCommand>(command) ||
-          std::holds_alternative<detail::CollectiveCommand>(command))
-        return Status::error(ctx + " (" + kind + " " + what +
+          std::holds_alternative<detail::CollectiveCommand>(command)) {
+        std::string kind, what;
+        detail::describeCommand(impl, command, kind, what);
+        return Status::error("function '" + impl.signatures[f].name +
+                             "' command " + std::to_string(i) + " (" + kind +
+                             " " + what +
                              ") is a library call the CUDA device does not "
                              "run yet");
+      }
     }
   if (!impl.mesh.empty()) {
     int64_t devices = 1;

@@ -12,41 +12,30 @@ using namespace flow::runtime::cuda;
 StatusOr<size_t>
 cuda::chooseLibrary(const std::vector<detail::GpuLibrary> &libraries,
                     int deviceCC, const std::string &deviceName) {
-  auto archSpecific = [](const detail::GpuLibrary &l) {
-    return !l.arch.empty() && l.arch.back() == 'a';
-  };
   // A cubin runs on its own compute capability and on later minors of its
-  // major ("a" cubins only on their own); the closest one wins.
-  const detail::GpuLibrary *best = nullptr;
-  size_t bestIndex = 0;
-  for (size_t i = 0; i < libraries.size(); ++i) {
-    const detail::GpuLibrary &l = libraries[i];
-    if (l.format != detail::GpuLibrary::Cubin)
-      continue;
-    bool runs = archSpecific(l) ? l.computeCapability == deviceCC
-                                : l.computeCapability / 10 == deviceCC / 10 &&
-                                      l.computeCapability <= deviceCC;
-    if (runs && (!best || l.computeCapability > best->computeCapability)) {
-      best = &l;
-      bestIndex = i;
+  // major; PTX for this compute capability or an older one is compiled for
+  // the device by the driver. Arch-specific code ("sm_90a") runs on its own
+  // compute capability only. The closest cubin wins, else the closest PTX.
+  auto rank = [&](const detail::GpuLibrary &l) -> int {
+    bool specific = !l.arch.empty() && l.arch.back() == 'a';
+    if (l.computeCapability > deviceCC ||
+        (specific && l.computeCapability != deviceCC))
+      return -1;
+    if (l.format == detail::GpuLibrary::Cubin)
+      return l.computeCapability / 10 == deviceCC / 10
+                 ? 1000 + l.computeCapability
+                 : -1;
+    return l.computeCapability;
+  };
+  int bestRank = -1;
+  size_t best = 0;
+  for (size_t i = 0; i < libraries.size(); ++i)
+    if (int r = rank(libraries[i]); r > bestRank) {
+      bestRank = r;
+      best = i;
     }
-  }
-  if (best)
-    return bestIndex;
-  // PTX for this compute capability or an older one: the driver compiles
-  // it for the device.
-  for (size_t i = 0; i < libraries.size(); ++i) {
-    const detail::GpuLibrary &l = libraries[i];
-    if (l.format != detail::GpuLibrary::Ptx || l.computeCapability > deviceCC ||
-        (archSpecific(l) && l.computeCapability != deviceCC))
-      continue;
-    if (!best || l.computeCapability > best->computeCapability) {
-      best = &l;
-      bestIndex = i;
-    }
-  }
-  if (best)
-    return bestIndex;
+  if (bestRank >= 0)
+    return best;
   std::string built;
   for (const detail::GpuLibrary &l : libraries)
     built += (built.empty() ? "" : ", ") +

@@ -1543,6 +1543,40 @@ void mlir::flow::foldEpilogueDispatch(Operation *producer, OpOperand &out,
   alloc->erase();
 }
 
+bool mlir::flow::walkEpilogueChain(
+    Operation *kernel, unsigned input,
+    function_ref<bool(Operation &op, Value current)> step) {
+  if (kernel->getNumRegions() != 1 || !kernel->getRegion(0).hasOneBlock())
+    return false;
+  Block &body = kernel->getRegion(0).front();
+  if (input >= body.getNumArguments())
+    return false;
+  Value current = body.getArgument(input);
+  if (!current.hasOneUse())
+    return false;
+  for (Operation &op : body) {
+    if (op.hasTrait<OpTrait::IsTerminator>())
+      return op.getNumOperands() == 1 && op.getOperand(0) == current &&
+             current != body.getArgument(input);
+    if (op.getNumResults() != 1 || !op.getResult(0).hasOneUse() ||
+        op.getResult(0).getType() != current.getType() ||
+        !llvm::is_contained(op.getOperands(), current) || !step(op, current))
+      return false;
+    current = op.getResult(0);
+  }
+  return false;
+}
+
+BlockArgument mlir::flow::otherAddend(AddOp add, Value current,
+                                      unsigned input) {
+  Value other = add.getLhs() == current ? add.getRhs() : add.getLhs();
+  auto arg = dyn_cast<BlockArgument>(other);
+  if (!arg || arg.getOwner() != add->getBlock() ||
+      arg.getArgNumber() == input)
+    return nullptr;
+  return arg;
+}
+
 void mlir::flow::eraseUnusedKernels(ModuleOp module,
                                     ArrayRef<Operation *> kernels) {
   for (Operation *kernel : kernels)

@@ -30,45 +30,26 @@ struct Epilogue {
 };
 } // namespace
 
-/// Matches `kernel` (one result) as an epilogue of its input `result`.
+/// Matches `kernel` as `[add a same-shape kernel input] then [relu]` of
+/// its input `result` (at least one of them).
 static std::optional<Epilogue> matchEpilogue(func::FuncOp kernel,
                                              unsigned result) {
-  if (kernel.isExternal() || !kernel.getBody().hasOneBlock() ||
-      kernel.getNumResults() != 1)
-    return std::nullopt;
-  Block &body = kernel.getBody().front();
   Epilogue e{result, std::nullopt, false};
-  Value current = body.getArgument(result);
-  if (!current.hasOneUse())
-    return std::nullopt;
-  for (Operation &op : body) {
-    if (auto ret = dyn_cast<func::ReturnOp>(op)) {
-      if (ret.getOperand(0) != current || current == body.getArgument(result))
-        return std::nullopt;
-      return e;
-    }
+  bool matched = walkEpilogueChain(kernel, result, [&](Operation &op,
+                                                       Value current) {
     // Each op continues the chain, once, in this order: add, relu.
-    if (op.getNumResults() != 1 || !op.getResult(0).hasOneUse() ||
-        op.getResult(0).getType() != current.getType())
-      return std::nullopt;
     if (auto add = dyn_cast<AddOp>(op); add && !e.residual && !e.relu) {
-      Value other = add.getLhs() == current ? add.getRhs() : add.getLhs();
-      auto arg = dyn_cast<BlockArgument>(other);
-      if ((add.getLhs() != current && add.getRhs() != current) || !arg ||
-          arg.getOwner() != &body || arg.getType() != current.getType() ||
-          arg.getArgNumber() == result)
-        return std::nullopt;
+      BlockArgument arg = otherAddend(add, current, result);
+      if (!arg || arg.getType() != current.getType())
+        return false;
       e.residual = arg.getArgNumber();
-    } else if (auto relu = dyn_cast<ReluOp>(op); relu && !e.relu) {
-      if (relu.getOperand() != current)
-        return std::nullopt;
-      e.relu = true;
-    } else {
-      return std::nullopt;
+      return true;
     }
-    current = op.getResult(0);
-  }
-  return std::nullopt;
+    if (isa<ReluOp>(op) && !e.relu)
+      return e.relu = true;
+    return false;
+  });
+  return matched ? std::optional<Epilogue>(e) : std::nullopt;
 }
 
 namespace {

@@ -32,48 +32,31 @@ struct Epilogue {
 static std::optional<Epilogue> matchEpilogue(func::FuncOp kernel,
                                              unsigned result,
                                              int64_t columns) {
-  if (kernel.isExternal() || !kernel.getBody().hasOneBlock() ||
-      kernel.getNumResults() != 1)
-    return std::nullopt;
-  Block &body = kernel.getBody().front();
-  Value current = body.getArgument(result);
-  if (!current.hasOneUse())
-    return std::nullopt;
   Epilogue e;
-  for (Operation &op : body) {
-    if (auto ret = dyn_cast<func::ReturnOp>(op)) {
-      if (ret.getOperand(0) != current || current == body.getArgument(result))
-        return std::nullopt;
-      return e;
-    }
-    if (op.getNumResults() != 1 || !op.getResult(0).hasOneUse() ||
-        op.getResult(0).getType() != current.getType())
-      return std::nullopt;
-    if (auto add = dyn_cast<AddOp>(op);
-        add && !e.bias && e.activation == GemmActivation::none) {
-      Value other = add.getLhs() == current ? add.getRhs() : add.getLhs();
-      auto arg = dyn_cast<BlockArgument>(other);
+  bool matched = walkEpilogueChain(kernel, result, [&](Operation &op,
+                                                       Value current) {
+    if (e.activation != GemmActivation::none)
+      return false; // the activation comes last
+    if (auto add = dyn_cast<AddOp>(op); add && !e.bias) {
+      BlockArgument arg = otherAddend(add, current, result);
       auto type = arg ? dyn_cast<RankedTensorType>(arg.getType()) : nullptr;
-      if ((add.getLhs() != current && add.getRhs() != current) || !arg ||
-          arg.getOwner() != &body || arg.getArgNumber() == result || !type ||
-          type.getRank() != 1 || type.getDimSize(0) != columns ||
+      if (!type || type.getRank() != 1 || type.getDimSize(0) != columns ||
           !type.getElementType().isF32())
-        return std::nullopt;
+        return false;
       e.bias = arg.getArgNumber();
-    } else if (isa<ReluOp>(op) && e.activation == GemmActivation::none &&
-               op.getOperand(0) == current) {
-      e.activation = GemmActivation::relu;
-    } else if (auto gelu = dyn_cast<GeluOp>(op);
-               gelu && e.activation == GemmActivation::none &&
-               gelu.getInput() == current &&
-               gelu.getApproximate() == GeluApproximation::tanh) {
-      e.activation = GemmActivation::gelu_tanh;
-    } else {
-      return std::nullopt;
+      return true;
     }
-    current = op.getResult(0);
-  }
-  return std::nullopt;
+    if (isa<ReluOp>(op)) {
+      e.activation = GemmActivation::relu;
+      return true;
+    }
+    auto gelu = dyn_cast<GeluOp>(op);
+    if (!gelu || gelu.getApproximate() != GeluApproximation::tanh)
+      return false;
+    e.activation = GemmActivation::gelu_tanh;
+    return true;
+  });
+  return matched ? std::optional<Epilogue>(e) : std::nullopt;
 }
 
 namespace {

@@ -64,6 +64,19 @@ HostDispatchOp soleEpilogueReader(Operation *producer, Value out,
 void foldEpilogueDispatch(Operation *producer, OpOperand &out,
                           HostDispatchOp dispatch);
 
+/// Walks the kernel function `kernel` (one block, one result) as a chain of
+/// ops from its input `input` to its return, as an epilogue a library call
+/// applies to its result: each op takes the chain's value `current`, has
+/// one result of the same type used once, and is accepted by
+/// `step(op, current)`. True when the return ends a chain of at least one
+/// op.
+bool walkEpilogueChain(Operation *kernel, unsigned input,
+                       function_ref<bool(Operation &op, Value current)> step);
+
+/// The kernel input, other than the chain's own `input`, that `add` adds to
+/// `current`; null if the other addend is not a kernel input.
+BlockArgument otherAddend(AddOp add, Value current, unsigned input);
+
 /// Erases the kernel functions of `kernels` that no dispatch of `module`
 /// runs.
 void eraseUnusedKernels(ModuleOp module, ArrayRef<Operation *> kernels);
