@@ -285,12 +285,19 @@ struct FormDispatchRegionsPass
             DispatchRegionOp, ReturnOp>(op))
       return true;
     if (auto matmul = dyn_cast<MatmulOp>(op)) {
-      // The library runs f32 GEMMs, and bf16 ones summed in f32.
+      // Every library runs f32 GEMMs and bf16 ones into f32, summed in f32;
+      // a narrow one f16 and bf16 ones into their own type (or f32) too.
       Type in = cast<RankedTensorType>(matmul.getLhs().getType())
                     .getElementType();
-      return libraryMatmul &&
-             cast<RankedTensorType>(matmul.getType()).getElementType().isF32() &&
-             (in.isF32() || in.isBF16());
+      Type rhs = cast<RankedTensorType>(matmul.getRhs().getType())
+                     .getElementType();
+      Type out = cast<RankedTensorType>(matmul.getType()).getElementType();
+      if (!libraryMatmul || rhs != in)
+        return false;
+      if (out.isF32() && (in.isF32() || in.isBF16()))
+        return true;
+      return narrowLibraryMatmul && (in.isF16() || in.isBF16()) &&
+             (out.isF32() || out == in);
     }
     if (auto conv = dyn_cast<Conv2dOp>(op))
       return libraryConv &&

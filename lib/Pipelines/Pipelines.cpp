@@ -240,6 +240,7 @@ void mlir::flow::buildFlowGraphPipeline(OpPassManager &pm,
       "),func.func(flow-form-dispatch-regions{fusion=" +
       (options.fusion ? "1" : "0") +
       " library-matmul=" + (options.libraryMatmul ? "1" : "0") +
+      " narrow-library-matmul=" + (options.narrowLibraryMatmul ? "1" : "0") +
       " library-conv=" + (options.libraryConv ? "1" : "0") +
       "}),flow-outline-kernels,symbol-dce";
   addFlowPipeline(pm, text);
@@ -248,7 +249,8 @@ void mlir::flow::buildFlowGraphPipeline(OpPassManager &pm,
 void mlir::flow::buildHostPipeline(OpPassManager &pm,
                                    const HostPipelineOptions &options) {
   addFlowPipeline(pm, std::string("flow-dedup-kernels,flow-build-host-schedule") +
-                      (options.bf16Convs ? "{bf16-convs=1}," : ",") +
+                      "{bf16-convs=" + (options.bf16Convs ? "1" : "0") +
+                      " allow-tf32=" + (options.allowTf32 ? "1" : "0") + "}," +
                       (options.libraryGemmEpilogues
                            ? "flow-library-gemm-epilogues,"
                            : "") +
@@ -292,6 +294,11 @@ struct GraphPipelineCLOptions
       *this, "bf16",
       llvm::cl::desc("Run matrix products in bf16, summed in f32"),
       llvm::cl::init(false)};
+  Option<bool> narrowLibraryMatmul{
+      *this, "narrow-library-matmul",
+      llvm::cl::desc("f16 and bf16 matmuls into their own type are library "
+                     "GEMMs too"),
+      llvm::cl::init(false)};
 };
 struct KernelCpuLLVMPipelineCLOptions
     : public PassPipelineOptions<KernelCpuLLVMPipelineCLOptions> {
@@ -326,6 +333,15 @@ struct HostPipelineCLOptions
       llvm::cl::desc("Keep library convolutions' activations in the CPU "
                      "library's blocked layouts, pools next to them"),
       llvm::cl::init(true)};
+  Option<bool> libraryGemmEpilogues{
+      *this, "library-gemm-epilogues",
+      llvm::cl::desc("Fold bias and activation kernels into the GEMMs "
+                     "before them"),
+      llvm::cl::init(false)};
+  Option<bool> allowTf32{
+      *this, "allow-tf32",
+      llvm::cl::desc("Let f32 library GEMMs multiply in TF32"),
+      llvm::cl::init(false)};
 };
 struct KernelCudaCLOptions : public PassPipelineOptions<KernelCudaCLOptions> {
   Option<std::string> arch{*this, "arch",
@@ -358,7 +374,7 @@ void mlir::flow::registerCompilerPipelines() {
         [](OpPassManager &pm, const GraphPipelineCLOptions &o) {
           buildFlowGraphPipeline(
               pm, {o.fusion, o.libraryMatmul, o.maxColumnsBytes, o.bf16,
-                   o.libraryConv});
+                   o.libraryConv, o.narrowLibraryMatmul});
         });
     PassPipelineRegistration<HostPipelineCLOptions>(
         "flow-host-pipeline",
@@ -368,7 +384,8 @@ void mlir::flow::registerCompilerPipelines() {
         [](OpPassManager &pm, const HostPipelineCLOptions &o) {
           buildHostPipeline(pm, {o.inPlace, o.gemmEpilogues,
                                  o.convEpilogues, o.bf16Convs,
-                                 o.blockedConvLayouts});
+                                 o.blockedConvLayouts,
+                                 o.libraryGemmEpilogues, o.allowTf32});
         });
     PassPipelineRegistration<>(
         "flow-kernel-linalg-pipeline",
@@ -500,7 +517,8 @@ FailureOr<CompileResult> mlir::flow::compile(ModuleOp module,
                                options.maxColumnsBytes,
                                options.precision == "bf16",
                                options.libraryConv &&
-                                   target->hasConvolutionLibrary()};
+                                   target->hasConvolutionLibrary(),
+                               target->hasNarrowGemmLibrary()};
     if (failed(runPipeline(module, "flow-graph-pipeline", timing,
                            [&](OpPassManager &pm) {
                              buildFlowGraphPipeline(pm, graph);
@@ -522,6 +540,7 @@ FailureOr<CompileResult> mlir::flow::compile(ModuleOp module,
     host.blockedConvLayouts = target->usesBlockedConvLayouts();
     host.libraryGemmEpilogues =
         options.fusion && target->hasGemmLibraryEpilogues();
+    host.allowTf32 = options.cuda.allowTf32;
     if (failed(runPipeline(module, "flow-host-pipeline", timing,
                            [&](OpPassManager &pm) {
                              buildHostPipeline(pm, host);

@@ -244,6 +244,15 @@ public:
   bool hasConvolutionLibrary() const override { return true; }
   // Epilogues run tile by tile with the GEMM's pieces instead.
   bool hasGemmLibraryEpilogues() const override { return false; }
+  // f16 products are kernels (no f16 GEMM in the CPU's libraries).
+  bool hasNarrowGemmLibrary() const override { return false; }
+  LogicalResult verifyOptions(ModuleOp module,
+                              const TargetOptions &options) const override {
+    if (options.cuda.allowTf32)
+      return module.emitError("--allow-tf32 is for the CUDA targets (a CPU "
+                              "has no TF32 arithmetic)");
+    return success();
+  }
   std::vector<KernelPhase>
   getKernelPhases(const TargetOptions &options) const override {
     // Without bf16 conversion instructions kernels round in software.

@@ -143,6 +143,9 @@ public:
   // cuBLASLt's bias and activation epilogues (the CPU runtime applies them
   // too, so the emulation runs the same commands).
   bool hasGemmLibraryEpilogues() const override { return true; }
+  // cuBLASLt runs f16 and bf16 products summed in f32 (so does the CPU
+  // runtime, for the emulation).
+  bool hasNarrowGemmLibrary() const override { return true; }
   std::vector<KernelPhase>
   getKernelPhases(const TargetOptions &options) const override {
     CudaTargetOptions cuda = options.cuda;
@@ -303,6 +306,9 @@ public:
   // cuBLASLt's bias and activation epilogues (the CPU runtime applies them
   // too, so the emulation runs the same commands).
   bool hasGemmLibraryEpilogues() const override { return true; }
+  // cuBLASLt runs f16 and bf16 products summed in f32 (so does the CPU
+  // runtime, for the emulation).
+  bool hasNarrowGemmLibrary() const override { return true; }
   std::vector<KernelPhase>
   getKernelPhases(const TargetOptions &options) const override {
     CudaTargetOptions cuda = options.cuda;

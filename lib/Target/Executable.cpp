@@ -316,8 +316,8 @@ flatbuffers::Offset<void> FunctionWriter::gemm(HostGemmOp op) {
   std::vector<int64_t> aStrides = strides(a), bStrides = strides(b);
   fb::BufferRef ra = ref(op.getLhs()), rb = ref(op.getRhs()),
                 rc = ref(op.getOut());
-  fb::DType abType = a.getElementType().isBF16() ? fb::DType::BF16
-                                                 : fb::DType::F32;
+  fb::DType abType = *dtypeOf(a.getElementType()),
+            cType = *dtypeOf(c.getElementType());
   fb::BufferRef bias = op.getBias() ? ref(op.getBias()) : fb::BufferRef();
   fb::GemmActivation activation = fb::GemmActivation::None;
   switch (op.getActivation()) {
@@ -334,7 +334,7 @@ flatbuffers::Offset<void> FunctionWriter::gemm(HostGemmOp op) {
                               op.getTransposeLhs(), op.getTransposeRhs(),
                               &batchShape, &aStrides, &bStrides, &ra, &rb, &rc,
                               abType, op.getBias() ? &bias : nullptr,
-                              activation)
+                              activation, cType, op.getAllowTf32())
       .Union();
 }
 

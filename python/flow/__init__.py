@@ -124,7 +124,8 @@ def compile_mlir(source: str, target: str = "cpu", threads: int = 0,
                  fusion: bool = True,
                  precision: str = "f32",
                  check_numerics: bool = False,
-                 conv: str = "library") -> CompiledModule:
+                 conv: str = "library", gpu_arch: str = "sm_90",
+                 allow_tf32: bool = False) -> CompiledModule:
     """Compiles flow-dialect MLIR text for `target` and loads it.
 
     The options are flow-compile's (`cpu` is its --cpu, the LLVM CPU the
@@ -132,14 +133,16 @@ def compile_mlir(source: str, target: str = "cpu", threads: int = 0,
     per kernel; `precision="bf16"` is its --precision=bf16: matrix products
     and convolutions read bf16 operands and sum in f32; `conv="gemm"` is
     its --conv=gemm: f32 convolutions as im2col and a GEMM instead of the
-    runtime's convolution library). A relative parameter archive named by the
+    runtime's convolution library; `gpu_arch` is its --gpu-arch and
+    `allow_tf32=True` its --allow-tf32, for the CUDA targets). A relative parameter archive named by the
     module is taken from `base_directory` (default: the current
     directory); `parameters` overrides it. `timeout` and `check_numerics`
     are flow.compile's."""
     return CompiledModule(
         _compile(source, target=target, library_matmul=library_matmul,
                  cpu=cpu, mesh=_mesh_text(mesh), fusion=fusion,
-                 precision=precision, conv=conv),
+                 precision=precision, conv=conv, gpu_arch=gpu_arch,
+                 allow_tf32=allow_tf32),
         threads, parameters, base_directory, timeout, check_numerics)
 
 
@@ -182,13 +185,13 @@ def load(path, threads: int = 0, parameters: str = "",
 
 
 def compile_ir(source: str, phase: str, target: str = "cpu",
-               gpu_arch: str = "sm_90"):
+               gpu_arch: str = "sm_90", allow_tf32: bool = False):
     """The IR of `source` after compile phase `phase` (as flow-compile
     --compile-to prints it; the CUDA target's `ptx` phase gives the PTX
-    text, and `fbin` the executable's bytes). `gpu_arch` is flow-compile's
-    --gpu-arch, for target="cuda"."""
+    text, and `fbin` the executable's bytes). `gpu_arch` and `allow_tf32`
+    are flow-compile's --gpu-arch and --allow-tf32, for the CUDA targets."""
     return _compile(source, target=target, compile_to=phase,
-                    gpu_arch=gpu_arch)
+                    gpu_arch=gpu_arch, allow_tf32=allow_tf32)
 
 
 # ---------------------------------------------------------------------------
@@ -328,7 +331,8 @@ def compile(model: Any, example_args=(), example_kwargs=None, *,
             sbp=None, timeout: Optional[float] = None,
             fusion: bool = True, precision: str = "f32",
             check_numerics: bool = False,
-            conv: str = "library") -> CompiledModel:
+            conv: str = "library", gpu_arch: str = "sm_90",
+            allow_tf32: bool = False) -> CompiledModel:
     """Imports, compiles and loads `model`; returns a callable.
 
     `model` is a torch.nn.Module or torch.export.ExportedProgram (traced
@@ -348,7 +352,10 @@ def compile(model: Any, example_args=(), example_kwargs=None, *,
     else 300 s. The first mesh module of a process starts MPI; later ones
     set the timeout for all.
     `conv="gemm"` runs f32 convolutions as im2col and a GEMM instead of
-    the runtime's convolution library (see compile_mlir).
+    the runtime's convolution library (see compile_mlir). For
+    `target="cuda"`, `gpu_arch` names the GPU (`"sm_80"`, `"sm_90"`) and
+    `allow_tf32=True` lets f32 matrix products run in TF32 (as
+    `torch.backends.cuda.matmul.allow_tf32`).
     `check_numerics=True` makes each call stop at the first NaN or infinity
     (in an input, or written by a kernel) with a FlowError naming the
     kernel, the ops it computes and their source lines, the element and its
@@ -378,7 +385,8 @@ def compile(model: Any, example_args=(), example_kwargs=None, *,
                               library_matmul=library_matmul, cpu=cpu,
                               mesh=mesh, timeout=timeout, fusion=fusion,
                               precision=precision,
-                              check_numerics=check_numerics, conv=conv)
+                              check_numerics=check_numerics, conv=conv,
+                              gpu_arch=gpu_arch, allow_tf32=allow_tf32)
     finally:
         if not keep and os.path.exists(archive):
             os.unlink(archive)

@@ -52,7 +52,8 @@ py::object compile(const std::string &source, const std::string &target,
                    const std::string &compileTo, bool libraryMatmul,
                    const std::string &cpu, const std::string &mesh,
                    bool fusion, const std::string &precision,
-                   const std::string &conv, const std::string &gpuArch) {
+                   const std::string &conv, const std::string &gpuArch,
+                   bool allowTf32) {
   if (conv != "library" && conv != "gemm")
     throw FlowError("conv must be 'library' or 'gemm', got '" + conv + "'");
   std::optional<std::vector<int64_t>> meshShape;
@@ -107,6 +108,7 @@ py::object compile(const std::string &source, const std::string &target,
   options.target = target;
   options.cpu.cpu = cpu;
   options.cuda.arch = gpuArch;
+  options.cuda.allowTf32 = allowTf32;
   options.compileTo = compileTo;
   options.libraryMatmul = libraryMatmul;
   options.fusion = fusion;
@@ -434,7 +436,7 @@ PYBIND11_MODULE(_flow, m) {
         py::arg("compile_to") = "fbin", py::arg("library_matmul") = true,
         py::arg("cpu") = "host", py::arg("mesh") = "", py::arg("fusion") = true,
         py::arg("precision") = "f32", py::arg("conv") = "library",
-        py::arg("gpu_arch") = "sm_90",
+        py::arg("gpu_arch") = "sm_90", py::arg("allow_tf32") = false,
         "Compiles flow-dialect MLIR text: executable bytes, or the IR of an "
         "earlier phase as text.");
   m.def(

@@ -3,7 +3,9 @@
 // Part of the Flow project.
 //
 // Pieces along a dimension are packed into contiguous blocks in member
-// order, exchanged with the group's byte-level primitives, and unpacked.
+// order, exchanged with the group's byte-level primitives, and unpacked:
+// planCollective says how (the same plan for host memory here and for a
+// GPU's memory on its stream), runCollective runs it on the host.
 //
 //===----------------------------------------------------------------------===//
 
@@ -74,107 +76,213 @@ size_t numElements(const std::vector<int64_t> &shape) {
   return n;
 }
 
-std::vector<int64_t> zeros(size_t rank) { return std::vector<int64_t>(rank, 0); }
 
 } // namespace
+
+namespace {
+
+/// Rows, row bytes and pitch of the box `[offset, offset + length)` along
+/// dimension `d` of a row-major tensor of `shape`.
+struct Slab {
+  uint64_t rows = 1, inner = 1, extent = 0;
+  Slab(const std::vector<int64_t> &shape, int64_t d, size_t elem) {
+    for (int64_t i = 0; i < d; ++i)
+      rows *= static_cast<uint64_t>(shape[i]);
+    inner = elem;
+    for (size_t i = d + 1; i < shape.size(); ++i)
+      inner *= static_cast<uint64_t>(shape[i]);
+    extent = static_cast<uint64_t>(shape[d]);
+  }
+};
+
+using Buffer = StridedCopy::Buffer;
+
+/// Copies pieces `length` long at `offset` along `d` of a tensor (`slab`)
+/// in buffer `tensor` to or from a contiguous block at `at` of `block`.
+StridedCopy slabCopy(const Slab &slab, int64_t offset, int64_t length,
+                     Buffer tensor, Buffer block, uint64_t at, bool toBlock) {
+  StridedCopy c;
+  c.rows = slab.rows;
+  c.rowBytes = static_cast<uint64_t>(length) * slab.inner;
+  uint64_t pitch = slab.extent * slab.inner;
+  uint64_t tensorOffset = static_cast<uint64_t>(offset) * slab.inner;
+  if (toBlock) {
+    c.src = tensor;
+    c.srcOffset = tensorOffset;
+    c.srcPitch = pitch;
+    c.dst = block;
+    c.dstOffset = at;
+    c.dstPitch = c.rowBytes;
+  } else {
+    c.src = block;
+    c.srcOffset = at;
+    c.srcPitch = c.rowBytes;
+    c.dst = tensor;
+    c.dstOffset = tensorOffset;
+    c.dstPitch = pitch;
+  }
+  return c;
+}
+
+} // namespace
+
+CollectivePlan detail::planCollective(const CollectiveCommand &cmd,
+                                      int64_t g) {
+  CollectivePlan plan;
+  size_t elem = dtypeSize(cmd.dtype);
+  const std::vector<int64_t> &in = cmd.inputShape, &out = cmd.outputShape;
+  switch (cmd.kind) {
+  case CollectiveCommand::AllReduce: {
+    // In place in the output, after copying the input there.
+    plan.count = numElements(out);
+    plan.send = plan.recv = Buffer::Output;
+    if (plan.count) {
+      StridedCopy c;
+      c.src = Buffer::Input;
+      c.dst = Buffer::Output;
+      c.rows = 1;
+      c.rowBytes = c.srcPitch = c.dstPitch = plan.count * elem;
+      plan.pack.push_back(c);
+    }
+    plan.moved = plan.count * elem;
+    return plan;
+  }
+  case CollectiveCommand::AllGather: {
+    // Member i's piece lands at its offset along `dim` of the output; when
+    // the dimensions before `dim` are all 1 the pieces are consecutive in
+    // member order and the output receives them directly.
+    int64_t d = cmd.dim;
+    Slab slab(out, d, elem);
+    plan.send = Buffer::Input;
+    plan.recv = slab.rows == 1 ? Buffer::Output : Buffer::RecvStage;
+    uint64_t at = 0;
+    for (int64_t i = 0; i < g; ++i) {
+      int64_t length = pieceSize(out[d], g, i);
+      plan.recvCounts.push_back(slab.rows * length * slab.inner);
+      if (plan.recv == Buffer::RecvStage && plan.recvCounts.back())
+        plan.unpack.push_back(slabCopy(slab, pieceOffset(out[d], g, i), length,
+                                       Buffer::Output, Buffer::RecvStage, at,
+                                       /*toBlock=*/false));
+      at += plan.recvCounts.back();
+    }
+    plan.recvStageBytes = plan.recv == Buffer::RecvStage ? at : 0;
+    plan.moved = at;
+    return plan;
+  }
+  case CollectiveCommand::ReduceScatter: {
+    // Member i reduces the pieces at its offset along `dim` of everyone's
+    // input; consecutive already when the dimensions before `dim` are 1.
+    int64_t d = cmd.dim;
+    Slab slab(in, d, elem);
+    plan.send = slab.rows == 1 ? Buffer::Input : Buffer::SendStage;
+    plan.recv = Buffer::Output;
+    uint64_t at = 0;
+    for (int64_t i = 0; i < g; ++i) {
+      int64_t length = pieceSize(in[d], g, i);
+      uint64_t bytes = slab.rows * length * slab.inner;
+      if (plan.send == Buffer::SendStage && bytes)
+        plan.pack.push_back(slabCopy(slab, pieceOffset(in[d], g, i), length,
+                                     Buffer::Input, Buffer::SendStage, at,
+                                     /*toBlock=*/true));
+      plan.sendCounts.push_back(bytes / elem);
+      at += bytes;
+    }
+    plan.recvCounts = plan.sendCounts;
+    plan.sendStageBytes = plan.send == Buffer::SendStage ? at : 0;
+    plan.moved = at;
+    return plan;
+  }
+  case CollectiveCommand::AllToAll: {
+    // Piece i of the input along `split_dim` goes to member i; what member
+    // j sends lands at j's offset along `concat_dim` of the output.
+    int64_t sd = cmd.splitDim, cd = cmd.concatDim;
+    Slab split(in, sd, elem), concat(out, cd, elem);
+    plan.send = split.rows == 1 ? Buffer::Input : Buffer::SendStage;
+    plan.recv = concat.rows == 1 ? Buffer::Output : Buffer::RecvStage;
+    uint64_t at = 0;
+    for (int64_t i = 0; i < g; ++i) {
+      int64_t length = pieceSize(in[sd], g, i);
+      uint64_t bytes = split.rows * length * split.inner;
+      if (plan.send == Buffer::SendStage && bytes)
+        plan.pack.push_back(slabCopy(split, pieceOffset(in[sd], g, i), length,
+                                     Buffer::Input, Buffer::SendStage, at,
+                                     /*toBlock=*/true));
+      plan.sendCounts.push_back(bytes);
+      at += bytes;
+    }
+    plan.sendStageBytes = plan.send == Buffer::SendStage ? at : 0;
+    at = 0;
+    for (int64_t j = 0; j < g; ++j) {
+      int64_t length = pieceSize(out[cd], g, j);
+      uint64_t bytes = concat.rows * length * concat.inner;
+      if (plan.recv == Buffer::RecvStage && bytes)
+        plan.unpack.push_back(slabCopy(concat, pieceOffset(out[cd], g, j),
+                                       length, Buffer::Output,
+                                       Buffer::RecvStage, at,
+                                       /*toBlock=*/false));
+      plan.recvCounts.push_back(bytes);
+      at += bytes;
+    }
+    plan.recvStageBytes = plan.recv == Buffer::RecvStage ? at : 0;
+    plan.moved = at;
+    return plan;
+  }
+  }
+  return plan;
+}
 
 Status detail::runCollective(const CollectiveCommand &cmd, Group &group,
                              const uint8_t *input, uint8_t *output,
                              uint64_t *bytes) {
-  uint64_t ignored;
-  uint64_t &moved = bytes ? *bytes : ignored;
-  size_t elem = dtypeSize(cmd.dtype);
-  int64_t g = group.size(), me = group.rank();
-  const std::vector<int64_t> &in = cmd.inputShape, &out = cmd.outputShape;
+  CollectivePlan plan = planCollective(cmd, group.size());
+  if (bytes)
+    *bytes = plan.moved;
+  std::vector<uint8_t> sendStage(plan.sendStageBytes),
+      recvStage(plan.recvStageBytes);
+  auto address = [&](Buffer b) -> uint8_t * {
+    switch (b) {
+    case Buffer::Input:
+      return const_cast<uint8_t *>(input);
+    case Buffer::Output:
+      return output;
+    case Buffer::SendStage:
+      return sendStage.data();
+    case Buffer::RecvStage:
+      return recvStage.data();
+    }
+    return nullptr;
+  };
+  auto copy = [&](const StridedCopy &c) {
+    const uint8_t *src = address(c.src) + c.srcOffset;
+    uint8_t *dst = address(c.dst) + c.dstOffset;
+    if (src == dst && c.srcPitch == c.dstPitch)
+      return;
+    for (uint64_t r = 0; r < c.rows; ++r)
+      std::memmove(dst + r * c.dstPitch, src + r * c.srcPitch, c.rowBytes);
+  };
+  for (const StridedCopy &c : plan.pack)
+    copy(c);
+  const uint8_t *send = address(plan.send);
+  uint8_t *recv = address(plan.recv);
+  Status s = Status::ok();
   switch (cmd.kind) {
-  case CollectiveCommand::AllReduce: {
-    size_t count = numElements(out);
-    if (input != output && count)
-      std::memmove(output, input, count * elem);
-    moved = count * elem;
-    return group.allReduce(output, count, cmd.dtype, cmd.reduction);
+  case CollectiveCommand::AllReduce:
+    s = group.allReduce(recv, plan.count, cmd.dtype, cmd.reduction);
+    break;
+  case CollectiveCommand::AllGather:
+    s = group.allGather(send, recv, plan.recvCounts);
+    break;
+  case CollectiveCommand::ReduceScatter:
+    s = group.reduceScatter(send, recv, plan.sendCounts, cmd.dtype,
+                            cmd.reduction);
+    break;
+  case CollectiveCommand::AllToAll:
+    s = group.allToAll(send, plan.sendCounts, recv, plan.recvCounts);
+    break;
   }
-  case CollectiveCommand::AllGather: {
-    int64_t d = cmd.dim;
-    std::vector<size_t> counts(g);
-    std::vector<std::vector<int64_t>> shapes(g, in);
-    size_t total = 0;
-    for (int64_t i = 0; i < g; ++i) {
-      shapes[i][d] = pieceSize(out[d], g, i);
-      counts[i] = numElements(shapes[i]) * elem;
-      total += counts[i];
-    }
-    std::vector<uint8_t> blocks(total);
-    moved = total;
-    if (Status s = group.allGather(input, blocks.data(), counts); !s)
-      return s;
-    size_t at = 0;
-    for (int64_t i = 0; i < g; ++i) {
-      std::vector<int64_t> offset = zeros(out.size());
-      offset[d] = pieceOffset(out[d], g, i);
-      copyBox(blocks.data() + at, shapes[i], zeros(in.size()), output, out,
-              offset, shapes[i], elem);
-      at += counts[i];
-    }
-    return Status::ok();
-  }
-  case CollectiveCommand::ReduceScatter: {
-    int64_t d = cmd.dim;
-    std::vector<size_t> counts(g);
-    std::vector<uint8_t> blocks(numElements(in) * elem);
-    size_t at = 0;
-    for (int64_t i = 0; i < g; ++i) {
-      std::vector<int64_t> box = in, offset = zeros(in.size());
-      box[d] = pieceSize(in[d], g, i);
-      offset[d] = pieceOffset(in[d], g, i);
-      copyBox(input, in, offset, blocks.data() + at, box, zeros(in.size()),
-              box, elem);
-      counts[i] = numElements(box);
-      at += counts[i] * elem;
-    }
-    moved = at;
-    return group.reduceScatter(blocks.data(), output, counts, cmd.dtype,
-                               cmd.reduction);
-  }
-  case CollectiveCommand::AllToAll: {
-    int64_t sd = cmd.splitDim, cd = cmd.concatDim;
-    std::vector<size_t> sendCounts(g), recvCounts(g);
-    std::vector<uint8_t> send(numElements(in) * elem);
-    size_t at = 0;
-    for (int64_t i = 0; i < g; ++i) {
-      std::vector<int64_t> box = in, offset = zeros(in.size());
-      box[sd] = pieceSize(in[sd], g, i);
-      offset[sd] = pieceOffset(in[sd], g, i);
-      copyBox(input, in, offset, send.data() + at, box, zeros(in.size()), box,
-              elem);
-      sendCounts[i] = numElements(box) * elem;
-      at += sendCounts[i];
-    }
-    std::vector<std::vector<int64_t>> shapes(g);
-    size_t total = 0;
-    for (int64_t j = 0; j < g; ++j) {
-      shapes[j] = in;
-      shapes[j][sd] = pieceSize(in[sd], g, me);
-      shapes[j][cd] = pieceSize(out[cd], g, j);
-      recvCounts[j] = numElements(shapes[j]) * elem;
-      total += recvCounts[j];
-    }
-    std::vector<uint8_t> recv(total);
-    moved = total;
-    if (Status s = group.allToAll(send.data(), sendCounts, recv.data(),
-                                  recvCounts);
-        !s)
-      return s;
-    at = 0;
-    for (int64_t j = 0; j < g; ++j) {
-      std::vector<int64_t> offset = zeros(out.size());
-      offset[cd] = pieceOffset(out[cd], g, j);
-      copyBox(recv.data() + at, shapes[j], zeros(in.size()), output, out,
-              offset, shapes[j], elem);
-      at += recvCounts[j];
-    }
-    return Status::ok();
-  }
-  }
-  return Status::error("unknown collective");
+  if (!s)
+    return s;
+  for (const StridedCopy &c : plan.unpack)
+    copy(c);
+  return Status::ok();
 }

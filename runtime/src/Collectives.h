@@ -27,7 +27,43 @@ void copyBox(const uint8_t *src, const std::vector<int64_t> &srcShape,
 int64_t pieceSize(int64_t n, int64_t g, int64_t i);
 int64_t pieceOffset(int64_t n, int64_t g, int64_t i);
 
-/// Runs `cmd` over `group` from this device's `input` to its `output`.
+/// A strided copy between the buffers of a collective: `rows` rows of
+/// `rowBytes`, `srcPitch` and `dstPitch` bytes apart, from `srcOffset` of
+/// `src` to `dstOffset` of `dst`. Every piece a collective moves is such a
+/// copy: a box that differs from its tensor only along one dimension is
+/// the rows of the dimensions before it.
+struct StridedCopy {
+  enum Buffer { Input, Output, SendStage, RecvStage };
+  Buffer src = Input, dst = Output;
+  uint64_t srcOffset = 0, dstOffset = 0;
+  uint64_t rows = 0, rowBytes = 0, srcPitch = 0, dstPitch = 0;
+};
+
+/// One collective command for a member of a group of `size`, as any
+/// device runs it: `pack` copies into the send stage (or the output), the
+/// group primitive of the command's kind from `send` to `recv`, `unpack`
+/// copies out of the receive stage. Pieces that are already contiguous and
+/// in member order are sent from the input or received into the output
+/// directly, without a stage.
+struct CollectivePlan {
+  std::vector<StridedCopy> pack, unpack;
+  StridedCopy::Buffer send = StridedCopy::Input, recv = StridedCopy::Output;
+  /// Bytes of each stage (0: not used).
+  uint64_t sendStageBytes = 0, recvStageBytes = 0;
+  /// The primitive's counts: AllReduce: `count` elements of `recv` in
+  /// place; AllGather: `recvCounts`, bytes per member; ReduceScatter:
+  /// `sendCounts`, elements per member; AllToAll: bytes to (`sendCounts`)
+  /// and from (`recvCounts`) each member.
+  uint64_t count = 0;
+  std::vector<size_t> sendCounts, recvCounts;
+  /// Bytes the primitive moves through this member (its report figure).
+  uint64_t moved = 0;
+};
+
+CollectivePlan planCollective(const CollectiveCommand &cmd, int64_t size);
+
+/// Runs `cmd` over `group` from this device's `input` to its `output`
+/// (host memory).
 Status runCollective(const CollectiveCommand &cmd, Group &group,
                      const uint8_t *input, uint8_t *output,
                      uint64_t *bytes = nullptr);

@@ -14,6 +14,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "AlignedBuffer.h"
+#include "Bf16.h"
 #include "BlasCalls.h"
 #include "Collectives.h"
 #include "Convolution.h"
@@ -116,7 +118,7 @@ Status checkCommand(const Executable::Impl &impl, const std::string &function,
     detail::describeCommand(impl, command, kind, what);
     what = what.empty() ? kind : kind + " " + what;
     if (const auto *g = std::get_if<detail::GemmCommand>(&command))
-      return check(g->c, DType::F32, what);
+      return check(g->c, g->cDtype, what);
     if (const auto *c = std::get_if<detail::CollectiveCommand>(&command))
       return check(c->output, c->dtype, "collective");
     // Layout does not matter: any non-finite element is reported (its
@@ -155,19 +157,35 @@ struct Epilogue {
   void **args = nullptr;
 };
 
-/// Returns true if it also ran `epilogue` (false: the caller runs it).
-/// \p packedB: B packed for Flow's kernels (packB), when B is a constant.
-bool runGemm(const detail::GemmCommand &cmd, const Frame &frame,
+/// Where a GEMM reads and writes: A and B as bytes (f32, or bf16 elements
+/// where `bf16`), C as f32.
+struct GemmOperands {
+  const uint8_t *a = nullptr, *b = nullptr;
+  float *c = nullptr;
+  bool bf16 = false;
+};
+
+/// The operands of a plain command (GemmCommand::isPlain) in \p frame.
+GemmOperands plainOperands(const detail::GemmCommand &cmd,
+                           const Frame &frame) {
+  return {frame.pointer(cmd.a), frame.pointer(cmd.b),
+          reinterpret_cast<float *>(frame.pointer(cmd.c)),
+          cmd.abDtype == DType::BF16};
+}
+
+/// Runs \p cmd's products on \p ops. Returns true if it also ran
+/// `epilogue` (false: the caller runs it). \p packedB: B packed for Flow's
+/// kernels (packB), when B is a constant.
+bool runGemm(const detail::GemmCommand &cmd, const GemmOperands &ops,
              ThreadPool &pool, const Epilogue *epilogue = nullptr,
              const detail::PackedB *packedB = nullptr) {
   if (cmd.m == 0 || cmd.n == 0 || cmd.batchCount == 0)
     return false;
-  // A and B as bytes: f32 or bf16 elements.
-  const bool bf16 = cmd.abDtype == DType::BF16;
+  const bool bf16 = ops.bf16;
   const int64_t es = bf16 ? 2 : 4;
-  const uint8_t *a = frame.pointer(cmd.a);
-  const uint8_t *b = frame.pointer(cmd.b);
-  auto *c = reinterpret_cast<float *>(frame.pointer(cmd.c));
+  const uint8_t *a = ops.a;
+  const uint8_t *b = ops.b;
+  float *c = ops.c;
   int lda = std::max(1, cmd.transposeA ? cmd.m : cmd.k);
   int ldb = std::max(1, cmd.transposeB ? cmd.k : cmd.n);
   int64_t matrixC = int64_t(cmd.m) * cmd.n;
@@ -260,7 +278,7 @@ bool runGemm(const detail::GemmCommand &cmd, const Frame &frame,
   int64_t count = cmd.batchCount * tiles;
   if (!parallel || count == 1) {
     if (epilogue) // the caller runs the epilogue whole
-      return runGemm(cmd, frame, pool, nullptr, packedB);
+      return runGemm(cmd, ops, pool, nullptr, packedB);
     for (int64_t i = 0; i < count; ++i)
       piece(i);
     return false;
@@ -271,14 +289,11 @@ bool runGemm(const detail::GemmCommand &cmd, const Frame &frame,
 
 /// The library epilogue of \p cmd on its result C: the bias added to every
 /// row, then the activation (as cuBLASLt's epilogues compute them).
-void applyGemmEpilogue(const detail::GemmCommand &cmd, const Frame &frame,
-                       ThreadPool &pool) {
+/// \p c: C in f32; \p bias: the bias in f32 (null without one).
+void applyGemmEpilogue(const detail::GemmCommand &cmd, float *c,
+                       const float *bias, ThreadPool &pool) {
   if (!cmd.hasEpilogue() || cmd.m == 0 || cmd.n == 0)
     return;
-  auto *c = reinterpret_cast<float *>(frame.pointer(cmd.c));
-  const auto *bias =
-      cmd.hasBias ? reinterpret_cast<const float *>(frame.pointer(cmd.bias))
-                  : nullptr;
   const int64_t rows = cmd.batchCount * cmd.m, n = cmd.n;
   auto range = [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) {
@@ -303,6 +318,66 @@ void applyGemmEpilogue(const detail::GemmCommand &cmd, const Frame &frame,
   pool.parallelFor(pieces, [&](int64_t p) {
     range(p * rows / pieces, (p + 1) * rows / pieces);
   });
+}
+
+/// Runs a command that is not plain (GemmCommand::isPlain) as the GPU's
+/// library does: f16 or bf16 operands widened to f32 (f32 ones rounded to
+/// TF32 where allowed), products summed in f32, the epilogue applied in
+/// f32, and C rounded to its type once at the end.
+Status runWidenedGemm(const detail::GemmCommand &cmd, const Frame &frame,
+                      ThreadPool &pool) {
+  auto widen = [&](const BufferRef &ref, DType dtype, AlignedBuffer &out,
+                   const float *&result) {
+    size_t count = ref.size / dtypeSize(dtype);
+    if (dtype == DType::F32 && !cmd.allowTf32) {
+      result = reinterpret_cast<const float *>(frame.pointer(ref));
+      return true;
+    }
+    if (!out.allocate(count * sizeof(float)))
+      return false;
+    auto *to = reinterpret_cast<float *>(out.data());
+    const uint8_t *from = frame.pointer(ref);
+    for (size_t i = 0; i < count; ++i) {
+      if (dtype == DType::F32) {
+        float v;
+        std::memcpy(&v, from + 4 * i, sizeof v);
+        to[i] = detail::roundToTf32(v);
+        continue;
+      }
+      uint16_t bits;
+      std::memcpy(&bits, from + 2 * i, sizeof bits);
+      to[i] = dtype == DType::F16 ? detail::widenF16(bits)
+                                  : detail::widenBf16(bits);
+    }
+    result = to;
+    return true;
+  };
+  AlignedBuffer wideA, wideB, wideBias, wideC;
+  const float *a = nullptr, *b = nullptr, *bias = nullptr;
+  const size_t cCount = cmd.c.size / dtypeSize(cmd.cDtype);
+  bool ok = widen(cmd.a, cmd.abDtype, wideA, a) &&
+            widen(cmd.b, cmd.abDtype, wideB, b) &&
+            (!cmd.hasBias || widen(cmd.bias, cmd.cDtype, wideBias, bias));
+  float *c = reinterpret_cast<float *>(frame.pointer(cmd.c));
+  if (ok && cmd.cDtype != DType::F32) {
+    ok = wideC.allocate(cCount * sizeof(float));
+    c = reinterpret_cast<float *>(wideC.data());
+  }
+  if (!ok)
+    return Status::error("out of memory widening a GEMM's operands to f32");
+  GemmOperands ops{reinterpret_cast<const uint8_t *>(a),
+                   reinterpret_cast<const uint8_t *>(b), c, false};
+  runGemm(cmd, ops, pool);
+  applyGemmEpilogue(cmd, c, bias, pool);
+  if (cmd.cDtype != DType::F32) {
+    uint8_t *to = frame.pointer(cmd.c);
+    for (size_t i = 0; i < cCount; ++i) {
+      uint16_t bits = cmd.cDtype == DType::F16 ? detail::roundToF16(c[i])
+                                               : detail::roundToBf16(c[i]);
+      std::memcpy(to + 2 * i, &bits, sizeof bits);
+    }
+  }
+  return Status::ok();
 }
 
 /// Runs a kernel's workgroups: one if the dispatch is small, else as many
@@ -482,20 +557,31 @@ Status CpuExecutor::run(size_t function, const std::vector<ConstBuffer> &inputs,
           index + 1 < commands.size()
               ? std::get_if<detail::DispatchCommand>(&commands[index + 1])
               : nullptr;
-      const detail::PackedB *packed = packedWeights.get(*gemm, frame);
-      constexpr size_t kInline = 32;
-      if (next && next->gemmEpilogue && !hooks.checkNumerics &&
-          gemm->batchCount == 1 && !gemm->hasEpilogue() &&
-          next->maxWorkgroups == static_cast<uint32_t>(gemm->m) &&
-          next->bindings.size() <= kInline) {
-        void *args[kInline];
-        for (size_t i = 0; i < next->bindings.size(); ++i)
-          args[i] = frame.pointer(next->bindings[i]);
-        Epilogue epilogue{impl.kernels[next->kernel], args};
-        skipEpilogue = runGemm(*gemm, frame, pool, &epilogue, packed);
+      if (!gemm->isPlain()) {
+        if (Status s = runWidenedGemm(*gemm, frame, pool); !s)
+          return s;
       } else {
-        runGemm(*gemm, frame, pool, nullptr, packed);
-        applyGemmEpilogue(*gemm, frame, pool);
+        const detail::PackedB *packed = packedWeights.get(*gemm, frame);
+        const GemmOperands ops = plainOperands(*gemm, frame);
+        constexpr size_t kInline = 32;
+        if (next && next->gemmEpilogue && !hooks.checkNumerics &&
+            gemm->batchCount == 1 && !gemm->hasEpilogue() &&
+            next->maxWorkgroups == static_cast<uint32_t>(gemm->m) &&
+            next->bindings.size() <= kInline) {
+          void *args[kInline];
+          for (size_t i = 0; i < next->bindings.size(); ++i)
+            args[i] = frame.pointer(next->bindings[i]);
+          Epilogue epilogue{impl.kernels[next->kernel], args};
+          skipEpilogue = runGemm(*gemm, ops, pool, &epilogue, packed);
+        } else {
+          runGemm(*gemm, ops, pool, nullptr, packed);
+          applyGemmEpilogue(
+              *gemm, ops.c,
+              gemm->hasBias
+                  ? reinterpret_cast<const float *>(frame.pointer(gemm->bias))
+                  : nullptr,
+              pool);
+        }
       }
     } else if (const auto *conv = std::get_if<detail::ConvCommand>(&command)) {
       auto address = [&](const BufferRef &ref) {

@@ -976,11 +976,21 @@ Status Checker::verifyGemm(const std::string &ctx, const fbs::Gemm &cmd,
   }
   out.batchCount = static_cast<int64_t>(batchCount);
   out.abDtype = static_cast<DType>(cmd.ab_dtype());
-  if (out.abDtype != DType::F32 && out.abDtype != DType::BF16)
+  if (out.abDtype != DType::F32 && out.abDtype != DType::BF16 &&
+      out.abDtype != DType::F16)
     return Status::error(ctx + ": operands of type " +
                          std::to_string(static_cast<int>(cmd.ab_dtype())) +
-                         " are not supported (f32, bf16)");
+                         " are not supported (f32, bf16, f16)");
+  out.cDtype = static_cast<DType>(cmd.c_dtype());
+  if (out.cDtype != DType::F32 && out.cDtype != out.abDtype)
+    return Status::error(ctx + ": result type " +
+                         std::to_string(static_cast<int>(cmd.c_dtype())) +
+                         " is neither f32 nor the operands' type");
+  out.allowTf32 = cmd.allow_tf32();
+  if (out.allowTf32 && out.abDtype != DType::F32)
+    return Status::error(ctx + ": allow_tf32 needs f32 operands");
   const uint64_t abSize = dtypeSize(out.abDtype);
+  const uint64_t cSize = dtypeSize(out.cDtype);
 
   if (Status s = verifyRef(ctx, "operand A", cmd.a(), false, out.a); !s)
     return s;
@@ -1028,7 +1038,7 @@ Status Checker::verifyGemm(const std::string &ctx, const fbs::Gemm &cmd,
   }
   uint64_t cBytes;
   if (!mulOk(batchCount, uint64_t(out.m) * uint64_t(out.n), cBytes) ||
-      !mulOk(cBytes, sizeof(float), cBytes))
+      !mulOk(cBytes, cSize, cBytes))
     return Status::error(ctx + ": result C size overflows");
   if (cBytes != out.c.size)
     return Status::error(ctx + ": result C needs " + std::to_string(cBytes) +
@@ -1036,22 +1046,24 @@ Status Checker::verifyGemm(const std::string &ctx, const fbs::Gemm &cmd,
                          std::to_string(out.c.size));
   for (auto [name, ref, size] :
        {std::tuple{"A", &out.a, abSize}, {"B", &out.b, abSize},
-        {"C", &out.c, uint64_t(sizeof(float))}}) {
+        {"C", &out.c, cSize}}) {
     if (ref->offset % size != 0)
       return Status::error(ctx + ": operand " + name + " offset " +
                            std::to_string(ref->offset) +
                            " is not a multiple of " + std::to_string(size));
   }
-  // The epilogue: n f32 biases, and an activation the runtime knows.
+  // The epilogue: n biases of C's type, and an activation the runtime
+  // knows.
   if (cmd.bias()) {
     if (Status s = verifyRef(ctx, "bias", cmd.bias(), false, out.bias); !s)
       return s;
-    if (out.bias.size != uint64_t(out.n) * sizeof(float) ||
-        out.bias.offset % sizeof(float) != 0)
+    if (out.bias.size != uint64_t(out.n) * cSize ||
+        out.bias.offset % cSize != 0)
       return Status::error(ctx + ": the bias needs " +
-                           std::to_string(uint64_t(out.n) * sizeof(float)) +
-                           " bytes (n f32 values) at an offset that is a "
-                           "multiple of 4, its buffer ref has " +
+                           std::to_string(uint64_t(out.n) * cSize) +
+                           " bytes (n values of C's type) at an offset that "
+                           "is a multiple of " +
+                           std::to_string(cSize) + ", its buffer ref has " +
                            std::to_string(out.bias.size) + " at " +
                            std::to_string(out.bias.offset));
     out.hasBias = true;

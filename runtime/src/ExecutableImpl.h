@@ -57,14 +57,23 @@ struct GemmCommand {
   std::vector<int64_t> batchShape, aBatchStrides, bBatchStrides;
   int64_t batchCount = 1;
   BufferRef a, b, c;
-  /// A and B: f32, or bf16 summed in f32 (C is f32).
+  /// A and B: f32, bf16 or f16, summed in f32 (in TF32 where allowTf32:
+  /// f32 operands only); C: f32, or abDtype.
   DType abDtype = DType::F32;
-  /// The epilogue: n f32 values added to every row of C, then the
+  DType cDtype = DType::F32;
+  bool allowTf32 = false;
+  /// The epilogue: n values of cDtype added to every row of C, then the
   /// activation.
   bool hasBias = false;
   BufferRef bias;
   enum Activation { None, Relu, GeluTanh } activation = None;
   bool hasEpilogue() const { return hasBias || activation != None; }
+  /// Whether the runtime's f32/bf16 GEMM path runs it directly (else its
+  /// operands are widened to f32 first and C rounded after).
+  bool isPlain() const {
+    return cDtype == DType::F32 && !allowTf32 &&
+           (abDtype == DType::F32 || abDtype == DType::BF16);
+  }
 };
 
 struct CopyCommand {

@@ -31,7 +31,8 @@ struct CallHooks {
   bool checkNumerics = false;
   /// The bytes each collective exchanged, appended in program order.
   std::vector<uint64_t> *collectiveBytes = nullptr;
-  /// The communicator group of a collective's mesh axes.
+  /// The group a collective over these mesh axes runs on: the device's own
+  /// (Device::createGroup; device addresses on CUDA) or the processes'.
   std::function<StatusOr<Group *>(const std::vector<int64_t> &)> group;
 };
 

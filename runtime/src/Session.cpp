@@ -267,13 +267,15 @@ Status Session::makeGroups() {
   // group per single mesh axis (for assembling outputs) and per axis set
   // a collective uses.
   const std::vector<int64_t> &mesh = exe->mesh();
-  std::set<std::vector<int64_t>> sets;
+  std::set<std::vector<int64_t>> sets, collectiveSets;
   for (size_t a = 0; a < mesh.size(); ++a)
     sets.insert({static_cast<int64_t>(a)});
   for (const detail::Function &f : exe->implementation().functions)
     for (const detail::Command &c : f.commands)
-      if (const auto *col = std::get_if<detail::CollectiveCommand>(&c))
+      if (const auto *col = std::get_if<detail::CollectiveCommand>(&c)) {
         sets.insert(col->meshAxes);
+        collectiveSets.insert(col->meshAxes);
+      }
   for (const std::vector<int64_t> &axes : sets) {
     // Devices agreeing on every other axis share a group, ordered by
     // their coordinates on the group's axes (in the collective's order).
@@ -287,6 +289,13 @@ Status Session::makeGroups() {
                                                      static_cast<int>(key));
     if (!g)
       return g.status();
+    if (collectiveSets.count(axes)) {
+      StatusOr<std::unique_ptr<Group>> own = dev->createGroup(**g);
+      if (!own)
+        return own.status();
+      if (*own)
+        deviceGroups[axes] = std::move(*own);
+    }
     groups[axes] = std::move(*g);
   }
   return Status::ok();
@@ -419,7 +428,10 @@ Status Session::run(size_t function, const std::vector<ConstBuffer> &inputs,
   lastCollectiveBytes.clear();
   hooks.collectiveBytes = &lastCollectiveBytes;
   if (comm)
-    hooks.group = [this](const std::vector<int64_t> &axes) {
+    hooks.group = [this](const std::vector<int64_t> &axes) -> StatusOr<Group *> {
+      auto own = deviceGroups.find(axes);
+      if (own != deviceGroups.end())
+        return own->second.get();
       return group(axes);
     };
   return executor->run(function, inputs, outputs, hooks);

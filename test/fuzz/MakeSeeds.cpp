@@ -172,6 +172,43 @@ std::vector<std::pair<std::string, ExecutableSpec>> fbinSeeds() {
   gemm.functions = {g};
   seeds.push_back({"gemm-epilogue", gemm});
 
+  // f16 operands and result (its bias f16 too), summed in f32.
+  g.inputs = {{DType::F16, {2, 3, 5, 4}},
+              {DType::F16, {2, 6, 5}},
+              {DType::F16, {6}}};
+  g.outputs = {{DType::F16, {2, 3, 4, 6}}};
+  mm.a = inputRef(0, 2 * 3 * 5 * 4 * 2);
+  mm.b = inputRef(1, 2 * 6 * 5 * 2);
+  mm.c = outputRef(0, 2 * 3 * 4 * 6 * 2);
+  mm.bias = inputRef(2, 6 * 2);
+  mm.activation = fbs::GemmActivation::Relu;
+  mm.abDtype = mm.cDtype = fbs::DType::F16;
+  g.commands = {mm};
+  gemm.functions = {g};
+  seeds.push_back({"gemm-f16", gemm});
+
+  // f32 with TF32 multiplies allowed.
+  ExecutableSpec tf32;
+  GemmSpec t = mm;
+  FunctionSpec tg;
+  tg.name = "tf32";
+  tg.inputs = {{DType::F32, {4, 5}}, {DType::F32, {5, 6}}};
+  tg.outputs = {{DType::F32, {4, 6}}};
+  t.batchShape.clear();
+  t.aBatchStrides.clear();
+  t.bBatchStrides.clear();
+  t.transposeA = t.transposeB = false;
+  t.a = inputRef(0, 4 * 5 * 4);
+  t.b = inputRef(1, 5 * 6 * 4);
+  t.c = outputRef(0, 4 * 6 * 4);
+  t.bias.reset();
+  t.activation = fbs::GemmActivation::None;
+  t.abDtype = t.cDtype = fbs::DType::F32;
+  t.allowTf32 = true;
+  tg.commands = {t};
+  tf32.functions = {tg};
+  seeds.push_back({"gemm-tf32", tf32});
+
   // Two convolutions through a blocked arena buffer (grouped, strided,
   // padded; bias, residual and relu).
   ExecutableSpec convs;

@@ -195,8 +195,14 @@ CASES: List[Case] = [
          bench=True, model="resnet50"),
 ]
 
-#: GEMMs n x n x n timed against cuBLAS through torch.matmul.
-GEMM_SIZES: Dict[str, int] = {"f32": 4096, "bf16": 4096}
+#: GEMMs n x n x n timed against cuBLAS through torch.matmul, by name:
+#: (operand and result type, n, TF32 multiplies allowed on both sides).
+GEMMS: Dict[str, Tuple[str, int, bool]] = {
+    "gemm-f32-4096": ("f32", 4096, False),
+    "gemm-tf32-4096": ("f32", 4096, True),
+    "gemm-f16-4096": ("f16", 4096, False),
+    "gemm-bf16-4096": ("bf16", 4096, False),
+}
 
 
 def by_name() -> Dict[str, Case]:
@@ -210,3 +216,45 @@ def half(module, inputs, precision):
         return module, inputs
     return module.half(), tuple(
         t.half() if t.is_floating_point() else t for t in inputs)
+
+
+#: Mesh sizes of the collectives case (run where the machine has that many
+#: GPUs and an MPI launcher; the CPU dry run runs 2 processes on the CPU).
+MESHES: List[int] = [2, 4, 8]
+
+
+def collectives_mlir(n: int) -> str:
+    """A Megatron MLP on a mesh of `n` whose outputs need every collective:
+    W1 split by columns and W2 by rows make the second product a partial
+    sum; `y` is all-reduced, `ys` reduce-scattered over rows, the hidden
+    layer all-gathered (`h`) and moved from a column split to a row split
+    (`hs`, an all-to-all). Rows and columns are not multiples of n (uneven
+    pieces)."""
+    sbp = lambda s: f"#flow.sbp<[{s}]>"
+    return f"""flow.mesh @mesh [{n}]
+func.func @forward(%x: tensor<10x24xf32>, %w1: tensor<24x37xf32> {{flow.sbp = {sbp("S(1)")}}},
+                   %w2: tensor<37x24xf32> {{flow.sbp = {sbp("S(0)")}}})
+    -> (tensor<10x24xf32>, tensor<10x24xf32>, tensor<10x37xf32>, tensor<10x37xf32>)
+    attributes {{flow.mesh = @mesh}} {{
+  %a = flow.annotate %w1 as {sbp("S(1)")} on @mesh : tensor<24x37xf32>
+  %b = flow.annotate %w2 as {sbp("S(0)")} on @mesh : tensor<37x24xf32>
+  %h0 = flow.matmul %x, %a : (tensor<10x24xf32>, tensor<24x37xf32>) -> tensor<10x37xf32>
+  %h = flow.relu %h0 : tensor<10x37xf32>
+  %hc = flow.annotate %h as {sbp("S(1)")} on @mesh : tensor<10x37xf32>
+  %p = flow.matmul %hc, %b : (tensor<10x37xf32>, tensor<37x24xf32>) -> tensor<10x24xf32>
+  %y = flow.annotate %p as {sbp("B")} on @mesh : tensor<10x24xf32>
+  %ys0 = flow.annotate %p as {sbp("S(0)")} on @mesh : tensor<10x24xf32>
+  %ys = flow.exp %ys0 : tensor<10x24xf32>
+  %hb = flow.annotate %hc as {sbp("B")} on @mesh : tensor<10x37xf32>
+  %hg = flow.neg %hb : tensor<10x37xf32>
+  %hs0 = flow.annotate %hc as {sbp("S(0)")} on @mesh : tensor<10x37xf32>
+  %hs = flow.abs %hs0 : tensor<10x37xf32>
+  return %y, %ys, %hg, %hs : tensor<10x24xf32>, tensor<10x24xf32>, tensor<10x37xf32>, tensor<10x37xf32>
+}}
+"""
+
+
+def collectives_reference(x, w1, w2):
+    h = np.maximum(x @ w1, 0)
+    y = h @ w2
+    return [y, np.exp(y), -h, np.abs(h)]

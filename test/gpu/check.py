@@ -172,8 +172,17 @@ def check_case(args, name, entry, kit, work, clock, results):
             row["compile_over_flow"] = row["compile_ms"] / device_ms
 
 
+def save_npy(path, t):
+    """`t` (on the CPU) as an .npy flow-run reads; bf16 as 2-byte void."""
+    if t.dtype == torch.bfloat16:
+        np.save(path, t.view(torch.int16).numpy().view("V2"))
+    else:
+        np.save(path, t.numpy())
+
+
 def check_gemm(args, name, entry, kit, work, clock, results):
-    row = {"case": name, "precision": entry["dtype"]}
+    tf32 = entry.get("tf32", False)
+    row = {"case": name, "precision": "tf32" if tf32 else entry["dtype"]}
     results.append(row)
     if "error" in entry:
         row["status"] = "not compiled"
@@ -183,14 +192,14 @@ def check_gemm(args, name, entry, kit, work, clock, results):
         row["status"] = "skipped: out of time"
         return
     n = entry["n"]
-    torch_dtype = torch.bfloat16 if entry["dtype"] == "bf16" else torch.float32
+    torch_dtype = {"bf16": torch.bfloat16, "f16": torch.float16,
+                   "f32": torch.float32}[entry["dtype"]]
     a = torch.from_numpy(cases.uniform(f"{name}.a", (n, n))).to(torch_dtype)
     b = torch.from_numpy(cases.uniform(f"{name}.b", (n, n))).to(torch_dtype)
     paths = []
-    # The executable takes f32 (bf16: rounds them before its GEMM).
     for label, t in (("a", a), ("b", b)):
         path = work / f"{name}.{label}.npy"
-        np.save(path, t.float().numpy())
+        save_npy(path, t)
         paths.append(path)
     done = flow_run(args, kit / f"{name}.fbin", paths, "",
                     ["--iterations=10", "--warmup=2", "--profile"],
@@ -204,10 +213,69 @@ def check_gemm(args, name, entry, kit, work, clock, results):
     row["status"] = "ran"
     row["flow_tflops"] = flops / (gemm_ms * 1e-3) / 1e12 if gemm_ms else None
     da, db = a.to(args.device), b.to(args.device)
-    ms = torch_ms(lambda: torch.matmul(da, db), args.device)
+    allowed = torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = tf32
+    try:
+        ms = torch_ms(lambda: torch.matmul(da, db), args.device)
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = allowed
     row["torch_tflops"] = flops / (ms * 1e-3) / 1e12
     if row["flow_tflops"]:
         row["flow_over_torch"] = row["flow_tflops"] / row["torch_tflops"]
+
+
+MPI_ENV = dict(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+               OMPI_MCA_rmaps_base_oversubscribe="1")
+
+
+def check_collectives(args, name, entry, kit, work, clock, results):
+    """Every collective kind under `mpirun -np n flow-run` (one GPU per
+    process, NCCL), against numpy: f32 without TF32, so only the order of
+    the sums differs."""
+    n = entry["n"]
+    row = {"case": name, "precision": "f32"}
+    results.append(row)
+    gpus = torch.cuda.device_count() if args.device == "cuda" else n
+    mpirun = shutil.which("mpirun")
+    if "error" in entry:
+        row["status"] = "not compiled"
+        row["why"] = entry["error"]
+        return
+    if gpus < n or not mpirun:
+        row["status"] = "skipped"
+        row["why"] = (f"needs {n} GPUs, the machine has {gpus}" if gpus < n
+                      else "no mpirun on this machine")
+        return
+    if clock.left() < 30:
+        row["status"] = "skipped: out of time"
+        return
+    inputs = [cases.uniform(f"{name}.{k}", shape).astype(np.float32)
+              for k, shape in (("x", (10, 24)), ("w1", (24, 37)),
+                               ("w2", (37, 24)))]
+    paths = []
+    for k, value in zip(("x", "w1", "w2"), inputs):
+        paths.append(work / f"{name}.{k}.npy")
+        np.save(paths[-1], value)
+    out = work / f"{name}-out"
+    command = [mpirun, "-np", str(n), args.flow_run, str(kit / f"{name}.fbin"),
+               f"--device={args.device_name}", f"--output-dir={out}"] + [
+                   f"--input={p}" for p in paths]
+    done = subprocess.run(command, capture_output=True, text=True,
+                          timeout=max(clock.left(), 1),
+                          env=dict(os.environ, **MPI_ENV))
+    if done.returncode != 0:
+        row["status"] = "FAIL"
+        row["why"] = done.stderr.strip()[-400:]
+        return
+    want = cases.collectives_reference(*[v.astype(np.float64)
+                                         for v in inputs])
+    worst = 0.0
+    for i, expected in enumerate(want):
+        got = np.load(out / f"result_{i}.npy").astype(np.float64)
+        worst = max(worst, float(np.max(np.abs(got - expected) /
+                                        (1e-4 + 1e-4 * np.abs(expected)))))
+    row["worst_over_tolerance"] = worst
+    row["status"] = "ok" if worst <= 1 else "FAIL"
 
 
 def table(results):
@@ -258,6 +326,14 @@ def main():
             print(table(results[-1:]), flush=True)
         for name, entry in manifest["gemm"].items():
             check_gemm(args, name, entry, args.kit, work, clock, results)
+            print(table(results[-1:]), flush=True)
+        for name, entry in manifest.get("collectives", {}).items():
+            try:
+                check_collectives(args, name, entry, args.kit, work, clock,
+                                  results)
+            except subprocess.TimeoutExpired:
+                results[-1]["status"] = "FAIL"
+                results[-1]["why"] = "mpirun ran out of the time budget"
             print(table(results[-1:]), flush=True)
     args.results.write_text(
         "\n".join(f"{k}: {v}" for k, v in header.items()) + "\n\n" +

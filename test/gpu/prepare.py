@@ -34,11 +34,13 @@ sys.path.insert(0, str(BUILD / "python"))
 from flow.torch_import import import_program  # noqa: E402
 
 
-def gemm_mlir(n: int) -> str:
-    t = f"tensor<{n}x{n}xf32>"
-    return (f"func.func @gemm(%a: {t}, %b: {t}) -> tensor<{n}x{n}xf32> {{\n"
-            f"  %c = flow.matmul %a, %b : ({t}, {t}) -> tensor<{n}x{n}xf32>\n"
-            f"  return %c : tensor<{n}x{n}xf32>\n}}\n")
+def gemm_mlir(n: int, dtype: str) -> str:
+    """An n x n x n product of `dtype` operands into `dtype` (summed in
+    f32), as torch.matmul computes it."""
+    t = f"tensor<{n}x{n}x{dtype}>"
+    return (f"func.func @gemm(%a: {t}, %b: {t}) -> {t} {{\n"
+            f"  %c = flow.matmul %a, %b : ({t}, {t}) -> {t}\n"
+            f"  return %c : {t}\n}}\n")
 
 
 def compile_text(text: str, out: Path, args) -> str:
@@ -58,7 +60,7 @@ def compile_text(text: str, out: Path, args) -> str:
 
 def build_kit(kit: Path):
     """What building runtime/ needs on a machine without flatc or the
-    FlatBuffers and CBLAS headers (the GPU machine): the generated schema
+    FlatBuffers, CBLAS and NCCL headers (the GPU machine): the generated schema
     header and those headers, in KIT/buildkit; and a flow-run built here
     without MPI as the fallback (it opens the CUDA driver at run time)."""
     include = kit / "buildkit" / "include"
@@ -67,6 +69,10 @@ def build_kit(kit: Path):
     shutil.copy(BUILD / "runtime" / "include" / "flow" / "runtime" /
                 "executable_generated.h", kit / "buildkit")
     shutil.copytree("/usr/include/flatbuffers", include / "flatbuffers")
+    for folder in ("/usr/local/cuda/include", "/usr/include"):
+        if os.path.exists(os.path.join(folder, "nccl.h")):
+            shutil.copy(os.path.join(folder, "nccl.h"), include)
+            break
     for header in ("cblas.h", "openblas_config.h"):
         for folder in ("/usr/include/x86_64-linux-gnu", "/usr/include",
                        "/usr/include/openblas"):
@@ -94,6 +100,7 @@ def main():
     parser.add_argument("--cases", default="",
                         help="comma-separated case names (default: all)")
     args = parser.parse_args()
+    args.extra = []  # flow-compile flags of the case being compiled
     args.kit.mkdir(parents=True, exist_ok=True)
     # The full kit holds what the GPU check runs (the benchmarked models and
     # two small ones); --small, the cases the CPU dry run runs.
@@ -103,7 +110,7 @@ def main():
                   else c.small if args.small
                   else c.bench or c.model in ("mlp", "cnn"))]
     manifest = {"target": args.target, "gpu_arch": args.gpu_arch,
-                "cases": {}, "gemm": {}}
+                "cases": {}, "gemm": {}, "collectives": {}}
     archives = {}
     for case in wanted:
         start = time.time()
@@ -146,15 +153,26 @@ def main():
     for left in args.kit.glob("*.safetensors"):
         left.unlink()
     if not args.small and not args.cases:
-        # bf16: --precision=bf16, the GEMM reads bf16 operands and sums in
-        # f32 (the kernel before it rounds the f32 inputs).
-        for dtype, n in cases.GEMM_SIZES.items():
-            name = f"gemm-{dtype}-{n}"
-            args.extra = ["--precision=bf16"] if dtype == "bf16" else []
-            error = compile_text(gemm_mlir(n), args.kit / f"{name}.fbin",
+        # f16 and bf16 GEMMs read and write their own type (cuBLASLt sums
+        # in f32); tf32 is an f32 GEMM compiled with --allow-tf32.
+        for name, (dtype, n, tf32) in cases.GEMMS.items():
+            args.extra = ["--allow-tf32"] if tf32 else []
+            error = compile_text(gemm_mlir(n, dtype), args.kit / f"{name}.fbin",
                                  args)
-            manifest["gemm"][name] = {"dtype": dtype, "n": n,
+            manifest["gemm"][name] = {"dtype": dtype, "n": n, "tf32": tf32,
                                       **({"error": error} if error else {})}
+    # Every collective kind on meshes of 2, 4 and 8 GPUs (the dry run: 2
+    # processes); --cases collectives-N picks some.
+    meshes = ([n for n in cases.MESHES if f"collectives-{n}" in chosen]
+              if chosen else cases.MESHES[:1] if args.small else cases.MESHES)
+    if meshes:
+        args.extra = []
+        for n in meshes:
+            name = f"collectives-{n}"
+            error = compile_text(cases.collectives_mlir(n),
+                                 args.kit / f"{name}.fbin", args)
+            manifest["collectives"][name] = {
+                "n": n, **({"error": error} if error else {})}
     if args.target == "cuda":
         build_kit(args.kit)
     (args.kit / "manifest.json").write_text(json.dumps(manifest, indent=1))

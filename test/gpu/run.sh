@@ -8,10 +8,12 @@
 #
 # KIT comes from `python test/gpu/prepare.py KIT` on a machine with Flow's
 # compiler. This builds runtime/ (with the kit's ready-made schema header
-# and FlatBuffers/CBLAS headers where the machine lacks them; the kit's own
-# flow-run if that build fails), then runs test/gpu/check.py: every case's
-# output against PyTorch on the GPU, BERT-base and ResNet-50 timed against
-# eager and torch.compile, and GEMM TFLOP/s against torch.matmul. All
+# and FlatBuffers/CBLAS/NCCL headers where the machine lacks them; the kit's
+# own flow-run if that build fails), then runs test/gpu/check.py: every
+# case's output against PyTorch on the GPU, BERT-base and ResNet-50 timed
+# against eager and torch.compile, GEMM TFLOP/s against torch.matmul, and
+# every collective under mpirun on NCCL where the machine has the GPUs and
+# an MPI launcher (NCCL: the system's, else PyTorch's; FLOW_NCCL). All
 # results go to RESULTS (default KIT/gpu-results.txt). It stops timing
 # after 7 minutes (the whole run fits in 8). Exit status 1 if any case
 # failed its tolerance.
@@ -29,6 +31,8 @@ python=${FLOW_GPU_PYTHON:-$(command -v python3 || command -v python)}
 # FLOW_GPU_KIT_HEADERS=1 takes the kit's headers even where the machine has
 # its own (to try that build where the kit is made).
 own() { [ -z "${FLOW_GPU_KIT_HEADERS:-}" ] && "$@" >/dev/null 2>&1; }
+# Whether any of the files exists.
+any() { for f; do [ -e "$f" ] && return 0; done; return 1; }
 flags=(-DFLOW_BUILD_TESTS=OFF -DCMAKE_BUILD_TYPE=Release)
 if ! own command -v flatc; then
   flags+=("-DFLOW_SCHEMA_HEADER_PREBUILT=$kit/buildkit/executable_generated.h")
@@ -36,10 +40,22 @@ fi
 if ! own test -e /usr/include/flatbuffers/flatbuffers.h; then
   flags+=("-DFLOW_FLATBUFFERS_INCLUDE_DIR=$kit/buildkit/include")
 fi
-if ! own ls /usr/include/cblas.h /usr/include/*/cblas.h; then
+if ! own any /usr/include/cblas.h /usr/include/*/cblas.h; then
   # CPU GEMMs are not run here: the path only has to name a file to open.
   flags+=("-DFLOW_CBLAS_INCLUDE_DIR=$kit/buildkit/include"
           "-DFLOW_OPENBLAS_LIBRARY=/usr/lib/libopenblas.so.0")
+fi
+if ! own any /usr/include/nccl.h /usr/local/cuda/include/nccl.h; then
+  flags+=("-DFLOW_NCCL_INCLUDE_DIR=$kit/buildkit/include")
+fi
+# NCCL's library: the system's, else the one PyTorch's wheels bring.
+if [ -z "${FLOW_NCCL:-}" ] && ! ldconfig -p 2>/dev/null | grep -q libnccl.so.2
+then
+  nccl=$("$python" -c 'import glob, site, sys
+for d in site.getsitepackages() + [site.getusersitepackages()]:
+    for f in glob.glob(d + "/nvidia/nccl/lib/libnccl.so.2"):
+        print(f); sys.exit()' 2>/dev/null)
+  [ -n "$nccl" ] && export FLOW_NCCL=$nccl
 fi
 generator=()
 command -v ninja >/dev/null && generator=(-G Ninja)

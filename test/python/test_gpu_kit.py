@@ -11,7 +11,7 @@ import json
 import subprocess
 import sys
 
-from conftest import ROOT, build_dir, require
+from conftest import ROOT, build_dir, require, require_program
 
 require("torch")
 
@@ -47,3 +47,21 @@ def test_kit_checks_against_pytorch(tmp_path):
     done = run(*check, "--results", tmp_path / "zero.txt", check=False)
     assert done.returncode == 1, done.stdout + done.stderr
     assert "FAIL" in (tmp_path / "zero.txt").read_text()
+
+
+def test_kit_checks_collectives(tmp_path):
+    """The collectives case (every kind, uneven pieces) under mpirun -np 2,
+    here on the CPU device; on a GPU machine on NCCL."""
+    require_program("mpirun")
+    kit = tmp_path / "kit"
+    run(ROOT / "test/gpu/prepare.py", kit, "--target", "cuda-emulated",
+        "--cases", "collectives-2")
+    manifest = json.loads((kit / "manifest.json").read_text())
+    assert manifest["cases"] == {}
+    assert manifest["collectives"] == {"collectives-2": {"n": 2}}
+    done = run(ROOT / "test/gpu/check.py", kit, "--device", "cpu",
+               "--flow-run", build_dir() / "bin" / "flow-run",
+               "--results", tmp_path / "out.txt")
+    results = (tmp_path / "out.txt").read_text()
+    assert "collectives-2          f32   ok" in results, results
+    assert "1 results, 0 failed" in done.stdout

@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "../../runtime/src/Collectives.h"
 #include "FbinBuilder.h"
 #include "flow/runtime/Session.h"
 
@@ -247,4 +248,271 @@ TEST(CollectiveTest, FlowRunRefusesABadTimeout) {
                         "of seconds >= 0 (0: wait forever), got '-3'"),
             std::string::npos)
       << output;
+}
+
+namespace {
+
+using detail::CollectiveCommand;
+using detail::CollectivePlan;
+using detail::StridedCopy;
+
+/// One member's buffers while a plan runs on the host.
+struct Member {
+  std::vector<float> input, output;
+  std::vector<uint8_t> send, recv;
+  uint8_t *at(StridedCopy::Buffer b) {
+    switch (b) {
+    case StridedCopy::Input:
+      return reinterpret_cast<uint8_t *>(input.data());
+    case StridedCopy::Output:
+      return reinterpret_cast<uint8_t *>(output.data());
+    case StridedCopy::SendStage:
+      return send.data();
+    case StridedCopy::RecvStage:
+      return recv.data();
+    }
+    return nullptr;
+  }
+  void copy(const StridedCopy &c) {
+    for (uint64_t r = 0; r < c.rows; ++r)
+      std::memmove(at(c.dst) + c.dstOffset + r * c.dstPitch,
+                   at(c.src) + c.srcOffset + r * c.srcPitch, c.rowBytes);
+  }
+};
+
+int64_t product(const std::vector<int64_t> &shape) {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  return n;
+}
+
+/// The piece of `global` (shape `shape`) member `i` of `g` holds when it is
+/// split along `d`.
+std::vector<float> piece(const std::vector<float> &global,
+                         const std::vector<int64_t> &shape, int64_t d,
+                         int64_t g, int64_t i) {
+  std::vector<int64_t> box = shape;
+  box[d] = detail::pieceSize(shape[d], g, i);
+  std::vector<int64_t> offset(shape.size(), 0), zero(shape.size(), 0);
+  offset[d] = detail::pieceOffset(shape[d], g, i);
+  std::vector<float> out(product(box));
+  detail::copyBox(reinterpret_cast<const uint8_t *>(global.data()), shape,
+                  offset, reinterpret_cast<uint8_t *>(out.data()), box, zero,
+                  box, sizeof(float));
+  return out;
+}
+
+/// Runs the plans of a group of `g` in this process: member i's command is
+/// `commandOf(i)` and its input `inputOf(i)`; the group's primitive is done
+/// here (sums for reductions). Returns each member's output.
+template <typename CommandOf, typename InputOf>
+std::vector<std::vector<float>> runPlans(int64_t g, CommandOf commandOf,
+                                         InputOf inputOf) {
+  std::vector<CollectiveCommand> cmds;
+  std::vector<CollectivePlan> plans;
+  std::vector<Member> members(g);
+  for (int64_t i = 0; i < g; ++i) {
+    cmds.push_back(commandOf(i));
+    plans.push_back(detail::planCollective(cmds[i], g));
+    Member &m = members[i];
+    m.input = inputOf(i);
+    EXPECT_EQ(int64_t(m.input.size()), product(cmds[i].inputShape));
+    m.output.assign(product(cmds[i].outputShape), NAN);
+    m.send.assign(plans[i].sendStageBytes, 0);
+    m.recv.assign(plans[i].recvStageBytes, 0);
+    for (const StridedCopy &c : plans[i].pack)
+      m.copy(c);
+  }
+  auto floats = [](uint8_t *p) { return reinterpret_cast<float *>(p); };
+  auto offsetOf = [](const std::vector<size_t> &counts, int64_t i) {
+    size_t at = 0;
+    for (int64_t j = 0; j < i; ++j)
+      at += counts[j];
+    return at;
+  };
+  // Every member reads what the others sent before any receives.
+  std::vector<Member> sent = members;
+  for (int64_t i = 0; i < g; ++i) {
+    const CollectivePlan &p = plans[i];
+    uint8_t *recv = members[i].at(p.recv);
+    switch (cmds[i].kind) {
+    case CollectiveCommand::AllReduce:
+      for (uint64_t e = 0; e < p.count; ++e) {
+        float sum = 0;
+        for (int64_t j = 0; j < g; ++j)
+          sum += floats(sent[j].at(plans[j].send))[e];
+        floats(recv)[e] = sum;
+      }
+      break;
+    case CollectiveCommand::AllGather:
+      for (int64_t j = 0; j < g; ++j) {
+        EXPECT_EQ(p.recvCounts[j], sent[j].input.size() * sizeof(float));
+        std::memcpy(recv + offsetOf(p.recvCounts, j),
+                    sent[j].at(plans[j].send), p.recvCounts[j]);
+      }
+      break;
+    case CollectiveCommand::ReduceScatter:
+      for (size_t e = 0; e < p.sendCounts[i]; ++e) {
+        float sum = 0;
+        for (int64_t j = 0; j < g; ++j)
+          sum += floats(sent[j].at(plans[j].send))
+              [offsetOf(plans[j].sendCounts, i) + e];
+        floats(recv)[e] = sum;
+      }
+      break;
+    case CollectiveCommand::AllToAll:
+      // Member j's piece i lands at j's place in member i's receive.
+      for (int64_t j = 0; j < g; ++j) {
+        EXPECT_EQ(p.recvCounts[j], plans[j].sendCounts[i]);
+        std::memcpy(recv + offsetOf(p.recvCounts, j),
+                    sent[j].at(plans[j].send) +
+                        offsetOf(plans[j].sendCounts, i),
+                    p.recvCounts[j]);
+      }
+      break;
+    }
+  }
+  std::vector<std::vector<float>> outputs;
+  for (int64_t i = 0; i < g; ++i) {
+    for (const StridedCopy &c : plans[i].unpack)
+      members[i].copy(c);
+    outputs.push_back(members[i].output);
+  }
+  return outputs;
+}
+
+} // namespace
+
+TEST(CollectiveTest, PlansMoveEveryPieceToItsPlace) {
+  // Every kind over 3 members, along every dimension of a [5, 7, 4]
+  // tensor (uneven pieces), against the pieces of one global tensor.
+  const std::vector<int64_t> shape = {5, 7, 4};
+  std::vector<float> global(product(shape));
+  for (size_t i = 0; i < global.size(); ++i)
+    global[i] = float(i);
+  const int64_t g = 3;
+  auto pieceShape = [&](int64_t d, int64_t m) {
+    std::vector<int64_t> s = shape;
+    s[d] = detail::pieceSize(shape[d], g, m);
+    return s;
+  };
+  // Member m's input for the reductions: (m + 1) * global (their sum is
+  // 6 * global).
+  auto timesRank = [&](int64_t m) {
+    std::vector<float> in = global;
+    for (float &v : in)
+      v *= float(m + 1);
+    return in;
+  };
+  for (int64_t d = 0; d < 3; ++d) {
+    SCOPED_TRACE("dimension " + std::to_string(d));
+    // All-gather: pieces along d -> the whole tensor on every member.
+    auto gathered = runPlans(
+        g,
+        [&](int64_t m) {
+          CollectiveCommand c;
+          c.kind = CollectiveCommand::AllGather;
+          c.dim = d;
+          c.inputShape = pieceShape(d, m);
+          c.outputShape = shape;
+          return c;
+        },
+        [&](int64_t m) { return piece(global, shape, d, g, m); });
+    for (const std::vector<float> &out : gathered)
+      EXPECT_EQ(out, global);
+
+    // Reduce-scatter: each member ends with its piece along d of the sum.
+    auto scattered = runPlans(
+        g,
+        [&](int64_t m) {
+          CollectiveCommand c;
+          c.kind = CollectiveCommand::ReduceScatter;
+          c.dim = d;
+          c.inputShape = shape;
+          c.outputShape = pieceShape(d, m);
+          return c;
+        },
+        timesRank);
+    for (int64_t m = 0; m < g; ++m) {
+      std::vector<float> want = piece(global, shape, d, g, m);
+      for (float &v : want)
+        v *= 6;
+      EXPECT_EQ(scattered[m], want) << "member " << m;
+    }
+
+    // All-reduce: the sum on every member.
+    auto reduced = runPlans(
+        g,
+        [&](int64_t) {
+          CollectiveCommand c;
+          c.kind = CollectiveCommand::AllReduce;
+          c.inputShape = c.outputShape = shape;
+          return c;
+        },
+        timesRank);
+    std::vector<float> six = global;
+    for (float &v : six)
+      v *= 6;
+    for (const std::vector<float> &out : reduced)
+      EXPECT_EQ(out, six);
+
+    // All-to-all: pieces along c -> pieces along d.
+    for (int64_t c = 0; c < 3; ++c) {
+      if (c == d)
+        continue;
+      SCOPED_TRACE("all-to-all from a split of " + std::to_string(c));
+      auto moved = runPlans(
+          g,
+          [&](int64_t m) {
+            CollectiveCommand cmd;
+            cmd.kind = CollectiveCommand::AllToAll;
+            cmd.splitDim = d;
+            cmd.concatDim = c;
+            cmd.inputShape = pieceShape(c, m);
+            cmd.outputShape = pieceShape(d, m);
+            cmd.outputShape[c] = shape[c];
+            return cmd;
+          },
+          [&](int64_t m) { return piece(global, shape, c, g, m); });
+      for (int64_t m = 0; m < g; ++m)
+        EXPECT_EQ(moved[m], piece(global, shape, d, g, m)) << "member " << m;
+    }
+  }
+}
+
+TEST(CollectiveTest, PlansSkipStagesForContiguousPieces) {
+  // Along the first dimension pieces are consecutive in member order: an
+  // all-gather receives straight into the output, a reduce-scatter sends
+  // straight from the input. Inner dimensions stage and copy.
+  CollectiveCommand cmd;
+  cmd.kind = CollectiveCommand::AllGather;
+  cmd.inputShape = {3, 8};
+  cmd.outputShape = {6, 8};
+  cmd.dim = 0;
+  CollectivePlan plan = detail::planCollective(cmd, 2);
+  EXPECT_EQ(plan.recv, StridedCopy::Output);
+  EXPECT_TRUE(plan.unpack.empty());
+  EXPECT_EQ(plan.recvStageBytes, 0u);
+  EXPECT_EQ(plan.recvCounts, (std::vector<size_t>{96, 96}));
+  cmd.inputShape = {8, 3};
+  cmd.outputShape = {8, 6};
+  cmd.dim = 1;
+  plan = detail::planCollective(cmd, 2);
+  EXPECT_EQ(plan.recv, StridedCopy::RecvStage);
+  ASSERT_EQ(plan.unpack.size(), 2u);
+  EXPECT_EQ(plan.unpack[1].rows, 8u);
+  EXPECT_EQ(plan.unpack[1].rowBytes, 12u);
+  EXPECT_EQ(plan.unpack[1].dstPitch, 24u);
+  EXPECT_EQ(plan.unpack[1].dstOffset, 12u);
+  EXPECT_EQ(plan.recvStageBytes, 192u);
+
+  cmd.kind = CollectiveCommand::ReduceScatter;
+  cmd.inputShape = {7, 2};
+  cmd.outputShape = {4, 2};
+  cmd.dim = 0;
+  plan = detail::planCollective(cmd, 2);
+  EXPECT_EQ(plan.send, StridedCopy::Input);
+  EXPECT_TRUE(plan.pack.empty());
+  EXPECT_EQ(plan.sendCounts, (std::vector<size_t>{8, 6}));
 }

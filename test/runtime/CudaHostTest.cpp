@@ -232,13 +232,28 @@ TEST(CudaHostTest, GemmPlansComputeTheCommand) {
   }
 }
 
-TEST(CudaHostTest, Bf16GemmsCountTwoBytesPerElement) {
+TEST(CudaHostTest, GemmPlansCarryElementTypes) {
+  // A and B's type and bytes, C's (which also sizes its call offsets), and
+  // whether TF32 multiplies are allowed.
   detail::GemmCommand cmd;
   cmd.m = cmd.n = cmd.k = 8;
   cmd.abDtype = DType::BF16;
-  EXPECT_EQ(planGemm(cmd).elementBytes, 2);
-  cmd.abDtype = DType::F32;
-  EXPECT_EQ(planGemm(cmd).elementBytes, 4);
+  GemmPlan plan = planGemm(cmd);
+  EXPECT_EQ(plan.elementBytes, 2);
+  EXPECT_EQ(plan.cElementBytes, 4);
+  EXPECT_EQ(plan.abType, DType::BF16);
+  EXPECT_EQ(plan.cType, DType::F32);
+  cmd.abDtype = cmd.cDtype = DType::F16;
+  plan = planGemm(cmd);
+  EXPECT_EQ(plan.elementBytes, 2);
+  EXPECT_EQ(plan.cElementBytes, 2);
+  EXPECT_EQ(plan.cType, DType::F16);
+  EXPECT_FALSE(plan.tf32);
+  cmd.abDtype = cmd.cDtype = DType::F32;
+  cmd.allowTf32 = true;
+  plan = planGemm(cmd);
+  EXPECT_EQ(plan.elementBytes, 4);
+  EXPECT_TRUE(plan.tf32);
 }
 
 TEST(CudaHostTest, GemmEpiloguesMapToCublasLt) {

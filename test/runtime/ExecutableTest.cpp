@@ -149,9 +149,9 @@ TEST(ExecutableTest, RejectsNonExecutables) {
 
 TEST(ExecutableTest, RejectsVersionAndTarget) {
   ExecutableSpec spec = sampleSpec();
-  spec.version = 9;
-  EXPECT_LOAD_ERROR(spec, "unsupported format version 9 (this runtime reads "
-                          "version 8");
+  spec.version = 10;
+  EXPECT_LOAD_ERROR(spec, "unsupported format version 10 (this runtime reads "
+                          "version 9");
   spec.version = 0;
   EXPECT_LOAD_ERROR(spec, "unsupported format version 0");
   // CUDA executables load (DeviceTest); their devices are checked when a
@@ -309,10 +309,29 @@ TEST(ExecutableTest, RejectsBadGemms) {
   };
   EXPECT_LOAD_ERROR(withGemm([](GemmSpec &g) { g.m = -1; }),
                     ctx + "m = -1 is out of range [0, 2147483647]");
-  // The library epilogue: n f32 biases, a known activation.
+  // The library epilogue: n biases of C's type, a known activation.
   EXPECT_LOAD_ERROR(withGemm([](GemmSpec &g) { g.bias = constantRef(0, 12); }),
-                    ctx + "the bias needs 16 bytes (n f32 values) at an offset "
-                          "that is a multiple of 4, its buffer ref has 12 at 0");
+                    ctx + "the bias needs 16 bytes (n values of C's type) at "
+                          "an offset that is a multiple of 4, its buffer ref "
+                          "has 12 at 0");
+  // Element types: one operand type of three, C f32 or that type, TF32
+  // only for f32 operands.
+  EXPECT_LOAD_ERROR(withGemm([](GemmSpec &g) { g.abDtype = fbs::DType::I8; }),
+                    ctx + "operands of type 8 are not supported (f32, bf16, "
+                          "f16)");
+  EXPECT_LOAD_ERROR(withGemm([](GemmSpec &g) { g.cDtype = fbs::DType::F16; }),
+                    ctx + "result type 1 is neither f32 nor the operands' "
+                          "type");
+  EXPECT_LOAD_ERROR(withGemm([](GemmSpec &g) {
+                      g.abDtype = fbs::DType::BF16;
+                      g.allowTf32 = true;
+                    }),
+                    ctx + "allow_tf32 needs f32 operands");
+  // An f16 C is half the bytes: the f32-sized buffer ref is refused.
+  EXPECT_LOAD_ERROR(withGemm([](GemmSpec &g) {
+                      g.abDtype = g.cDtype = fbs::DType::F16;
+                    }),
+                    ctx + "result C needs");
   EXPECT_LOAD_ERROR(
       withGemm([](GemmSpec &g) { g.bias = constantRef(0, 16, 60); }),
       ctx + "bias");
@@ -585,7 +604,7 @@ TEST(ExecutableTest, RefusesMisalignedVectors) {
   // Found by fuzz-fbin-load (minimized): a mesh vector of 8-byte values at an
   // address FlatBuffers accepts (4-byte aligned) but that cannot be read as
   // int64 (UBSan). Every [long] vector the loader reads is checked. (Its
-  // format version, bytes 36-39, follows kExecutableVersion.)
+  // format version, bytes 36-39, is set to kExecutableVersion.)
   std::vector<uint8_t> bytes = {
       0x20, 0x00, 0x00, 0x00, 0x46, 0x4c, 0x4f, 0x57, 0x00, 0x00, 0x16, 0x00,
       0x24, 0x00, 0x04, 0x00, 0x00, 0x00, 0x08, 0x00, 0x0c, 0x00, 0x00, 0x00,
@@ -596,6 +615,7 @@ TEST(ExecutableTest, RefusesMisalignedVectors) {
       0x00, 0x00, 0x00, 0x00, 0x73, 0x75, 0x6d, 0x00, 0x01, 0x00, 0x00, 0x00,
       0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
   };
+  bytes[36] = static_cast<uint8_t>(flow::runtime::kExecutableVersion);
   ASSERT_TRUE(flow::runtime::stampChecksum(bytes.data(), bytes.size()));
   EXPECT_NE(loadError(bytes).find("mesh is misaligned"), std::string::npos)
       << loadError(bytes);
@@ -605,7 +625,7 @@ TEST(ExecutableTest, RefusesOlderFormatVersions) {
   ExecutableSpec spec = sampleSpec();
   spec.version = 5;
   EXPECT_LOAD_ERROR(spec, "unsupported format version 5 (this runtime reads "
-                          "version 8; recompile the model with this Flow)");
+                          "version 9; recompile the model with this Flow)");
 }
 
 TEST(ExecutableTest, RefusesKernelsForAnotherCpu) {

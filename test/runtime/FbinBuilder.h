@@ -76,6 +76,8 @@ struct GemmSpec {
   /// The library epilogue.
   std::optional<RefSpec> bias;
   fbs::GemmActivation activation = fbs::GemmActivation::None;
+  fbs::DType abDtype = fbs::DType::F32, cDtype = fbs::DType::F32;
+  bool allowTf32 = false;
 };
 
 struct CopySpec {
@@ -245,8 +247,8 @@ inline std::vector<uint8_t> build(const ExecutableSpec &spec) {
                                   g->transposeB, &g->batchShape,
                                   &g->aBatchStrides, &g->bBatchStrides,
                                   ref(g->a, a), ref(g->b, b), ref(g->c, c),
-                                  fbs::DType::F32, ref(g->bias, bias),
-                                  g->activation)
+                                  g->abDtype, ref(g->bias, bias),
+                                  g->activation, g->cDtype, g->allowTf32)
                 .Union());
       } else if (const auto *c = std::get_if<CopySpec>(&command)) {
         fbs::BufferRef src, dst;

@@ -200,3 +200,41 @@ TEST(GemmTest, KernelsNameTheirInstructionSet) {
 }
 
 } // namespace
+
+TEST(HalfTest, F16RoundsToNearestEven) {
+  // Every f16 value (NaNs aside) widens exactly and rounds back to itself.
+  for (uint32_t h = 0; h <= 0xffff; ++h) {
+    float f = flow::runtime::detail::widenF16(static_cast<uint16_t>(h));
+    if ((h & 0x7c00u) == 0x7c00u && (h & 0x3ffu)) {
+      EXPECT_TRUE(std::isnan(f)) << h;
+      EXPECT_EQ(flow::runtime::detail::roundToF16(f) & 0x7e00u, 0x7e00u) << h;
+      continue;
+    }
+    ASSERT_EQ(flow::runtime::detail::roundToF16(f), h) << h;
+  }
+  using flow::runtime::detail::roundToF16;
+  EXPECT_EQ(roundToF16(1.0f), 0x3c00);
+  EXPECT_EQ(roundToF16(1.0f + 0x1p-11f), 0x3c00); // a tie: to even
+  EXPECT_EQ(roundToF16(1.0f + 3 * 0x1p-11f), 0x3c02);
+  EXPECT_EQ(roundToF16(1.0f + 0x1p-11f + 0x1p-20f), 0x3c01);
+  EXPECT_EQ(roundToF16(65504.0f), 0x7bff);
+  EXPECT_EQ(roundToF16(65519.0f), 0x7bff);
+  EXPECT_EQ(roundToF16(65520.0f), 0x7c00); // a tie past the largest: inf
+  EXPECT_EQ(roundToF16(-1e10f), 0xfc00);
+  EXPECT_EQ(roundToF16(0x1p-25f), 0x0000);     // half the smallest: to even
+  EXPECT_EQ(roundToF16(3 * 0x1p-25f), 0x0002); // 1.5 of it: to even
+  EXPECT_EQ(roundToF16(0x1p-26f), 0x0000);
+  EXPECT_EQ(roundToF16(-0x1p-24f), 0x8001);
+  EXPECT_EQ(roundToF16(1023.5f * 0x1p-24f), 0x0400); // up into the normals
+  EXPECT_EQ(roundToF16(-0.0f), 0x8000);
+}
+
+TEST(HalfTest, Tf32KeepsTenMantissaBits) {
+  using flow::runtime::detail::roundToTf32;
+  EXPECT_EQ(roundToTf32(1.0f + 0x1p-12f), 1.0f);
+  EXPECT_EQ(roundToTf32(1.0f + 0x1p-11f), 1.0f + 0x1p-10f); // ties away
+  EXPECT_EQ(roundToTf32(-(1.0f + 0x1p-11f)), -(1.0f + 0x1p-10f));
+  EXPECT_EQ(roundToTf32(3.0f + 0x1p-9f), 3.0f + 0x1p-9f);
+  EXPECT_TRUE(std::isinf(roundToTf32(INFINITY)));
+  EXPECT_TRUE(std::isnan(roundToTf32(NAN)));
+}

@@ -4,6 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "../../runtime/src/Bf16.h"
 #include "FbinBuilder.h"
 
 #include "flow/runtime/Session.h"
@@ -336,15 +337,59 @@ int64_t extent(const std::vector<int64_t> &shape,
   return count == 0 || matrix == 0 ? 0 : last + matrix;
 }
 
+/// A GEMM's element types: A and B's, C's (and the bias').
+struct GemmTypes {
+  DType ab = DType::F32, c = DType::F32;
+};
+
+/// \p values stored as \p dtype (f32, f16 or bf16), rounded to nearest.
+std::vector<uint8_t> encode(const std::vector<float> &values, DType dtype) {
+  size_t size = dtypeSize(dtype);
+  std::vector<uint8_t> bytes(values.size() * size);
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (dtype == DType::F32) {
+      std::memcpy(&bytes[4 * i], &values[i], 4);
+      continue;
+    }
+    uint16_t bits = dtype == DType::F16 ? detail::roundToF16(values[i])
+                                        : detail::roundToBf16(values[i]);
+    std::memcpy(&bytes[2 * i], &bits, 2);
+  }
+  return bytes;
+}
+
+std::vector<float> decode(const std::vector<uint8_t> &bytes, DType dtype) {
+  size_t size = dtypeSize(dtype);
+  std::vector<float> values(bytes.size() / size);
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (dtype == DType::F32) {
+      std::memcpy(&values[i], &bytes[4 * i], 4);
+      continue;
+    }
+    uint16_t bits;
+    std::memcpy(&bits, &bytes[2 * i], 2);
+    values[i] = dtype == DType::F16 ? detail::widenF16(bits)
+                                    : detail::widenBf16(bits);
+  }
+  return values;
+}
+
 /// Runs one gemm through the runtime and compares it to a naive loop; with
-/// \p bias and \p activation, the library epilogue too.
+/// \p bias and \p activation, the library epilogue too. Operands of
+/// \p types other than f32 hold the same values (small multiples of 1/4,
+/// exact in f16 and bf16), so the f32 sums are the reference's and only
+/// C's one rounding differs.
 void checkGemm(const GemmCase &g, int threads, bool bias = false,
-               fbs::GemmActivation activation = fbs::GemmActivation::None) {
+               fbs::GemmActivation activation = fbs::GemmActivation::None,
+               GemmTypes types = {}) {
   SCOPED_TRACE(testing::Message()
                << "m=" << g.m << " n=" << g.n << " k=" << g.k << " tA="
                << g.transposeA << " tB=" << g.transposeB << " batch rank "
                << g.batchShape.size() << " threads " << threads << " bias "
-               << bias << " activation " << int(activation));
+               << bias << " activation " << int(activation) << " types "
+               << int(types.ab) << " -> " << int(types.c));
+  const int64_t abSize = dtypeSize(types.ab), cSize = dtypeSize(types.c);
+  auto fbsType = [](DType t) { return static_cast<fbs::DType>(t); };
   int64_t batch = 1;
   for (int64_t d : g.batchShape)
     batch *= d;
@@ -357,10 +402,10 @@ void checkGemm(const GemmCase &g, int threads, bool bias = false,
   ExecutableSpec spec;
   FunctionSpec f;
   f.name = "gemm";
-  f.inputs = {{DType::F32, {aElems}}, {DType::F32, {bElems}}};
+  f.inputs = {{types.ab, {aElems}}, {types.ab, {bElems}}};
   if (bias)
-    f.inputs.push_back({DType::F32, {g.n}});
-  f.outputs = {{DType::F32, cShape}};
+    f.inputs.push_back({types.c, {g.n}});
+  f.outputs = {{types.c, cShape}};
   GemmSpec cmd;
   cmd.m = g.m;
   cmd.n = g.n;
@@ -370,12 +415,14 @@ void checkGemm(const GemmCase &g, int threads, bool bias = false,
   cmd.batchShape = g.batchShape;
   cmd.aBatchStrides = g.aStrides;
   cmd.bBatchStrides = g.bStrides;
-  cmd.a = inputRef(0, 4 * (aElems - g.aPad), 4 * g.aPad);
-  cmd.b = inputRef(1, 4 * (bElems - g.bPad), 4 * g.bPad);
-  cmd.c = outputRef(0, 4 * batch * g.m * g.n);
+  cmd.a = inputRef(0, abSize * (aElems - g.aPad), abSize * g.aPad);
+  cmd.b = inputRef(1, abSize * (bElems - g.bPad), abSize * g.bPad);
+  cmd.c = outputRef(0, cSize * batch * g.m * g.n);
   if (bias)
-    cmd.bias = inputRef(2, 4 * g.n);
+    cmd.bias = inputRef(2, cSize * g.n);
   cmd.activation = activation;
+  cmd.abDtype = fbsType(types.ab);
+  cmd.cDtype = fbsType(types.c);
   f.commands = {cmd};
   spec.functions = {f};
   std::shared_ptr<const Executable> exe = load(spec);
@@ -390,14 +437,18 @@ void checkGemm(const GemmCase &g, int threads, bool bias = false,
   std::vector<float> biases(g.n);
   for (int j = 0; j < g.n; ++j)
     biases[j] = 0.25f * static_cast<float>(j % 9) - 1.0f;
-  // Prefill the output with NaN: every element must be written.
-  std::vector<float> c(batch * g.m * g.n, NAN);
-  std::vector<ConstBuffer> inputs = {{a.data(), a.size() * 4},
-                                     {b.data(), b.size() * 4}};
+  // Prefill the output with NaN (all ones, in every type): every element
+  // must be written.
+  std::vector<uint8_t> cBytes(batch * g.m * g.n * cSize, 0xff);
+  std::vector<uint8_t> aBytes = encode(a, types.ab), bBytes = encode(b, types.ab),
+                       biasBytes = encode(biases, types.c);
+  std::vector<ConstBuffer> inputs = {{aBytes.data(), aBytes.size()},
+                                     {bBytes.data(), bBytes.size()}};
   if (bias)
-    inputs.push_back({biases.data(), biases.size() * 4});
-  Status s = session->run(0, inputs, {{c.data(), c.size() * 4}});
+    inputs.push_back({biasBytes.data(), biasBytes.size()});
+  Status s = session->run(0, inputs, {{cBytes.data(), cBytes.size()}});
   ASSERT_TRUE(s) << s.message();
+  std::vector<float> c = decode(cBytes, types.c);
 
   std::vector<float> want(c.size(), 0.0f);
   for (int64_t bi = 0; bi < batch; ++bi) {
@@ -428,7 +479,16 @@ void checkGemm(const GemmCase &g, int threads, bool bias = false,
         want[(bi * g.m + i) * g.n + j] = sum;
       }
   }
-  expectNear(c, want);
+  if (types.c == DType::F32) {
+    expectNear(c, want);
+    return;
+  }
+  // One rounding of the f32 result (GELU's tanh may differ in its last f32
+  // bits, which can move a tie): at most one unit in the last place.
+  const float ulp = types.c == DType::F16 ? 1.0f / 1024 : 1.0f / 128;
+  for (size_t i = 0; i < c.size(); ++i)
+    EXPECT_NEAR(c[i], want[i], ulp * std::fabs(want[i]) + 1e-6f)
+        << "at element " << i;
 }
 
 TEST(SessionTest, Gemm) {
@@ -487,6 +547,58 @@ TEST(SessionTest, GemmLibraryEpilogues) {
       checkGemm(g, threads, false, fbs::GemmActivation::Relu);
       checkGemm(g, threads, true, fbs::GemmActivation::GeluTanh);
     }
+}
+
+TEST(SessionTest, NarrowGemms) {
+  // f16 and bf16 products summed in f32, into f32 or their own type, with
+  // the library epilogue in f32 before C's one rounding (the CUDA targets'
+  // cuBLASLt GEMMs, run by the CPU runtime for the emulation).
+  std::vector<GemmCase> cases = {
+      {3, 5, 4, false, false, {}, {}, {}},
+      {4, 6, 5, true, true, {2, 3}, {20, 0}, {0, 30}, 1, 2},
+      {100, 37, 80, false, true, {}, {}, {}, 3, 1},
+      {4, 3, 0, false, false, {}, {}, {}},
+  };
+  for (GemmTypes types : {GemmTypes{DType::F16, DType::F16},
+                          GemmTypes{DType::F16, DType::F32},
+                          GemmTypes{DType::BF16, DType::BF16},
+                          GemmTypes{DType::BF16, DType::F32}})
+    for (const GemmCase &g : cases)
+      for (int threads : {1, 2}) {
+        checkGemm(g, threads, false, fbs::GemmActivation::None, types);
+        checkGemm(g, threads, true, fbs::GemmActivation::Relu, types);
+        checkGemm(g, threads, true, fbs::GemmActivation::GeluTanh, types);
+      }
+}
+
+TEST(SessionTest, Tf32Gemm) {
+  // allow_tf32: the operands' mantissas rounded to 10 bits (to nearest,
+  // ties away) before f32 sums, as the GPU's TF32 multiplies do.
+  ExecutableSpec spec;
+  FunctionSpec f;
+  f.name = "gemm";
+  f.inputs = {{DType::F32, {1, 2}}, {DType::F32, {2, 1}}};
+  f.outputs = {{DType::F32, {1, 1}}};
+  GemmSpec cmd;
+  cmd.m = 1;
+  cmd.n = 1;
+  cmd.k = 2;
+  cmd.a = inputRef(0, 8);
+  cmd.b = inputRef(1, 8);
+  cmd.c = outputRef(0, 4);
+  cmd.allowTf32 = true;
+  f.commands = {cmd};
+  spec.functions = {f};
+  std::unique_ptr<Session> session = makeSession(load(spec), 1);
+  // 1 + 2^-12 rounds down to 1, 1 + 2^-11 (a tie) up to 1 + 2^-10, and
+  // 3 + 2^-9 stays.
+  std::vector<float> a = {1.0f + 0x1p-12f, 1.0f + 0x1p-11f};
+  std::vector<float> b = {3.0f + 0x1p-9f, 1.0f};
+  float c = NAN;
+  Status s = session->run(0, {{a.data(), 8}, {b.data(), 8}}, {{&c, 4}});
+  ASSERT_TRUE(s) << s.message();
+  EXPECT_EQ(c, 1.0f * (3.0f + 0x1p-9f) + (1.0f + 0x1p-10f));
+  EXPECT_NE(c, a[0] * b[0] + a[1] * b[1]);
 }
 
 TEST(SessionTest, CopiesWithoutKernels) {

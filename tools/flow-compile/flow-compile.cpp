@@ -3,6 +3,7 @@
 // Part of the Flow project.
 //
 //   flow-compile IN.mlir -o OUT.fbin --target=cpu|cuda [--gpu-arch=sm_90]
+//                [--allow-tf32]
 //                [--compile-to=PHASE]
 //                [--report=FILE.json] [--mlir-timing]
 //                [--mlir-print-ir-after-all]
@@ -56,6 +57,12 @@ static cl::opt<std::string>
             cl::desc("For --target=cuda: the GPU's compute capability "
                      "(default sm_90: H100, H200; sm_80: A100)"),
             cl::init("sm_90"));
+static cl::opt<bool> allowTf32(
+    "allow-tf32",
+    cl::desc("For the CUDA targets: let f32 library GEMMs multiply in TF32 "
+             "(10-bit mantissas, f32 sums; faster on tensor cores, less "
+             "exact)"),
+    cl::init(false));
 static cl::opt<std::string> compileTo(
     "compile-to",
     cl::desc("Stop after a phase and print its IR: input, flow, host, linalg, "
@@ -264,6 +271,7 @@ int main(int argc, char **argv) {
   options.target = target;
   options.cpu.cpu = cpu;
   options.cuda.arch = gpuArch;
+  options.cuda.allowTf32 = allowTf32;
   options.compileTo = compileTo;
   options.libraryMatmul = libraryMatmul;
   if (maxColumnsBytes < 0) {

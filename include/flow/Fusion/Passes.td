@@ -81,7 +81,12 @@ def FormDispatchRegionsPass
     Option<"fusion", "fusion", "bool", /*default=*/"true",
            "Fuse producers and consumers (false: one op per region)">,
     Option<"libraryMatmul", "library-matmul", "bool", /*default=*/"true",
-           "Leave f32 flow.matmul in the host schedule for a library GEMM">,
+           "Leave f32 flow.matmul (and bf16 ones into f32) in the host "
+           "schedule for a library GEMM">,
+    Option<"narrowLibraryMatmul", "narrow-library-matmul", "bool",
+           /*default=*/"false",
+           "With library-matmul, f16 and bf16 flow.matmul into their own "
+           "type or f32 are library GEMMs too">,
     Option<"libraryConv", "library-conv", "bool", /*default=*/"false",
            "Leave f32 flow.conv2d in the host schedule for a library "
            "convolution">

@@ -145,8 +145,9 @@ void registerCompilerPasses();
 /// Registers the phase pipelines by name, for flow-opt (idempotent):
 /// flow-place-pipeline,
 /// flow-graph-pipeline{fusion library-matmul library-conv max-columns-bytes
-/// bf16}, flow-host-pipeline{in-place gemm-epilogues conv-epilogues
-/// bf16-convs}, flow-kernel-linalg-pipeline, flow-kernel-bufferize-pipeline,
+/// bf16 narrow-library-matmul}, flow-host-pipeline{in-place gemm-epilogues
+/// conv-epilogues bf16-convs blocked-conv-layouts library-gemm-epilogues
+/// allow-tf32}, flow-kernel-linalg-pipeline, flow-kernel-bufferize-pipeline,
 /// flow-kernel-cpu-llvm-pipeline{expand-bf16}. The kernel pipelines run on a module of
 /// kernels (what `--compile-to=host` prints after its host schedules, and
 /// what each later phase prints).
@@ -161,6 +162,9 @@ struct GraphPipelineOptions {
   /// f32 convolutions stay flow.conv2d for the host's library convolution
   /// (no flow-conv-to-gemm).
   bool libraryConv = false;
+  /// f16 and bf16 matmuls into their own type (or f32) are library GEMMs
+  /// too (Target::hasNarrowGemmLibrary).
+  bool narrowLibraryMatmul = false;
 };
 struct HostPipelineOptions {
   bool inPlace = false;
@@ -181,6 +185,8 @@ struct HostPipelineOptions {
   /// (flow-library-gemm-epilogues): targets whose GEMM library applies
   /// them (Target::hasGemmLibraryEpilogues).
   bool libraryGemmEpilogues = false;
+  /// Mark f32 library GEMMs `allow_tf32` (--allow-tf32).
+  bool allowTf32 = false;
 };
 /// The phases' pipelines, as compile() runs them.
 void buildFlowPlacePipeline(OpPassManager &pm);

@@ -37,6 +37,10 @@ struct CudaTargetOptions {
   /// The CUDA toolkit (libdevice for math functions, ptxas for cubins);
   /// empty: $FLOW_CUDA_PATH, else /usr/local/cuda.
   std::string toolkitPath;
+  /// Let f32 library GEMMs multiply in TF32 (10-bit mantissas, f32 sums):
+  /// faster on tensor cores, less exact; off unless the user asks
+  /// (`--allow-tf32`, as torch.backends.cuda.matmul.allow_tf32).
+  bool allowTf32 = false;
 };
 
 struct TargetOptions {
@@ -84,6 +88,10 @@ public:
   /// Whether the runtime device's GEMM library applies bias and activation
   /// epilogues (flow.host.gemm's `bias` and `activation`).
   virtual bool hasGemmLibraryEpilogues() const = 0;
+  /// Whether the GEMM library also runs f16 and bf16 products (f16 x f16
+  /// and bf16 x bf16, summed in f32, into their own type or f32); without
+  /// it only f32 and bf16-into-f32 products are library GEMMs.
+  virtual bool hasNarrowGemmLibrary() const = 0;
   /// The phases after `linalg`, in order.
   virtual std::vector<KernelPhase>
   getKernelPhases(const TargetOptions &options) const = 0;

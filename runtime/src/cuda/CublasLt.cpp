@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "CublasLt.h"
+#include "CudaDriver.h"
 
 #include <cstdlib>
 #include <dlfcn.h>
@@ -28,43 +29,26 @@ Status CublasLt::check(cublasStatus_t status, const std::string &what) const {
 }
 
 static StatusOr<const CublasLt *> load() {
-  std::vector<std::string> candidates;
-  if (const char *path = std::getenv("FLOW_CUBLASLT"); path && *path) {
-    candidates.push_back(path);
-  } else {
-    std::string name =
-        "libcublasLt.so." + std::to_string(CUBLAS_VER_MAJOR);
-    candidates.push_back(name);
-#ifdef FLOW_CUDA_LIBRARY_DIR
-    candidates.push_back(std::string(FLOW_CUDA_LIBRARY_DIR) + "/" + name);
-#endif
-  }
-  void *handle = nullptr;
-  std::string errors;
-  for (const std::string &candidate : candidates) {
-    handle = dlopen(candidate.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (handle) {
-      static CublasLt lt;
-      lt.path = candidate;
+  static CublasLt lt;
+  StatusOr<void *> handle = openCudaLibrary(
+      "FLOW_CUBLASLT", "libcublasLt.so." + std::to_string(CUBLAS_VER_MAJOR),
+      lt.path);
+  if (!handle)
+    return Status::error(
+        "cannot load cuBLASLt, which runs the GEMMs on CUDA (" +
+        handle.status().message() +
+        "); install the CUDA toolkit's cuBLAS or set FLOW_CUBLASLT to "
+        "libcublasLt.so's path");
 #define FLOW_CUBLASLT_LOAD(name)                                               \
   lt.name = reinterpret_cast<decltype(lt.name)>(                               \
-      dlsym(handle, FLOW_CUBLASLT_SYMBOL(name)));                              \
+      dlsym(*handle, FLOW_CUBLASLT_SYMBOL(name)));                             \
   if (!lt.name)                                                                \
-    return Status::error(candidate + " has no " +                              \
-                         FLOW_CUBLASLT_SYMBOL(name) + " (not cuBLASLt " +      \
+    return Status::error(lt.path + " has no " + FLOW_CUBLASLT_SYMBOL(name) +   \
+                         " (not cuBLASLt " +                                   \
                          std::to_string(CUBLAS_VER_MAJOR) + ")");
-      FLOW_CUBLASLT_FUNCTIONS(FLOW_CUBLASLT_LOAD)
+  FLOW_CUBLASLT_FUNCTIONS(FLOW_CUBLASLT_LOAD)
 #undef FLOW_CUBLASLT_LOAD
-      return &lt;
-    }
-    const char *why = dlerror();
-    errors += std::string(errors.empty() ? "" : "; ") +
-              (why ? why : candidate + ": not found");
-  }
-  return Status::error("cannot load cuBLASLt, which runs the GEMMs on CUDA (" +
-                       errors +
-                       "); install the CUDA toolkit's cuBLAS or set "
-                       "FLOW_CUBLASLT to libcublasLt.so's path");
+  return &lt;
 }
 
 StatusOr<const CublasLt *> cuda::loadCublasLt() {

@@ -9,14 +9,20 @@
 // cuModuleLoadDataEx, looks up every launch's entry point and uploads the
 // constants once (they stay resident). A call copies the inputs to device
 // buffers kept per function, enqueues every command on the stream (kernel
-// launches, cuBLASLt matmuls, device copies), waits, and copies the outputs
-// back.
+// launches, cuBLASLt matmuls, device copies, NCCL collectives with their
+// pieces packed and unpacked by strided device copies), waits, and copies
+// the outputs back.
 //
 //===----------------------------------------------------------------------===//
 
 #include "CublasLt.h"
 #include "CudaDriver.h"
 #include "CudaHost.h"
+#ifdef FLOW_HAVE_NCCL
+#include "Nccl.h"
+#endif
+
+#include "../Collectives.h"
 
 #include "../Executor.h"
 #include "flow/runtime/Device.h"
@@ -48,6 +54,12 @@ int localRank() {
   return -1;
 }
 
+/// Whether NCCL reduces elements of \p dtype (it has no 16-bit integers
+/// or booleans).
+bool reducesOnNccl(DType dtype) {
+  return dtype != DType::I16 && dtype != DType::U16 && dtype != DType::I1;
+}
+
 class CudaDevice final : public Device {
 public:
   static StatusOr<std::shared_ptr<Device>> open(int ordinal);
@@ -60,6 +72,17 @@ public:
   Status copyToHost(void *dst, uint64_t src, uint64_t bytes) override;
   StatusOr<std::unique_ptr<detail::Executor>>
   createExecutor(std::shared_ptr<const Executable> exe, int threads) override;
+  StatusOr<std::unique_ptr<Group>> createGroup(Group &host) override {
+#ifdef FLOW_HAVE_NCCL
+    if (Status s = enter(); !s)
+      return s;
+    return createNcclGroup(host, stream);
+#else
+    (void)host;
+    return Status::error("this runtime was built without NCCL's header "
+                         "(nccl.h), so the CUDA device runs no collectives");
+#endif
+  }
 
   /// Makes the device's context current on the calling thread.
   Status enter() const {
@@ -243,6 +266,8 @@ private:
   Status runGemm(const detail::GemmCommand &cmd, const DeviceFrame &frame);
   Status runDispatch(const detail::DispatchCommand &cmd,
                      const DeviceFrame &frame);
+  Status runCollective(const detail::CollectiveCommand &cmd,
+                       const DeviceFrame &frame, const detail::CallHooks &hooks);
 
   std::shared_ptr<const Executable> exe;
   CudaDevice &device;
@@ -263,6 +288,11 @@ private:
   cublasLtHandle_t ltHandle = nullptr;
   DeviceMemory workspace;
   std::unordered_map<const detail::GemmCommand *, LtGemm> gemms;
+  /// Each collective's send and receive stages, made at its first run.
+  struct Stages {
+    DeviceMemory send, recv;
+  };
+  std::unordered_map<const detail::CollectiveCommand *, Stages> stages;
 };
 
 CudaExecutor::~CudaExecutor() {
@@ -350,11 +380,17 @@ Status CudaExecutor::prepareGemm(const detail::GemmCommand &cmd,
   LtGemm &g = gemms[&cmd];
   g.plan = planGemm(cmd);
   const GemmPlan &p = g.plan;
-  cudaDataType_t ab = cmd.abDtype == DType::BF16 ? CUDA_R_16BF : CUDA_R_32F;
-  // f32 accumulation; f32 operands stay f32 (no TF32).
+  auto dataType = [](DType t) {
+    return t == DType::BF16 ? CUDA_R_16BF
+                            : t == DType::F16 ? CUDA_R_16F : CUDA_R_32F;
+  };
+  cudaDataType_t ab = dataType(p.abType), cType = dataType(p.cType);
+  // f32 accumulation and scaling whatever the operands; f32 operands stay
+  // f32 unless the executable allows TF32.
+  cublasComputeType_t compute =
+      p.tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
   if (Status s = lt->check(
-          lt->cublasLtMatmulDescCreate(&g.desc, CUBLAS_COMPUTE_32F, CUDA_R_32F),
-          ctx);
+          lt->cublasLtMatmulDescCreate(&g.desc, compute, CUDA_R_32F), ctx);
       !s)
     return s;
   cublasOperation_t transA = p.transposeFirst ? CUBLAS_OP_T : CUBLAS_OP_N;
@@ -388,7 +424,7 @@ Status CudaExecutor::prepareGemm(const detail::GemmCommand &cmd,
   lt->cublasLtMatmulDescSetAttribute(g.desc, CUBLASLT_MATMUL_DESC_EPILOGUE,
                                      &epilogue, sizeof(epilogue));
   if (cmd.hasBias) {
-    cudaDataType_t biasType = CUDA_R_32F;
+    cudaDataType_t biasType = cType;
     lt->cublasLtMatmulDescSetAttribute(g.desc,
                                        CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE,
                                        &biasType, sizeof(biasType));
@@ -426,7 +462,7 @@ Status CudaExecutor::prepareGemm(const detail::GemmCommand &cmd,
                         p.secondStride);
       !s)
     return s;
-  if (Status s = layout(g.c, CUDA_R_32F, p.cRows, p.cCols, p.cLd, p.cStride);
+  if (Status s = layout(g.c, cType, p.cRows, p.cCols, p.cLd, p.cStride);
       !s)
     return s;
   cublasLtMatmulPreference_t preference = nullptr;
@@ -460,9 +496,21 @@ Status CudaExecutor::load() {
   for (size_t f = 0; f < impl.functions.size(); ++f)
     for (size_t i = 0; i < impl.functions[f].commands.size(); ++i) {
       const detail::Command &command = impl.functions[f].commands[i];
+      if (const auto *col =
+              std::get_if<detail::CollectiveCommand>(&command)) {
+        // Reductions need a type NCCL reduces; the rest move bytes.
+        bool reduces = col->kind == detail::CollectiveCommand::AllReduce ||
+                       col->kind == detail::CollectiveCommand::ReduceScatter;
+        if (reduces && !reducesOnNccl(col->dtype))
+          return Status::error(
+              "function '" + impl.signatures[f].name + "' command " +
+              std::to_string(i) + " reduces " + dtypeName(col->dtype) +
+              " elements, which NCCL cannot (recompile: Flow's compiler "
+              "reduces them in a wider type for CUDA)");
+        continue;
+      }
       if (std::holds_alternative<detail::ConvCommand>(command) ||
-          std::holds_alternative<detail::PoolCommand>(command) ||
-          std::holds_alternative<detail::CollectiveCommand>(command)) {
+          std::holds_alternative<detail::PoolCommand>(command)) {
         std::string kind, what;
         detail::describeCommand(impl, command, kind, what);
         return Status::error("function '" + impl.signatures[f].name +
@@ -472,14 +520,6 @@ Status CudaExecutor::load() {
                              "run yet");
       }
     }
-  if (!impl.mesh.empty()) {
-    int64_t devices = 1;
-    for (int64_t d : impl.mesh)
-      devices *= d;
-    if (devices > 1)
-      return Status::error("mesh executables do not run on the CUDA device "
-                           "yet (it has no NCCL communicator)");
-  }
   if (Status s = loadModule(); !s)
     return s;
   // Persistent state: every constant resident on the device.
@@ -510,12 +550,19 @@ Status CudaExecutor::load() {
     for (size_t i = 0; i < impl.functions[f].commands.size(); ++i)
       if (const auto *g = std::get_if<detail::GemmCommand>(
               &impl.functions[f].commands[i]);
-          g && g->m > 0 && g->n > 0 && g->k > 0 && g->batchCount > 0)
-        if (Status s = prepareGemm(*g, "function '" + impl.signatures[f].name +
-                                           "' command " + std::to_string(i) +
-                                           " (gemm)");
-            !s)
-          return s;
+          g && g->m > 0 && g->n > 0 && g->batchCount > 0) {
+        std::string ctx = "function '" + impl.signatures[f].name +
+                          "' command " + std::to_string(i) + " (gemm)";
+        // An empty product only clears C (cuBLASLt is not called), so it
+        // cannot apply an epilogue; Flow's compiler never asks for one.
+        if (g->k == 0 && g->hasEpilogue())
+          return Status::error(ctx + ": an empty product (k = 0) with a bias "
+                                     "or activation; the CUDA device does "
+                                     "not run it");
+        if (g->k > 0)
+          if (Status s = prepareGemm(*g, ctx); !s)
+            return s;
+      }
   buffers.resize(impl.functions.size());
   return Status::ok();
 }
@@ -549,7 +596,7 @@ Status CudaExecutor::runGemm(const detail::GemmCommand &cmd,
     return device.api().check(
         device.api().cuMemsetD8Async(c, 0,
                                      uint64_t(cmd.batchCount) * cmd.m * cmd.n *
-                                         sizeof(float),
+                                         dtypeSize(cmd.cDtype),
                                      device.queue()),
         "clearing an empty GEMM's result");
   const LtGemm &g = gemms.at(&cmd);
@@ -572,7 +619,7 @@ Status CudaExecutor::runGemm(const detail::GemmCommand &cmd,
         reinterpret_cast<const void *>(b + call.first * p.elementBytes);
     const void *second =
         reinterpret_cast<const void *>(a + call.second * p.elementBytes);
-    void *out = reinterpret_cast<void *>(c + call.c * sizeof(float));
+    void *out = reinterpret_cast<void *>(c + call.c * p.cElementBytes);
     if (Status s = lt->check(
             lt->cublasLtMatmul(ltHandle, g.desc, &alpha, first, g.first,
                                second, g.second, &beta, out, g.c, out, g.c,
@@ -584,6 +631,94 @@ Status CudaExecutor::runGemm(const detail::GemmCommand &cmd,
         !s)
       return s;
   }
+  return Status::ok();
+}
+
+Status CudaExecutor::runCollective(const detail::CollectiveCommand &cmd,
+                                   const DeviceFrame &frame,
+                                   const detail::CallHooks &hooks) {
+  if (!hooks.group)
+    return Status::error("a collective without a communicator");
+  StatusOr<Group *> group = hooks.group(cmd.meshAxes);
+  if (!group)
+    return group.status();
+  detail::CollectivePlan plan = detail::planCollective(cmd, (*group)->size());
+  if (hooks.collectiveBytes)
+    hooks.collectiveBytes->push_back(plan.moved);
+  Stages &stage = stages[&cmd];
+  for (auto [memory, bytes, what] :
+       {std::tuple{&stage.send, plan.sendStageBytes, "send"},
+        {&stage.recv, plan.recvStageBytes, "receive"}})
+    if (bytes > 0 && memory->size() < bytes) {
+      StatusOr<DeviceMemory> made = device.allocate(
+          bytes, std::string("a collective's ") + what + " stage");
+      if (!made)
+        return made.status();
+      *memory = std::move(*made);
+    }
+  using Buffer = detail::StridedCopy::Buffer;
+  auto address = [&](Buffer b) -> uint64_t {
+    switch (b) {
+    case Buffer::Input:
+      return frame.address(cmd.input);
+    case Buffer::Output:
+      return frame.address(cmd.output);
+    case Buffer::SendStage:
+      return stage.send.address();
+    case Buffer::RecvStage:
+      return stage.recv.address();
+    }
+    return 0;
+  };
+  const Driver &d = device.api();
+  auto copy = [&](const detail::StridedCopy &c) -> Status {
+    uint64_t src = address(c.src) + c.srcOffset,
+             dst = address(c.dst) + c.dstOffset;
+    if ((src == dst && c.srcPitch == c.dstPitch) || c.rows == 0 ||
+        c.rowBytes == 0)
+      return Status::ok();
+    if (c.rows == 1 || (c.srcPitch == c.rowBytes && c.dstPitch == c.rowBytes))
+      return d.check(d.cuMemcpyDtoDAsync(dst, src, c.rows * c.rowBytes,
+                                         device.queue()),
+                     "packing a collective's pieces");
+    CUDA_MEMCPY2D m;
+    std::memset(&m, 0, sizeof m);
+    m.srcMemoryType = m.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+    m.srcDevice = src;
+    m.dstDevice = dst;
+    m.srcPitch = c.srcPitch;
+    m.dstPitch = c.dstPitch;
+    m.WidthInBytes = c.rowBytes;
+    m.Height = c.rows;
+    return d.check(d.cuMemcpy2DAsync(&m, device.queue()),
+                   "packing a collective's pieces");
+  };
+  for (const detail::StridedCopy &c : plan.pack)
+    if (Status s = copy(c); !s)
+      return s;
+  const void *send = reinterpret_cast<const void *>(address(plan.send));
+  void *recv = reinterpret_cast<void *>(address(plan.recv));
+  Status s = Status::ok();
+  switch (cmd.kind) {
+  case detail::CollectiveCommand::AllReduce:
+    s = (*group)->allReduce(recv, plan.count, cmd.dtype, cmd.reduction);
+    break;
+  case detail::CollectiveCommand::AllGather:
+    s = (*group)->allGather(send, recv, plan.recvCounts);
+    break;
+  case detail::CollectiveCommand::ReduceScatter:
+    s = (*group)->reduceScatter(send, recv, plan.sendCounts, cmd.dtype,
+                                cmd.reduction);
+    break;
+  case detail::CollectiveCommand::AllToAll:
+    s = (*group)->allToAll(send, plan.sendCounts, recv, plan.recvCounts);
+    break;
+  }
+  if (!s)
+    return s;
+  for (const detail::StridedCopy &c : plan.unpack)
+    if (Status unpacked = copy(c); !unpacked)
+      return unpacked;
   return Status::ok();
 }
 
@@ -663,6 +798,9 @@ Status CudaExecutor::run(size_t function,
       status = runDispatch(*dispatch, frame);
     else if (const auto *gemm = std::get_if<detail::GemmCommand>(&command))
       status = runGemm(*gemm, frame);
+    else if (const auto *col =
+                 std::get_if<detail::CollectiveCommand>(&command))
+      status = runCollective(*col, frame, hooks);
     else if (const auto *copy = std::get_if<detail::CopyCommand>(&command))
       status = copy->src.size == 0
                    ? Status::ok()

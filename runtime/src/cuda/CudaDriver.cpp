@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <dlfcn.h>
 #include <mutex>
+#include <vector>
 
 using namespace flow::runtime;
 using namespace flow::runtime::cuda;
@@ -77,4 +78,29 @@ StatusOr<const Driver *> cuda::loadDriver() {
       Status::error("the CUDA driver was not loaded");
   std::call_once(once, [] { loaded = load(); });
   return loaded;
+}
+
+StatusOr<void *> cuda::openCudaLibrary(const char *variable,
+                                       const std::string &name,
+                                       std::string &path) {
+  std::vector<std::string> candidates;
+  if (const char *set = std::getenv(variable); set && *set) {
+    candidates.push_back(set);
+  } else {
+    candidates.push_back(name);
+#ifdef FLOW_CUDA_LIBRARY_DIR
+    candidates.push_back(std::string(FLOW_CUDA_LIBRARY_DIR) + "/" + name);
+#endif
+  }
+  std::string errors;
+  for (const std::string &candidate : candidates) {
+    if (void *handle = dlopen(candidate.c_str(), RTLD_NOW | RTLD_LOCAL)) {
+      path = candidate;
+      return handle;
+    }
+    const char *why = dlerror();
+    errors += std::string(errors.empty() ? "" : "; ") +
+              (why ? why : candidate + ": not found");
+  }
+  return Status::error(errors);
 }

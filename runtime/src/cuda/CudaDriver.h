@@ -44,6 +44,7 @@ namespace cuda {
   X(cuMemcpyHtoD)                                                              \
   X(cuMemcpyDtoH)                                                              \
   X(cuMemcpyDtoDAsync)                                                         \
+  X(cuMemcpy2DAsync)                                                           \
   X(cuMemsetD8Async)                                                           \
   X(cuStreamCreate)                                                            \
   X(cuStreamDestroy)                                                           \
@@ -75,6 +76,12 @@ struct Driver {
 /// error says whether the library is missing, is the toolkit's stub (no
 /// driver installed), lacks an entry point, or cuInit failed (no GPU).
 StatusOr<const Driver *> loadDriver();
+
+/// Opens a CUDA library with dlopen: the path in \p variable if it is set,
+/// else \p name on the library path, else in the toolkit's lib64 the
+/// runtime was built with. The error lists every attempt's reason.
+StatusOr<void *> openCudaLibrary(const char *variable, const std::string &name,
+                                 std::string &path);
 
 } // namespace cuda
 } // namespace runtime

@@ -87,7 +87,11 @@ GemmPlan cuda::planGemm(const detail::GemmCommand &cmd) {
   plan.m = n;
   plan.n = m;
   plan.k = k;
-  plan.elementBytes = cmd.abDtype == DType::BF16 ? 2 : 4;
+  plan.abType = cmd.abDtype;
+  plan.cType = cmd.cDtype;
+  plan.tf32 = cmd.allowTf32;
+  plan.elementBytes = static_cast<int>(dtypeSize(cmd.abDtype));
+  plan.cElementBytes = static_cast<int>(dtypeSize(cmd.cDtype));
   switch (cmd.activation) {
   case detail::GemmCommand::None:
     plan.epilogue = cmd.hasBias ? GemmPlan::Bias : GemmPlan::Default;

@@ -79,8 +79,12 @@ struct GemmPlan {
     int64_t first = 0, second = 0, c = 0;
   };
   std::vector<Call> calls;
-  /// Bytes per element of A and B (C is f32).
-  int elementBytes = 4;
+  /// Element types: A and B's (f32, bf16, f16), C's (f32 or A's). The
+  /// products are summed in f32 (TF32 multiplies where `tf32`).
+  DType abType = DType::F32, cType = DType::F32;
+  bool tf32 = false;
+  /// Bytes per element of A and B, and of C (and the bias).
+  int elementBytes = 4, cElementBytes = 4;
   /// cuBLASLt's epilogue for the command's bias and activation.
   enum Epilogue { Default, Bias, Relu, ReluBias, GeluTanh, GeluTanhBias };
   Epilogue epilogue = Default;

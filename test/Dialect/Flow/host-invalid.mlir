@@ -69,16 +69,40 @@ func.func @gemm_batch(%a: memref<3x4x8xf32>, %b: memref<8x4xf32>, %c: memref<2x4
 // -----
 
 func.func @gemm_bias(%a: memref<4x8xf32>, %b: memref<8x16xf32>, %bias: memref<4xf32>, %c: memref<4x16xf32>) {
-  // expected-error @+1 {{bias must be 16 f32 values (one per column of the result), got 'memref<4xf32>'}}
+  // expected-error @+1 {{bias must be 16 'f32' values (one per column of the result), got 'memref<4xf32>'}}
   flow.host.gemm %a, %b bias(%bias : memref<4xf32>) -> %c activation = relu : memref<4x8xf32>, memref<8x16xf32> -> memref<4x16xf32>
   return
 }
 
 // -----
 
-func.func @gemm_type(%a: memref<4x8xf16>, %b: memref<8x4xf16>, %c: memref<4x4xf16>) {
-  // expected-error @+1 {{runs f32 x f32 or bf16 x bf16 into f32}}
-  flow.host.gemm %a, %b -> %c : memref<4x8xf16>, memref<8x4xf16> -> memref<4x4xf16>
+func.func @gemm_type(%a: memref<4x8xf16>, %b: memref<8x4xf16>, %c: memref<4x4xbf16>) {
+  // expected-error @+1 {{runs f32, bf16 or f16 operands of one type into f32 or their own type}}
+  flow.host.gemm %a, %b -> %c : memref<4x8xf16>, memref<8x4xf16> -> memref<4x4xbf16>
+  return
+}
+
+// -----
+
+func.func @gemm_mixed(%a: memref<4x8xf16>, %b: memref<8x4xbf16>, %c: memref<4x4xf32>) {
+  // expected-error @+1 {{runs f32, bf16 or f16 operands of one type into f32 or their own type}}
+  flow.host.gemm %a, %b -> %c : memref<4x8xf16>, memref<8x4xbf16> -> memref<4x4xf32>
+  return
+}
+
+// -----
+
+func.func @gemm_tf32(%a: memref<4x8xbf16>, %b: memref<8x4xbf16>, %c: memref<4x4xf32>) {
+  // expected-error @+1 {{allow_tf32 is for f32 operands}}
+  flow.host.gemm %a, %b -> %c {allow_tf32} : memref<4x8xbf16>, memref<8x4xbf16> -> memref<4x4xf32>
+  return
+}
+
+// -----
+
+func.func @gemm_bias_type(%a: memref<4x8xf16>, %b: memref<8x16xf16>, %bias: memref<16xf32>, %c: memref<4x16xf16>) {
+  // expected-error @+1 {{bias must be 16 'f16' values (one per column of the result), got 'memref<16xf32>'}}
+  flow.host.gemm %a, %b bias(%bias : memref<16xf32>) -> %c : memref<4x8xf16>, memref<8x16xf16> -> memref<4x16xf16>
   return
 }
 

@@ -104,3 +104,49 @@ func.func @not_epilogues(%x: memref<8x16xf32>, %w: memref<16x32xf32>, %b: memref
   flow.host.copy %t5 -> %o6 : memref<8x32xf32> -> memref<8x32xf32>
   return
 }
+
+// -----
+
+// An f16 GEMM takes an f16 bias (the result's type); an f32 bias of an f16
+// result is not an epilogue the library applies.
+// CHECK-LABEL: func.func @f16_bias
+// CHECK: flow.host.gemm %arg0, %arg1 bias(%arg2 : memref<32xf16>) -> %arg4 activation = relu
+// CHECK: flow.host.gemm %arg0, %arg1 -> %[[T:.*]] :
+// CHECK: flow.host.dispatch @f16_f32_bias(%[[T]], %arg3)
+func.func private @f16_bias_relu(%t: tensor<8x32xf16>, %b: tensor<32xf16>) -> tensor<8x32xf16> attributes {flow.kernel} {
+  %s = flow.add %t, %b : (tensor<8x32xf16>, tensor<32xf16>) -> tensor<8x32xf16>
+  %r = flow.relu %s : tensor<8x32xf16>
+  return %r : tensor<8x32xf16>
+}
+func.func private @f16_f32_bias(%t: tensor<8x32xf16>, %b: tensor<32xf32>) -> tensor<8x32xf32> attributes {flow.kernel} {
+  %w = flow.cast %t : tensor<8x32xf16> to tensor<8x32xf32>
+  %s = flow.add %w, %b : (tensor<8x32xf32>, tensor<32xf32>) -> tensor<8x32xf32>
+  return %s : tensor<8x32xf32>
+}
+func.func @f16_bias(%x: memref<8x16xf16>, %w: memref<16x32xf16>, %b: memref<32xf16>, %b32: memref<32xf32>, %o1: memref<8x32xf16>, %o2: memref<8x32xf32>) attributes {flow.host_outputs = 2 : i64} {
+  %t1 = flow.host.alloc : memref<8x32xf16>
+  flow.host.gemm %x, %w -> %t1 : memref<8x16xf16>, memref<16x32xf16> -> memref<8x32xf16>
+  flow.host.dispatch @f16_bias_relu(%t1, %b) outs(%o1) : (memref<8x32xf16>, memref<32xf16>) -> (memref<8x32xf16>)
+  %t2 = flow.host.alloc : memref<8x32xf16>
+  flow.host.gemm %x, %w -> %t2 : memref<8x16xf16>, memref<16x32xf16> -> memref<8x32xf16>
+  flow.host.dispatch @f16_f32_bias(%t2, %b32) outs(%o2) : (memref<8x32xf16>, memref<32xf32>) -> (memref<8x32xf32>)
+  return
+}
+
+// -----
+
+// An empty product (k = 0) is only cleared, never handed to the library:
+// its bias stays a kernel.
+// CHECK-LABEL: func.func @empty_product
+// CHECK: flow.host.gemm %arg0, %arg1 -> %[[T:.*]] :
+// CHECK: flow.host.dispatch @empty_bias(%[[T]], %arg2)
+func.func private @empty_bias(%t: tensor<8x32xf32>, %b: tensor<32xf32>) -> tensor<8x32xf32> attributes {flow.kernel} {
+  %s = flow.add %t, %b : (tensor<8x32xf32>, tensor<32xf32>) -> tensor<8x32xf32>
+  return %s : tensor<8x32xf32>
+}
+func.func @empty_product(%x: memref<8x0xf32>, %w: memref<0x32xf32>, %b: memref<32xf32>, %out: memref<8x32xf32>) attributes {flow.host_outputs = 1 : i64} {
+  %t = flow.host.alloc : memref<8x32xf32>
+  flow.host.gemm %x, %w -> %t : memref<8x0xf32>, memref<0x32xf32> -> memref<8x32xf32>
+  flow.host.dispatch @empty_bias(%t, %b) outs(%out) : (memref<8x32xf32>, memref<32xf32>) -> (memref<8x32xf32>)
+  return
+}

@@ -1219,11 +1219,14 @@ LogicalResult HostGemmOp::verify() {
   for (MemRefType t : {a, b, c})
     if (t.getRank() < 2)
       return emitOpError() << "needs matrices (rank >= 2), got " << t;
-  Type in = a.getElementType();
-  if (!c.getElementType().isF32() || b.getElementType() != in ||
-      !(in.isF32() || in.isBF16()))
-    return emitOpError() << "runs f32 x f32 or bf16 x bf16 into f32, got "
+  Type in = a.getElementType(), outType = c.getElementType();
+  if (b.getElementType() != in || !(in.isF32() || in.isBF16() || in.isF16()) ||
+      !(outType.isF32() || outType == in))
+    return emitOpError() << "runs f32, bf16 or f16 operands of one type into "
+                            "f32 or their own type, got "
                          << a << ", " << b << " -> " << c;
+  if (getAllowTf32() && !in.isF32())
+    return emitOpError() << "allow_tf32 is for f32 operands, got " << a;
   int64_t ra = a.getRank(), rb = b.getRank(), rc = c.getRank();
   if (ra > rc || rb > rc)
     return emitOpError() << "operands may not have more batch dimensions "
@@ -1248,9 +1251,10 @@ LogicalResult HostGemmOp::verify() {
   if (Value bias = getBias()) {
     auto type = cast<MemRefType>(bias.getType());
     if (type.getRank() != 1 || type.getDimSize(0) != n ||
-        !type.getElementType().isF32())
-      return emitOpError() << "bias must be " << n << " f32 values (one per "
-                           << "column of the result), got " << type;
+        type.getElementType() != outType)
+      return emitOpError() << "bias must be " << n << " " << outType
+                           << " values (one per column of the result), got "
+                           << type;
     if (failed(verifyIdentityLayout(*this, type)))
       return failure();
   }

@@ -34,8 +34,8 @@ namespace {
 /// Rewrites one function; `func` keeps its name, attributes and location.
 class ScheduleBuilder {
 public:
-  ScheduleBuilder(func::FuncOp func, bool bf16Convs)
-      : func(func), bf16Convs(bf16Convs) {}
+  ScheduleBuilder(func::FuncOp func, bool bf16Convs, bool allowTf32)
+      : func(func), bf16Convs(bf16Convs), allowTf32(allowTf32) {}
 
   LogicalResult build();
 
@@ -47,6 +47,8 @@ private:
   func::FuncOp func;
   /// Mark library convolutions `bf16`.
   bool bf16Convs;
+  /// Mark f32 library GEMMs `allow_tf32`.
+  bool allowTf32;
   IRMapping map;
   /// Results written straight into an output buffer: the output's index.
   llvm::DenseMap<Value, unsigned> outputOf;
@@ -80,15 +82,20 @@ LogicalResult ScheduleBuilder::command(OpBuilder &b, Operation &op) {
     (void)dispatch;
   } else if (auto matmul = dyn_cast<MatmulOp>(op)) {
     Type operandType = matmul.getLhs().getType().getElementType();
-    if (!matmul.getType().getElementType().isF32() ||
-        !(operandType.isF32() || operandType.isBF16()))
-      return op.emitError("the host's library GEMM runs f32, or bf16 summed "
-                          "in f32; this ")
+    Type resultType = matmul.getType().getElementType();
+    if (matmul.getRhs().getType().getElementType() != operandType ||
+        !(operandType.isF32() || operandType.isBF16() ||
+          operandType.isF16()) ||
+        !(resultType.isF32() || resultType == operandType))
+      return op.emitError("the host's library GEMM runs f32, bf16 or f16 "
+                          "operands of one type into f32 or their own type; "
+                          "this ")
              << matmul.getType() << " matmul belongs in a kernel";
     HostGemmOp::create(b, loc, in(matmul.getLhs()), in(matmul.getRhs()),
                        dests[0], matmul.getTransposeLhs(),
                        matmul.getTransposeRhs(), /*bias=*/Value(),
-                       GemmActivation::none);
+                       GemmActivation::none,
+                       /*allow_tf32=*/allowTf32 && operandType.isF32());
   } else if (auto conv = dyn_cast<Conv2dOp>(op)) {
     if (!conv.getType().getElementType().isF32())
       return op.emitError("the host's library convolution runs f32; this ")
@@ -265,7 +272,7 @@ struct BuildHostSchedulePass
           func->hasAttr(FlowDialect::getKernelAttrName()) ||
           func->hasAttr(FlowDialect::getHostOutputsAttrName()))
         continue;
-      if (failed(ScheduleBuilder(func, bf16Convs).build()))
+      if (failed(ScheduleBuilder(func, bf16Convs, allowTf32).build()))
         return signalPassFailure();
     }
   }

@@ -27,11 +27,12 @@ struct Epilogue {
 };
 } // namespace
 
-/// Matches `kernel` as `[add a 1-D f32 bias of `columns` values] then
-/// [relu | gelu tanh]` of its input `result` (at least one of them).
+/// Matches `kernel` as `[add a 1-D bias of `columns` values of type
+/// `element` (the GEMM result's)] then [relu | gelu tanh]` of its input
+/// `result` (at least one of them).
 static std::optional<Epilogue> matchEpilogue(func::FuncOp kernel,
-                                             unsigned result,
-                                             int64_t columns) {
+                                             unsigned result, int64_t columns,
+                                             Type element) {
   Epilogue e;
   bool matched = walkEpilogueChain(kernel, result, [&](Operation &op,
                                                        Value current) {
@@ -41,7 +42,7 @@ static std::optional<Epilogue> matchEpilogue(func::FuncOp kernel,
       BlockArgument arg = otherAddend(add, current, result);
       auto type = arg ? dyn_cast<RankedTensorType>(arg.getType()) : nullptr;
       if (!type || type.getRank() != 1 || type.getDimSize(0) != columns ||
-          !type.getElementType().isF32())
+          type.getElementType() != element)
         return false;
       e.bias = arg.getArgNumber();
       return true;
@@ -70,15 +71,19 @@ struct LibraryGemmEpiloguesPass
     module.walk([&](HostGemmOp gemm) { gemms.push_back(gemm); });
     for (HostGemmOp gemm : gemms) {
       unsigned index = 0;
+      // An empty product (k = 0) is only cleared by the runtime, never
+      // handed to the library: its epilogue stays a kernel.
       HostDispatchOp dispatch =
-          gemm.hasEpilogue()
+          gemm.hasEpilogue() || gemm.getK() == 0
               ? nullptr
               : soleEpilogueReader(gemm, gemm.getOut(), index);
       auto kernel = dispatch
                         ? symbols.lookup<func::FuncOp>(dispatch.getKernel())
                         : nullptr;
       std::optional<Epilogue> e =
-          kernel ? matchEpilogue(kernel, index, gemm.getN()) : std::nullopt;
+          kernel ? matchEpilogue(kernel, index, gemm.getN(),
+                                 gemm.getOut().getType().getElementType())
+             : std::nullopt;
       if (!e)
         continue;
       if (e->bias)

@@ -20,6 +20,7 @@
 #ifndef FLOW_RUNTIME_DEVICE_H
 #define FLOW_RUNTIME_DEVICE_H
 
+#include "flow/runtime/Communicator.h"
 #include "flow/runtime/Executable.h"
 #include "flow/runtime/Status.h"
 
@@ -96,6 +97,16 @@ public:
   /// one). Internal: Session is the public way to run.
   virtual StatusOr<std::unique_ptr<detail::Executor>>
   createExecutor(std::shared_ptr<const Executable> exe, int threads) = 0;
+
+  /// The group of this device and its peers that the executor's
+  /// collectives run on, made from \p host (the processes' group: the same
+  /// members in the same order); collective over \p host. Null when the
+  /// executor runs collectives on \p host itself (host memory: the CPU).
+  /// The CUDA device's is an NCCL group on its stream (device addresses).
+  virtual StatusOr<std::unique_ptr<Group>> createGroup(Group &host) {
+    (void)host;
+    return std::unique_ptr<Group>();
+  }
 
 protected:
   friend class DeviceMemory;

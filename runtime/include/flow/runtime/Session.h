@@ -152,6 +152,9 @@ private:
   int64_t deviceRank = 0;
   std::vector<int64_t> coords;
   std::map<std::vector<int64_t>, std::unique_ptr<Group>> groups;
+  /// The device's own groups for the collectives' axis sets, where it has
+  /// them (Device::createGroup: NCCL on CUDA); else they run on `groups`.
+  std::map<std::vector<int64_t>, std::unique_ptr<Group>> deviceGroups;
   Status makeGroups();
   StatusOr<std::vector<HostTensor>>
   runGlobalUnchecked(const std::string &function,

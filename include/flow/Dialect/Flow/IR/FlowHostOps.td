@@ -183,15 +183,20 @@ def Flow_HostDispatchOp : Flow_HostOp<"dispatch", [
 def Flow_HostGemmOp : Flow_HostOp<"gemm"> {
   let summary = "a library GEMM: out = act(op(lhs) x op(rhs) + bias), batched";
   let description = [{
-    Matrix products on the runtime's GEMM library: f32, or bf16 operands
-    summed in f32 (the result is f32 either way). The last two
+    Matrix products on the runtime's GEMM library. Both operands have one
+    element type: f32, bf16 or f16; products are summed in f32 and written
+    as f32 or as the operands' type (f16 and bf16 results only where the
+    target's library runs them: `Target::hasNarrowGemmLibrary`).
+    `allow_tf32` (f32 operands only) lets the library multiply in TF32
+    (operands rounded to 10-bit mantissas). The last two
     dimensions are the matrices (transposed where `transpose_lhs` or
     `transpose_rhs` is set); leading dimensions are batch dimensions of
     `out`, which `lhs` and `rhs` broadcast to (size 1, or missing).
 
     An epilogue the library applies as it writes the result (set by
-    `flow-library-gemm-epilogues`): the optional `bias` (f32, one value per
-    column of `out`) is added to every row, then `activation` (`relu`, or
+    `flow-library-gemm-epilogues`): the optional `bias` (of the result's
+    type, one value per column of `out`) is added to every row, then
+    `activation` (`relu`, or
     `gelu_tanh`: GELU's tanh approximation) is applied.
 
     ```mlir
@@ -206,7 +211,8 @@ def Flow_HostGemmOp : Flow_HostOp<"gemm"> {
                        UnitAttr:$transpose_rhs,
                        Optional<Flow_HostBuffer>:$bias,
                        DefaultValuedAttr<Flow_GemmActivationAttr,
-                           "::mlir::flow::GemmActivation::none">:$activation);
+                           "::mlir::flow::GemmActivation::none">:$activation,
+                       UnitAttr:$allow_tf32);
   let assemblyFormat = [{
     $lhs `,` $rhs (`bias` `(` $bias^ `:` type($bias) `)`)? `->` $out
     (`activation` `=` $activation^)? attr-dict

@@ -285,7 +285,9 @@ def BuildHostSchedulePass : Pass<"flow-build-host-schedule", "ModuleOp"> {
     An op the host cannot run is an error naming it. With `bf16-convs`
     (`--precision=bf16`), every `flow.host.conv` is marked `bf16`: the
     library reads its input and filter rounded to bf16 and sums in f32, as
-    `flow-matmuls-to-bf16` does for the products that become GEMMs.
+    `flow-matmuls-to-bf16` does for the products that become GEMMs. With
+    `allow-tf32` (`--allow-tf32`, CUDA), every f32 `flow.host.gemm` is
+    marked `allow_tf32`.
 
     ```mlir
     func.func @f(%x: tensor<8x16xf32>) -> tensor<8x16xf32> {
@@ -305,7 +307,9 @@ def BuildHostSchedulePass : Pass<"flow-build-host-schedule", "ModuleOp"> {
   }];
   let options = [
     Option<"bf16Convs", "bf16-convs", "bool", /*default=*/"false",
-           "Run library convolutions in bf16, summed in f32">
+           "Run library convolutions in bf16, summed in f32">,
+    Option<"allowTf32", "allow-tf32", "bool", /*default=*/"false",
+           "Let f32 library GEMMs multiply in TF32">
   ];
   let dependentDialects = ["::mlir::flow::FlowDialect"];
 }
