@@ -272,4 +272,44 @@ TEST(CudaHostTest, GemmEpiloguesMapToCublasLt) {
   EXPECT_EQ(planGemm(cmd).epilogue, GemmPlan::Relu);
 }
 
+TEST(CudaHostTest, RefusesCommandsTheDeviceDoesNotRun) {
+  Executable::Impl impl;
+  FunctionSignature sig;
+  sig.name = "f";
+  impl.signatures = {sig};
+  impl.functions.resize(1);
+  auto refusal = [&](detail::Command command) {
+    impl.functions[0].commands = {detail::CopyCommand(), command};
+    Status s = checkCudaCommands(impl);
+    return s ? std::string() : s.message();
+  };
+  // Collectives run (NCCL), except reductions of types NCCL lacks.
+  detail::CollectiveCommand col;
+  col.dtype = DType::F16;
+  EXPECT_EQ(refusal(col), "");
+  col.dtype = DType::I16;
+  EXPECT_EQ(refusal(col), "function 'f' command 1 reduces i16 elements, "
+                          "which NCCL cannot (recompile: Flow's compiler "
+                          "reduces them in a wider type for CUDA)");
+  col.kind = detail::CollectiveCommand::AllGather;
+  EXPECT_EQ(refusal(col), "");
+  // An empty product with an epilogue; without one, or with k > 0, runs.
+  detail::GemmCommand gemm;
+  gemm.m = gemm.n = 4;
+  gemm.k = 0;
+  EXPECT_EQ(refusal(gemm), "");
+  gemm.hasBias = true;
+  EXPECT_NE(refusal(gemm).find("an empty product (k = 0) with a bias"),
+            std::string::npos);
+  gemm.k = 3;
+  EXPECT_EQ(refusal(gemm), "");
+  // Library convolutions are the CPU's.
+  detail::ConvCommand conv;
+  conv.n = conv.c = conv.o = conv.h = conv.w = conv.kh = conv.kw = 1;
+  conv.oh = conv.ow = 1;
+  EXPECT_NE(refusal(conv).find("is a library call the CUDA device does not "
+                               "run yet"),
+            std::string::npos);
+}
+
 } // namespace

@@ -54,12 +54,6 @@ int localRank() {
   return -1;
 }
 
-/// Whether NCCL reduces elements of \p dtype (it has no 16-bit integers
-/// or booleans).
-bool reducesOnNccl(DType dtype) {
-  return dtype != DType::I16 && dtype != DType::U16 && dtype != DType::I1;
-}
-
 class CudaDevice final : public Device {
 public:
   static StatusOr<std::shared_ptr<Device>> open(int ordinal);
@@ -492,34 +486,9 @@ Status CudaExecutor::load() {
   if (Status s = device.enter(); !s)
     return s;
   const Executable::Impl &impl = exe->implementation();
-  // Commands the CUDA device runs: kernels, GEMMs and copies.
-  for (size_t f = 0; f < impl.functions.size(); ++f)
-    for (size_t i = 0; i < impl.functions[f].commands.size(); ++i) {
-      const detail::Command &command = impl.functions[f].commands[i];
-      if (const auto *col =
-              std::get_if<detail::CollectiveCommand>(&command)) {
-        // Reductions need a type NCCL reduces; the rest move bytes.
-        bool reduces = col->kind == detail::CollectiveCommand::AllReduce ||
-                       col->kind == detail::CollectiveCommand::ReduceScatter;
-        if (reduces && !reducesOnNccl(col->dtype))
-          return Status::error(
-              "function '" + impl.signatures[f].name + "' command " +
-              std::to_string(i) + " reduces " + dtypeName(col->dtype) +
-              " elements, which NCCL cannot (recompile: Flow's compiler "
-              "reduces them in a wider type for CUDA)");
-        continue;
-      }
-      if (std::holds_alternative<detail::ConvCommand>(command) ||
-          std::holds_alternative<detail::PoolCommand>(command)) {
-        std::string kind, what;
-        detail::describeCommand(impl, command, kind, what);
-        return Status::error("function '" + impl.signatures[f].name +
-                             "' command " + std::to_string(i) + " (" + kind +
-                             " " + what +
-                             ") is a library call the CUDA device does not "
-                             "run yet");
-      }
-    }
+  // Commands the CUDA device runs: kernels, GEMMs, copies, collectives.
+  if (Status s = checkCudaCommands(impl); !s)
+    return s;
   if (Status s = loadModule(); !s)
     return s;
   // Persistent state: every constant resident on the device.
@@ -551,14 +520,9 @@ Status CudaExecutor::load() {
       if (const auto *g = std::get_if<detail::GemmCommand>(
               &impl.functions[f].commands[i]);
           g && g->m > 0 && g->n > 0 && g->batchCount > 0) {
+        // (An empty product only clears C: no cuBLASLt call to prepare.)
         std::string ctx = "function '" + impl.signatures[f].name +
                           "' command " + std::to_string(i) + " (gemm)";
-        // An empty product only clears C (cuBLASLt is not called), so it
-        // cannot apply an epilogue; Flow's compiler never asks for one.
-        if (g->k == 0 && g->hasEpilogue())
-          return Status::error(ctx + ": an empty product (k = 0) with a bias "
-                                     "or activation; the CUDA device does "
-                                     "not run it");
         if (g->k > 0)
           if (Status s = prepareGemm(*g, ctx); !s)
             return s;

@@ -6,6 +6,8 @@
 
 #include "CudaHost.h"
 
+#include "../Executor.h"
+
 using namespace flow::runtime;
 using namespace flow::runtime::cuda;
 
@@ -157,4 +159,38 @@ GemmPlan cuda::planGemm(const detail::GemmCommand &cmd) {
     plan.calls.push_back(call);
   }
   return plan;
+}
+
+Status cuda::checkCudaCommands(const Executable::Impl &impl) {
+  for (size_t f = 0; f < impl.functions.size(); ++f)
+    for (size_t i = 0; i < impl.functions[f].commands.size(); ++i) {
+      const detail::Command &command = impl.functions[f].commands[i];
+      std::string ctx = "function '" + impl.signatures[f].name +
+                        "' command " + std::to_string(i);
+      if (const auto *col = std::get_if<detail::CollectiveCommand>(&command)) {
+        // Reductions need a type NCCL reduces; the rest move bytes.
+        bool reduces = col->kind == detail::CollectiveCommand::AllReduce ||
+                       col->kind == detail::CollectiveCommand::ReduceScatter;
+        if (reduces && (col->dtype == DType::I16 || col->dtype == DType::U16 ||
+                        col->dtype == DType::I1))
+          return Status::error(ctx + " reduces " + dtypeName(col->dtype) +
+                               " elements, which NCCL cannot (recompile: "
+                               "Flow's compiler reduces them in a wider type "
+                               "for CUDA)");
+      } else if (const auto *g = std::get_if<detail::GemmCommand>(&command)) {
+        if (g->k == 0 && g->m > 0 && g->n > 0 && g->batchCount > 0 &&
+            g->hasEpilogue())
+          return Status::error(ctx + " (gemm): an empty product (k = 0) with "
+                                     "a bias or activation; the CUDA device "
+                                     "does not run it");
+      } else if (std::holds_alternative<detail::ConvCommand>(command) ||
+                 std::holds_alternative<detail::PoolCommand>(command)) {
+        std::string kind, what;
+        detail::describeCommand(impl, command, kind, what);
+        return Status::error(ctx + " (" + kind + " " + what +
+                             ") is a library call the CUDA device does not "
+                             "run yet");
+      }
+    }
+  return Status::ok();
 }

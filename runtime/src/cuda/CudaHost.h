@@ -94,6 +94,13 @@ struct GemmPlan {
 /// plan).
 GemmPlan planGemm(const detail::GemmCommand &cmd);
 
+/// Refuses, naming the function and command, what the CUDA device does not
+/// run: library convolutions and pools (the CUDA target compiles them to
+/// kernels and GEMMs), reductions of types NCCL has no arithmetic for (16-bit
+/// integers, booleans), and an empty product (k = 0) with a bias or
+/// activation (cuBLASLt is not called for it).
+Status checkCudaCommands(const Executable::Impl &impl);
+
 } // namespace cuda
 } // namespace runtime
 } // namespace flow
