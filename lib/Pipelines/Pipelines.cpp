@@ -232,9 +232,11 @@ void mlir::flow::buildFlowGraphPipeline(OpPassManager &pm,
                                         const GraphPipelineOptions &options) {
   std::string text =
       std::string("flow-partition,func.func(flow-strip-annotations") +
-      (options.libraryMatmul && !options.libraryConv
+      (options.libraryMatmul &&
+               (!options.libraryConv || options.symmetricConvLibrary)
            ? ",flow-conv-to-gemm{max-columns-bytes=" +
-                 std::to_string(options.maxColumnsBytes) + "}"
+                 std::to_string(options.maxColumnsBytes) + " only-asymmetric=" +
+                 (options.libraryConv ? "1" : "0") + "}"
            : "") +
       (options.bf16Matmuls ? ",flow-matmuls-to-bf16" : "") +
       "),func.func(flow-form-dispatch-regions{fusion=" +
@@ -293,6 +295,12 @@ struct GraphPipelineCLOptions
   Option<bool> bf16{
       *this, "bf16",
       llvm::cl::desc("Run matrix products in bf16, summed in f32"),
+      llvm::cl::init(false)};
+  Option<bool> symmetricConvLibrary{
+      *this, "symmetric-conv-library",
+      llvm::cl::desc("With library-conv, the library takes symmetric "
+                     "padding only: the other convolutions become im2col "
+                     "and a GEMM"),
       llvm::cl::init(false)};
   Option<bool> narrowLibraryMatmul{
       *this, "narrow-library-matmul",
@@ -374,7 +382,8 @@ void mlir::flow::registerCompilerPipelines() {
         [](OpPassManager &pm, const GraphPipelineCLOptions &o) {
           buildFlowGraphPipeline(
               pm, {o.fusion, o.libraryMatmul, o.maxColumnsBytes, o.bf16,
-                   o.libraryConv, o.narrowLibraryMatmul});
+                   o.libraryConv, o.narrowLibraryMatmul,
+                   o.symmetricConvLibrary});
         });
     PassPipelineRegistration<HostPipelineCLOptions>(
         "flow-host-pipeline",
@@ -516,9 +525,14 @@ FailureOr<CompileResult> mlir::flow::compile(ModuleOp module,
     GraphPipelineOptions graph{options.fusion, options.libraryMatmul,
                                options.maxColumnsBytes,
                                options.precision == "bf16",
+                               // A library without bf16 (CUDA's cuDNN
+                               // path) leaves bf16 convolutions to GEMMs.
                                options.libraryConv &&
-                                   target->hasConvolutionLibrary(),
-                               target->hasNarrowGemmLibrary()};
+                                   target->hasConvolutionLibrary() &&
+                                   (options.precision == "f32" ||
+                                    target->usesBlockedConvLayouts()),
+                               target->hasNarrowGemmLibrary(),
+                               target->convolutionLibraryNeedsSymmetricPadding()};
     if (failed(runPipeline(module, "flow-graph-pipeline", timing,
                            [&](OpPassManager &pm) {
                              buildFlowGraphPipeline(pm, graph);

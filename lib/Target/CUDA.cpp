@@ -137,9 +137,12 @@ public:
     return success();
   }
   bool usesBlockedConvLayouts() const override { return false; }
-  // The CUDA device runs convolutions as im2col kernels and cuBLASLt
-  // GEMMs (it has no cuDNN path yet); the emulation runs the same.
-  bool hasConvolutionLibrary() const override { return false; }
+  // f32 convolutions on cuDNN (with their bias, residual and ReLU); the
+  // emulation runs the same commands on the CPU's convolution library.
+  bool hasConvolutionLibrary() const override { return true; }
+  bool convolutionLibraryNeedsSymmetricPadding() const override {
+    return true;
+  }
   // cuBLASLt's bias and activation epilogues (the CPU runtime applies them
   // too, so the emulation runs the same commands).
   bool hasGemmLibraryEpilogues() const override { return true; }
@@ -300,9 +303,12 @@ public:
     return verifyBlockSize(module, options.cuda);
   }
   bool usesBlockedConvLayouts() const override { return false; }
-  // The CUDA device runs convolutions as im2col kernels and cuBLASLt
-  // GEMMs (it has no cuDNN path yet); the emulation runs the same.
-  bool hasConvolutionLibrary() const override { return false; }
+  // f32 convolutions on cuDNN (with their bias, residual and ReLU); the
+  // emulation runs the same commands on the CPU's convolution library.
+  bool hasConvolutionLibrary() const override { return true; }
+  bool convolutionLibraryNeedsSymmetricPadding() const override {
+    return true;
+  }
   // cuBLASLt's bias and activation epilogues (the CPU runtime applies them
   // too, so the emulation runs the same commands).
   bool hasGemmLibraryEpilogues() const override { return true; }

@@ -264,8 +264,11 @@ def check_collectives(args, name, entry, kit, work, clock, results):
                           timeout=max(clock.left(), 1),
                           env=dict(os.environ, **MPI_ENV))
     if done.returncode != 0:
+        # The ranks' own error lines, not mpirun's notes about aborting.
+        lines = [line for line in done.stderr.splitlines()
+                 if line.startswith("flow-run")]
         row["status"] = "FAIL"
-        row["why"] = done.stderr.strip()[-400:]
+        row["why"] = lines[0][:400] if lines else done.stderr.strip()[-400:]
         return
     want = cases.collectives_reference(*[v.astype(np.float64)
                                          for v in inputs])

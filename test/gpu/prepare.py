@@ -60,7 +60,7 @@ def compile_text(text: str, out: Path, args) -> str:
 
 def build_kit(kit: Path):
     """What building runtime/ needs on a machine without flatc or the
-    FlatBuffers, CBLAS and NCCL headers (the GPU machine): the generated schema
+    FlatBuffers, CBLAS, NCCL and cuDNN headers (the GPU machine): the generated schema
     header and those headers, in KIT/buildkit; and a flow-run built here
     without MPI as the fallback (it opens the CUDA driver at run time)."""
     include = kit / "buildkit" / "include"
@@ -69,9 +69,13 @@ def build_kit(kit: Path):
     shutil.copy(BUILD / "runtime" / "include" / "flow" / "runtime" /
                 "executable_generated.h", kit / "buildkit")
     shutil.copytree("/usr/include/flatbuffers", include / "flatbuffers")
+    # NCCL's and cuDNN's headers (the libraries are opened at run time).
     for folder in ("/usr/local/cuda/include", "/usr/include"):
-        if os.path.exists(os.path.join(folder, "nccl.h")):
-            shutil.copy(os.path.join(folder, "nccl.h"), include)
+        headers = [h for h in os.listdir(folder) if h == "nccl.h" or
+                   (h.startswith("cudnn") and h.endswith(".h"))]
+        for h in headers:
+            shutil.copy(os.path.join(folder, h), include)
+        if headers:
             break
     for header in ("cblas.h", "openblas_config.h"):
         for folder in ("/usr/include/x86_64-linux-gnu", "/usr/include",

@@ -8,12 +8,13 @@
 #
 # KIT comes from `python test/gpu/prepare.py KIT` on a machine with Flow's
 # compiler. This builds runtime/ (with the kit's ready-made schema header
-# and FlatBuffers/CBLAS/NCCL headers where the machine lacks them; the kit's
+# and FlatBuffers/CBLAS/NCCL/cuDNN headers where the machine lacks them; the kit's
 # own flow-run if that build fails), then runs test/gpu/check.py: every
 # case's output against PyTorch on the GPU, BERT-base and ResNet-50 timed
 # against eager and torch.compile, GEMM TFLOP/s against torch.matmul, and
 # every collective under mpirun on NCCL where the machine has the GPUs and
-# an MPI launcher (NCCL: the system's, else PyTorch's; FLOW_NCCL). All
+# an MPI launcher (NCCL and cuDNN: the system's, else PyTorch's; FLOW_NCCL,
+# FLOW_CUDNN). All
 # results go to RESULTS (default KIT/gpu-results.txt). It stops timing
 # after 7 minutes (the whole run fits in 8). Exit status 1 if any case
 # failed its tolerance.
@@ -48,14 +49,26 @@ fi
 if ! own any /usr/include/nccl.h /usr/local/cuda/include/nccl.h; then
   flags+=("-DFLOW_NCCL_INCLUDE_DIR=$kit/buildkit/include")
 fi
-# NCCL's library: the system's, else the one PyTorch's wheels bring.
+if ! own any /usr/include/cudnn.h /usr/local/cuda/include/cudnn.h; then
+  flags+=("-DFLOW_CUDNN_INCLUDE_DIR=$kit/buildkit/include")
+fi
+# NCCL's and cuDNN's libraries: the system's, else those PyTorch's wheels
+# bring (FLOW_NCCL, FLOW_CUDNN).
+wheel_library() {
+  "$python" -c 'import glob, site, sys
+for d in site.getsitepackages() + [site.getusersitepackages()]:
+    for f in glob.glob(d + "/nvidia/" + sys.argv[1]):
+        print(f); sys.exit()' "$1" 2>/dev/null
+}
 if [ -z "${FLOW_NCCL:-}" ] && ! ldconfig -p 2>/dev/null | grep -q libnccl.so.2
 then
-  nccl=$("$python" -c 'import glob, site, sys
-for d in site.getsitepackages() + [site.getusersitepackages()]:
-    for f in glob.glob(d + "/nvidia/nccl/lib/libnccl.so.2"):
-        print(f); sys.exit()' 2>/dev/null)
+  nccl=$(wheel_library "nccl/lib/libnccl.so.2")
   [ -n "$nccl" ] && export FLOW_NCCL=$nccl
+fi
+if [ -z "${FLOW_CUDNN:-}" ] && ! ldconfig -p 2>/dev/null | grep -q libcudnn.so.9
+then
+  cudnn=$(wheel_library "cudnn/lib/libcudnn.so.9")
+  [ -n "$cudnn" ] && export FLOW_CUDNN=$cudnn
 fi
 generator=()
 command -v ninja >/dev/null && generator=(-G Ninja)

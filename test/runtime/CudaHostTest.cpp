@@ -303,13 +303,57 @@ TEST(CudaHostTest, RefusesCommandsTheDeviceDoesNotRun) {
             std::string::npos);
   gemm.k = 3;
   EXPECT_EQ(refusal(gemm), "");
-  // Library convolutions are the CPU's.
+  // Convolutions run on cuDNN, with one padding per dimension.
   detail::ConvCommand conv;
   conv.n = conv.c = conv.o = conv.h = conv.w = conv.kh = conv.kw = 1;
   conv.oh = conv.ow = 1;
-  EXPECT_NE(refusal(conv).find("is a library call the CUDA device does not "
+  EXPECT_EQ(refusal(conv), "");
+  conv.padTop = 1;
+  EXPECT_EQ(refusal(conv), "function 'f' command 1 (conv): padding [1, 0, 0, "
+                           "0] differs between two sides, which cuDNN does "
+                           "not take (Flow's compiler makes such "
+                           "convolutions GEMMs for CUDA)");
+  conv.padTop = 0;
+  conv.blockedInput = true;
+  EXPECT_NE(refusal(conv).find("blocked layouts and bf16 convolutions are the "
+                               "CPU library's"),
+            std::string::npos);
+  // Pools next to convolutions are the CPU library's.
+  detail::PoolCommand pool;
+  EXPECT_NE(refusal(pool).find("is a library call the CUDA device does not "
                                "run yet"),
             std::string::npos);
+}
+
+TEST(CudaHostTest, ConvPlansMapTheEpilogueToCudnn) {
+  detail::ConvCommand cmd;
+  cmd.padTop = cmd.padBottom = 2;
+  cmd.padLeft = cmd.padRight = 1;
+  // Plain: one forward call, nothing added.
+  StatusOr<ConvPlan> plan = planConv(cmd);
+  ASSERT_TRUE(plan);
+  EXPECT_FALSE(plan->fused);
+  EXPECT_EQ(plan->padH, 2);
+  EXPECT_EQ(plan->padW, 1);
+  EXPECT_EQ(plan->residualWeight, 0.0f);
+  EXPECT_FALSE(plan->copyResidual);
+  // A residual without ReLU: copied into y, added with weight 1; in place,
+  // not copied.
+  cmd.hasResidual = true;
+  plan = planConv(cmd);
+  EXPECT_TRUE(plan->copyResidual);
+  EXPECT_EQ(plan->residualWeight, 1.0f);
+  cmd.residualInPlace = true;
+  EXPECT_FALSE(planConv(cmd)->copyResidual);
+  // ReLU: the fused call, with zeros for a missing bias.
+  cmd.relu = true;
+  cmd.residualInPlace = false;
+  plan = planConv(cmd);
+  EXPECT_TRUE(plan->fused);
+  EXPECT_FALSE(plan->copyResidual);
+  EXPECT_TRUE(plan->zeroBias);
+  cmd.hasBias = true;
+  EXPECT_FALSE(planConv(cmd)->zeroBias);
 }
 
 } // namespace

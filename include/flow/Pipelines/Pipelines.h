@@ -145,7 +145,7 @@ void registerCompilerPasses();
 /// Registers the phase pipelines by name, for flow-opt (idempotent):
 /// flow-place-pipeline,
 /// flow-graph-pipeline{fusion library-matmul library-conv max-columns-bytes
-/// bf16 narrow-library-matmul}, flow-host-pipeline{in-place gemm-epilogues
+/// bf16 narrow-library-matmul symmetric-conv-library}, flow-host-pipeline{in-place gemm-epilogues
 /// conv-epilogues bf16-convs blocked-conv-layouts library-gemm-epilogues
 /// allow-tf32}, flow-kernel-linalg-pipeline, flow-kernel-bufferize-pipeline,
 /// flow-kernel-cpu-llvm-pipeline{expand-bf16}. The kernel pipelines run on a module of
@@ -165,6 +165,10 @@ struct GraphPipelineOptions {
   /// f16 and bf16 matmuls into their own type (or f32) are library GEMMs
   /// too (Target::hasNarrowGemmLibrary).
   bool narrowLibraryMatmul = false;
+  /// With libraryConv: the library takes symmetric padding only
+  /// (Target::convolutionLibraryNeedsSymmetricPadding), so convolutions
+  /// padded otherwise become im2col and a GEMM.
+  bool symmetricConvLibrary = false;
 };
 struct HostPipelineOptions {
   bool inPlace = false;

@@ -85,6 +85,12 @@ public:
   /// without one, convolutions become im2col and a library GEMM
   /// (flow-conv-to-gemm) whatever CompileOptions::libraryConv says.
   virtual bool hasConvolutionLibrary() const = 0;
+  /// Whether that library takes only one padding per spatial dimension
+  /// (cuDNN): convolutions padded differently on two sides become im2col
+  /// and a GEMM (flow-conv-to-gemm{only-asymmetric}).
+  virtual bool convolutionLibraryNeedsSymmetricPadding() const {
+    return false;
+  }
   /// Whether the runtime device's GEMM library applies bias and activation
   /// epilogues (flow.host.gemm's `bias` and `activation`).
   virtual bool hasGemmLibraryEpilogues() const = 0;

@@ -21,6 +21,9 @@
 #ifdef FLOW_HAVE_NCCL
 #include "Nccl.h"
 #endif
+#ifdef FLOW_HAVE_CUDNN
+#include "Cudnn.h"
+#endif
 
 #include "../Collectives.h"
 
@@ -242,6 +245,23 @@ struct LtGemm {
   uint64_t workspace = 0;
 };
 
+#ifdef FLOW_HAVE_CUDNN
+/// A convolution command's cuDNN descriptors and algorithm, made at load.
+struct DnnConv {
+  ConvPlan plan;
+  cudnnTensorDescriptor_t x = nullptr, y = nullptr, bias = nullptr;
+  cudnnFilterDescriptor_t w = nullptr;
+  cudnnConvolutionDescriptor_t conv = nullptr;
+  cudnnActivationDescriptor_t act = nullptr;
+  cudnnConvolutionFwdAlgo_t algo = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
+  /// Zeros for the fused call of a convolution without a bias.
+  DeviceMemory zeros;
+};
+#endif
+
+/// Workspace cuDNN may use per convolution.
+constexpr uint64_t kConvWorkspaceBytes = uint64_t(64) << 20;
+
 class CudaExecutor final : public detail::Executor {
 public:
   CudaExecutor(std::shared_ptr<const Executable> exe, CudaDevice &device)
@@ -262,6 +282,8 @@ private:
                      const DeviceFrame &frame);
   Status runCollective(const detail::CollectiveCommand &cmd,
                        const DeviceFrame &frame, const detail::CallHooks &hooks);
+  Status prepareConv(const detail::ConvCommand &cmd, const std::string &ctx);
+  Status runConv(const detail::ConvCommand &cmd, const DeviceFrame &frame);
 
   std::shared_ptr<const Executable> exe;
   CudaDevice &device;
@@ -287,6 +309,12 @@ private:
     DeviceMemory send, recv;
   };
   std::unordered_map<const detail::CollectiveCommand *, Stages> stages;
+#ifdef FLOW_HAVE_CUDNN
+  const Cudnn *dnn = nullptr;
+  cudnnHandle_t dnnHandle = nullptr;
+  std::unordered_map<const detail::ConvCommand *, DnnConv> convs;
+#endif
+  DeviceMemory convWorkspace;
 };
 
 CudaExecutor::~CudaExecutor() {
@@ -303,6 +331,21 @@ CudaExecutor::~CudaExecutor() {
   }
   if (ltHandle)
     lt->cublasLtDestroy(ltHandle);
+#ifdef FLOW_HAVE_CUDNN
+  for (auto &[cmd, c] : convs) {
+    for (cudnnTensorDescriptor_t t : {c.x, c.y, c.bias})
+      if (t)
+        dnn->cudnnDestroyTensorDescriptor(t);
+    if (c.w)
+      dnn->cudnnDestroyFilterDescriptor(c.w);
+    if (c.conv)
+      dnn->cudnnDestroyConvolutionDescriptor(c.conv);
+    if (c.act)
+      dnn->cudnnDestroyActivationDescriptor(c.act);
+  }
+  if (dnnHandle)
+    dnn->cudnnDestroy(dnnHandle);
+#endif
   if (module)
     device.api().cuModuleUnload(module);
 }
@@ -527,6 +570,15 @@ Status CudaExecutor::load() {
           if (Status s = prepareGemm(*g, ctx); !s)
             return s;
       }
+  for (size_t f = 0; f < impl.functions.size(); ++f)
+    for (size_t i = 0; i < impl.functions[f].commands.size(); ++i)
+      if (const auto *c = std::get_if<detail::ConvCommand>(
+              &impl.functions[f].commands[i]))
+        if (Status s = prepareConv(*c, "function '" + impl.signatures[f].name +
+                                           "' command " + std::to_string(i) +
+                                           " (conv)");
+            !s)
+          return s;
   buffers.resize(impl.functions.size());
   return Status::ok();
 }
@@ -597,6 +649,167 @@ Status CudaExecutor::runGemm(const detail::GemmCommand &cmd,
   }
   return Status::ok();
 }
+
+#ifdef FLOW_HAVE_CUDNN
+Status CudaExecutor::prepareConv(const detail::ConvCommand &cmd,
+                                 const std::string &ctx) {
+  StatusOr<ConvPlan> plan = planConv(cmd);
+  if (!plan)
+    return Status::error(ctx + ": " + plan.status().message());
+  if (!dnn) {
+    StatusOr<const Cudnn *> loaded = loadCudnn();
+    if (!loaded)
+      return loaded.status();
+    dnn = *loaded;
+    if (Status s = dnn->check(dnn->cudnnCreate(&dnnHandle),
+                              "cannot create a cuDNN handle");
+        !s)
+      return s;
+    if (Status s = dnn->check(
+            dnn->cudnnSetStream(dnnHandle,
+                                reinterpret_cast<cudaStream_t>(device.queue())),
+            "cannot give cuDNN the device's stream");
+        !s)
+      return s;
+    StatusOr<DeviceMemory> memory =
+        device.allocate(kConvWorkspaceBytes, "cuDNN's workspace");
+    if (!memory)
+      return memory.status();
+    convWorkspace = std::move(*memory);
+  }
+  DnnConv &c = convs[&cmd];
+  c.plan = *plan;
+  auto dim = [](int64_t v) { return static_cast<int>(v); };
+  auto ok = [&](cudnnStatus_t status) { return dnn->check(status, ctx); };
+  if (Status s = ok(dnn->cudnnCreateTensorDescriptor(&c.x)); !s)
+    return s;
+  if (Status s = ok(dnn->cudnnCreateTensorDescriptor(&c.y)); !s)
+    return s;
+  if (Status s = ok(dnn->cudnnCreateTensorDescriptor(&c.bias)); !s)
+    return s;
+  if (Status s = ok(dnn->cudnnCreateFilterDescriptor(&c.w)); !s)
+    return s;
+  if (Status s = ok(dnn->cudnnCreateConvolutionDescriptor(&c.conv)); !s)
+    return s;
+  if (Status s = ok(dnn->cudnnCreateActivationDescriptor(&c.act)); !s)
+    return s;
+  for (Status s :
+       {ok(dnn->cudnnSetTensor4dDescriptor(c.x, CUDNN_TENSOR_NCHW,
+                                           CUDNN_DATA_FLOAT, dim(cmd.n),
+                                           dim(cmd.c), dim(cmd.h),
+                                           dim(cmd.w))),
+        ok(dnn->cudnnSetTensor4dDescriptor(c.y, CUDNN_TENSOR_NCHW,
+                                           CUDNN_DATA_FLOAT, dim(cmd.n),
+                                           dim(cmd.o), dim(cmd.oh),
+                                           dim(cmd.ow))),
+        ok(dnn->cudnnSetTensor4dDescriptor(c.bias, CUDNN_TENSOR_NCHW,
+                                           CUDNN_DATA_FLOAT, 1, dim(cmd.o), 1,
+                                           1)),
+        ok(dnn->cudnnSetFilter4dDescriptor(
+            c.w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, dim(cmd.o),
+            dim(cmd.c / cmd.groups), dim(cmd.kh), dim(cmd.kw))),
+        ok(dnn->cudnnSetConvolution2dDescriptor(
+            c.conv, c.plan.padH, c.plan.padW, dim(cmd.strideH),
+            dim(cmd.strideW), dim(cmd.dilationH), dim(cmd.dilationW),
+            CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT)),
+        ok(dnn->cudnnSetConvolutionGroupCount(c.conv, dim(cmd.groups))),
+        // f32 products stay f32: no TF32 tensor-core math.
+        ok(dnn->cudnnSetConvolutionMathType(c.conv, CUDNN_FMA_MATH)),
+        ok(dnn->cudnnSetActivationDescriptor(c.act, CUDNN_ACTIVATION_RELU,
+                                             CUDNN_PROPAGATE_NAN, 0.0))})
+    if (!s)
+      return s;
+  // The fastest algorithm cuDNN's heuristics offer within the workspace.
+  cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+  int found = 0;
+  if (Status s = ok(dnn->cudnnGetConvolutionForwardAlgorithm_v7(
+          dnnHandle, c.x, c.w, c.conv, c.y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT,
+          &found, perf));
+      !s)
+    return s;
+  bool chosen = false;
+  for (int i = 0; i < found && !chosen; ++i)
+    if (perf[i].status == CUDNN_STATUS_SUCCESS &&
+        perf[i].memory <= kConvWorkspaceBytes) {
+      c.algo = perf[i].algo;
+      chosen = true;
+    }
+  if (!chosen)
+    return Status::error(ctx + ": cuDNN has no algorithm for it within " +
+                         std::to_string(kConvWorkspaceBytes >> 20) +
+                         " MiB of workspace");
+  if (c.plan.zeroBias) {
+    StatusOr<DeviceMemory> zeros = device.allocate(
+        uint64_t(cmd.o) * sizeof(float), "a convolution's zero bias");
+    if (!zeros)
+      return zeros.status();
+    c.zeros = std::move(*zeros);
+    if (Status s = device.api().check(
+            device.api().cuMemsetD8Async(c.zeros.address(), 0, c.zeros.size(),
+                                         device.queue()),
+            ctx);
+        !s)
+      return s;
+  }
+  return Status::ok();
+}
+
+Status CudaExecutor::runConv(const detail::ConvCommand &cmd,
+                             const DeviceFrame &frame) {
+  const DnnConv &c = convs.at(&cmd);
+  const ConvPlan &p = c.plan;
+  auto at = [&](const detail::BufferRef &ref) {
+    return reinterpret_cast<void *>(frame.address(ref));
+  };
+  void *y = at(cmd.output);
+  void *work = reinterpret_cast<void *>(convWorkspace.address());
+  const float one = 1.0f;
+  const Driver &d = device.api();
+  if (p.copyResidual)
+    if (Status s = d.check(d.cuMemcpyDtoDAsync(frame.address(cmd.output),
+                                               frame.address(cmd.residual),
+                                               cmd.output.size, device.queue()),
+                           "copying a convolution's residual");
+        !s)
+      return s;
+  if (p.fused) {
+    // y = relu(conv(x) + weight * z + bias).
+    void *z = cmd.hasResidual && !cmd.residualInPlace ? at(cmd.residual) : y;
+    const void *bias = p.zeroBias ? reinterpret_cast<void *>(c.zeros.address())
+                                  : at(cmd.bias);
+    return dnn->check(
+        dnn->cudnnConvolutionBiasActivationForward(
+            dnnHandle, &one, c.x, at(cmd.input), c.w, at(cmd.filter), c.conv,
+            c.algo, work, kConvWorkspaceBytes, &p.residualWeight, c.y, z,
+            c.bias, bias, c.act, c.y, y),
+        "cuDNN convolution");
+  }
+  // y = conv(x) + weight * y, then the bias.
+  if (Status s = dnn->check(
+          dnn->cudnnConvolutionForward(dnnHandle, &one, c.x, at(cmd.input),
+                                       c.w, at(cmd.filter), c.conv, c.algo,
+                                       work, kConvWorkspaceBytes,
+                                       &p.residualWeight, c.y, y),
+          "cuDNN convolution");
+      !s)
+    return s;
+  if (!cmd.hasBias)
+    return Status::ok();
+  return dnn->check(dnn->cudnnAddTensor(dnnHandle, &one, c.bias, at(cmd.bias),
+                                        &one, c.y, y),
+                    "adding a convolution's bias");
+}
+#else
+Status CudaExecutor::prepareConv(const detail::ConvCommand &,
+                                 const std::string &ctx) {
+  return Status::error(ctx + ": this runtime was built without cuDNN's "
+                             "header (cudnn.h), so the CUDA device runs no "
+                             "library convolutions");
+}
+Status CudaExecutor::runConv(const detail::ConvCommand &, const DeviceFrame &) {
+  return Status::error("no cuDNN");
+}
+#endif
 
 Status CudaExecutor::runCollective(const detail::CollectiveCommand &cmd,
                                    const DeviceFrame &frame,
@@ -765,6 +978,8 @@ Status CudaExecutor::run(size_t function,
     else if (const auto *col =
                  std::get_if<detail::CollectiveCommand>(&command))
       status = runCollective(*col, frame, hooks);
+    else if (const auto *conv = std::get_if<detail::ConvCommand>(&command))
+      status = runConv(*conv, frame);
     else if (const auto *copy = std::get_if<detail::CopyCommand>(&command))
       status = copy->src.size == 0
                    ? Status::ok()

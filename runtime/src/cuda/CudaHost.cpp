@@ -183,8 +183,11 @@ Status cuda::checkCudaCommands(const Executable::Impl &impl) {
           return Status::error(ctx + " (gemm): an empty product (k = 0) with "
                                      "a bias or activation; the CUDA device "
                                      "does not run it");
-      } else if (std::holds_alternative<detail::ConvCommand>(command) ||
-                 std::holds_alternative<detail::PoolCommand>(command)) {
+      } else if (const auto *conv =
+                     std::get_if<detail::ConvCommand>(&command)) {
+        if (StatusOr<ConvPlan> plan = planConv(*conv); !plan)
+          return Status::error(ctx + " (conv): " + plan.status().message());
+      } else if (std::holds_alternative<detail::PoolCommand>(command)) {
         std::string kind, what;
         detail::describeCommand(impl, command, kind, what);
         return Status::error(ctx + " (" + kind + " " + what +
@@ -193,4 +196,26 @@ Status cuda::checkCudaCommands(const Executable::Impl &impl) {
       }
     }
   return Status::ok();
+}
+
+StatusOr<ConvPlan> cuda::planConv(const detail::ConvCommand &cmd) {
+  if (cmd.padTop != cmd.padBottom || cmd.padLeft != cmd.padRight)
+    return Status::error(
+        "padding [" + std::to_string(cmd.padTop) + ", " +
+        std::to_string(cmd.padLeft) + ", " + std::to_string(cmd.padBottom) +
+        ", " + std::to_string(cmd.padRight) +
+        "] differs between two sides, which cuDNN does not take (Flow's "
+        "compiler makes such convolutions GEMMs for CUDA)");
+  if (cmd.blockedInput || cmd.blockedResidual || cmd.blockedOutput ||
+      cmd.bf16)
+    return Status::error("blocked layouts and bf16 convolutions are the CPU "
+                         "library's; the CUDA device runs NCHW f32 ones");
+  ConvPlan plan;
+  plan.fused = cmd.relu;
+  plan.residualWeight = cmd.hasResidual ? 1.0f : 0.0f;
+  plan.copyResidual = !plan.fused && cmd.hasResidual && !cmd.residualInPlace;
+  plan.zeroBias = plan.fused && !cmd.hasBias;
+  plan.padH = static_cast<int>(cmd.padTop);
+  plan.padW = static_cast<int>(cmd.padLeft);
+  return plan;
 }

@@ -94,9 +94,30 @@ struct GemmPlan {
 /// plan).
 GemmPlan planGemm(const detail::GemmCommand &cmd);
 
+/// A convolution command as cuDNN calls (NCHW, f32, no TF32). With ReLU
+/// one fused call, y = relu(conv(x) + z + bias) (cuDNN's bias-activation
+/// forward; z is the residual, or y itself with weight 0; a zero bias when
+/// the command has none). Without, y = conv(x) + y (the residual, copied
+/// into y first unless it is y already) and the bias added after.
+struct ConvPlan {
+  bool fused = false;
+  /// Copy the residual into the output before the convolution.
+  bool copyResidual = false;
+  /// The weight of what y (or z) holds before the call: 1 with a residual.
+  float residualWeight = 0;
+  /// The fused call needs a bias: zeros, when the command has none.
+  bool zeroBias = false;
+  /// cuDNN's symmetric padding, per spatial dimension.
+  int padH = 0, padW = 0;
+};
+
+/// Plans \p cmd, or an error for what cuDNN's path does not take
+/// (asymmetric padding, blocked or bf16 buffers).
+StatusOr<ConvPlan> planConv(const detail::ConvCommand &cmd);
+
 /// Refuses, naming the function and command, what the CUDA device does not
-/// run: library convolutions and pools (the CUDA target compiles them to
-/// kernels and GEMMs), reductions of types NCCL has no arithmetic for (16-bit
+/// run: convolutions planConv refuses, pools (the CUDA target compiles them
+/// to kernels), reductions of types NCCL has no arithmetic for (16-bit
 /// integers, booleans), and an empty product (k = 0) with a bias or
 /// activation (cuBLASLt is not called for it).
 Status checkCudaCommands(const Executable::Impl &impl);

@@ -144,7 +144,10 @@ struct ConvToGemmPass : flow::impl::ConvToGemmPassBase<ConvToGemmPass> {
   void runOnOperation() override {
     SmallVector<Conv2dOp> convs;
     getOperation().walk([&](Conv2dOp conv) {
-      if (cast<RankedTensorType>(conv.getType()).getElementType().isF32())
+      ArrayRef<int64_t> pad = conv.getPadding(); // top, left, bottom, right
+      bool symmetric = pad[0] == pad[2] && pad[1] == pad[3];
+      if (cast<RankedTensorType>(conv.getType()).getElementType().isF32() &&
+          !(onlyAsymmetric && symmetric))
         convs.push_back(conv);
     });
     for (Conv2dOp conv : convs) {

@@ -166,6 +166,11 @@ def ConvToGemmPass : Pass<"flow-conv-to-gemm", "func::FuncOp"> {
     the memory plan reuses them, and they are written and read while they
     are still in cache.
 
+    With `only-asymmetric` (the CUDA targets, whose cuDNN takes one
+    padding per dimension) only convolutions padded differently on the two
+    sides of a dimension are rewritten; the rest stay `flow.conv2d` for the
+    library.
+
     ```mlir
     %y = flow.conv2d %x, %w strides = [1, 1] padding = [1, 1, 1, 1]
         dilations = [1, 1] groups = 1
@@ -181,7 +186,11 @@ def ConvToGemmPass : Pass<"flow-conv-to-gemm", "func::FuncOp"> {
   let options = [
     Option<"maxColumnsBytes", "max-columns-bytes", "int64_t",
            /*default=*/"2097152",
-           "Largest im2col buffer of one piece, in bytes (0: no limit)">
+           "Largest im2col buffer of one piece, in bytes (0: no limit)">,
+    Option<"onlyAsymmetric", "only-asymmetric", "bool", /*default=*/"false",
+           "Rewrite only convolutions whose padding differs between the "
+           "two sides of a dimension (the rest stay for a library that "
+           "takes symmetric padding only, such as cuDNN)">
   ];
   let statistics = [
     Statistic<"numConvs", "convolutions", "Number of convolutions rewritten">,

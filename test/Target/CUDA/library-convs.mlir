@@ -1,0 +1,27 @@
+// The CUDA targets run f32 convolutions on cuDNN (flow.host.conv, NCHW,
+// the residual add and ReLU fused in), except one padded differently on
+// two sides (cuDNN takes one padding per dimension): that one becomes
+// im2col and a GEMM, as every convolution does with --conv=gemm or
+// --precision=bf16 (cuDNN's path is f32).
+// RUN: flow-compile %s --target=cuda-emulated --compile-to=host | FileCheck %s
+// RUN: flow-compile %s --target=cuda-emulated --conv=gemm --compile-to=host | FileCheck %s --check-prefix=GEMM
+// RUN: flow-compile %s --target=cuda-emulated --precision=bf16 --compile-to=host | FileCheck %s --check-prefix=GEMM
+// RUN: flow-compile %s --target=cuda-emulated -o %t.fbin
+
+// CHECK-LABEL: func.func @forward
+// CHECK: flow.host.conv %arg0, %arg1 bias(%arg2 : memref<8xf32>) -> %[[Y:.*]] strides = [1, 1] padding = [1, 1, 1, 1]
+// CHECK-NOT: blocked
+// CHECK: flow.host.conv %[[Y]], %arg3 residual(%[[Y]] : memref<2x8x16x16xf32>) -> %arg5 {{.*}}padding = [1, 1, 1, 1]{{.*}} {relu}
+// CHECK-NOT: flow.host.conv
+// CHECK: flow.host.gemm
+// GEMM-LABEL: func.func @forward
+// GEMM-NOT: flow.host.conv
+// GEMM: flow.host.gemm
+func.func @forward(%x: tensor<2x3x16x16xf32>, %w: tensor<8x3x3x3xf32>, %b: tensor<8xf32>, %w2: tensor<8x8x3x3xf32>, %w3: tensor<4x8x2x2xf32>) -> (tensor<2x8x16x16xf32>, tensor<2x4x16x16xf32>) {
+  %y = flow.conv2d %x, %w, %b strides = [1, 1] padding = [1, 1, 1, 1] dilations = [1, 1] groups = 1 : (tensor<2x3x16x16xf32>, tensor<8x3x3x3xf32>, tensor<8xf32>) -> tensor<2x8x16x16xf32>
+  %z = flow.conv2d %y, %w2 strides = [1, 1] padding = [1, 1, 1, 1] dilations = [1, 1] groups = 1 : (tensor<2x8x16x16xf32>, tensor<8x8x3x3xf32>) -> tensor<2x8x16x16xf32>
+  %s = flow.add %z, %y : (tensor<2x8x16x16xf32>, tensor<2x8x16x16xf32>) -> tensor<2x8x16x16xf32>
+  %r = flow.relu %s : tensor<2x8x16x16xf32>
+  %u = flow.conv2d %r, %w3 strides = [1, 1] padding = [0, 0, 1, 1] dilations = [1, 1] groups = 1 : (tensor<2x8x16x16xf32>, tensor<4x8x2x2xf32>) -> tensor<2x4x16x16xf32>
+  return %r, %u : tensor<2x8x16x16xf32>, tensor<2x4x16x16xf32>
+}
