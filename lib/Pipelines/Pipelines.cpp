@@ -236,7 +236,8 @@ void mlir::flow::buildFlowGraphPipeline(OpPassManager &pm,
                (!options.libraryConv || options.symmetricConvLibrary)
            ? ",flow-conv-to-gemm{max-columns-bytes=" +
                  std::to_string(options.maxColumnsBytes) + " only-asymmetric=" +
-                 (options.libraryConv ? "1" : "0") + "}"
+                 (options.libraryConv ? "1" : "0") + " narrow=" +
+                 (options.narrowLibraryMatmul ? "1" : "0") + "}"
            : "") +
       (options.bf16Matmuls ? ",flow-matmuls-to-bf16" : "") +
       "),func.func(flow-form-dispatch-regions{fusion=" +

@@ -326,10 +326,11 @@ void applyGemmEpilogue(const detail::GemmCommand &cmd, float *c,
 /// f32, and C rounded to its type once at the end.
 Status runWidenedGemm(const detail::GemmCommand &cmd, const Frame &frame,
                       ThreadPool &pool) {
-  auto widen = [&](const BufferRef &ref, DType dtype, AlignedBuffer &out,
-                   const float *&result) {
+  // (TF32 rounds the products' operands only: never the bias.)
+  auto widen = [&](const BufferRef &ref, DType dtype, bool tf32,
+                   AlignedBuffer &out, const float *&result) {
     size_t count = ref.size / dtypeSize(dtype);
-    if (dtype == DType::F32 && !cmd.allowTf32) {
+    if (dtype == DType::F32 && !tf32) {
       result = reinterpret_cast<const float *>(frame.pointer(ref));
       return true;
     }
@@ -355,9 +356,10 @@ Status runWidenedGemm(const detail::GemmCommand &cmd, const Frame &frame,
   AlignedBuffer wideA, wideB, wideBias, wideC;
   const float *a = nullptr, *b = nullptr, *bias = nullptr;
   const size_t cCount = cmd.c.size / dtypeSize(cmd.cDtype);
-  bool ok = widen(cmd.a, cmd.abDtype, wideA, a) &&
-            widen(cmd.b, cmd.abDtype, wideB, b) &&
-            (!cmd.hasBias || widen(cmd.bias, cmd.cDtype, wideBias, bias));
+  bool ok = widen(cmd.a, cmd.abDtype, cmd.allowTf32, wideA, a) &&
+            widen(cmd.b, cmd.abDtype, cmd.allowTf32, wideB, b) &&
+            (!cmd.hasBias ||
+             widen(cmd.bias, cmd.cDtype, false, wideBias, bias));
   float *c = reinterpret_cast<float *>(frame.pointer(cmd.c));
   if (ok && cmd.cDtype != DType::F32) {
     ok = wideC.allocate(cCount * sizeof(float));

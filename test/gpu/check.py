@@ -260,15 +260,22 @@ def check_collectives(args, name, entry, kit, work, clock, results):
     command = [mpirun, "-np", str(n), args.flow_run, str(kit / f"{name}.fbin"),
                f"--device={args.device_name}", f"--output-dir={out}"] + [
                    f"--input={p}" for p in paths]
+    # mpirun's environment without an MPI job's own variables (a process
+    # that started MPI, even alone, leaves them to its children, and mpirun
+    # then takes itself for a part of that job).
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("OMPI_", "PMIX_", "PMI_"))}
     done = subprocess.run(command, capture_output=True, text=True,
                           timeout=max(clock.left(), 1),
-                          env=dict(os.environ, **MPI_ENV))
+                          env=dict(env, **MPI_ENV))
     if done.returncode != 0:
         # The ranks' own error lines, not mpirun's notes about aborting.
         lines = [line for line in done.stderr.splitlines()
                  if line.startswith("flow-run")]
         row["status"] = "FAIL"
-        row["why"] = lines[0][:400] if lines else done.stderr.strip()[-400:]
+        row["why"] = (lines[0][:400] if lines else
+                      (done.stderr + done.stdout).strip()[-400:] or
+                      f"mpirun exited with status {done.returncode}")
         return
     want = cases.collectives_reference(*[v.astype(np.float64)
                                          for v in inputs])

@@ -59,9 +59,23 @@ def test_kit_checks_collectives(tmp_path):
     manifest = json.loads((kit / "manifest.json").read_text())
     assert manifest["cases"] == {}
     assert manifest["collectives"] == {"collectives-2": {"n": 2}}
-    done = run(ROOT / "test/gpu/check.py", kit, "--device", "cpu",
-               "--flow-run", build_dir() / "bin" / "flow-run",
-               "--results", tmp_path / "out.txt")
+    check = [ROOT / "test/gpu/check.py", kit, "--device", "cpu",
+             "--flow-run", build_dir() / "bin" / "flow-run",
+             "--results", tmp_path / "out.txt"]
+    done = run(*check)
     results = (tmp_path / "out.txt").read_text()
     assert "collectives-2          f32   ok" in results, results
     assert "1 results, 0 failed" in done.stdout
+
+    # Started from a process that has started MPI alone (a mesh module of 2
+    # compiled in one process), whose MPI variables its children inherit:
+    # mpirun must still start a job of its own.
+    starter = (
+        "import subprocess, sys, flow\n"
+        "try:\n"
+        "    flow.compile_mlir(open(sys.argv[1]).read())\n"
+        "except flow.FlowError:\n"
+        "    pass\n"
+        "sys.exit(subprocess.run([sys.executable] + sys.argv[2:]).returncode)\n")
+    done = run("-c", starter, ROOT / "examples/mlp.mlir", *check)
+    assert "1 results, 0 failed" in done.stdout, done.stdout

@@ -256,6 +256,36 @@ TEST(CudaHostTest, GemmPlansCarryElementTypes) {
   EXPECT_TRUE(plan.tf32);
 }
 
+TEST(CudaHostTest, GemmPlansKnowTheirPointersAlignment) {
+  // cuBLASLt assumes 256-byte pointers unless told: each operand's
+  // alignment is the lowest bit of every offset its pointers take.
+  detail::GemmCommand cmd;
+  cmd.m = 4;
+  cmd.n = 6;
+  cmd.k = 5;
+  cmd.abDtype = cmd.cDtype = DType::F16;
+  cmd.a.offset = 1024;
+  cmd.b.offset = 0;
+  cmd.c.offset = 4096 + 8;
+  cmd.hasBias = true;
+  cmd.bias.offset = 2;
+  GemmPlan plan = planGemm(cmd);
+  EXPECT_EQ(plan.secondAlignment, 256u); // A
+  EXPECT_EQ(plan.firstAlignment, 256u);  // B
+  EXPECT_EQ(plan.cAlignment, 8u);
+  EXPECT_EQ(plan.biasAlignment, 2u);
+  // A strided batch of A matrices 20 f16 apart: 40-byte steps, 8-aligned.
+  cmd.batchShape = {3};
+  cmd.aBatchStrides = {20};
+  cmd.bBatchStrides = {0};
+  cmd.batchCount = 3;
+  cmd.c.offset = 0;
+  plan = planGemm(cmd);
+  EXPECT_EQ(plan.secondAlignment, 8u);
+  EXPECT_EQ(plan.firstAlignment, 256u);
+  EXPECT_EQ(plan.cAlignment, 16u); // C matrices 24 f16 (48 bytes) apart
+}
+
 TEST(CudaHostTest, GemmEpiloguesMapToCublasLt) {
   detail::GemmCommand cmd;
   cmd.m = cmd.n = cmd.k = 8;

@@ -577,7 +577,7 @@ TEST(SessionTest, Tf32Gemm) {
   ExecutableSpec spec;
   FunctionSpec f;
   f.name = "gemm";
-  f.inputs = {{DType::F32, {1, 2}}, {DType::F32, {2, 1}}};
+  f.inputs = {{DType::F32, {1, 2}}, {DType::F32, {2, 1}}, {DType::F32, {1}}};
   f.outputs = {{DType::F32, {1, 1}}};
   GemmSpec cmd;
   cmd.m = 1;
@@ -586,19 +586,22 @@ TEST(SessionTest, Tf32Gemm) {
   cmd.a = inputRef(0, 8);
   cmd.b = inputRef(1, 8);
   cmd.c = outputRef(0, 4);
+  cmd.bias = inputRef(2, 4);
   cmd.allowTf32 = true;
   f.commands = {cmd};
   spec.functions = {f};
   std::unique_ptr<Session> session = makeSession(load(spec), 1);
   // 1 + 2^-12 rounds down to 1, 1 + 2^-11 (a tie) up to 1 + 2^-10, and
-  // 3 + 2^-9 stays.
+  // 3 + 2^-9 stays. The bias is added in f32, unrounded.
   std::vector<float> a = {1.0f + 0x1p-12f, 1.0f + 0x1p-11f};
   std::vector<float> b = {3.0f + 0x1p-9f, 1.0f};
+  float bias = 0x1p-20f;
   float c = NAN;
-  Status s = session->run(0, {{a.data(), 8}, {b.data(), 8}}, {{&c, 4}});
+  Status s = session->run(0, {{a.data(), 8}, {b.data(), 8}, {&bias, 4}},
+                          {{&c, 4}});
   ASSERT_TRUE(s) << s.message();
-  EXPECT_EQ(c, 1.0f * (3.0f + 0x1p-9f) + (1.0f + 0x1p-10f));
-  EXPECT_NE(c, a[0] * b[0] + a[1] * b[1]);
+  EXPECT_EQ(c, 1.0f * (3.0f + 0x1p-9f) + (1.0f + 0x1p-10f) + 0x1p-20f);
+  EXPECT_NE(c, a[0] * b[0] + a[1] * b[1] + bias);
 }
 
 TEST(SessionTest, CopiesWithoutKernels) {

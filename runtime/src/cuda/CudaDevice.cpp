@@ -30,7 +30,10 @@
 #include "../Executor.h"
 #include "flow/runtime/Device.h"
 
+#include <algorithm>
 #include <chrono>
+#include <climits>
+#include <thread>
 #include <cstdlib>
 #include <cstring>
 #include <unordered_map>
@@ -283,6 +286,9 @@ private:
   Status runCollective(const detail::CollectiveCommand &cmd,
                        const DeviceFrame &frame, const detail::CallHooks &hooks);
   Status prepareConv(const detail::ConvCommand &cmd, const std::string &ctx);
+  /// Waits for the stream's work (at most the collective timeout when the
+  /// function runs collectives).
+  Status waitForStream(size_t function, const std::string &name);
   Status runConv(const detail::ConvCommand &cmd, const DeviceFrame &frame);
 
   std::shared_ptr<const Executable> exe;
@@ -430,12 +436,18 @@ Status CudaExecutor::prepareGemm(const detail::GemmCommand &cmd,
           lt->cublasLtMatmulDescCreate(&g.desc, compute, CUDA_R_32F), ctx);
       !s)
     return s;
+  auto set = [&](cublasLtMatmulDescAttributes_t attribute, const void *value,
+                 size_t size) {
+    return lt->check(
+        lt->cublasLtMatmulDescSetAttribute(g.desc, attribute, value, size),
+        ctx + ": setting a matmul attribute");
+  };
   cublasOperation_t transA = p.transposeFirst ? CUBLAS_OP_T : CUBLAS_OP_N;
   cublasOperation_t transB = p.transposeSecond ? CUBLAS_OP_T : CUBLAS_OP_N;
-  lt->cublasLtMatmulDescSetAttribute(g.desc, CUBLASLT_MATMUL_DESC_TRANSA,
-                                     &transA, sizeof(transA));
-  lt->cublasLtMatmulDescSetAttribute(g.desc, CUBLASLT_MATMUL_DESC_TRANSB,
-                                     &transB, sizeof(transB));
+  if (Status s = set(CUBLASLT_MATMUL_DESC_TRANSA, &transA, sizeof(transA)); !s)
+    return s;
+  if (Status s = set(CUBLASLT_MATMUL_DESC_TRANSB, &transB, sizeof(transB)); !s)
+    return s;
   // The bias and activation: cuBLASLt's first operand is the command's B,
   // so D is C^T and a bias per row of D is one per column of C.
   cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;
@@ -458,18 +470,26 @@ Status CudaExecutor::prepareGemm(const detail::GemmCommand &cmd,
     epilogue = CUBLASLT_EPILOGUE_GELU_BIAS;
     break;
   }
-  lt->cublasLtMatmulDescSetAttribute(g.desc, CUBLASLT_MATMUL_DESC_EPILOGUE,
-                                     &epilogue, sizeof(epilogue));
+  if (Status s = set(CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue,
+                     sizeof(epilogue));
+      !s)
+    return s;
   if (cmd.hasBias) {
     cudaDataType_t biasType = cType;
-    lt->cublasLtMatmulDescSetAttribute(g.desc,
-                                       CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE,
-                                       &biasType, sizeof(biasType));
-    // Every matrix of a batch takes the same bias.
+    // Every matrix of a batch takes the same bias. The heuristic reads the
+    // bias pointer's alignment: until a call sets the real one, a stand-in
+    // with the alignment every call's has.
     int64_t biasStride = 0;
-    lt->cublasLtMatmulDescSetAttribute(
-        g.desc, CUBLASLT_MATMUL_DESC_BIAS_BATCH_STRIDE, &biasStride,
-        sizeof(biasStride));
+    const void *standIn = reinterpret_cast<const void *>(
+        static_cast<uintptr_t>(p.biasAlignment));
+    for (Status s :
+         {set(CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &biasType,
+              sizeof(biasType)),
+          set(CUBLASLT_MATMUL_DESC_BIAS_BATCH_STRIDE, &biasStride,
+              sizeof(biasStride)),
+          set(CUBLASLT_MATMUL_DESC_BIAS_POINTER, &standIn, sizeof(standIn))})
+      if (!s)
+        return s;
   }
   auto layout = [&](cublasLtMatrixLayout_t &out, cudaDataType_t type,
                     uint64_t rows, uint64_t cols, uint64_t ld,
@@ -480,11 +500,16 @@ Status CudaExecutor::prepareGemm(const detail::GemmCommand &cmd,
       return s;
     if (p.batchCount > 1) {
       int32_t count = static_cast<int32_t>(p.batchCount);
-      lt->cublasLtMatrixLayoutSetAttribute(
-          out, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof(count));
-      lt->cublasLtMatrixLayoutSetAttribute(
-          out, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride,
-          sizeof(stride));
+      if (Status s = lt->check(lt->cublasLtMatrixLayoutSetAttribute(
+                                   out, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT,
+                                   &count, sizeof(count)),
+                               ctx);
+          !s)
+        return s;
+      return lt->check(lt->cublasLtMatrixLayoutSetAttribute(
+                           out, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
+                           &stride, sizeof(stride)),
+                       ctx);
     }
     return Status::ok();
   };
@@ -506,10 +531,19 @@ Status CudaExecutor::prepareGemm(const detail::GemmCommand &cmd,
   if (Status s = lt->check(lt->cublasLtMatmulPreferenceCreate(&preference), ctx);
       !s)
     return s;
+  // The workspace, and the operands' alignments (cuBLASLt's heuristic
+  // assumes 256-byte pointers unless told; D is C).
   uint64_t limit = kGemmWorkspaceBytes;
   lt->cublasLtMatmulPreferenceSetAttribute(
       preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &limit,
       sizeof(limit));
+  for (auto [attribute, bytes] :
+       {std::pair{CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, p.firstAlignment},
+        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, p.secondAlignment},
+        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, p.cAlignment},
+        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, p.cAlignment}})
+    lt->cublasLtMatmulPreferenceSetAttribute(preference, attribute, &bytes,
+                                             sizeof(bytes));
   cublasLtMatmulHeuristicResult_t result{};
   int found = 0;
   cublasStatus_t status = lt->cublasLtMatmulAlgoGetHeuristic(
@@ -858,6 +892,17 @@ Status CudaExecutor::runCollective(const detail::CollectiveCommand &cmd,
       return d.check(d.cuMemcpyDtoDAsync(dst, src, c.rows * c.rowBytes,
                                          device.queue()),
                      "packing a collective's pieces");
+    // The driver takes pitches below 2 GiB: wider rows one copy each.
+    if (std::max(c.srcPitch, c.dstPitch) > uint64_t(INT32_MAX)) {
+      for (uint64_t r = 0; r < c.rows; ++r)
+        if (Status s = d.check(d.cuMemcpyDtoDAsync(dst + r * c.dstPitch,
+                                                   src + r * c.srcPitch,
+                                                   c.rowBytes, device.queue()),
+                               "packing a collective's pieces");
+            !s)
+          return s;
+      return Status::ok();
+    }
     CUDA_MEMCPY2D m;
     std::memset(&m, 0, sizeof m);
     m.srcMemoryType = m.dstMemoryType = CU_MEMORYTYPE_DEVICE;
@@ -897,6 +942,39 @@ Status CudaExecutor::runCollective(const detail::CollectiveCommand &cmd,
     if (Status unpacked = copy(c); !unpacked)
       return unpacked;
   return Status::ok();
+}
+
+Status CudaExecutor::waitForStream(size_t function, const std::string &name) {
+  const Driver &d = device.api();
+  std::string what = "running '" + name + "' on " + device.info().str();
+  const std::vector<detail::Command> &commands =
+      exe->implementation().functions[function].commands;
+  bool collectives =
+      std::any_of(commands.begin(), commands.end(), [](const auto &c) {
+        return std::holds_alternative<detail::CollectiveCommand>(c);
+      });
+  if (!collectives)
+    return d.check(d.cuStreamSynchronize(device.queue()), what);
+  // A peer that stops leaves NCCL waiting for it: wait no longer than the
+  // collective timeout, then fail (flow-run then ends the whole job).
+  StatusOr<double> timeout = collectiveTimeoutFromEnvironment();
+  if (!timeout)
+    return timeout.status();
+  auto start = std::chrono::steady_clock::now();
+  while (true) {
+    CUresult r = d.cuStreamQuery(device.queue());
+    if (r != CUDA_ERROR_NOT_READY)
+      return d.check(r, what);
+    double waited = std::chrono::duration<double>(
+                        std::chrono::steady_clock::now() - start)
+                        .count();
+    if (*timeout > 0 && waited > *timeout)
+      return Status::error(what + ": its collectives waited " +
+                           std::to_string(static_cast<int>(waited)) +
+                           " s for the other GPUs (FLOW_COLLECTIVE_TIMEOUT); "
+                           "a peer has stopped");
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
 }
 
 Status CudaExecutor::run(size_t function,
@@ -995,8 +1073,7 @@ Status CudaExecutor::run(size_t function,
   if (hooks.times && status)
     d.cuEventRecord(events[commands.size()], device.queue());
   if (status)
-    status = d.check(d.cuStreamSynchronize(device.queue()),
-                     "running '" + sig.name + "' on " + device.info().str());
+    status = waitForStream(function, sig.name);
   if (hooks.times && status)
     for (size_t i = 0; i < commands.size(); ++i) {
       float ms = 0;

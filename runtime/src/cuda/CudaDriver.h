@@ -49,6 +49,7 @@ namespace cuda {
   X(cuStreamCreate)                                                            \
   X(cuStreamDestroy)                                                           \
   X(cuStreamSynchronize)                                                       \
+  X(cuStreamQuery)                                                             \
   X(cuEventCreate)                                                             \
   X(cuEventDestroy)                                                            \
   X(cuEventRecord)                                                             \

@@ -158,6 +158,27 @@ GemmPlan cuda::planGemm(const detail::GemmCommand &cmd) {
     call.c = index * plan.batchCount * matrixC;
     plan.calls.push_back(call);
   }
+  // Alignments: the lowest set bit of every byte offset a pointer can take.
+  auto alignment = [](uint64_t bits) {
+    bits |= 256;
+    return static_cast<uint32_t>(bits & ~(bits - 1));
+  };
+  uint64_t firstBits = cmd.b.offset, secondBits = cmd.a.offset,
+           cBits = cmd.c.offset;
+  if (plan.batchCount > 1) {
+    firstBits |= uint64_t(plan.firstStride) * plan.elementBytes;
+    secondBits |= uint64_t(plan.secondStride) * plan.elementBytes;
+    cBits |= uint64_t(plan.cStride) * plan.cElementBytes;
+  }
+  for (const GemmPlan::Call &call : plan.calls) {
+    firstBits |= uint64_t(call.first) * plan.elementBytes;
+    secondBits |= uint64_t(call.second) * plan.elementBytes;
+    cBits |= uint64_t(call.c) * plan.cElementBytes;
+  }
+  plan.firstAlignment = alignment(firstBits);
+  plan.secondAlignment = alignment(secondBits);
+  plan.cAlignment = alignment(cBits);
+  plan.biasAlignment = alignment(cmd.hasBias ? cmd.bias.offset : 0);
   return plan;
 }
 

@@ -88,6 +88,13 @@ struct GemmPlan {
   /// cuBLASLt's epilogue for the command's bias and activation.
   enum Epilogue { Default, Bias, Relu, ReluBias, GeluTanh, GeluTanhBias };
   Epilogue epilogue = Default;
+  /// The alignment (bytes, a power of two up to 256) every call's pointer
+  /// to cuBLASLt's first and second operand, C and the bias is known to
+  /// have: buffers start 256-aligned, and the offsets of the command's
+  /// buffer refs, calls and strided matrices keep only their common low
+  /// bits. cuBLASLt's heuristic assumes 256 unless told.
+  uint32_t firstAlignment = 256, secondAlignment = 256, cAlignment = 256,
+           biasAlignment = 256;
 };
 
 /// Plans \p cmd (m, n, k > 0 and at least one batch; an empty GEMM needs no

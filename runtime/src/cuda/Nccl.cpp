@@ -229,22 +229,33 @@ StatusOr<std::unique_ptr<Group>> cuda::createNcclGroup(Group &host,
     return loaded.status();
   const Nccl &nccl = **loaded;
   int rank = host.rank(), size = host.size();
-  // Member 0's unique id, to everyone over the host group.
-  ncclUniqueId id;
-  std::memset(&id, 0, sizeof id);
-  if (rank == 0)
-    if (Status s = nccl.check(nccl.ncclGetUniqueId(&id),
-                              "cannot make an NCCL unique id");
-        !s)
-      return s;
+  // Member 0's unique id, to everyone over the host group, with a flag
+  // saying whether member 0 made one: every member takes part either way,
+  // so a failure there ends the group's making everywhere, not after the
+  // others' timeout.
+  struct Bootstrap {
+    uint8_t ok = 0;
+    ncclUniqueId id;
+  } mine, received;
+  std::memset(&mine.id, 0, sizeof mine.id);
+  Status made = Status::ok();
+  if (rank == 0) {
+    made = nccl.check(nccl.ncclGetUniqueId(&mine.id),
+                      "cannot make an NCCL unique id");
+    mine.ok = made ? 1 : 0;
+  }
   std::vector<size_t> counts(size, 0);
-  counts[0] = sizeof id;
-  ncclUniqueId received;
-  if (Status s = host.allGather(rank == 0 ? &id : nullptr, &received, counts);
+  counts[0] = sizeof(Bootstrap);
+  if (Status s = host.allGather(rank == 0 ? &mine : nullptr, &received, counts);
       !s)
     return Status::error("sending the NCCL unique id: " + s.message());
+  if (!made)
+    return made;
+  if (!received.ok)
+    return Status::error("member 0 of the group could not make an NCCL "
+                         "unique id (its error says why)");
   ncclComm_t comm = nullptr;
-  if (Status s = nccl.check(nccl.ncclCommInitRank(&comm, size, received, rank),
+  if (Status s = nccl.check(nccl.ncclCommInitRank(&comm, size, received.id, rank),
                             "cannot join an NCCL group of " +
                                 std::to_string(size) + " GPUs as member " +
                                 std::to_string(rank));

@@ -25,3 +25,12 @@ func.func @forward(%x: tensor<2x3x16x16xf32>, %w: tensor<8x3x3x3xf32>, %b: tenso
   %u = flow.conv2d %r, %w3 strides = [1, 1] padding = [0, 0, 1, 1] dilations = [1, 1] groups = 1 : (tensor<2x8x16x16xf32>, tensor<4x8x2x2xf32>) -> tensor<2x4x16x16xf32>
   return %r, %u : tensor<2x8x16x16xf32>, tensor<2x4x16x16xf32>
 }
+
+// f16 convolutions: im2col and an f16 cuBLASLt GEMM, summed in f32.
+// CHECK-LABEL: func.func @half
+// CHECK-NOT: flow.host.conv
+// CHECK: flow.host.gemm {{.*}} -> memref<{{.*}}xf16>
+func.func @half(%x: tensor<1x4x8x8xf16>, %w: tensor<8x4x3x3xf16>) -> tensor<1x8x8x8xf16> {
+  %y = flow.conv2d %x, %w strides = [1, 1] padding = [1, 1, 1, 1] dilations = [1, 1] groups = 1 : (tensor<1x4x8x8xf16>, tensor<8x4x3x3xf16>) -> tensor<1x8x8x8xf16>
+  return %y : tensor<1x8x8x8xf16>
+}

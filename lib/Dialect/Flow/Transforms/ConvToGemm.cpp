@@ -146,8 +146,9 @@ struct ConvToGemmPass : flow::impl::ConvToGemmPassBase<ConvToGemmPass> {
     getOperation().walk([&](Conv2dOp conv) {
       ArrayRef<int64_t> pad = conv.getPadding(); // top, left, bottom, right
       bool symmetric = pad[0] == pad[2] && pad[1] == pad[3];
-      if (cast<RankedTensorType>(conv.getType()).getElementType().isF32() &&
-          !(onlyAsymmetric && symmetric))
+      Type element = cast<RankedTensorType>(conv.getType()).getElementType();
+      if ((element.isF32() && !(onlyAsymmetric && symmetric)) ||
+          (narrow && (element.isF16() || element.isBF16())))
         convs.push_back(conv);
     });
     for (Conv2dOp conv : convs) {

@@ -169,7 +169,8 @@ def ConvToGemmPass : Pass<"flow-conv-to-gemm", "func::FuncOp"> {
     With `only-asymmetric` (the CUDA targets, whose cuDNN takes one
     padding per dimension) only convolutions padded differently on the two
     sides of a dimension are rewritten; the rest stay `flow.conv2d` for the
-    library.
+    library. With `narrow` (targets whose GEMM library runs f16 and bf16
+    products, summed in f32) f16 and bf16 convolutions are rewritten too.
 
     ```mlir
     %y = flow.conv2d %x, %w strides = [1, 1] padding = [1, 1, 1, 1]
@@ -190,7 +191,10 @@ def ConvToGemmPass : Pass<"flow-conv-to-gemm", "func::FuncOp"> {
     Option<"onlyAsymmetric", "only-asymmetric", "bool", /*default=*/"false",
            "Rewrite only convolutions whose padding differs between the "
            "two sides of a dimension (the rest stay for a library that "
-           "takes symmetric padding only, such as cuDNN)">
+           "takes symmetric padding only, such as cuDNN)">,
+    Option<"narrow", "narrow", "bool", /*default=*/"false",
+           "Rewrite f16 and bf16 convolutions too (whatever their padding), "
+           "for a GEMM library that runs f16 and bf16 products">
   ];
   let statistics = [
     Statistic<"numConvs", "convolutions", "Number of convolutions rewritten">,
