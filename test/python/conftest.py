@@ -40,6 +40,19 @@ def require(module: str):
                     pytrace=False)
 
 
+def mpirun_env(**extra) -> dict:
+    """The environment to launch mpirun with: this one without an MPI job's
+    own variables (a process that has started MPI alone, as compiling a
+    mesh module in-process does, leaves OMPI_*/PMIX_* to its children, and
+    mpirun then fails), allowed to run as root and to put more ranks than
+    cores on this machine; plus `extra`."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("OMPI_", "PMIX_", "PMI_"))}
+    env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+               OMPI_MCA_rmaps_base_oversubscribe="1", **extra)
+    return env
+
+
 def require_program(name: str) -> str:
     """The path of program `name` on PATH; fails when there is none."""
     path = shutil.which(name)

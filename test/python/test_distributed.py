@@ -17,7 +17,7 @@ import subprocess
 import numpy as np
 import pytest
 
-from conftest import ROOT, build_dir, require, require_program
+from conftest import ROOT, build_dir, mpirun_env, require, require_program
 from flowtest import tool
 
 # Open MPI is installed by scripts/setup.sh: without it these tests fail.
@@ -56,9 +56,7 @@ def write_inputs(text, directory, rng, scale=1.0):
 
 
 def mpirun(n, args, env_extra=None, **kwargs):
-    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1",
-               OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
-               OMPI_MCA_rmaps_base_oversubscribe="1", **(env_extra or {}))
+    env = mpirun_env(**(env_extra or {}))
     return subprocess.run([MPIRUN, "-np", str(n), *map(str, args)],
                           capture_output=True, text=True, env=env, timeout=300,
                           **kwargs)
@@ -326,8 +324,6 @@ TIMEOUT = 3  # seconds, --timeout of the jobs below
 # Past the timeout: the waiting ranks' probes of each other (1 s at this
 # timeout), MPI_Abort and mpirun's teardown, on a loaded 2-core machine.
 GRACE = 6
-OMPI_ENV = dict(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
-                OMPI_MCA_rmaps_base_oversubscribe="1")
 
 
 def session_pids(sid):
@@ -377,7 +373,7 @@ class Job:
         self.proc = subprocess.Popen(
             [MPIRUN, "-np", str(ranks), *map(str, args)],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-            env=dict(os.environ, **OMPI_ENV, **(env_extra or {})),
+            env=mpirun_env(**(env_extra or {})),
             start_new_session=True)
 
     def __enter__(self):

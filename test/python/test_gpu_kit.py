@@ -71,11 +71,14 @@ def test_kit_checks_collectives(tmp_path):
     # compiled in one process), whose MPI variables its children inherit:
     # mpirun must still start a job of its own.
     starter = (
-        "import subprocess, sys, flow\n"
+        "import subprocess, sys\n"
+        "sys.path.insert(0, sys.argv[1])\n"
+        "import flow\n"
         "try:\n"
-        "    flow.compile_mlir(open(sys.argv[1]).read())\n"
+        "    flow.compile_mlir(open(sys.argv[2]).read())\n"
         "except flow.FlowError:\n"
         "    pass\n"
-        "sys.exit(subprocess.run([sys.executable] + sys.argv[2:]).returncode)\n")
-    done = run("-c", starter, ROOT / "examples/mlp.mlir", *check)
+        "sys.exit(subprocess.run([sys.executable] + sys.argv[3:]).returncode)\n")
+    done = run("-c", starter, build_dir() / "python",
+               ROOT / "examples/mlp.mlir", *check)
     assert "1 results, 0 failed" in done.stdout, done.stdout

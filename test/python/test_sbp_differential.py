@@ -9,7 +9,7 @@ import os
 import pytest
 
 import sbp_differential as diff
-from conftest import build_dir, require_program
+from conftest import build_dir, mpirun_env, require_program
 from flowtest import tool
 
 MPIRUN = require_program("mpirun")
@@ -47,10 +47,7 @@ def test_signatures_match_one_process(tmp_path, rules, mesh):
     meta = tmp_path / "cases.json"
     meta.write_text(json.dumps([[c[0], c[1]] for c in cases]))
     seed = int(os.environ.get("FLOW_SBP_SEED", "7"))
-    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1",
-               OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
-               OMPI_MCA_rmaps_base_oversubscribe="1",
-               PYTHONPATH=str(build_dir() / "python"))
+    env = mpirun_env(PYTHONPATH=str(build_dir() / "python"))
     proc = diff.subprocess.run(
         [MPIRUN, "-np", str(math.prod(mesh)), diff.sys.executable,
          diff.__file__, "run", str(sharded), str(single), str(meta),
