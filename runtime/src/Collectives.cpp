@@ -231,6 +231,23 @@ CollectivePlan detail::planCollective(const CollectiveCommand &cmd,
   return plan;
 }
 
+Status detail::runPrimitive(const CollectiveCommand &cmd,
+                            const CollectivePlan &plan, Group &group,
+                            const void *send, void *recv) {
+  switch (cmd.kind) {
+  case CollectiveCommand::AllReduce:
+    return group.allReduce(recv, plan.count, cmd.dtype, cmd.reduction);
+  case CollectiveCommand::AllGather:
+    return group.allGather(send, recv, plan.recvCounts);
+  case CollectiveCommand::ReduceScatter:
+    return group.reduceScatter(send, recv, plan.sendCounts, cmd.dtype,
+                               cmd.reduction);
+  case CollectiveCommand::AllToAll:
+    return group.allToAll(send, plan.sendCounts, recv, plan.recvCounts);
+  }
+  return Status::error("unknown collective");
+}
+
 Status detail::runCollective(const CollectiveCommand &cmd, Group &group,
                              const uint8_t *input, uint8_t *output,
                              uint64_t *bytes) {
@@ -262,25 +279,9 @@ Status detail::runCollective(const CollectiveCommand &cmd, Group &group,
   };
   for (const StridedCopy &c : plan.pack)
     copy(c);
-  const uint8_t *send = address(plan.send);
-  uint8_t *recv = address(plan.recv);
-  Status s = Status::ok();
-  switch (cmd.kind) {
-  case CollectiveCommand::AllReduce:
-    s = group.allReduce(recv, plan.count, cmd.dtype, cmd.reduction);
-    break;
-  case CollectiveCommand::AllGather:
-    s = group.allGather(send, recv, plan.recvCounts);
-    break;
-  case CollectiveCommand::ReduceScatter:
-    s = group.reduceScatter(send, recv, plan.sendCounts, cmd.dtype,
-                            cmd.reduction);
-    break;
-  case CollectiveCommand::AllToAll:
-    s = group.allToAll(send, plan.sendCounts, recv, plan.recvCounts);
-    break;
-  }
-  if (!s)
+  if (Status s = runPrimitive(cmd, plan, group, address(plan.send),
+                              address(plan.recv));
+      !s)
     return s;
   for (const StridedCopy &c : plan.unpack)
     copy(c);

@@ -62,6 +62,11 @@ struct CollectivePlan {
 
 CollectivePlan planCollective(const CollectiveCommand &cmd, int64_t size);
 
+/// The plan's group primitive for `cmd`, from `send` to `recv` (the plan's
+/// send and receive buffers, in the group's memory).
+Status runPrimitive(const CollectiveCommand &cmd, const CollectivePlan &plan,
+                    Group &group, const void *send, void *recv);
+
 /// Runs `cmd` over `group` from this device's `input` to its `output`
 /// (host memory).
 Status runCollective(const CollectiveCommand &cmd, Group &group,

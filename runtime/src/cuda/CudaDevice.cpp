@@ -918,25 +918,10 @@ Status CudaExecutor::runCollective(const detail::CollectiveCommand &cmd,
   for (const detail::StridedCopy &c : plan.pack)
     if (Status s = copy(c); !s)
       return s;
-  const void *send = reinterpret_cast<const void *>(address(plan.send));
-  void *recv = reinterpret_cast<void *>(address(plan.recv));
-  Status s = Status::ok();
-  switch (cmd.kind) {
-  case detail::CollectiveCommand::AllReduce:
-    s = (*group)->allReduce(recv, plan.count, cmd.dtype, cmd.reduction);
-    break;
-  case detail::CollectiveCommand::AllGather:
-    s = (*group)->allGather(send, recv, plan.recvCounts);
-    break;
-  case detail::CollectiveCommand::ReduceScatter:
-    s = (*group)->reduceScatter(send, recv, plan.sendCounts, cmd.dtype,
-                                cmd.reduction);
-    break;
-  case detail::CollectiveCommand::AllToAll:
-    s = (*group)->allToAll(send, plan.sendCounts, recv, plan.recvCounts);
-    break;
-  }
-  if (!s)
+  if (Status s = detail::runPrimitive(
+          cmd, plan, **group, reinterpret_cast<const void *>(address(plan.send)),
+          reinterpret_cast<void *>(address(plan.recv)));
+      !s)
     return s;
   for (const detail::StridedCopy &c : plan.unpack)
     if (Status unpacked = copy(c); !unpacked)

@@ -39,8 +39,6 @@ namespace cuda {
   X(ncclGetUniqueId)                                                           \
   X(ncclCommInitRank)                                                          \
   X(ncclCommDestroy)                                                           \
-  X(ncclCommAbort)                                                             \
-  X(ncclCommGetAsyncError)                                                     \
   X(ncclAllReduce)                                                             \
   X(ncclAllGather)                                                             \
   X(ncclReduceScatter)                                                         \
