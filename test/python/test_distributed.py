@@ -29,9 +29,11 @@ MODELS = ROOT / "test" / "models"
 def with_sbp(text, sbps):
     """The model text with `flow.sbp` attributes on the named arguments."""
     for name, sbp in sbps.items():
-        pattern = re.compile(r"(%" + name + r": tensor<[^>]*>)")
+        pattern = re.compile(r"(%" + name + r": tensor<[^>]*>)( \{([^}]*)\})?")
+        attr = "flow.sbp = #flow.sbp<[" + sbp + "]>"
         text, n = pattern.subn(
-            r"\1 {flow.sbp = #flow.sbp<[" + sbp + r"]>}", text, count=1)
+            lambda m: f"{m[1]} {{{attr}" + (f", {m[3]}}}" if m[2] else "}"),
+            text, count=1)
         assert n == 1, name
     return text
 
@@ -71,9 +73,10 @@ def compile_text(text, out, *flags):
     return out
 
 
-def run_case(tmp_path, model, ranks, mesh, sbps, scale=0.1):
-    text = (MODELS / f"{model}.mlir").read_text()
-    inputs = write_inputs(text, tmp_path, np.random.default_rng(0), scale)
+def one_and_mesh(tmp_path, text, inputs, ranks, mesh, sbps, results=1):
+    """Runs `text` in one process and, with `sbps`, on `mesh` under mpirun;
+    checks that its first `results` results agree and returns the mesh
+    compile's report."""
     single = compile_text(text, tmp_path / "single.fbin")
     one = subprocess.run([str(tool("flow-run")), str(single), *inputs,
                           f"--output-dir={tmp_path / 'one'}", "--threads=1"],
@@ -85,12 +88,20 @@ def run_case(tmp_path, model, ranks, mesh, sbps, scale=0.1):
     many = mpirun(ranks, [tool("flow-run"), mesh_fbin, *inputs,
                           f"--output-dir={tmp_path / 'many'}", "--threads=1"])
     assert many.returncode == 0, many.stderr + many.stdout
-    want = np.load(tmp_path / "one" / "result_0.npy")
-    got = np.load(tmp_path / "many" / "result_0.npy")
-    assert got.shape == want.shape
-    scale = float(np.abs(want).max())
-    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5 * scale)
+    for i in range(results):
+        want = np.load(tmp_path / "one" / f"result_{i}.npy")
+        got = np.load(tmp_path / "many" / f"result_{i}.npy")
+        assert got.shape == want.shape
+        scale = float(np.abs(want).max())
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5 * scale,
+                                   err_msg=f"result {i}")
     return json.loads((tmp_path / "report.json").read_text())
+
+
+def run_case(tmp_path, model, ranks, mesh, sbps, scale=0.1):
+    text = (MODELS / f"{model}.mlir").read_text()
+    inputs = write_inputs(text, tmp_path, np.random.default_rng(0), scale)
+    return one_and_mesh(tmp_path, text, inputs, ranks, mesh, sbps)
 
 
 MLP_DP = {"x": "S(0)"}
@@ -125,6 +136,91 @@ def test_mlp_tensor_parallel(tmp_path, ranks):
     sizes = [c["bytes_per_device"] for c in report["collective_ops"]
              if c["function"] == "forward_r0"]
     assert sizes == [16 * 128 * 4, 16 * 10 * 4]
+
+
+# A training loss: an MLP with cross-entropy against one-hot labels, and the
+# gradients of its four parameters (flow-autodiff). Split over a mesh, the
+# loss and every gradient equal one process's: with the batch split, the
+# weights' gradients are partial sums all-reduced by the partitioner.
+MLP_LOSS = """
+func.func @forward(%x: tensor<12x16xf32>, %w1: tensor<16x32xf32> {flow.requires_grad},
+                   %b1: tensor<32xf32> {flow.requires_grad},
+                   %w2: tensor<32x6xf32> {flow.requires_grad},
+                   %b2: tensor<6xf32> {flow.requires_grad},
+                   %t: tensor<12x6xf32>) -> tensor<f32> {
+  %h0 = flow.matmul %x, %w1 : (tensor<12x16xf32>, tensor<16x32xf32>) -> tensor<12x32xf32>
+  %h1 = flow.add %h0, %b1 : (tensor<12x32xf32>, tensor<32xf32>) -> tensor<12x32xf32>
+  %h = flow.gelu %h1 : tensor<12x32xf32>
+  %z0 = flow.matmul %h, %w2 : (tensor<12x32xf32>, tensor<32x6xf32>) -> tensor<12x6xf32>
+  %z = flow.add %z0, %b2 : (tensor<12x6xf32>, tensor<6xf32>) -> tensor<12x6xf32>
+  %lp = flow.log_softmax %z axis = 1 : tensor<12x6xf32>
+  %p = flow.mul %lp, %t : (tensor<12x6xf32>, tensor<12x6xf32>) -> tensor<12x6xf32>
+  %s = flow.reduce_sum %p [0, 1] : tensor<12x6xf32> -> tensor<f32>
+  %n = flow.constant dense<-0.0833333358> : tensor<f32>
+  %l = flow.mul %s, %n : (tensor<f32>, tensor<f32>) -> tensor<f32>
+  return %l : tensor<f32>
+}
+"""
+
+
+# The same for a small CNN: convolution, pooling and their gradients (the
+# weights' gradient is a convolution over the batch, split with it).
+CNN_LOSS = """
+func.func @forward(%x: tensor<4x3x8x8xf32>, %w1: tensor<6x3x3x3xf32> {flow.requires_grad},
+                   %b1: tensor<6xf32> {flow.requires_grad},
+                   %w2: tensor<6x5xf32> {flow.requires_grad},
+                   %t: tensor<4x5xf32>) -> tensor<f32> {
+  %c = flow.conv2d %x, %w1, %b1 strides = [1, 1] padding = [1, 1, 1, 1] dilations = [1, 1] groups = 1
+      : (tensor<4x3x8x8xf32>, tensor<6x3x3x3xf32>, tensor<6xf32>) -> tensor<4x6x8x8xf32>
+  %r = flow.relu %c : tensor<4x6x8x8xf32>
+  %p = flow.max_pool2d %r kernel = [2, 2] strides = [2, 2] padding = [0, 0, 0, 0] dilations = [1, 1]
+      : tensor<4x6x8x8xf32> -> tensor<4x6x4x4xf32>
+  %q = flow.avg_pool2d %p kernel = [3, 3] strides = [1, 1] padding = [1, 1, 1, 1] {count_include_pad}
+      : tensor<4x6x4x4xf32> -> tensor<4x6x4x4xf32>
+  %m = flow.reduce_mean %q [2, 3] : tensor<4x6x4x4xf32> -> tensor<4x6xf32>
+  %z = flow.matmul %m, %w2 : (tensor<4x6xf32>, tensor<6x5xf32>) -> tensor<4x5xf32>
+  %lp = flow.log_softmax %z axis = 1 : tensor<4x5xf32>
+  %pt = flow.mul %lp, %t : (tensor<4x5xf32>, tensor<4x5xf32>) -> tensor<4x5xf32>
+  %s = flow.reduce_sum %pt [0, 1] : tensor<4x5xf32> -> tensor<f32>
+  %n = flow.constant dense<-0.25> : tensor<f32>
+  %l = flow.mul %s, %n : (tensor<f32>, tensor<f32>) -> tensor<f32>
+  return %l : tensor<f32>
+}
+"""
+
+
+@pytest.mark.parametrize("program,ranks,mesh,sbps", [
+    ("mlp", 2, "2", {"x": "S(0)", "t": "S(0)"}),
+    ("mlp", 3, "3", {"x": "S(0)", "t": "S(0)"}),
+    ("mlp", 2, "2", {"w1": "S(1)", "b1": "S(0)", "w2": "S(0)"}),
+    ("mlp", 4, "2x2", {"x": "S(0), B", "t": "S(0), B", "w1": "B, S(1)",
+                       "b1": "B, S(0)", "w2": "B, S(0)"}),
+    ("cnn", 2, "2", {"x": "S(0)", "t": "S(0)"}),
+], ids=["mlp-data-2", "mlp-data-3-uneven", "mlp-tensor-2", "mlp-2d",
+        "cnn-data-2"])
+def test_gradients_on_a_mesh(tmp_path, program, ranks, mesh, sbps):
+    text = MLP_LOSS if program == "mlp" else CNN_LOSS
+    rng = np.random.default_rng(7)
+    inputs = []
+    for name, shape in re.findall(r"%(\w+): tensor<([0-9x]+)xf32>",
+                                  text.split(") -> tensor<f32>")[0]):
+        shape = [int(d) for d in shape.split("x")]
+        if name == "t":
+            value = np.eye(shape[1], dtype=np.float32)[
+                rng.integers(0, shape[1], shape[0])]
+        else:
+            value = (rng.standard_normal(shape) * 0.3).astype(np.float32)
+        np.save(tmp_path / f"{name}.npy", value)
+        inputs.append(f"--input={tmp_path / name}.npy")
+    report = one_and_mesh(tmp_path, text, inputs, ranks, mesh, sbps,
+                          results=1 + text.count("flow.requires_grad"))
+    if "t" in sbps:  # data parallel: every weight's gradient is all-reduced
+        reduced = {c["bytes_per_device"] for c in report["collective_ops"]
+                   if c["function"] == "forward_r0"
+                   and c["op"] == "all_reduce"}
+        weights = re.findall(r"%w\d: tensor<([0-9x]+)xf32>", text)
+        for shape in weights:
+            assert 4 * np.prod([int(d) for d in shape.split("x")]) in reduced
 
 
 def test_mlp_2d(tmp_path):

@@ -6,6 +6,7 @@
 
 #include "flow/Dialect/Flow/IR/FlowDialect.h"
 #include "flow/Dialect/Flow/IR/FlowAttrs.h"
+#include "flow/Dialect/Flow/IR/FlowGradient.h"
 #include "flow/Dialect/Flow/IR/FlowOps.h"
 #include "flow/Dialect/Flow/IR/FlowSbp.h"
 #include "mlir/IR/Builders.h"
@@ -46,6 +47,7 @@ void FlowDialect::initialize() {
   registerAttributes();
   addInterfaces<FlowInlinerInterface>();
   registerSbpInterfaceModels(getContext());
+  registerGradientInterfaceModels(getContext());
 }
 
 Operation *FlowDialect::materializeConstant(OpBuilder &builder, Attribute value,
@@ -306,7 +308,21 @@ LogicalResult FlowDialect::verifyRegionArgAttribute(Operation *op,
                                                     unsigned regionIndex,
                                                     unsigned argIndex,
                                                     NamedAttribute attr) {
-  if (auto func = dyn_cast<FunctionOpInterface>(op))
+  auto func = dyn_cast<FunctionOpInterface>(op);
+  if (func && attr.getName() == getRequiresGradAttrName()) {
+    auto type = dyn_cast<RankedTensorType>(func.getArgumentTypes()[argIndex]);
+    if (!isa<UnitAttr>(attr.getValue()))
+      return op->emitOpError() << "'" << getRequiresGradAttrName()
+                               << "' is a unit attribute";
+    if (!type || !isa<FloatType>(type.getElementType()))
+      return op->emitOpError()
+             << "argument #" << argIndex << " is marked '"
+             << getRequiresGradAttrName() << "' but is a "
+             << func.getArgumentTypes()[argIndex]
+             << ": only float tensors have gradients";
+    return success();
+  }
+  if (func)
     return verifyValueSbp(op, attr, "argument", argIndex,
                           func.getArgumentTypes());
   return op->emitOpError() << "'" << attr.getName().getValue()
@@ -317,7 +333,17 @@ LogicalResult FlowDialect::verifyRegionResultAttribute(Operation *op,
                                                        unsigned regionIndex,
                                                        unsigned resultIndex,
                                                        NamedAttribute attr) {
-  if (auto func = dyn_cast<FunctionOpInterface>(op))
+  auto func = dyn_cast<FunctionOpInterface>(op);
+  if (func && attr.getName() == getGradientOfAttrName()) {
+    auto index = dyn_cast<IntegerAttr>(attr.getValue());
+    if (!index || index.getInt() < 0 ||
+        index.getInt() >= static_cast<int64_t>(func.getNumArguments()))
+      return op->emitOpError()
+             << "'" << getGradientOfAttrName() << "' on result #"
+             << resultIndex << " must be the position of an argument";
+    return success();
+  }
+  if (func)
     return verifyValueSbp(op, attr, "result", resultIndex,
                           func.getResultTypes());
   return op->emitOpError() << "'" << attr.getName().getValue()

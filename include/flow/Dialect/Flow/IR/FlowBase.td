@@ -52,6 +52,16 @@ def Flow_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral getSbpAttrName() {
       return ::llvm::StringLiteral("flow.sbp");
     }
+    /// On a function argument: flow-autodiff returns the loss's gradient
+    /// with respect to it (a unit attribute).
+    static constexpr ::llvm::StringLiteral getRequiresGradAttrName() {
+      return ::llvm::StringLiteral("flow.requires_grad");
+    }
+    /// On a function result flow-autodiff added: the position of the
+    /// argument it is the gradient of.
+    static constexpr ::llvm::StringLiteral getGradientOfAttrName() {
+      return ::llvm::StringLiteral("flow.gradient_of");
+    }
     /// On an op after SBP propagation: the nd-SBP each operand must have
     /// (its results' are in `flow.sbp`).
     static constexpr ::llvm::StringLiteral getOperandSbpAttrName() {

@@ -9,6 +9,42 @@
 
 include "mlir/Pass/PassBase.td"
 
+def AutodiffPass : Pass<"flow-autodiff", "ModuleOp"> {
+  let summary = "Appends the gradients of a scalar loss to a function's results";
+  let description = [{
+    Reverse-mode differentiation. For every function with arguments marked
+    `flow.requires_grad`, the first result is the loss (a float tensor of
+    one element); the pass builds, after the forward ops, the ops computing
+    the loss's gradient with respect to each marked argument, and returns
+    them after the existing results, in argument order. Each gradient result
+    is marked `flow.gradient_of = N` (the argument's position) and the
+    arguments lose their mark, so running the pass again changes nothing.
+
+    The backward ops come from each op's `GradientOpInterface` rule (its
+    vector-Jacobian product), applied last op first; a value used several
+    times sums its gradients. Only ops both reached from a marked argument
+    and reaching the loss are differentiated. An op on that path without a
+    rule is an error naming it; a marked argument the loss does not depend
+    on gets a zero gradient and a warning.
+
+    ```mlir
+    func.func @loss(%x: tensor<4x8xf32>,
+                    %w: tensor<8x2xf32> {flow.requires_grad}) -> tensor<f32> {
+      %y = flow.matmul %x, %w : (tensor<4x8xf32>, tensor<8x2xf32>) -> tensor<4x2xf32>
+      %l = flow.reduce_sum %y [0, 1] : tensor<4x2xf32> -> tensor<f32>
+      return %l : tensor<f32>
+    }
+    // becomes @loss(%x, %w) -> (tensor<f32>, tensor<8x2xf32> {flow.gradient_of = 1})
+    // returning the loss and x^T * ones(4, 2).
+    ```
+  }];
+  let statistics = [
+    Statistic<"numOpsDifferentiated", "ops-differentiated",
+              "Number of forward ops whose gradient rule ran">
+  ];
+  let dependentDialects = ["::mlir::flow::FlowDialect"];
+}
+
 def PropagateSbpPass : Pass<"flow-propagate-sbp", "func::FuncOp"> {
   let summary = "Gives every value of a mesh function an SBP";
   let description = [{
