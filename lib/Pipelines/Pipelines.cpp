@@ -225,7 +225,8 @@ static void recordPlacements(ModuleOp module, CompileReport &report) {
 //===----------------------------------------------------------------------===//
 
 void mlir::flow::buildFlowPlacePipeline(OpPassManager &pm) {
-  addFlowPipeline(pm, "inline,flow-autodiff,canonicalize,func.func(flow-propagate-sbp)");
+  addFlowPipeline(pm, "inline,flow-autodiff,flow-apply-optimizer,canonicalize,"
+                      "func.func(flow-propagate-sbp)");
 }
 
 void mlir::flow::buildFlowGraphPipeline(OpPassManager &pm,

@@ -338,6 +338,46 @@ def test_python_under_mpirun(tmp_path, ranks, mesh, sbp):
     assert seen == [str(r) for r in range(ranks)], result.stdout
 
 
+TRAIN_SCRIPT = '''
+import sys
+import numpy as np
+sys.path.insert(0, sys.argv[2])
+import test_optimizers as T
+
+params, batches, lrs = T.problem(steps=6)
+optimizer, make, max_norm = T.CASES[sys.argv[1]]
+single = T.STEP.format(optimizer=optimizer)
+split = " {flow.sbp = #flow.sbp<[S(0)]>}"
+text = ("flow.mesh @mesh [2]\\n" + single
+        .replace("%x: tensor<16x12xf32>", "%x: tensor<16x12xf32>" + split)
+        .replace("%t: tensor<16x5xf32>)", "%t: tensor<16x5xf32>" + split + ")")
+        .replace("attributes {flow.optimizer", "attributes {flow.mesh = @mesh, flow.optimizer"))
+assert text.count("S(0)") == 2
+losses, state = T.train_flow(text, params, batches, lrs, roles_text=single)
+want_losses, want = T.train_torch(params, batches, lrs, make, max_norm)
+np.testing.assert_allclose(losses, want_losses, rtol=1e-4)
+for name in T.NAMES:
+    np.testing.assert_allclose(state[name], want[name], rtol=1e-4, atol=1e-5)
+print("rank trained", flush=True)
+'''
+
+
+@pytest.mark.parametrize("optimizer", ["sgd-momentum-decay",
+                                       "adamw-settings-clipped"])
+def test_data_parallel_training(tmp_path, optimizer):
+    """A training step with the batch split over 2 ranks (the gradients
+    all-reduced, every rank updating its copy of the weights) trains as
+    torch.optim does in one process."""
+    import sys
+    script = tmp_path / "train.py"
+    script.write_text(TRAIN_SCRIPT)
+    result = mpirun(2, [sys.executable, script, optimizer,
+                        ROOT / "test" / "python"], cwd=tmp_path,
+                    env_extra={"PYTHONPATH": str(build_dir() / "python")})
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.count("rank trained") == 2, result.stdout
+
+
 def test_python_sbp_errors():
     torch = require("torch")
     import flow

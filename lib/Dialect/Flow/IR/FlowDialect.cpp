@@ -277,8 +277,53 @@ LogicalResult FlowDialect::verifyOperationAttribute(Operation *op,
              << "' must be a unit attribute on an allocation";
     return success();
   }
+  if (attr.getName() == getOptimizerAttrName()) {
+    // Its entries are checked by flow-apply-optimizer, which reads them.
+    if (!isa<DictionaryAttr>(attr.getValue()) ||
+        !isa<FunctionOpInterface>(op))
+      return op->emitOpError() << "'" << getOptimizerAttrName()
+                               << "' must be a dictionary on a function";
+    return success();
+  }
   return op->emitOpError() << "unknown flow attribute '"
                            << attr.getName().getValue() << "' on an operation";
+}
+
+/// Verifies the training attributes of function value `index` of `types`
+/// (`flow.state` on arguments and results; `flow.state_init` and
+/// `flow.learning_rate` on arguments); std::nullopt for other attributes.
+static std::optional<LogicalResult>
+verifyTrainingAttr(Operation *op, NamedAttribute attr, StringRef what,
+                   unsigned index, TypeRange types, bool argument) {
+  // A tensor, or the buffer it becomes in the host schedule.
+  auto type = dyn_cast<ShapedType>(types[index]);
+  if (attr.getName() == FlowDialect::getStateAttrName()) {
+    auto name = dyn_cast<StringAttr>(attr.getValue());
+    if (!name || name.getValue().empty())
+      return op->emitOpError()
+             << "'" << FlowDialect::getStateAttrName() << "' on " << what
+             << " #" << index << " must be a non-empty string";
+    return success();
+  }
+  if (!argument)
+    return std::nullopt;
+  if (attr.getName() == FlowDialect::getStateInitAttrName()) {
+    auto init = dyn_cast<StringAttr>(attr.getValue());
+    if (!init || init.getValue() != "zeros")
+      return op->emitOpError()
+             << "'" << FlowDialect::getStateInitAttrName() << "' on " << what
+             << " #" << index << " must be \"zeros\"";
+    return success();
+  }
+  if (attr.getName() == FlowDialect::getLearningRateAttrName()) {
+    if (!isa<UnitAttr>(attr.getValue()) || !type || !type.hasStaticShape() ||
+        !isa<FloatType>(type.getElementType()) || type.getNumElements() != 1)
+      return op->emitOpError()
+             << "'" << FlowDialect::getLearningRateAttrName()
+             << "' marks a float tensor of one element (unit attribute)";
+    return success();
+  }
+  return std::nullopt;
 }
 
 /// Verifies a `flow.sbp` attribute on value `index` of `types`.
@@ -323,6 +368,11 @@ LogicalResult FlowDialect::verifyRegionArgAttribute(Operation *op,
     return success();
   }
   if (func)
+    if (std::optional<LogicalResult> r =
+            verifyTrainingAttr(op, attr, "argument", argIndex,
+                               func.getArgumentTypes(), /*argument=*/true))
+      return *r;
+  if (func)
     return verifyValueSbp(op, attr, "argument", argIndex,
                           func.getArgumentTypes());
   return op->emitOpError() << "'" << attr.getName().getValue()
@@ -343,6 +393,11 @@ LogicalResult FlowDialect::verifyRegionResultAttribute(Operation *op,
              << resultIndex << " must be the position of an argument";
     return success();
   }
+  if (func)
+    if (std::optional<LogicalResult> r =
+            verifyTrainingAttr(op, attr, "result", resultIndex,
+                               func.getResultTypes(), /*argument=*/false))
+      return *r;
   if (func)
     return verifyValueSbp(op, attr, "result", resultIndex,
                           func.getResultTypes());

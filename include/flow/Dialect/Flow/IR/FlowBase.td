@@ -62,6 +62,26 @@ def Flow_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral getGradientOfAttrName() {
       return ::llvm::StringLiteral("flow.gradient_of");
     }
+    /// On a function argument and a result: the same name on both says the
+    /// result is the argument's next value (training state: parameters,
+    /// optimizer moments, the step count).
+    static constexpr ::llvm::StringLiteral getStateAttrName() {
+      return ::llvm::StringLiteral("flow.state");
+    }
+    /// On a state argument: how its first value is made ("zeros"; without
+    /// it, the tensor of that name in the parameter archive).
+    static constexpr ::llvm::StringLiteral getStateInitAttrName() {
+      return ::llvm::StringLiteral("flow.state_init");
+    }
+    /// On a function argument: the learning rate of this step.
+    static constexpr ::llvm::StringLiteral getLearningRateAttrName() {
+      return ::llvm::StringLiteral("flow.learning_rate");
+    }
+    /// On a function: the optimizer flow-apply-optimizer applies to its
+    /// gradients (a dictionary: `kind` and the optimizer's settings).
+    static constexpr ::llvm::StringLiteral getOptimizerAttrName() {
+      return ::llvm::StringLiteral("flow.optimizer");
+    }
     /// On an op after SBP propagation: the nd-SBP each operand must have
     /// (its results' are in `flow.sbp`).
     static constexpr ::llvm::StringLiteral getOperandSbpAttrName() {

@@ -45,6 +45,46 @@ def AutodiffPass : Pass<"flow-autodiff", "ModuleOp"> {
   let dependentDialects = ["::mlir::flow::FlowDialect"];
 }
 
+def ApplyOptimizerPass : Pass<"flow-apply-optimizer", "ModuleOp"> {
+  let summary = "Turns a function's gradients into an optimizer step on its state";
+  let description = [{
+    For every function with a `flow.optimizer` dictionary, after
+    `flow-autodiff`: each gradient result (`flow.gradient_of = N`) is
+    replaced by argument N's next value under the optimizer, and the
+    optimizer's own state (moments, the step count) is added as arguments
+    and results. A training step is then a function from state and a batch
+    to the loss and the next state: an argument and a result with the same
+    `flow.state` name are one value across steps (the runtime keeps it
+    resident). Parameters keep their `flow.state` name, or get `argN`;
+    moments are named `<parameter>.<moment>` and start at zero
+    (`flow.state_init = "zeros"`). The learning rate is a new argument
+    (`flow.learning_rate`), so a schedule needs no recompile.
+
+    Settings (`flow.optimizer` entries, floats unless noted):
+    - `kind` (string): `"sgd"` or `"adamw"`.
+    - sgd: `momentum` (0), `weight_decay` (0, added to the gradient as in
+      torch.optim.SGD); state `momentum_buffer` when momentum is not 0.
+    - adamw: `beta1` (0.9), `beta2` (0.999), `eps` (1e-8), `weight_decay`
+      (0.01, decoupled, as torch.optim.AdamW); state `exp_avg`,
+      `exp_avg_sq` and the step count `optimizer.step`, with torch's bias
+      correction.
+    - `max_grad_norm` (0: off): every gradient scaled by
+      `min(1, max_grad_norm / (norm + 1e-6))`, where `norm` is the global
+      L2 norm of all gradients (torch.nn.utils.clip_grad_norm_).
+
+    ```mlir
+    func.func @step(%x: tensor<4x8xf32>,
+                    %w: tensor<8x2xf32> {flow.requires_grad, flow.state = "w"})
+        -> tensor<f32> attributes {flow.optimizer = {kind = "sgd", momentum = 0.9}} {...}
+    // after flow-autodiff and flow-apply-optimizer:
+    // (%x, %w {flow.state = "w"}, %lr {flow.learning_rate},
+    //  %buf {flow.state = "w.momentum_buffer", flow.state_init = "zeros"})
+    //   -> (loss, w' {flow.state = "w"}, buf' {flow.state = "w.momentum_buffer"})
+    ```
+  }];
+  let dependentDialects = ["::mlir::flow::FlowDialect"];
+}
+
 def PropagateSbpPass : Pass<"flow-propagate-sbp", "func::FuncOp"> {
   let summary = "Gives every value of a mesh function an SBP";
   let description = [{

@@ -1,0 +1,45 @@
+// flow-apply-optimizer: the update each optimizer builds, and the state it
+// adds.
+// RUN: flow-opt %s -split-input-file --flow-autodiff --flow-apply-optimizer --canonicalize | FileCheck %s
+
+// SGD with momentum: the learning rate and the momentum buffer become
+// arguments; the parameter's gradient result becomes its next value, and
+// the buffer's next value follows it. An unnamed parameter is named argN.
+// CHECK-LABEL: func.func @sgd
+// CHECK-SAME: (%{{.*}}: tensor<4x3xf32>, %[[W:.*]]: tensor<3x2xf32> {flow.state = "arg1"}, %[[LR:.*]]: tensor<f32> {flow.learning_rate},
+// CHECK-SAME: %[[BUF:.*]]: tensor<3x2xf32> {flow.state = "arg1.momentum_buffer", flow.state_init = "zeros"})
+// CHECK-SAME: -> (tensor<f32>, tensor<3x2xf32> {flow.state = "arg1"}, tensor<3x2xf32> {flow.state = "arg1.momentum_buffer"})
+// CHECK: %[[G:.*]] = flow.matmul %{{.*}}, %{{.*}} {transpose_lhs}
+// CHECK: %[[M:.*]] = flow.mul %[[BUF]], %{{.*}} : (tensor<3x2xf32>, tensor<f32>)
+// CHECK: %[[NEWBUF:.*]] = flow.add %[[M]], %[[G]]
+// CHECK: %[[STEP:.*]] = flow.mul %[[LR]], %[[NEWBUF]]
+// CHECK: %[[NEWW:.*]] = flow.sub %[[W]], %[[STEP]]
+// CHECK: return %{{.*}}, %[[NEWW]], %[[NEWBUF]]
+func.func @sgd(%x: tensor<4x3xf32>, %w: tensor<3x2xf32> {flow.requires_grad}) -> tensor<f32>
+    attributes {flow.optimizer = {kind = "sgd", momentum = 0.9}} {
+  %y = flow.matmul %x, %w : (tensor<4x3xf32>, tensor<3x2xf32>) -> tensor<4x2xf32>
+  %l = flow.reduce_sum %y [0, 1] : tensor<4x2xf32> -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+// -----
+
+// AdamW: the step count (i64, shared) and two moments per parameter, named
+// after the parameter's state.
+// CHECK-LABEL: func.func @adamw
+// CHECK-SAME: %{{.*}}: tensor<3xf32> {flow.state = "b"}, %{{.*}}: tensor<f32> {flow.learning_rate},
+// CHECK-SAME: %[[T:.*]]: tensor<i64> {flow.state = "optimizer.step", flow.state_init = "zeros"},
+// CHECK-SAME: %{{.*}}: tensor<3xf32> {flow.state = "b.exp_avg", flow.state_init = "zeros"},
+// CHECK-SAME: %{{.*}}: tensor<3xf32> {flow.state = "b.exp_avg_sq", flow.state_init = "zeros"})
+// CHECK-SAME: -> (tensor<f32>, tensor<3xf32> {flow.state = "b"}, tensor<i64> {flow.state = "optimizer.step"},
+// CHECK-SAME: tensor<3xf32> {flow.state = "b.exp_avg"}, tensor<3xf32> {flow.state = "b.exp_avg_sq"})
+// CHECK: %[[T1:.*]] = flow.add %[[T]], %{{.*}} : (tensor<i64>, tensor<i64>) -> tensor<i64>
+// CHECK: flow.cast %[[T1]] : tensor<i64> to tensor<f32>
+// CHECK: flow.pow
+// CHECK: flow.sqrt
+func.func @adamw(%b: tensor<3xf32> {flow.requires_grad, flow.state = "b"}) -> tensor<f32>
+    attributes {flow.optimizer = {kind = "adamw", max_grad_norm = 1.0}} {
+  %e = flow.exp %b : tensor<3xf32>
+  %l = flow.reduce_sum %e [0] : tensor<3xf32> -> tensor<f32>
+  return %l : tensor<f32>
+}
