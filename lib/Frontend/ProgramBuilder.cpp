@@ -279,6 +279,23 @@ bool ProgramBuilder::setMesh(llvm::ArrayRef<int64_t> shape) {
   return true;
 }
 
+Attribute ProgramBuilder::parseAttributeText(llvm::StringRef what,
+                                             llvm::StringRef name,
+                                             llvm::StringRef text) {
+  if (std::optional<ParserHazard> hazard = findParserHazard(text)) {
+    fail(what + " attribute '" + name + "': " + hazard->message);
+    return {};
+  }
+  size_t numRead = 0;
+  Attribute attr = parseAttribute(text, context.get(), Type(), &numRead);
+  if (!attr || numRead != text.size()) {
+    fail(what + " attribute '" + name + "' = '" + text +
+         "' is not MLIR attribute syntax");
+    return {};
+  }
+  return attr;
+}
+
 bool ProgramBuilder::setArgumentAttribute(int64_t argument,
                                           llvm::StringRef name,
                                           llvm::StringRef text) {
@@ -288,19 +305,21 @@ bool ProgramBuilder::setArgumentAttribute(int64_t argument,
     fail("the function has no argument " + llvm::Twine(argument));
     return false;
   }
-  if (std::optional<ParserHazard> hazard = findParserHazard(text)) {
-    fail("argument attribute '" + name + "': " + hazard->message);
+  Attribute attr = parseAttributeText("argument", name, text);
+  if (!attr)
     return false;
-  }
-  size_t numRead = 0;
-  Attribute attr = parseAttribute(text, context.get(), Type(), &numRead);
-  if (!attr || numRead != text.size()) {
-    fail("argument attribute '" + name + "' = '" + text +
-         "' is not MLIR attribute syntax");
-    return false;
-  }
   argumentAttributes.push_back(
       {argument, StringAttr::get(context.get(), name), attr});
+  return true;
+}
+
+bool ProgramBuilder::setFunctionAttribute(llvm::StringRef name,
+                                          llvm::StringRef text) {
+  diagnostics.clear();
+  Attribute attr = parseAttributeText("function", name, text);
+  if (!attr)
+    return false;
+  function->setAttr(name, attr);
   return true;
 }
 

@@ -394,3 +394,5 @@ def compile(model: Any, example_args=(), example_kwargs=None, *,
 
 
 from .generation import CausalLM, compile_causal_lm  # noqa: E402
+from . import optim  # noqa: E402
+from .training import TrainStep, compile_train  # noqa: E402

@@ -219,6 +219,10 @@ class Emitter:
         """Sets attribute `name` (MLIR attribute text) on argument `index`."""
         self.builder.set_argument_attribute(index, name, text)
 
+    def function_attribute(self, name: str, text: str) -> None:
+        """Sets attribute `name` (MLIR attribute text) on the function."""
+        self.builder.set_function_attribute(name, text)
+
     def build(self, name: str, operands: Sequence[Value],
               attrs: Optional[Mapping[str, str]] = None,
               results: Optional[Sequence[Tuple[Sequence[int], str]]] = None

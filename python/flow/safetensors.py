@@ -38,7 +38,8 @@ def save(tensors: Mapping[str, np.ndarray], path: str,
         if array.dtype.name not in DTYPES:
             raise TypeError(f"tensor '{name}': dtype {array.dtype} cannot be "
                             "stored in a safetensors archive")
-        arrays[name] = np.ascontiguousarray(array)
+        # (np.ascontiguousarray would make a 0-d array 1-d.)
+        arrays[name] = np.asarray(array, order="C")
     order = sorted(arrays, key=lambda n: (-arrays[n].dtype.itemsize,
                                           arrays[n].nbytes % _ALIGN != 0,
                                           n))
@@ -62,16 +63,25 @@ def save(tensors: Mapping[str, np.ndarray], path: str,
     os.replace(tmp, path)
 
 
-def load(path: str) -> Dict[str, np.ndarray]:
-    """Reads every tensor of the archive at `path` (memory-mapped, read-only)."""
+def _header(path: str):
+    """(header dictionary, the bytes after it) of the archive at `path`."""
     data = np.memmap(path, dtype=np.uint8, mode="r")
     if data.size < 8:
         raise ValueError(f"{path}: not a safetensors file (too short)")
     (size,) = struct.unpack("<Q", bytes(data[:8]))
     if size > data.size - 8:
         raise ValueError(f"{path}: header length {size} exceeds the file")
-    header = json.loads(bytes(data[8:8 + size]))
-    body = data[8 + size:]
+    return json.loads(bytes(data[8:8 + size])), data[8 + size:]
+
+
+def read_metadata(path: str) -> Dict[str, str]:
+    """The archive's `__metadata__` (string to string; empty if none)."""
+    return dict(_header(path)[0].get("__metadata__", {}))
+
+
+def load(path: str) -> Dict[str, np.ndarray]:
+    """Reads every tensor of the archive at `path` (memory-mapped, read-only)."""
+    header, body = _header(path)
     out = {}
     for name, entry in header.items():
         if name == "__metadata__":

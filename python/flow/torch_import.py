@@ -20,10 +20,11 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import json
 import operator
 import os
 import re
-from typing import Any, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
@@ -56,6 +57,11 @@ class ImportedProgram:
     #: model's own, (result index, message) here; a call checks them.
     assertions: List[Tuple[int, str]] = dataclasses.field(
         default_factory=list)
+    #: A training step's parameters: (argument index, state name) of each,
+    #: in argument order, and their first values.
+    state_arguments: List[Tuple[int, str]] = dataclasses.field(
+        default_factory=list)
+    initial_state: Dict[str, Any] = dataclasses.field(default_factory=dict)
 
 
 # ---------------------------------------------------------------------------
@@ -120,12 +126,16 @@ def _is_int_dtype(dtype: str) -> bool:
 class _TorchImporter(GraphImporter):
     frontend = "PyTorch"
 
-    def __init__(self, ep, function: str, shared=None, placements=None):
+    def __init__(self, ep, function: str, shared=None, placements=None,
+                 training=None):
         super().__init__(function, shared, placements)
         self.handlers = _HANDLERS
         self.never_fold = _NEVER_FOLD
         self.ep = ep
         self.assertions: List[Tuple[Value, str]] = []
+        #: (state name by parameter target, flow.optimizer text): the
+        #: parameters become arguments a training step differentiates.
+        self.training = training
 
     # Values -------------------------------------------------------------
     def meta(self, node=None):
@@ -159,8 +169,25 @@ class _TorchImporter(GraphImporter):
         input_leaves = []
         input_names = []
         placeholders = [n for n in ep.graph.nodes if n.op == "placeholder"]
+        trainable = self.training[0] if self.training else {}
+        state_arguments, initial_state = [], {}
         for node, spec in zip(placeholders, sig.input_specs):
             kind = spec.kind.name
+            if kind == "PARAMETER" and spec.target in trainable:
+                # A trained parameter: an argument whose next value the
+                # training step returns (flow-autodiff, flow-apply-optimizer).
+                tensor = state[spec.target].detach()
+                name = trainable[spec.target]
+                self.e.locate(name=name)
+                self.env[node] = self.e.argument(tuple(tensor.shape),
+                                                 _flow_dtype(tensor.dtype))
+                index = len(self.e.arguments) - 1
+                self.e.argument_attribute(index, "flow.requires_grad", "unit")
+                self.e.argument_attribute(index, "flow.state",
+                                          json.dumps(name))
+                state_arguments.append((index, name))
+                initial_state[name] = tensor
+                continue
             if kind == "USER_INPUT":
                 position = user_index
                 user_index += 1
@@ -228,13 +255,15 @@ class _TorchImporter(GraphImporter):
             for condition, message in self.assertions:
                 assertions.append((len(results), message))
                 results.append(condition)
+        if self.training:
+            self.e.function_attribute("flow.optimizer", self.training[1])
         text, archive = self.finish(results, archive,
                                     input_names=input_names)
         out_spec = ep.call_spec.out_spec if ep.call_spec else None
         in_spec = ep.call_spec.in_spec if ep.call_spec else None
         return ImportedProgram(text, archive, input_leaves, out_spec,
                                output_leaves, in_spec, input_names,
-                               assertions)
+                               assertions, state_arguments, initial_state)
 
     def record(self, node, reason: str):
         _, _, source = _source_line(node)
@@ -1772,13 +1801,15 @@ def _imports_as_exported(ep) -> bool:
 
 def import_program(module, args=(), kwargs=None, *, parameters=None,
                    function="main", shared=None,
-                   placements=None) -> ImportedProgram:
+                   placements=None, training=None) -> ImportedProgram:
     """Exports and imports `module`. With `shared` (a dict), the weights go
     to it instead of to `parameters`, reusing entries other programs put
     there with the same values; the caller writes the dict to `parameters`
     (flow.safetensors.save) before any of the programs is loaded.
     `placements` is (SBPs by input name or position, mesh shape): the
-    function is placed on that mesh and its inputs get the SBPs."""
+    function is placed on that mesh and its inputs get the SBPs.
+    `training` is (state name by parameter target, flow.optimizer text):
+    those parameters become the arguments of a training step."""
     if shared is not None and parameters is None:
         raise ValueError("a shared parameter store needs the archive path")
     archive = os.fspath(parameters) if parameters is not None else None
@@ -1790,7 +1821,8 @@ def import_program(module, args=(), kwargs=None, *, parameters=None,
         # the rewritten graph.)
         for node in _in_place_as_functional(ep):
             node.target = _functional_twin(node.target)
-        _fold_batch_norms(ep)
+        if training is None:
+            _fold_batch_norms(ep)
         ep.graph_module.recompile()
         # Every op is one Flow imports as it is. A refusal the check cannot
         # foresee (a handler's own, or a constant too large to fold) takes
@@ -1800,7 +1832,7 @@ def import_program(module, args=(), kwargs=None, *, parameters=None,
         trial = dict(shared) if shared is not None else None
         try:
             result = _TorchImporter(ep, function, trial,
-                                    placements).run(archive)
+                                    placements, training).run(archive)
         except UnsupportedOpsError:
             pass
         else:
@@ -1808,8 +1840,10 @@ def import_program(module, args=(), kwargs=None, *, parameters=None,
                 shared.update(trial)
             return result
     ep = _decompose(ep)
-    _fold_batch_norms(ep)
-    return _TorchImporter(ep, function, shared, placements).run(archive)
+    if training is None:
+        _fold_batch_norms(ep)
+    return _TorchImporter(ep, function, shared, placements,
+                          training).run(archive)
 
 
 def import_torch(module, example_args=(), example_kwargs=None, *,

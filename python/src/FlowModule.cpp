@@ -123,6 +123,11 @@ py::object compile(const std::string &source, const std::string &target,
   }
   if (mlir::failed(result))
     throw FlowError(diagnostics);
+  // A compile that succeeded with warnings (a parameter the loss does not
+  // depend on) reports them as Python warnings.
+  if (!diagnostics.empty() &&
+      PyErr_WarnEx(PyExc_UserWarning, diagnostics.c_str(), 1) != 0)
+    throw py::error_already_set();
   if (compileTo == "fbin")
     return py::bytes(reinterpret_cast<const char *>(result->executable.data()),
                      result->executable.size());
@@ -408,6 +413,14 @@ void bindProgramBuilder(py::module_ &m) {
               throw BuildError(b.error());
           },
           py::arg("argument"), py::arg("name"), py::arg("text"))
+      .def(
+          "set_function_attribute",
+          [](ProgramBuilder &b, const std::string &name,
+             const std::string &text) {
+            if (!b.setFunctionAttribute(name, text))
+              throw BuildError(b.error());
+          },
+          py::arg("name"), py::arg("text"))
       .def(
           "set_location",
           [](ProgramBuilder &b, const std::string &file, int64_t line,

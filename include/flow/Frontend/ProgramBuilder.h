@@ -80,6 +80,10 @@ public:
   bool setArgumentAttribute(int64_t argument, llvm::StringRef name,
                             llvm::StringRef text);
 
+  /// Sets attribute `name` (MLIR attribute text) on the function
+  /// (`flow.optimizer` makes it a training step).
+  bool setFunctionAttribute(llvm::StringRef name, llvm::StringRef text);
+
   /// Where the next ops come from: a file and line, or else a name (an
   /// ONNX node); neither clears it.
   void setLocation(llvm::StringRef file, int64_t line, llvm::StringRef name);
@@ -96,6 +100,10 @@ private:
   /// Sets `error()` to `message` and any diagnostics since the last call.
   std::nullopt_t fail(const llvm::Twine &message);
   std::optional<RankedTensorType> tensorType(const TensorSpec &spec);
+  /// `text` parsed as an attribute; null (and `error()` naming the `what`
+  /// attribute `name`) when it is not MLIR attribute syntax.
+  Attribute parseAttributeText(llvm::StringRef what, llvm::StringRef name,
+                               llvm::StringRef text);
   bool checkHandles(llvm::ArrayRef<int64_t> handles, llvm::StringRef what);
   std::optional<std::vector<int64_t>> insert(OperationState &state);
 

@@ -136,9 +136,14 @@ LogicalResult AutodiffPass::differentiate(ModuleOp module, func::FuncOp func,
     Value grad = grads.lookup(arg);
     if (!grad) {
       auto type = cast<RankedTensorType>(arg.getType());
-      mlir::emitWarning(arg.getLoc(), "flow-autodiff: argument #")
-          << i << " of @" << func.getSymName()
-          << " does not reach the loss; its gradient is zero";
+      InFlightDiagnostic warning =
+          mlir::emitWarning(arg.getLoc(), "flow-autodiff: argument #");
+      warning << i;
+      if (auto name = func.getArgAttrOfType<StringAttr>(
+              i, FlowDialect::getStateAttrName()))
+        warning << " ('" << name.getValue() << "')";
+      warning << " of @" << func.getSymName()
+              << " does not reach the loss; its gradient is zero";
       grad = ConstantOp::create(
           b, arg.getLoc(),
           DenseElementsAttr::get(type,

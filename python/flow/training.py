@@ -1,0 +1,273 @@
+"""flow.compile_train: a training step compiled from a torch module, a loss
+and an optimizer.
+
+The step is one executable: the forward pass and the loss (imported with
+torch.export), their gradients (flow-autodiff) and the optimizer's update
+(flow-apply-optimizer). The model's trainable parameters and the
+optimizer's moments are the step's state: named arguments whose next
+values the step returns (docs/training.md). Today the TrainStep object
+holds that state between calls and passes it in; keeping it resident in the
+runtime is the next step, with the same API.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import tempfile
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+import numpy as np
+
+from ._flow import FlowError
+from . import optim as _optim
+
+
+def _loss_module(model, loss_fn):
+    """A module whose forward is the loss of a batch (torch is imported
+    only when training is used)."""
+    import torch
+
+    class LossModule(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.model = model
+
+        def forward(self, *batch):
+            if loss_fn is None:
+                return self.model(*batch)
+            return loss_fn(self.model, *batch)
+
+    return LossModule()
+
+
+def _refuse_training_modes(model) -> None:
+    """Layers whose training behaviour Flow does not compile yet: compiling
+    them would train with their inference behaviour, a silent difference."""
+    import torch
+    for name, m in model.named_modules():
+        what = None
+        if isinstance(m, torch.nn.modules.dropout._DropoutNd) and m.p > 0:
+            what = f"dropout (p={m.p})"
+        elif isinstance(m, torch.nn.modules.batchnorm._BatchNorm):
+            what = "batch normalization (batch statistics)"
+        elif isinstance(m, torch.nn.MultiheadAttention) and m.dropout > 0:
+            what = f"attention dropout (p={m.dropout})"
+        if what:
+            raise FlowError(
+                f"'{name or type(model).__name__}' uses {what} in training, "
+                "which flow.compile_train does not compile yet; set its "
+                "probability to 0 (or remove the layer) to train through "
+                "Flow")
+
+
+def _signature_roles(text: str, function: str):
+    """(argument roles, result roles) of `function` after the training
+    passes, read from its signature: a state name, "lr", "input", or
+    (results) "loss"."""
+    header = next((line for line in text.splitlines()
+                   if f"func.func @{function}(" in line), None)
+    if header is None:
+        raise FlowError(f"compiled training step has no @{function}")
+    args, results = header.split(") -> (", 1)
+    arg_roles = []
+    for arg in re.split(r"%arg\d+: ", args)[1:]:
+        state = re.search(r'flow.state = "([^"]+)"', arg)
+        arg_roles.append(state[1] if state else
+                         "lr" if "flow.learning_rate" in arg else "input")
+    result_roles = []
+    for result in results.split("tensor<")[1:]:
+        state = re.search(r'flow.state = "([^"]+)"', result)
+        result_roles.append(state[1] if state else "loss")
+    return arg_roles, result_roles
+
+
+class TrainStep:
+    """A compiled training step: `loss = step(*batch)` runs forward,
+    backward and the optimizer update once.
+
+    `step.lr` is the learning rate of the next call (change it between
+    calls for a schedule). `state_dict()` / `load_state_dict()` give and take
+    the whole state (parameters, optimizer moments, the step count) as torch
+    tensors; `save(path)` / `load(path)` write and read it as safetensors;
+    `parameters()` gives the trained weights and `copy_to(model)` writes them
+    into a torch module. A NaN or infinite loss stops the call with a
+    FlowError and leaves the state as it was (set `stop_on_nan = False` to
+    go on)."""
+
+    def __init__(self, module, program, function: str, lr: float,
+                 roles: Tuple[List[str], List[str]]):
+        self.module = module
+        self.program = program
+        self.function = function
+        self.lr = float(lr)
+        self.stop_on_nan = True
+        self.steps = 0
+        self._arg_roles, self._result_roles = roles
+        self._parameter_names = [n for _, n in program.state_arguments]
+        self._state: Dict[str, np.ndarray] = {}
+        for name, tensor in program.initial_state.items():
+            self._state[name] = _numpy(tensor).copy()
+        for role in self._arg_roles:
+            if role not in ("lr", "input") and role not in self._state:
+                self._state[role] = self._zeros(role)
+
+    def _zeros(self, name: str) -> np.ndarray:
+        if name == "optimizer.step":
+            return np.zeros((), np.int64)
+        owner = name.rsplit(".", 1)[0]
+        return np.zeros_like(self._state[owner])
+
+    def __call__(self, *batch):
+        leaves, as_torch = _flatten(batch, self.program)
+        inputs, user = [], iter(self.program.input_leaves)
+        for role in self._arg_roles:
+            if role == "input":
+                inputs.append(leaves[next(user)])
+            elif role == "lr":
+                inputs.append(np.array(self.lr, np.float32))
+            else:
+                inputs.append(self._state[role])
+        outputs = self.module(*inputs, function=self.function)
+        loss = outputs[self._result_roles.index("loss")]
+        if self.stop_on_nan and not math.isfinite(float(loss)):
+            raise FlowError(
+                f"the loss is {float(loss)} at step {self.steps + 1}; the "
+                "state was not updated (set stop_on_nan = False to go on)")
+        for role, value in zip(self._result_roles, outputs):
+            if role != "loss":
+                self._state[role] = value
+        self.steps += 1
+        if as_torch:
+            import torch
+            return torch.from_numpy(np.array(loss))
+        return loss
+
+    # State ---------------------------------------------------------------
+    def state_dict(self) -> Dict[str, Any]:
+        """The whole state, by name, as torch tensors (copies)."""
+        import torch
+        return {k: torch.from_numpy(np.array(v)) for k, v in
+                self._state.items()}
+
+    def load_state_dict(self, state: Dict[str, Any]) -> None:
+        """Replaces the whole state; every name, shape and dtype must be
+        this step's."""
+        missing = sorted(set(self._state) - set(state))
+        unexpected = sorted(set(state) - set(self._state))
+        if missing or unexpected:
+            raise FlowError(
+                "the state does not belong to this training step: "
+                + (f"missing {missing}" if missing else "")
+                + ("; " if missing and unexpected else "")
+                + (f"unexpected {unexpected}" if unexpected else ""))
+        new = {}
+        for name, value in state.items():
+            array = _numpy(value)
+            want = self._state[name]
+            if array.shape != want.shape or array.dtype != want.dtype:
+                raise FlowError(
+                    f"state '{name}' is {array.dtype}{list(array.shape)}; "
+                    f"this training step's is {want.dtype}{list(want.shape)}")
+            new[name] = np.array(array)
+        self._state = new
+
+    def save(self, path) -> None:
+        """Writes the whole state to a safetensors file (with the step
+        count and learning rate as metadata)."""
+        from .safetensors import save
+        save(self._state, os.fspath(path),
+             metadata={"flow.steps": str(self.steps), "flow.lr": repr(self.lr)})
+
+    def load(self, path) -> None:
+        """Reads a state written by `save` (and its step count)."""
+        from .safetensors import load, read_metadata
+        path = os.fspath(path)
+        self.load_state_dict(load(path))
+        steps = read_metadata(path).get("flow.steps")
+        if steps is not None:
+            self.steps = int(steps)
+
+    def parameters(self) -> Dict[str, Any]:
+        """The trained parameters, by the model's names, as torch tensors."""
+        import torch
+        return {n: torch.from_numpy(np.array(self._state[n]))
+                for n in self._parameter_names}
+
+    def copy_to(self, model) -> None:
+        """Writes the trained parameters into `model` (a torch module with
+        the compiled model's parameter names)."""
+        import torch
+        named = dict(model.named_parameters())
+        with torch.no_grad():
+            for name, value in self.parameters().items():
+                if name not in named:
+                    raise FlowError(f"the model has no parameter '{name}'")
+                named[name].copy_(value)
+
+
+def _flatten(batch, program):
+    """The batch's tensors as numpy arrays (flattened as torch.export
+    flattened the example), and whether any was a torch tensor."""
+    from torch.utils import _pytree as pytree
+    from . import _is_torch_tensor, _to_array
+    leaves, spec = pytree.tree_flatten((batch, {}))
+    if program.in_spec is not None and spec != program.in_spec:
+        raise FlowError("the batch does not have the structure of the "
+                        f"example batch (expected {program.in_spec}, got "
+                        f"{spec})")
+    as_torch = any(_is_torch_tensor(x) for x in leaves)
+    return [_to_array(x, i) for i, x in enumerate(leaves)], as_torch
+
+
+def _numpy(x) -> np.ndarray:
+    if isinstance(x, np.ndarray):
+        return x
+    if hasattr(x, "detach"):
+        return x.detach().cpu().numpy()
+    return np.asarray(x)
+
+
+def compile_train(model, loss_fn: Optional[Callable], example_batch, *,
+                  optimizer, max_grad_norm: Optional[float] = None,
+                  threads: int = 0) -> TrainStep:
+    """Compiles one training step of `model` and returns it as a TrainStep.
+
+    `loss_fn(model, *batch)` returns the scalar loss of a batch (for
+    example `lambda m, x, y: F.cross_entropy(m(x), y)`); with None,
+    `model(*batch)` is the loss. `example_batch` (a tuple) gives the batch's
+    shapes and dtypes; every call takes a batch of the same ones.
+    `optimizer` is `flow.optim.SGD(...)` or `flow.optim.AdamW(...)`;
+    `max_grad_norm` clips the gradients by their global norm first. The
+    parameters that require grad are trained; the step starts from their
+    current values.
+    """
+    from .torch_import import import_program
+    from . import compile_mlir, compile_ir
+    if not isinstance(optimizer, (_optim.SGD, _optim.AdamW)):
+        raise FlowError("optimizer is flow.optim.SGD(...) or "
+                        "flow.optim.AdamW(...)")
+    if not isinstance(example_batch, tuple):
+        example_batch = (example_batch,)
+    _refuse_training_modes(model)
+    trainable = {f"model.{n}": n for n, p in model.named_parameters()
+                 if p.requires_grad}
+    if not trainable:
+        raise FlowError("the model has no parameter that requires grad")
+    function = "train_step"
+    fd, archive = tempfile.mkstemp(prefix="flow-", suffix=".safetensors")
+    os.close(fd)
+    try:
+        program = import_program(
+            _loss_module(model, loss_fn), example_batch,
+            parameters=archive, function=function,
+            training=(trainable,
+                      _optim._dictionary(optimizer, max_grad_norm)))
+        roles = _signature_roles(compile_ir(program.text, "flow"), function)
+        module = compile_mlir(program.text, threads=threads,
+                              parameters=program.archive or "")
+    finally:
+        if os.path.exists(archive):
+            os.unlink(archive)
+    return TrainStep(module, program, function, optimizer.lr, roles)

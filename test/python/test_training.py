@@ -1,0 +1,305 @@
+"""flow.compile_train against PyTorch: models trained for 50 steps.
+
+Each model is trained twice from the same initial weights on the same
+batches, in the same order: by Flow's compiled training step, and by
+PyTorch eager with torch.optim. The loss curves and the final weights are
+compared.
+
+Tolerances: each step's loss at rtol 1e-4; final weights at atol 2e-5 plus
+rtol 1e-4. A step's gradients agree with autograd to a few f32 ulps
+(test_autodiff.py); 50 updates accumulate those differences (SGD adds
+lr * gradient differences each step; Adam divides by sqrt(v), so a
+gradient difference of a few ulps moves a weight by a few ulps of lr). A
+wrong gradient or update rule is off by 1e-3 or more within a few steps
+(test_optimizers.py shows one). The one exception is stated where it
+arises: attention's key bias, whose true gradient is zero.
+"""
+
+import copy
+
+import numpy as np
+import pytest
+
+from conftest import require
+
+flow = require("flow")
+torch = require("torch")
+F = torch.nn.functional
+
+
+def train_both(model, loss_fn, batches, optimizer, torch_optimizer,
+               max_grad_norm=None, lrs=None):
+    """Trains `model` with Flow and a copy with PyTorch; returns (Flow's
+    losses, torch's losses, the compiled step, the torch model)."""
+    reference = copy.deepcopy(model)
+    step = flow.compile_train(model, loss_fn, batches[0], optimizer=optimizer,
+                              max_grad_norm=max_grad_norm)
+    opt = torch_optimizer(reference.parameters())
+    flow_losses, torch_losses = [], []
+    for i, batch in enumerate(batches):
+        if lrs:
+            step.lr = lrs[i]
+            for group in opt.param_groups:
+                group["lr"] = lrs[i]
+        flow_losses.append(float(step(*batch)))
+        opt.zero_grad()
+        loss = loss_fn(reference, *batch)
+        loss.backward()
+        if max_grad_norm:
+            torch.nn.utils.clip_grad_norm_(reference.parameters(),
+                                           max_grad_norm)
+        opt.step()
+        torch_losses.append(loss.item())
+    return flow_losses, torch_losses, step, reference
+
+
+def assert_same_weights(step, reference, skip=()):
+    trained = step.parameters()
+    for name, p in reference.named_parameters():
+        if name in skip:
+            continue
+        np.testing.assert_allclose(trained[name].numpy(),
+                                   p.detach().numpy(), rtol=1e-4, atol=2e-5,
+                                   err_msg=name)
+
+
+def classification(steps=50, n=32, features=20, classes=6, seed=0):
+    """A synthetic classification set: labels from a fixed random linear
+    map, so the model can learn it."""
+    g = torch.Generator().manual_seed(seed)
+    teacher = torch.randn(features, classes, generator=g)
+    batches = []
+    for _ in range(steps):
+        x = torch.randn(n, features, generator=g)
+        batches.append((x, (x @ teacher).argmax(1)))
+    return batches
+
+
+def test_mlp_sgd_momentum():
+    torch.manual_seed(1)
+    model = torch.nn.Sequential(torch.nn.Linear(20, 64), torch.nn.GELU(),
+                                torch.nn.Linear(64, 64), torch.nn.ReLU(),
+                                torch.nn.Linear(64, 6))
+    loss_fn = lambda m, x, y: F.cross_entropy(m(x), y)  # noqa: E731
+    flow_losses, torch_losses, step, reference = train_both(
+        model, loss_fn, classification(), flow.optim.SGD(lr=0.05,
+                                                         momentum=0.9),
+        lambda p: torch.optim.SGD(p, lr=0.05, momentum=0.9))
+    np.testing.assert_allclose(flow_losses, torch_losses, rtol=1e-4)
+    assert_same_weights(step, reference)
+    assert np.mean(flow_losses[-10:]) < 0.6 * np.mean(flow_losses[:10])
+
+
+class TinyLM(torch.nn.Module):
+    """A 2-layer transformer encoder over token embeddings (no dropout)."""
+
+    def __init__(self, vocab=40, d=32, seq=8):
+        super().__init__()
+        self.emb = torch.nn.Embedding(vocab, d)
+        self.pos = torch.nn.Parameter(torch.randn(seq, d) * 0.02)
+        layer = torch.nn.TransformerEncoderLayer(d, 4, 64, dropout=0.0,
+                                                 batch_first=True)
+        self.layers = torch.nn.TransformerEncoder(layer, 2,
+                                                  enable_nested_tensor=False)
+        self.norm = torch.nn.LayerNorm(d)
+        self.head = torch.nn.Linear(d, vocab)
+
+    def forward(self, ids):
+        return self.head(self.norm(self.layers(self.emb(ids) + self.pos)))
+
+
+def test_transformer_adamw_clipped_label_smoothing():
+    torch.manual_seed(2)
+    model = TinyLM()
+    g = torch.Generator().manual_seed(3)
+    # Next-token prediction over a fixed random sequence of 8-token windows.
+    stream = torch.randint(0, 40, (400,), generator=g)
+    batches = []
+    for i in range(50):
+        starts = torch.randint(0, 390, (4,), generator=g)
+        ids = torch.stack([stream[s:s + 8] for s in starts])
+        tgt = torch.stack([stream[s + 1:s + 9] for s in starts])
+        batches.append((ids, tgt))
+
+    def loss_fn(m, ids, tgt):
+        logits = m(ids)
+        return F.cross_entropy(logits.reshape(-1, 40), tgt.reshape(-1),
+                               label_smoothing=0.1)
+    lrs = [3e-3 * min(1.0, (i + 1) / 10) for i in range(50)]  # warm-up
+    flow_losses, torch_losses, step, reference = train_both(
+        model, loss_fn, batches, flow.optim.AdamW(lr=3e-3),
+        lambda p: torch.optim.AdamW(p, lr=3e-3), max_grad_norm=1.0, lrs=lrs)
+    np.testing.assert_allclose(flow_losses, torch_losses, rtol=1e-4)
+    # Attention's key bias: softmax does not change when a constant is added
+    # to every score of a row, so its true gradient is zero, and both sides
+    # compute rounding noise. Adam scales that noise up to steps of +-lr:
+    # the key bias may differ by up to lr per step, and nothing else may.
+    biases = [f"layers.layers.{i}.self_attn.in_proj_bias" for i in range(2)]
+    assert_same_weights(step, reference, skip=biases)
+    trained = step.parameters()
+    d = 32
+    for name in biases:
+        got = trained[name].numpy()
+        want = dict(reference.named_parameters())[name].detach().numpy()
+        for part in (slice(0, d), slice(2 * d, 3 * d)):  # query and value
+            np.testing.assert_allclose(got[part], want[part], rtol=1e-4,
+                                       atol=2e-5, err_msg=name)
+        assert np.abs(got[d:2 * d] - want[d:2 * d]).max() <= sum(lrs)
+    assert np.mean(flow_losses[-10:]) < np.mean(flow_losses[:10])
+
+
+class SmallCNN(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.c1 = torch.nn.Conv2d(3, 8, 3, padding=1)
+        self.c2 = torch.nn.Conv2d(8, 16, 3, stride=2, padding=1)
+        self.fc = torch.nn.Linear(16, 4)
+
+    def forward(self, x):
+        h = F.max_pool2d(F.relu(self.c1(x)), 2)
+        h = F.relu(self.c2(h))
+        return self.fc(F.adaptive_avg_pool2d(h, 1).flatten(1))
+
+
+def test_cnn_sgd_weight_decay():
+    torch.manual_seed(4)
+    model = SmallCNN()
+    g = torch.Generator().manual_seed(5)
+    batches = []
+    for _ in range(50):
+        x = torch.randn(8, 3, 12, 12, generator=g)
+        # Label: which quadrant of the image is brightest.
+        q = torch.stack([x[:, :, :6, :6].sum((1, 2, 3)),
+                         x[:, :, :6, 6:].sum((1, 2, 3)),
+                         x[:, :, 6:, :6].sum((1, 2, 3)),
+                         x[:, :, 6:, 6:].sum((1, 2, 3))], 1)
+        batches.append((x, q.argmax(1)))
+    loss_fn = lambda m, x, y: F.cross_entropy(m(x), y)  # noqa: E731
+    flow_losses, torch_losses, step, reference = train_both(
+        model, loss_fn, batches,
+        flow.optim.SGD(lr=0.05, momentum=0.9, weight_decay=1e-3),
+        lambda p: torch.optim.SGD(p, lr=0.05, momentum=0.9,
+                                  weight_decay=1e-3))
+    np.testing.assert_allclose(flow_losses, torch_losses, rtol=1e-4)
+    assert_same_weights(step, reference)
+
+
+# --- state: checkpoints, copies, mismatches ---------------------------------
+
+def mlp_and_data():
+    torch.manual_seed(6)
+    model = torch.nn.Sequential(torch.nn.Linear(20, 16), torch.nn.Tanh(),
+                                torch.nn.Linear(16, 6))
+    loss_fn = lambda m, x, y: F.cross_entropy(m(x), y)  # noqa: E731
+    return model, loss_fn, classification(steps=12)
+
+
+def test_checkpoint_resume_is_bit_identical(tmp_path):
+    model, loss_fn, batches = mlp_and_data()
+    optimizer = flow.optim.AdamW(lr=1e-2)
+    straight = flow.compile_train(copy.deepcopy(model), loss_fn, batches[0],
+                                  optimizer=optimizer)
+    for batch in batches:
+        straight(*batch)
+    first = flow.compile_train(copy.deepcopy(model), loss_fn, batches[0],
+                               optimizer=optimizer)
+    for batch in batches[:5]:
+        first(*batch)
+    first.save(tmp_path / "step5.safetensors")
+    resumed = flow.compile_train(copy.deepcopy(model), loss_fn, batches[0],
+                                 optimizer=optimizer)
+    resumed.load(tmp_path / "step5.safetensors")
+    assert resumed.steps == 5
+    for batch in batches[5:]:
+        resumed(*batch)
+    a, b = straight.state_dict(), resumed.state_dict()
+    assert set(a) == set(b) and "optimizer.step" in a
+    for name in a:
+        assert torch.equal(a[name], b[name]), name
+    assert int(b["optimizer.step"]) == len(batches)
+
+
+def test_copy_to_puts_the_trained_weights_in_the_model():
+    model, loss_fn, batches = mlp_and_data()
+    step = flow.compile_train(model, loss_fn, batches[0],
+                              optimizer=flow.optim.SGD(lr=0.1))
+    before = model[0].weight.detach().clone()
+    step(*batches[0])
+    # Compiling copies the weights: the model is unchanged until copy_to.
+    assert torch.equal(model[0].weight, before)
+    step.copy_to(model)
+    assert torch.equal(model[0].weight.detach(), step.parameters()["0.weight"])
+    assert not torch.equal(model[0].weight.detach(), before)
+
+
+def test_a_state_for_another_model_is_refused():
+    model, loss_fn, batches = mlp_and_data()
+    step = flow.compile_train(model, loss_fn, batches[0],
+                              optimizer=flow.optim.AdamW(lr=1e-2))
+    state = step.state_dict()
+    other = dict(state)
+    other["3.weight"] = other.pop("2.weight")
+    with pytest.raises(flow.FlowError, match=r"missing \['2.weight'\]; "
+                       r"unexpected \['3.weight'\]"):
+        step.load_state_dict(other)
+    wrong = dict(state)
+    wrong["0.weight"] = torch.zeros(16, 21)
+    with pytest.raises(flow.FlowError, match=r"state '0.weight' is "
+                       r"float32\[16, 21\]; this training step's is "
+                       r"float32\[16, 20\]"):
+        step.load_state_dict(wrong)
+
+
+def test_nan_loss_is_reported_and_the_state_kept():
+    model, loss_fn, batches = mlp_and_data()
+    step = flow.compile_train(model, loss_fn, batches[0],
+                              optimizer=flow.optim.SGD(lr=0.1))
+    step(*batches[0])
+    before = step.state_dict()
+    x, y = batches[1]
+    x = x.clone()
+    x[0, 0] = float("nan")
+    with pytest.raises(flow.FlowError, match="the loss is nan at step 2; "
+                       "the state was not updated"):
+        step(x, y)
+    after = step.state_dict()
+    assert all(torch.equal(before[k], after[k]) for k in before)
+    step.stop_on_nan = False
+    assert np.isnan(float(step(x, y)))
+
+
+def test_dropout_and_batch_norm_are_refused_by_name():
+    x = torch.randn(4, 8)
+    loss_fn = lambda m, x: m(x).sum()  # noqa: E731
+    model = torch.nn.Sequential(torch.nn.Linear(8, 8),
+                                torch.nn.Dropout(0.1))
+    with pytest.raises(flow.FlowError, match=r"'1' uses dropout \(p=0.1\)"):
+        flow.compile_train(model, loss_fn, (x,),
+                           optimizer=flow.optim.SGD(lr=0.1))
+    model = torch.nn.Sequential(torch.nn.Linear(8, 8),
+                                torch.nn.BatchNorm1d(8))
+    with pytest.raises(flow.FlowError, match="'1' uses batch normalization"):
+        flow.compile_train(model, loss_fn, (x,),
+                           optimizer=flow.optim.SGD(lr=0.1))
+
+
+def test_a_parameter_that_does_not_reach_the_loss_is_warned_about():
+    model = torch.nn.ModuleDict({"used": torch.nn.Linear(4, 2),
+                                 "unused": torch.nn.Linear(4, 2)})
+    x = torch.randn(3, 4)
+    with pytest.warns(UserWarning, match=r"\('unused.weight'\) of "
+                      r"@train_step does not reach the loss"):
+        step = flow.compile_train(model, lambda m, x: m["used"](x).sum(),
+                                  (x,), optimizer=flow.optim.SGD(lr=0.1))
+    step(x)
+    # Its gradient is zero: plain SGD leaves it where it was.
+    assert torch.equal(step.parameters()["unused.weight"],
+                       model["unused"].weight.detach())
+
+
+def test_a_loss_that_is_not_a_scalar_is_refused():
+    model = torch.nn.Linear(4, 2)
+    with pytest.raises(flow.FlowError, match="the loss must be a float "
+                       "tensor of one element"):
+        flow.compile_train(model, lambda m, x: m(x), (torch.randn(3, 4),),
+                           optimizer=flow.optim.SGD(lr=0.1))
