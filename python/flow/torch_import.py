@@ -170,14 +170,18 @@ class _TorchImporter(GraphImporter):
         input_names = []
         placeholders = [n for n in ep.graph.nodes if n.op == "placeholder"]
         trainable = self.training[0] if self.training else {}
-        state_arguments, initial_state = [], {}
+        state_arguments, initial_state, state_nodes = [], {}, {}
         for node, spec in zip(placeholders, sig.input_specs):
             kind = spec.kind.name
             if kind == "PARAMETER" and spec.target in trainable:
                 # A trained parameter: an argument whose next value the
                 # training step returns (flow-autodiff, flow-apply-optimizer).
-                tensor = state[spec.target].detach()
                 name = trainable[spec.target]
+                if name in initial_state:  # a tied parameter: one argument
+                    self.env[node] = self.env[state_nodes[name]]
+                    continue
+                tensor = state[spec.target].detach()
+                state_nodes[name] = node
                 self.e.locate(name=name)
                 self.env[node] = self.e.argument(tuple(tensor.shape),
                                                  _flow_dtype(tensor.dtype))

@@ -251,7 +251,12 @@ def compile_train(model, loss_fn: Optional[Callable], example_batch, *,
     if not isinstance(example_batch, tuple):
         example_batch = (example_batch,)
     _refuse_training_modes(model)
-    trainable = {f"model.{n}": n for n, p in model.named_parameters()
+    # Tied parameters (GPT-2's embedding and output projection) are one
+    # state, named as named_parameters() names it first; the exported
+    # program may read it under any of its names.
+    first = {id(p): n for n, p in model.named_parameters()}
+    trainable = {f"model.{n}": first[id(p)] for n, p in
+                 model.named_parameters(remove_duplicate=False)
                  if p.requires_grad}
     if not trainable:
         raise FlowError("the model has no parameter that requires grad")
