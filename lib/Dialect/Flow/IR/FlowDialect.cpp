@@ -113,9 +113,10 @@ LogicalResult FlowDialect::verifyOperationAttribute(Operation *op,
         return op->emitOpError()
                << "'" << attr.getName().getValue() << "' entry " << i
                << " is not a #flow.sbp attribute";
+      size_t index = i; // Structured bindings cannot be captured in C++17.
       if (failed(sbp.verifyFor((*mesh).getShape(), types[i], [&]() {
             return op->emitOpError()
-                   << "'" << attr.getName().getValue() << "' entry " << i
+                   << "'" << attr.getName().getValue() << "' entry " << index
                    << ": ";
           })))
         return failure();
