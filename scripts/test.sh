@@ -62,7 +62,8 @@ run "pytest, fusion off" env FLOW_BUILD_DIR="$BUILD" FLOW_TEST_FUSION=off \
 # GPU. Kernels the CUDA target refuses by name are reported as skipped.
 run "pytest, cuda-emulated" env FLOW_BUILD_DIR="$BUILD" \
   FLOW_TEST_TARGET=cuda-emulated "$FLOW_CACHE/venv/bin/python" -m pytest -q \
-  -ra "$ROOT"/test/python/test_{e2e_ops,models,torch_import,onnx_import}.py
+  -ra "$ROOT"/test/python/test_{e2e_ops,models,torch_import,onnx_import}.py \
+  "$ROOT"/test/python/test_optimizers.py::test_cli_trains_over_npy_batches_and_resumes
 
 # The same suites (lit, unit tests, pytest) built and run under ASan and
 # UBSan (build-asan/): any sanitizer report fails the run.

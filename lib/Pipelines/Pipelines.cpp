@@ -263,7 +263,7 @@ void mlir::flow::buildHostPipeline(OpPassManager &pm,
                       (options.blockedConvLayouts
                            ? "flow-library-pools,flow-choose-conv-layouts,"
                            : "") +
-                      "flow-plan-memory{in-place=" +
+                      "flow-tie-state,flow-plan-memory{in-place=" +
                       (options.inPlace ? "1" : "0") + "}");
 }
 

@@ -571,12 +571,32 @@ FunctionWriter::write(func::FuncOp func) {
     place(FlowDialect::getGlobalInputsAttrName(), globalInputs);
     place(FlowDialect::getGlobalOutputsAttrName(), globalOutputs);
   }
+  // The state table: each state input, and the output written into it in
+  // place (flow-tie-state).
+  std::vector<flatbuffers::Offset<fb::State>> state;
+  for (int64_t i = 0; i < numInputs; ++i) {
+    auto name = func.getArgAttrOfType<StringAttr>(
+        i, FlowDialect::getStateAttrName());
+    if (!name)
+      continue;
+    int64_t output = -1;
+    for (int64_t j = 0; j < numOutputs; ++j)
+      if (auto tied = func.getArgAttrOfType<IntegerAttr>(
+              numInputs + j, FlowDialect::getTiedInputAttrName());
+          tied && tied.getInt() == i)
+        output = j;
+    bool zeros = static_cast<bool>(
+        func.getArgAttr(i, FlowDialect::getStateInitAttrName()));
+    state.push_back(fb::CreateStateDirect(fbb, name.str().c_str(), i, output,
+                                          zeros));
+  }
   return fb::CreateFunctionDirect(
       fbb, func.getSymName().str().c_str(), &*inputs, &*outputs, &commandTypes,
       &commands, arenaBytes, ranks.empty() ? nullptr : &ranks,
       globalName.empty() ? nullptr : globalName.c_str(),
       globalInputs.empty() && ranks.empty() ? nullptr : &globalInputs,
-      globalOutputs.empty() && ranks.empty() ? nullptr : &globalOutputs);
+      globalOutputs.empty() && ranks.empty() ? nullptr : &globalOutputs,
+      state.empty() ? nullptr : &state);
 }
 
 FailureOr<std::vector<uint8_t>> mlir::flow::writeExecutable(

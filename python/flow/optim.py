@@ -35,14 +35,18 @@ class AdamW:
                 "weight_decay": self.weight_decay}
 
 
-def _dictionary(optimizer, max_grad_norm) -> str:
+def _dictionary(optimizer, max_grad_norm, skip_nonfinite=False) -> str:
     """The `flow.optimizer` attribute text of `optimizer`."""
     settings = optimizer._settings()
     if max_grad_norm:
         settings["max_grad_norm"] = float(max_grad_norm)
+    if skip_nonfinite:
+        settings["skip_nonfinite"] = True
     entries = []
     for key, value in settings.items():
-        if isinstance(value, str):
+        if isinstance(value, bool):
+            entries.append(f"{key} = {'true' if value else 'false'}")
+        elif isinstance(value, str):
             entries.append(f'{key} = "{value}"')
         else:
             entries.append(f"{key} = {float(value):.17e} : f64")

@@ -5,9 +5,9 @@ The step is one executable: the forward pass and the loss (imported with
 torch.export), their gradients (flow-autodiff) and the optimizer's update
 (flow-apply-optimizer). The model's trainable parameters and the
 optimizer's moments are the step's state: named arguments whose next
-values the step returns (docs/training.md). Today the TrainStep object
-holds that state between calls and passes it in; keeping it resident in the
-runtime is the next step, with the same API.
+values the step writes over them in place (flow-tie-state). The runtime
+session keeps the state between calls; a call passes only the batch and
+the learning rate, and gets the loss back (docs/training.md).
 """
 
 from __future__ import annotations
@@ -87,37 +87,31 @@ class TrainStep:
     """A compiled training step: `loss = step(*batch)` runs forward,
     backward and the optimizer update once.
 
-    `step.lr` is the learning rate of the next call (change it between
-    calls for a schedule). `state_dict()` / `load_state_dict()` give and take
-    the whole state (parameters, optimizer moments, the step count) as torch
-    tensors; `save(path)` / `load(path)` write and read it as safetensors;
-    `parameters()` gives the trained weights and `copy_to(model)` writes them
-    into a torch module. A NaN or infinite loss stops the call with a
-    FlowError and leaves the state as it was (set `stop_on_nan = False` to
-    go on)."""
+    The state (parameters, optimizer moments, the step count) stays in the
+    runtime between calls and is updated in place; a call passes the batch
+    and the learning rate only. `step.lr` is the learning rate of the next
+    call (change it between calls for a schedule). `state_dict()` /
+    `load_state_dict()` give and take the whole state as torch tensors;
+    `save(path)` / `load(path)` write and read it as safetensors;
+    `parameters()` gives the trained weights and `copy_to(model)` writes
+    them into a torch module. With `stop_on_nan` (compile_train's default)
+    a step whose loss is NaN or infinite leaves the state as it was and
+    raises FlowError."""
 
     def __init__(self, module, program, function: str, lr: float,
-                 roles: Tuple[List[str], List[str]]):
+                 roles: Tuple[List[str], List[str]], stop_on_nan: bool):
         self.module = module
         self.program = program
         self.function = function
         self.lr = float(lr)
-        self.stop_on_nan = True
+        self.stop_on_nan = stop_on_nan
         self.steps = 0
         self._arg_roles, self._result_roles = roles
         self._parameter_names = [n for _, n in program.state_arguments]
-        self._state: Dict[str, np.ndarray] = {}
+        self._names = list(module._module.state_names())
         for name, tensor in program.initial_state.items():
-            self._state[name] = _numpy(tensor).copy()
-        for role in self._arg_roles:
-            if role not in ("lr", "input") and role not in self._state:
-                self._state[role] = self._zeros(role)
-
-    def _zeros(self, name: str) -> np.ndarray:
-        if name == "optimizer.step":
-            return np.zeros((), np.int64)
-        owner = name.rsplit(".", 1)[0]
-        return np.zeros_like(self._state[owner])
+            module._module.set_state(name, np.array(_numpy(tensor),
+                                                    order="C"))
 
     def __call__(self, *batch):
         leaves, as_torch = _flatten(batch, self.program)
@@ -127,17 +121,11 @@ class TrainStep:
                 inputs.append(leaves[next(user)])
             elif role == "lr":
                 inputs.append(np.array(self.lr, np.float32))
-            else:
-                inputs.append(self._state[role])
-        outputs = self.module(*inputs, function=self.function)
-        loss = outputs[self._result_roles.index("loss")]
-        if self.stop_on_nan and not math.isfinite(float(loss)):
+        (loss,) = self.module._module.step(self.function, inputs)
+        if not math.isfinite(float(loss)) and self.stop_on_nan:
             raise FlowError(
                 f"the loss is {float(loss)} at step {self.steps + 1}; the "
-                "state was not updated (set stop_on_nan = False to go on)")
-        for role, value in zip(self._result_roles, outputs):
-            if role != "loss":
-                self._state[role] = value
+                "state was not updated")
         self.steps += 1
         if as_torch:
             import torch
@@ -145,39 +133,43 @@ class TrainStep:
         return loss
 
     # State ---------------------------------------------------------------
+    def _arrays(self) -> Dict[str, np.ndarray]:
+        return {n: self.module._module.get_state(n) for n in self._names}
+
     def state_dict(self) -> Dict[str, Any]:
         """The whole state, by name, as torch tensors (copies)."""
         import torch
-        return {k: torch.from_numpy(np.array(v)) for k, v in
-                self._state.items()}
+        return {k: torch.from_numpy(v) for k, v in self._arrays().items()}
 
     def load_state_dict(self, state: Dict[str, Any]) -> None:
         """Replaces the whole state; every name, shape and dtype must be
         this step's."""
-        missing = sorted(set(self._state) - set(state))
-        unexpected = sorted(set(state) - set(self._state))
+        missing = sorted(set(self._names) - set(state))
+        unexpected = sorted(set(state) - set(self._names))
         if missing or unexpected:
             raise FlowError(
                 "the state does not belong to this training step: "
                 + (f"missing {missing}" if missing else "")
                 + ("; " if missing and unexpected else "")
                 + (f"unexpected {unexpected}" if unexpected else ""))
+        current = self._arrays()
         new = {}
         for name, value in state.items():
             array = _numpy(value)
-            want = self._state[name]
+            want = current[name]
             if array.shape != want.shape or array.dtype != want.dtype:
                 raise FlowError(
                     f"state '{name}' is {array.dtype}{list(array.shape)}; "
                     f"this training step's is {want.dtype}{list(want.shape)}")
-            new[name] = np.array(array)
-        self._state = new
+            new[name] = np.array(array, order="C")
+        for name, array in new.items():
+            self.module._module.set_state(name, array)
 
     def save(self, path) -> None:
         """Writes the whole state to a safetensors file (with the step
         count and learning rate as metadata)."""
         from .safetensors import save
-        save(self._state, os.fspath(path),
+        save(self._arrays(), os.fspath(path),
              metadata={"flow.steps": str(self.steps), "flow.lr": repr(self.lr)})
 
     def load(self, path) -> None:
@@ -192,7 +184,7 @@ class TrainStep:
     def parameters(self) -> Dict[str, Any]:
         """The trained parameters, by the model's names, as torch tensors."""
         import torch
-        return {n: torch.from_numpy(np.array(self._state[n]))
+        return {n: torch.from_numpy(self.module._module.get_state(n))
                 for n in self._parameter_names}
 
     def copy_to(self, model) -> None:
@@ -231,7 +223,7 @@ def _numpy(x) -> np.ndarray:
 
 def compile_train(model, loss_fn: Optional[Callable], example_batch, *,
                   optimizer, max_grad_norm: Optional[float] = None,
-                  threads: int = 0) -> TrainStep:
+                  stop_on_nan: bool = True, threads: int = 0) -> TrainStep:
     """Compiles one training step of `model` and returns it as a TrainStep.
 
     `loss_fn(model, *batch)` returns the scalar loss of a batch (for
@@ -241,7 +233,9 @@ def compile_train(model, loss_fn: Optional[Callable], example_batch, *,
     `optimizer` is `flow.optim.SGD(...)` or `flow.optim.AdamW(...)`;
     `max_grad_norm` clips the gradients by their global norm first. The
     parameters that require grad are trained; the step starts from their
-    current values.
+    current values. With `stop_on_nan` a step whose loss is NaN or
+    infinite updates nothing (the compiled update keeps the old state) and
+    raises FlowError; without it the step goes on as PyTorch's would.
     """
     from .torch_import import import_program
     from . import compile_mlir, compile_ir
@@ -268,11 +262,13 @@ def compile_train(model, loss_fn: Optional[Callable], example_batch, *,
             _loss_module(model, loss_fn), example_batch,
             parameters=archive, function=function,
             training=(trainable,
-                      _optim._dictionary(optimizer, max_grad_norm)))
+                      _optim._dictionary(optimizer, max_grad_norm,
+                                         skip_nonfinite=stop_on_nan)))
         roles = _signature_roles(compile_ir(program.text, "flow"), function)
         module = compile_mlir(program.text, threads=threads,
                               parameters=program.archive or "")
     finally:
         if os.path.exists(archive):
             os.unlink(archive)
-    return TrainStep(module, program, function, optimizer.lr, roles)
+    return TrainStep(module, program, function, optimizer.lr, roles,
+                     stop_on_nan)

@@ -228,34 +228,29 @@ public:
   /// global outputs.
   py::list runGlobal(const std::string &name,
                      const std::vector<py::array> &args) {
-    std::vector<rt::HostTensor> inputs;
-    for (const py::array &a : args) {
-      py::array c = py::array::ensure(a, py::array::c_style);
-      rt::HostTensor t;
-      std::string kind = py::str(c.dtype());
-      t.dtype = runtimeDtype(kind);
-      t.shape.assign(c.shape(), c.shape() + c.ndim());
-      const auto *p = static_cast<const uint8_t *>(c.data());
-      t.data.assign(p, p + c.nbytes());
-      inputs.push_back(std::move(t));
-    }
-    rt::StatusOr<std::vector<rt::HostTensor>> out =
-        std::vector<rt::HostTensor>();
-    {
-      py::gil_scoped_release release;
-      out = session->runGlobal(name, inputs);
-    }
-    if (!out)
-      throw FlowError(out.status().message());
-    py::list results;
-    for (rt::HostTensor &t : *out) {
-      py::array array(numpyDtype(t.dtype), std::vector<py::ssize_t>(
-                                               t.shape.begin(), t.shape.end()));
-      if (!t.data.empty())
-        std::memcpy(array.mutable_data(), t.data.data(), t.data.size());
-      results.append(array);
-    }
-    return results;
+    return runTensors(args, [&](const std::vector<rt::HostTensor> &inputs) {
+      return session->runGlobal(name, inputs);
+    });
+  }
+
+  /// The executable's state names (see rt::Session::stateNames).
+  std::vector<std::string> stateNames() const {
+    return session->stateNames();
+  }
+  void setState(const std::string &name, const py::array &value) {
+    rt::Status status = session->setState(name, hostTensor(value));
+    if (!status.isOk())
+      throw FlowError(status.message());
+  }
+  py::array getState(const std::string &name) {
+    return numpyArray(unwrap(session->getState(name)));
+  }
+  /// Runs `name` on its inputs that are not state, with the session's
+  /// state updated in place; returns its other outputs.
+  py::list step(const std::string &name, const std::vector<py::array> &args) {
+    return runTensors(args, [&](const std::vector<rt::HostTensor> &inputs) {
+      return session->step(name, inputs);
+    });
   }
 
   bool hasMesh() const { return !session->executable().mesh().empty(); }
@@ -325,6 +320,45 @@ public:
   void setCheckNumerics(bool on) { session->setCheckNumerics(on); }
 
 private:
+  /// Copies \p args into host tensors, calls \p call on them without the
+  /// GIL, and returns its results as numpy arrays.
+  template <typename Call>
+  py::list runTensors(const std::vector<py::array> &args, Call call) {
+    std::vector<rt::HostTensor> inputs;
+    for (const py::array &a : args)
+      inputs.push_back(hostTensor(a));
+    rt::StatusOr<std::vector<rt::HostTensor>> out =
+        std::vector<rt::HostTensor>();
+    {
+      py::gil_scoped_release release;
+      out = call(inputs);
+    }
+    if (!out)
+      throw FlowError(out.status().message());
+    py::list results;
+    for (const rt::HostTensor &t : *out)
+      results.append(numpyArray(t));
+    return results;
+  }
+
+  static rt::HostTensor hostTensor(const py::array &a) {
+    py::array c = py::array::ensure(a, py::array::c_style);
+    rt::HostTensor t;
+    std::string kind = py::str(c.dtype());
+    t.dtype = runtimeDtype(kind);
+    t.shape.assign(c.shape(), c.shape() + c.ndim());
+    const auto *p = static_cast<const uint8_t *>(c.data());
+    t.data.assign(p, p + c.nbytes());
+    return t;
+  }
+  static py::array numpyArray(const rt::HostTensor &t) {
+    py::array array(numpyDtype(t.dtype), std::vector<py::ssize_t>(
+                                             t.shape.begin(), t.shape.end()));
+    if (!t.data.empty())
+      std::memcpy(array.mutable_data(), t.data.data(), t.data.size());
+    return array;
+  }
+
   const rt::FunctionSignature &lookup(const std::string &name) const {
     size_t index = unwrap(session->executable().findFunction(name));
     return session->executable().functions()[index];
@@ -486,5 +520,9 @@ PYBIND11_MODULE(_flow, m) {
       .def("run_global", &Module::runGlobal, py::arg("function"),
            py::arg("inputs"))
       .def_property_readonly("rank", &Module::rank)
+      .def("state_names", &Module::stateNames)
+      .def("set_state", &Module::setState, py::arg("name"), py::arg("value"))
+      .def("get_state", &Module::getState, py::arg("name"))
+      .def("step", &Module::step, py::arg("function"), py::arg("inputs"))
       .def_property_readonly("has_mesh", &Module::hasMesh);
 }

@@ -88,6 +88,13 @@ size_t TensorSpec::byteSize() const {
   return static_cast<size_t>(numElements()) * dtypeSize(dtype);
 }
 
+int64_t FunctionSignature::tiedInput(size_t output) const {
+  for (const StateSpec &s : state)
+    if (s.output == static_cast<int64_t>(output))
+      return static_cast<int64_t>(s.input);
+  return -1;
+}
+
 std::string TensorSpec::str() const {
   std::string out = std::string(dtypeName(dtype)) + "[";
   for (size_t i = 0; i < shape.size(); ++i)
@@ -146,6 +153,9 @@ std::string printable(const std::string &name) {
 /// The byte sizes of the buffers one function can reference.
 struct BufferSizes {
   std::vector<uint64_t> inputs, outputs;
+  /// Inputs a state's next value is written into; outputs nothing writes
+  /// (their value is written into their input).
+  std::vector<bool> writableInputs, tiedOutputs;
   uint64_t arena = 0;
   const std::vector<detail::Constant> *constants = nullptr;
 };
@@ -184,6 +194,12 @@ private:
   template <typename Table>
   Status verifyPool(const std::string &ctx, const Table &cmd,
                     detail::PoolCommand &out);
+  /// Checks the state table (names unique, inputs and outputs in range and
+  /// of one type, each used once) and marks its buffers in `sizes`.
+  Status verifyState(
+      const std::string &ctx,
+      const flatbuffers::Vector<flatbuffers::Offset<fbs::State>> *list,
+      FunctionSignature &sig);
   Status verifyPlacements(const std::string &ctx,
                           const flatbuffers::Vector<
                               flatbuffers::Offset<fbs::Placement>> *list,
@@ -510,6 +526,9 @@ Status Checker::verifyFunction(size_t index) {
       !s)
     return s;
 
+  if (Status s = verifyState(ctx, function->state(), sig); !s)
+    return s;
+
   sig.arenaSize = sizes.arena = function->arena_size();
   if (sizes.arena > kMaxBufferBytes)
     return Status::error(ctx + ": arena size " + std::to_string(sizes.arena) +
@@ -609,6 +628,61 @@ Status Checker::verifyFunction(size_t index) {
   }
   impl.signatures.push_back(std::move(sig));
   impl.functions.push_back(std::move(decoded));
+  return Status::ok();
+}
+
+Status Checker::verifyState(
+    const std::string &ctx,
+    const flatbuffers::Vector<flatbuffers::Offset<fbs::State>> *list,
+    FunctionSignature &sig) {
+  sizes.writableInputs.assign(sig.inputs.size(), false);
+  sizes.tiedOutputs.assign(sig.outputs.size(), false);
+  std::vector<bool> stateInputs(sig.inputs.size(), false);
+  size_t count = list ? list->size() : 0;
+  for (size_t k = 0; k < count; ++k) {
+    const fbs::State *entry = list->Get(k);
+    std::string where = ctx + " state " + std::to_string(k);
+    StateSpec spec;
+    if (!entry->name() || entry->name()->size() == 0)
+      return Status::error(where + " has no name");
+    spec.name = entry->name()->str();
+    where += " ('" + printable(spec.name) + "')";
+    for (const StateSpec &other : sig.state)
+      if (other.name == spec.name)
+        return Status::error(where + ": the name is given twice");
+    spec.input = entry->input();
+    spec.output = entry->output();
+    spec.zeros = entry->zeros();
+    if (spec.input >= sig.inputs.size())
+      return Status::error(where + ": input " + std::to_string(spec.input) +
+                           " does not exist (the function takes " +
+                           std::to_string(sig.inputs.size()) + ")");
+    if (stateInputs[spec.input])
+      return Status::error(where + ": input " + std::to_string(spec.input) +
+                           " is another state's");
+    stateInputs[spec.input] = true;
+    if (spec.output != -1) {
+      if (spec.output < 0 ||
+          static_cast<uint64_t>(spec.output) >= sig.outputs.size())
+        return Status::error(where + ": output " +
+                             std::to_string(spec.output) +
+                             " does not exist (the function has " +
+                             std::to_string(sig.outputs.size()) + ")");
+      if (sizes.tiedOutputs[spec.output])
+        return Status::error(where + ": output " +
+                             std::to_string(spec.output) +
+                             " is another state's");
+      const TensorSpec &in = sig.inputs[spec.input];
+      const TensorSpec &out = sig.outputs[spec.output];
+      if (in.dtype != out.dtype || in.shape != out.shape)
+        return Status::error(where + ": input " + std::to_string(spec.input) +
+                             " is " + in.str() + " but output " +
+                             std::to_string(spec.output) + " is " + out.str());
+      sizes.writableInputs[spec.input] = true;
+      sizes.tiedOutputs[spec.output] = true;
+    }
+    sig.state.push_back(std::move(spec));
+  }
   return Status::ok();
 }
 
@@ -871,6 +945,13 @@ Status Checker::verifyRef(const std::string &ctx, const std::string &what,
                          " bytes at offset " + std::to_string(out.offset) +
                          ") does not fit in " + buffer + " (" +
                          std::to_string(limit) + " bytes)");
+  if (out.space == detail::Space::Output && sizes.tiedOutputs[out.index])
+    return Status::error(ctx + ": " + what + " uses " + buffer +
+                         ", whose value is written into its state's input "
+                         "in place: no command may use it");
+  if (writable && out.space == detail::Space::Input &&
+      sizes.writableInputs[out.index])
+    return Status::ok();
   if (writable && (out.space == detail::Space::Input ||
                    out.space == detail::Space::Constant))
     return Status::error(ctx + ": " + what + " writes to " + buffer +

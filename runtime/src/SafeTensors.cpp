@@ -9,7 +9,9 @@
 //===----------------------------------------------------------------------===//
 
 #include "flow/runtime/SafeTensors.h"
+#include "flow/runtime/Executable.h"
 
+#include <cstdio>
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
@@ -380,4 +382,103 @@ SafeTensorsFile::open(const std::string &path) {
 const SafeTensor *SafeTensorsFile::find(const std::string &name) const {
   auto it = table.find(name);
   return it == table.end() ? nullptr : &it->second;
+}
+
+namespace {
+/// \p text as a JSON string literal.
+std::string jsonString(const std::string &text) {
+  std::string out = "\"";
+  for (unsigned char c : text) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += static_cast<char>(c);
+    } else if (c < 0x20) {
+      char escaped[8];
+      snprintf(escaped, sizeof(escaped), "\\u%04x", c);
+      out += escaped;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out + "\"";
+}
+
+const char *formatName(DType dtype) {
+  switch (dtype) {
+  case DType::F32: return "F32";
+  case DType::F16: return "F16";
+  case DType::BF16: return "BF16";
+  case DType::F64: return "F64";
+  case DType::I64: return "I64";
+  case DType::I32: return "I32";
+  case DType::I16: return "I16";
+  case DType::I8: return "I8";
+  case DType::I1: return "BOOL";
+  case DType::U8: return "U8";
+  case DType::U16: return "U16";
+  case DType::U32: return "U32";
+  case DType::U64: return "U64";
+  }
+  return "F32";
+}
+} // namespace
+
+Status flow::runtime::writeSafeTensors(
+    const std::string &path, const std::map<std::string, HostTensor> &tensors,
+    const std::map<std::string, std::string> &metadata) {
+  std::string header = "{";
+  bool first = true;
+  if (!metadata.empty()) {
+    header += "\"__metadata__\":{";
+    for (const auto &[key, value] : metadata) {
+      header += (first ? "" : ",") + jsonString(key) + ":" + jsonString(value);
+      first = false;
+    }
+    header += "}";
+  }
+  uint64_t offset = 0;
+  for (const auto &[name, t] : tensors) {
+    if (name == "__metadata__")
+      return Status::error(path + ": a tensor cannot be called __metadata__");
+    TensorSpec spec{t.dtype, t.shape};
+    if (t.data.size() != spec.byteSize())
+      return Status::error(path + ": tensor '" + name + "' (" + spec.str() +
+                           ") has " + std::to_string(t.data.size()) +
+                           " data bytes");
+    header += std::string(header.size() > 1 ? "," : "") + jsonString(name) +
+              ":{\"dtype\":\"" + formatName(t.dtype) + "\",\"shape\":[";
+    for (size_t i = 0; i < t.shape.size(); ++i)
+      header += (i ? "," : "") + std::to_string(t.shape[i]);
+    header += "],\"data_offsets\":[" + std::to_string(offset) + "," +
+              std::to_string(offset + t.data.size()) + "]}";
+    offset += t.data.size();
+  }
+  header += "}";
+  header.append((8 - header.size() % 8) % 8, ' ');
+  std::string tmp = path + ".tmp";
+  FILE *f = fopen(tmp.c_str(), "wb");
+  if (!f)
+    return Status::error("cannot write '" + tmp + "': " + strerror(errno));
+  uint64_t length = header.size();
+  uint8_t prefix[8];
+  for (int i = 0; i < 8; ++i)
+    prefix[i] = static_cast<uint8_t>(length >> (8 * i));
+  bool ok = fwrite(prefix, 1, 8, f) == 8 &&
+            fwrite(header.data(), 1, header.size(), f) == header.size();
+  for (auto it = tensors.begin(); ok && it != tensors.end(); ++it)
+    ok = it->second.data.empty() ||
+         fwrite(it->second.data.data(), 1, it->second.data.size(), f) ==
+             it->second.data.size();
+  int error = ok ? 0 : errno;
+  if (fclose(f) != 0 && ok) {
+    ok = false;
+    error = errno;
+  }
+  if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
+    if (ok)
+      error = errno;
+    std::remove(tmp.c_str());
+    return Status::error("cannot write '" + path + "': " + strerror(error));
+  }
+  return Status::ok();
 }

@@ -407,7 +407,24 @@ Status Session::run(size_t function, const std::vector<ConstBuffer> &inputs,
         !s)
       return s;
 
+  // A state updated in place is updated in a copy: its output.
+  std::vector<ConstBuffer> in = inputs;
+  for (const StateSpec &state : sig.state)
+    if (state.output >= 0) {
+      const MutableBuffer &out = outputs[state.output];
+      if (out.size)
+        std::memcpy(out.data, inputs[state.input].data, out.size);
+      in[state.input] = {out.data, out.size};
+    }
   std::lock_guard<std::mutex> lock(runMutex);
+  return runInPlace(function, in, outputs);
+}
+
+Status Session::runInPlace(size_t function,
+                           const std::vector<ConstBuffer> &inputs,
+                           const std::vector<MutableBuffer> &outputs) {
+  const Executable::Impl &impl = exe->implementation();
+  const FunctionSignature &sig = impl.signatures[function];
   detail::CallHooks hooks;
   if (profiling) {
     if (commandTimes.size() < impl.functions.size())
@@ -435,6 +452,159 @@ Status Session::run(size_t function, const std::vector<ConstBuffer> &inputs,
       return group(axes);
     };
   return executor->run(function, inputs, outputs, hooks);
+}
+
+const TensorSpec *Session::stateSpec(const std::string &name,
+                                     bool *zeros) const {
+  for (const FunctionSignature &sig : exe->functions())
+    for (const StateSpec &state : sig.state)
+      if (state.name == name) {
+        if (zeros)
+          *zeros = state.zeros;
+        return &sig.inputs[state.input];
+      }
+  return nullptr;
+}
+
+std::vector<std::string> Session::stateNames() const {
+  std::vector<std::string> names;
+  for (const FunctionSignature &sig : exe->functions())
+    for (const StateSpec &state : sig.state)
+      if (std::find(names.begin(), names.end(), state.name) == names.end())
+        names.push_back(state.name);
+  return names;
+}
+
+Status Session::setState(const std::string &name, const HostTensor &value) {
+  const TensorSpec *spec = stateSpec(name);
+  if (!spec)
+    return Status::error("the executable has no state '" + name + "'");
+  TensorSpec given{value.dtype, value.shape};
+  if (value.dtype != spec->dtype || value.shape != spec->shape ||
+      value.data.size() != spec->byteSize())
+    return Status::error("state '" + name + "' is " + spec->str() + ", got " +
+                         given.str() + " (" +
+                         std::to_string(value.data.size()) + " bytes)");
+  std::lock_guard<std::mutex> lock(runMutex);
+  try {
+    stateValues[name] = value;
+  } catch (const std::bad_alloc &) {
+    return Status::error("out of memory setting state '" + name + "'");
+  }
+  return Status::ok();
+}
+
+StatusOr<HostTensor> Session::getState(const std::string &name) {
+  bool zeros = false;
+  const TensorSpec *spec = stateSpec(name, &zeros);
+  if (!spec)
+    return Status::error("the executable has no state '" + name + "'");
+  std::lock_guard<std::mutex> lock(runMutex);
+  auto it = stateValues.find(name);
+  if (it != stateValues.end())
+    return it->second;
+  if (!zeros)
+    return Status::error("state '" + name + "' has no value yet: set it "
+                         "first");
+  HostTensor t;
+  t.dtype = spec->dtype;
+  t.shape = spec->shape;
+  t.data.assign(spec->byteSize(), 0);
+  return t;
+}
+
+StatusOr<std::vector<HostTensor>>
+Session::step(const std::string &function,
+              const std::vector<HostTensor> &inputs) {
+  StatusOr<size_t> index = exe->findFunction(function, deviceRank);
+  if (!index)
+    return index.status();
+  const FunctionSignature &sig = exe->functions()[*index];
+  if (!sig.ranks.empty())
+    return Status::error("function '" + function + "' runs on a mesh: its "
+                         "state is not kept by the session yet (pass it "
+                         "with runGlobal)");
+  std::vector<int64_t> stateOf(sig.inputs.size(), -1);
+  std::vector<bool> tied(sig.outputs.size(), false);
+  for (size_t k = 0; k < sig.state.size(); ++k) {
+    stateOf[sig.state[k].input] = static_cast<int64_t>(k);
+    if (sig.state[k].output >= 0)
+      tied[sig.state[k].output] = true;
+  }
+  size_t given = 0;
+  for (int64_t k : stateOf)
+    given += k < 0;
+  if (inputs.size() != given)
+    return Status::error("function '" + sig.name + "' takes " +
+                         std::to_string(given) +
+                         " inputs besides its state, got " +
+                         std::to_string(inputs.size()));
+  std::lock_guard<std::mutex> lock(runMutex);
+  std::vector<ConstBuffer> in(sig.inputs.size());
+  std::vector<HostTensor *> slots(sig.inputs.size(), nullptr);
+  std::vector<HostTensor> results;
+  try {
+    size_t next = 0;
+    for (size_t i = 0; i < sig.inputs.size(); ++i) {
+      const TensorSpec &spec = sig.inputs[i];
+      if (stateOf[i] < 0) {
+        const HostTensor &t = inputs[next];
+        if (t.dtype != spec.dtype || t.shape != spec.shape ||
+            t.data.size() != spec.byteSize())
+          return Status::error("input " + std::to_string(next) +
+                               ": expected " + spec.str() + ", got " +
+                               TensorSpec{t.dtype, t.shape}.str());
+        in[i] = {t.data.data(), t.data.size()};
+        ++next;
+        continue;
+      }
+      const StateSpec &state = sig.state[stateOf[i]];
+      auto it = stateValues.find(state.name);
+      if (it == stateValues.end()) {
+        if (!state.zeros)
+          return Status::error("state '" + state.name +
+                               "' has no value: set it before the first "
+                               "step");
+        HostTensor zero;
+        zero.dtype = spec.dtype;
+        zero.shape = spec.shape;
+        zero.data.assign(spec.byteSize(), 0);
+        it = stateValues.emplace(state.name, std::move(zero)).first;
+      }
+      HostTensor &value = it->second;
+      if (value.dtype != spec.dtype || value.shape != spec.shape)
+        return Status::error("state '" + state.name + "' is " +
+                             TensorSpec{value.dtype, value.shape}.str() +
+                             " but function '" + sig.name + "' takes " +
+                             spec.str());
+      slots[i] = &value;
+      in[i] = {value.data.data(), value.data.size()};
+    }
+    results.resize(sig.outputs.size());
+    std::vector<MutableBuffer> out(sig.outputs.size());
+    for (size_t j = 0; j < sig.outputs.size(); ++j) {
+      if (tied[j]) {
+        // Nothing writes it; a device that computes elsewhere copies the
+        // state's new value back here (into the session's buffer).
+        HostTensor *slot = slots[sig.tiedInput(j)];
+        out[j] = {slot->data.data(), slot->data.size()};
+        continue;
+      }
+      results[j].dtype = sig.outputs[j].dtype;
+      results[j].shape = sig.outputs[j].shape;
+      results[j].data.resize(sig.outputs[j].byteSize());
+      out[j] = {results[j].data.data(), results[j].data.size()};
+    }
+    if (Status s = runInPlace(*index, in, out); !s)
+      return s;
+  } catch (const std::bad_alloc &) {
+    return Status::error("out of memory running '" + sig.name + "'");
+  }
+  std::vector<HostTensor> untied;
+  for (size_t j = 0; j < results.size(); ++j)
+    if (!tied[j])
+      untied.push_back(std::move(results[j]));
+  return untied;
 }
 
 StatusOr<std::vector<HostTensor>>

@@ -19,6 +19,7 @@
 #include "flow/runtime/Executable.h"
 #include "flow/runtime/Npy.h"
 #include "flow/runtime/Session.h"
+#include "flow/runtime/SafeTensors.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -41,6 +42,7 @@ constexpr const char *kUsage =
     "                [--function=NAME] [--iterations=N] [--warmup=M]\n"
     "                [--threads=T] [--parameters=FILE] [--timeout=S]\n"
     "                [--trusted=LIST] [--device=NAME] [--print]\n"
+    "                [--steps=N] [--state=FILE] [--save-state=FILE]\n"
     "\n"
     "Runs a function of a Flow executable on .npy inputs (one --input per\n"
     "function input, in order).\n"
@@ -73,6 +75,14 @@ constexpr const char *kUsage =
     "  --stats           print the GEMM libraries and the kernels they run,\n"
     "                    and the bytes each collective exchanged on each\n"
     "                    rank (mesh executables)\n"
+    "  --steps=N         training: run the function N times on the\n"
+    "                    session's state (parameters, optimizer moments),\n"
+    "                    updated in place; --input gives the other inputs,\n"
+    "                    and '{step}' in its path is replaced by the step\n"
+    "                    number (0 to N-1) to read one batch per step\n"
+    "  --state=FILE      the state's first values, from a safetensors file\n"
+    "                    (every state that does not start as zeros)\n"
+    "  --save-state=FILE write the state after the last step (safetensors)\n"
     "  --print           print each result's dtype, shape and first values\n"
     "                    (the default when there is no --output-dir)\n"
     "\n"
@@ -95,6 +105,9 @@ struct Options {
   bool stats = false;
   bool profile = false;
   bool checkNumerics = false;
+  /// Training: steps on the session's state (0: a plain call).
+  int64_t steps = 0;
+  std::string state, saveState;
 };
 
 int fail(const std::string &message) {
@@ -156,7 +169,8 @@ int parseArgs(int argc, char **argv, Options &options) {
     static const char *const kValued[] = {
         "--input",  "--output-dir", "--function",   "--iterations",
         "--warmup", "--threads",    "--parameters", "--timeout",
-        "--trusted", "--device"};
+        "--trusted", "--device",    "--steps",      "--state",
+        "--save-state"};
     if (std::find_if(std::begin(kValued), std::end(kValued),
                      [&](auto *f) { return name == f; }) == std::end(kValued))
       return usageError("unknown option '" + name + "'");
@@ -175,6 +189,15 @@ int parseArgs(int argc, char **argv, Options &options) {
       options.parameters = value;
     } else if (name == "--device") {
       options.device = value;
+    } else if (name == "--state") {
+      options.state = value;
+    } else if (name == "--save-state") {
+      options.saveState = value;
+    } else if (name == "--steps") {
+      if (!parseCount(value, 1000000000, count) || count == 0)
+        return usageError("--steps needs a positive integer, got '" + value +
+                          "'");
+      options.steps = count;
     } else if (name == "--trusted") {
       options.trusted = value;
     } else if (name == "--timeout") {
@@ -201,6 +224,12 @@ int parseArgs(int argc, char **argv, Options &options) {
     return usageError("--warmup needs --iterations");
   if (options.profile && options.iterations == 0)
     return usageError("--profile needs --iterations");
+  if ((!options.state.empty() || !options.saveState.empty()) &&
+      options.steps == 0)
+    options.steps = 1;
+  if (options.steps > 0 && options.iterations > 0)
+    return usageError("--steps and --iterations do not go together (each "
+                      "step prints its time)");
   if (options.outputDir.empty())
     options.print = true;
   return -1;
@@ -299,6 +328,132 @@ static void printProfile(const std::vector<Session::CommandProfile> &profile,
            sorted[i]->kind.c_str(), sorted[i]->what.c_str());
 }
 
+/// A session on the device the options name (default: the executable's).
+StatusOr<std::unique_ptr<Session>>
+openSession(const Options &options, std::shared_ptr<const Executable> exe,
+            std::shared_ptr<Communicator> comm) {
+  RuntimeOptions runtimeOptions;
+  runtimeOptions.threads = options.threads;
+  runtimeOptions.communicator = std::move(comm);
+  if (!options.device.empty()) {
+    StatusOr<std::shared_ptr<Device>> device = openDevice(options.device);
+    if (!device)
+      return device.status();
+    runtimeOptions.device = std::move(*device);
+  }
+  StatusOr<std::unique_ptr<Session>> session =
+      Session::create(std::move(exe), runtimeOptions);
+  if (session)
+    (*session)->setCheckNumerics(options.checkNumerics);
+  return session;
+}
+
+/// Writes result i to DIR/result_i.npy (DIR is created).
+Status writeResults(const std::string &dir,
+                    const std::vector<HostTensor> &results) {
+  if (::mkdir(dir.c_str(), 0777) != 0 && errno != EEXIST)
+    return Status::error("cannot create '" + dir + "': " + strerror(errno));
+  for (size_t i = 0; i < results.size(); ++i)
+    if (Status s = writeNpy(dir + "/result_" + std::to_string(i) + ".npy",
+                            results[i]);
+        !s)
+      return s;
+  return Status::ok();
+}
+
+/// \p path with every "{step}" replaced by \p step.
+std::string stepPath(std::string path, int64_t step) {
+  const std::string key = "{step}";
+  for (size_t at = path.find(key); at != std::string::npos;
+       at = path.find(key, at))
+    path.replace(at, key.size(), std::to_string(step));
+  return path;
+}
+
+/// --steps: runs \p function on the session's state.
+int runSteps(const Options &options, std::shared_ptr<const Executable> exe,
+             const std::string &function, const FunctionSignature &sig) {
+  if (!sig.ranks.empty())
+    return fail("--steps runs single-device functions; '" + function +
+                "' runs on a mesh");
+  if (sig.state.empty())
+    return fail("function '" + function + "' has no state to train (--steps "
+                "needs a function compiled with an optimizer)");
+  size_t expected = sig.inputs.size() - sig.state.size();
+  if (options.inputs.size() != expected)
+    return fail("function '" + function + "' takes " +
+                std::to_string(expected) + " inputs besides its state, got " +
+                std::to_string(options.inputs.size()) + " --input flags");
+  StatusOr<std::unique_ptr<Session>> session =
+      openSession(options, exe, nullptr);
+  if (!session)
+    return fail(session.status().message());
+  std::vector<std::string> names = (*session)->stateNames();
+  if (!options.state.empty()) {
+    StatusOr<std::unique_ptr<SafeTensorsFile>> file =
+        SafeTensorsFile::open(options.state);
+    if (!file)
+      return fail(file.status().message());
+    for (const auto &[name, tensor] : (*file)->tensors()) {
+      if (std::find(names.begin(), names.end(), name) == names.end())
+        return fail(options.state + ": '" + name + "' is not a state of " +
+                    "the executable");
+      if (!tensor.supported)
+        return fail(options.state + ": '" + name + "' is " + tensor.str() +
+                    ", an element type Flow does not run");
+      HostTensor value;
+      value.dtype = tensor.dtype;
+      value.shape = tensor.shape;
+      value.data.assign(tensor.data, tensor.data + tensor.size);
+      if (Status s = (*session)->setState(name, value); !s)
+        return fail(options.state + ": " + s.message());
+    }
+  }
+  using Clock = std::chrono::steady_clock;
+  StatusOr<std::vector<HostTensor>> results = std::vector<HostTensor>();
+  std::vector<HostTensor> inputs(options.inputs.size());
+  for (int64_t step = 0; step < options.steps; ++step) {
+    for (size_t i = 0; i < options.inputs.size(); ++i) {
+      std::string path = stepPath(options.inputs[i], step);
+      if (step > 0 && path == options.inputs[i])
+        continue; // the same file every step
+      StatusOr<HostTensor> tensor = readNpy(path);
+      if (!tensor)
+        return fail(tensor.status().message());
+      inputs[i] = std::move(*tensor);
+    }
+    Clock::time_point start = Clock::now();
+    results = (*session)->step(function, inputs);
+    std::chrono::duration<double, std::milli> elapsed = Clock::now() - start;
+    if (!results)
+      return fail("step " + std::to_string(step) + ": " +
+                  results.status().message());
+    printf("step %" PRId64 ": %.4g ms", step, elapsed.count());
+    if (!results->empty() && (*results)[0].dtype == DType::F32 &&
+        (*results)[0].numElements() == 1)
+      printf(", result 0 = %.8g", element<float>((*results)[0].data.data(), 0));
+    printf("\n");
+  }
+  if (!options.saveState.empty()) {
+    std::map<std::string, HostTensor> state;
+    for (const std::string &name : names) {
+      StatusOr<HostTensor> value = (*session)->getState(name);
+      if (!value)
+        return fail(value.status().message());
+      state[name] = std::move(*value);
+    }
+    if (Status s = writeSafeTensors(options.saveState, state,
+                                    {{"flow.steps",
+                                      std::to_string(options.steps)}});
+        !s)
+      return fail(s.message());
+  }
+  if (!options.outputDir.empty())
+    if (Status s = writeResults(options.outputDir, *results); !s)
+      return fail(s.message());
+  return 0;
+}
+
 int main(int argc, char **argv) {
   Options options;
   if (int status = parseArgs(argc, argv, options); status >= 0)
@@ -365,6 +520,8 @@ int main(int argc, char **argv) {
   if (!index)
     return failAll(index.status().message());
   const FunctionSignature &chosen = exe->functions()[*index];
+  if (options.steps > 0)
+    return runSteps(options, exe, function, chosen);
   size_t expected = chosen.ranks.empty() ? chosen.inputs.size()
                                          : chosen.globalInputs.size();
   if (options.inputs.size() != expected)
@@ -380,20 +537,10 @@ int main(int argc, char **argv) {
     inputs.push_back(std::move(*tensor));
   }
 
-  RuntimeOptions runtimeOptions;
-  runtimeOptions.threads = options.threads;
-  runtimeOptions.communicator = comm;
-  if (!options.device.empty()) {
-    StatusOr<std::shared_ptr<Device>> device = openDevice(options.device);
-    if (!device)
-      return failAll(device.status().message());
-    runtimeOptions.device = std::move(*device);
-  }
   StatusOr<std::unique_ptr<Session>> session =
-      Session::create(exe, runtimeOptions);
+      openSession(options, exe, comm);
   if (!session)
     return failAll(session.status().message());
-  (*session)->setCheckNumerics(options.checkNumerics);
 
   using Clock = std::chrono::steady_clock;
   std::vector<double> times;
@@ -454,17 +601,9 @@ int main(int argc, char **argv) {
                  (*session)->collectiveBytes()[i]));
   if (!writer)
     return 0;
-  if (!options.outputDir.empty()) {
-    if (::mkdir(options.outputDir.c_str(), 0777) != 0 && errno != EEXIST)
-      return fail("cannot create '" + options.outputDir +
-                  "': " + strerror(errno));
-    for (size_t i = 0; i < results->size(); ++i) {
-      std::string path =
-          options.outputDir + "/result_" + std::to_string(i) + ".npy";
-      if (Status s = writeNpy(path, (*results)[i]); !s)
-        return fail(s.message());
-    }
-  }
+  if (!options.outputDir.empty())
+    if (Status s = writeResults(options.outputDir, *results); !s)
+      return fail(s.message());
   if (options.print)
     for (size_t i = 0; i < results->size(); ++i)
       printTensor(i, (*results)[i]);

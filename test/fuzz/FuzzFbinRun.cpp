@@ -91,6 +91,21 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       StatusOr<std::vector<HostTensor>> out =
           (*session)->run(sig.name, zeros(sig.inputs));
       (void)out;
+      if (sig.state.empty())
+        continue;
+      // Again with the session's state, updated in place.
+      std::vector<bool> isState(sig.inputs.size(), false);
+      for (const StateSpec &state : sig.state) {
+        isState[state.input] = true;
+        (void)(*session)->setState(state.name,
+                                   zeros({sig.inputs[state.input]})[0]);
+      }
+      std::vector<TensorSpec> rest;
+      for (size_t i = 0; i < sig.inputs.size(); ++i)
+        if (!isState[i])
+          rest.push_back(sig.inputs[i]);
+      out = (*session)->step(sig.name, zeros(rest));
+      (void)out;
       continue;
     }
     StatusOr<std::vector<HostTensor>> out =

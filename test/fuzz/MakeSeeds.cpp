@@ -319,6 +319,9 @@ std::vector<std::pair<std::string, ExecutableSpec>> fbinSeeds() {
   several.functions.push_back(address);
   seeds.push_back({"several-functions", several});
 
+  // A state updated in place (a running sum).
+  seeds.push_back({"state", accumulatorSpec()});
+
   // A one-device mesh: a device program with an all-reduce.
   ExecutableSpec mesh;
   mesh.mesh = {1};

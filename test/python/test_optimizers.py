@@ -199,7 +199,8 @@ def test_clipping_is_active_in_the_clipped_case():
 @pytest.mark.parametrize("optimizer,message", [
     ('{kind = "adam"}', 'must be "sgd" or "adamw"'),
     ('{kind = "sgd", beta1 = 0.9}',
-     "unknown entry 'beta1' (sgd takes weight_decay, max_grad_norm, momentum)"),
+     "unknown entry 'beta1' (sgd takes weight_decay, max_grad_norm, momentum, "
+     "skip_nonfinite)"),
     ('{kind = "adamw", beta2 = 1.5}', "momentum and betas must lie in [0, 1)"),
     ('{kind = "adamw", eps = "small"}', "'eps' must be a number"),
 ])
@@ -215,3 +216,171 @@ def test_an_optimizer_without_gradients_is_refused():
     with pytest.raises(flow.FlowError, match="has an optimizer but no "
                        "gradients: mark its parameters flow.requires_grad"):
         flow.compile_mlir(text)
+
+
+@pytest.mark.parametrize("case", ["sgd-momentum-decay", "adamw-settings-clipped"])
+def test_resident_state_is_updated_in_place(case):
+    """The session keeps the state and the step writes it where it lies
+    (flow-tie-state): the same 20 steps as passing the state in and out,
+    bit for bit, with no copy of any state in the schedule, and run()
+    never writes the caller's arrays."""
+    optimizer = CASES[case][0]
+    params, batches, lrs = problem()
+    text = STEP.format(optimizer=optimizer)
+    host = flow.compile_ir(text, "host")
+    header = host[host.index("func.func @step("):]
+    header = header[:header.index("{\n")]
+    states = 4 * (2 if "momentum" in case else 1) if "sgd" in case else 13
+    assert header.count("flow.tied_input") == states
+    assert "flow.host.copy" not in host
+
+    given = {k: v.copy() for k, v in params.items()}
+    passed_losses, passed_state = train_flow(text, given, batches, lrs)
+    for name in NAMES:  # run() updated copies, not the caller's arrays
+        np.testing.assert_array_equal(given[name], params[name])
+
+    module = flow.compile_mlir(text)
+    session = module._module
+    assert sorted(session.state_names()) == sorted(passed_state)
+    for name in NAMES:
+        session.set_state(name, params[name])
+    arg_roles, _ = roles(text)
+    losses = []
+    for (x, t), lr in zip(batches, lrs):
+        inputs = {"x": x, "t": t, "lr": np.array(lr, np.float32)}
+        (loss,) = session.step("step", [inputs[r] for r in arg_roles
+                                        if r in inputs])
+        losses.append(float(loss))
+    assert losses == passed_losses
+    for name, value in passed_state.items():
+        np.testing.assert_array_equal(session.get_state(name), value,
+                                      err_msg=name)
+
+
+def test_resident_state_errors():
+    module = flow.compile_mlir(STEP.format(optimizer='{kind = "sgd"}'))
+    session = module._module
+    x = np.zeros((16, 12), np.float32)
+    t = np.zeros((16, 5), np.float32)
+    lr = np.array(0.1, np.float32)
+    with pytest.raises(flow.FlowError, match="state 'fc1.weight' has no "
+                       "value: set it before the first step"):
+        session.step("step", [x, lr, t])
+    with pytest.raises(flow.FlowError, match=r"state 'fc1.bias' is f32\[24\], "
+                       r"got f32\[23\]"):
+        session.set_state("fc1.bias", np.zeros(23, np.float32))
+    with pytest.raises(flow.FlowError, match="the executable has no state "
+                       "'fc3.bias'"):
+        session.get_state("fc3.bias")
+    with pytest.raises(flow.FlowError, match="takes 3 inputs besides its "
+                       "state, got 2"):
+        session.step("step", [x, t])
+
+
+# The same step for flow-compile --train: parameters marked, no optimizer.
+PLAIN_STEP = STEP.format(optimizer="{}").replace(
+    "\n    attributes {flow.optimizer = {}}", "")
+
+
+def test_cli_trains_over_npy_batches_and_resumes(tmp_path):
+    """flow-compile --train and flow-run --steps: the losses flow-run prints
+    are the Python module's, the saved state is its state, and 10 + 10
+    steps through a checkpoint equal 20 steps bit for bit."""
+    import subprocess
+    from flowtest import compile_mlir, tool
+    from flow.safetensors import load, save
+    optimizer, _, _ = CASES["adamw-settings-clipped"]
+    params, batches, lrs = problem()
+    lrs = [0.05] * len(batches)  # flow-run reads one rate file per run
+    fbin = compile_mlir(PLAIN_STEP, tmp_path, f"--train={optimizer}")
+    save(params, str(tmp_path / "init.safetensors"))
+    for i, (x, t) in enumerate(batches):
+        half = "a" if i < 10 else "b"
+        np.save(tmp_path / f"x{half}_{i % 10}.npy", x)
+        np.save(tmp_path / f"t{half}_{i % 10}.npy", t)
+        np.save(tmp_path / f"xall_{i}.npy", x)
+        np.save(tmp_path / f"tall_{i}.npy", t)
+    np.save(tmp_path / "lr.npy", np.float32(0.05))
+
+    def flow_run(state, half, steps, save_to):
+        proc = subprocess.run(
+            [str(tool("flow-run")), str(fbin), f"--steps={steps}",
+             f"--state={tmp_path / state}",
+             f"--input={tmp_path}/x{half}_{{step}}.npy",
+             f"--input={tmp_path}/t{half}_{{step}}.npy",
+             f"--input={tmp_path}/lr.npy",
+             f"--save-state={tmp_path / save_to}"],
+            capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        return [float(line.rsplit("= ", 1)[1])
+                for line in proc.stdout.splitlines()]
+
+    losses = flow_run("init.safetensors", "all", 20, "all.safetensors")
+    want_losses, want_state = train_flow(
+        STEP.format(optimizer=optimizer), params, batches, lrs)
+    np.testing.assert_allclose(losses, want_losses, rtol=1e-6)
+    final = load(str(tmp_path / "all.safetensors"))
+    assert sorted(final) == sorted(want_state)
+    for name, value in want_state.items():
+        np.testing.assert_allclose(final[name], value, rtol=1e-5, atol=1e-7,
+                                   err_msg=name)
+    assert int(final["optimizer.step"]) == 20
+
+    first = flow_run("init.safetensors", "a", 10, "half.safetensors")
+    second = flow_run("half.safetensors", "b", 10, "resumed.safetensors")
+    assert first + second == losses
+    resumed = load(str(tmp_path / "resumed.safetensors"))
+    for name, value in final.items():
+        np.testing.assert_array_equal(resumed[name], value, err_msg=name)
+
+
+def test_cli_training_errors(tmp_path):
+    import subprocess
+    from flowtest import compile_mlir, tool
+    from flow.safetensors import save
+
+    def run(*args):
+        proc = subprocess.run([str(tool("flow-run")), *map(str, args)],
+                              capture_output=True, text=True, timeout=120)
+        return proc.returncode, proc.stderr
+
+    plain = tmp_path / "plain.mlir"
+    plain.write_text(PLAIN_STEP)
+    proc = subprocess.run([str(tool("flow-compile")), str(plain),
+                           "--train={kind = \"sgdd\"}", "-o",
+                           str(tmp_path / "bad.fbin")],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1 and 'must be "sgd" or "adamw"' in proc.stderr
+    proc = subprocess.run([str(tool("flow-compile")), str(plain),
+                           "--train=adamw", "-o", str(tmp_path / "bad.fbin")],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1 and "--train needs an optimizer " \
+        "dictionary" in proc.stderr
+
+    fbin = compile_mlir(PLAIN_STEP, tmp_path, '--train={kind = "sgd"}')
+    x = tmp_path / "x.npy"
+    t = tmp_path / "t.npy"
+    lr = tmp_path / "lr.npy"
+    np.save(x, np.zeros((16, 12), np.float32))
+    np.save(t, np.zeros((16, 5), np.float32))
+    np.save(lr, np.float32(0.1))
+    inputs = [f"--input={x}", f"--input={t}", f"--input={lr}"]
+    rc, err = run(fbin, "--steps=2", *inputs)
+    assert rc == 1 and "step 0: state 'fc1.weight' has no value: set it " \
+        "before the first step" in err
+    params, _, _ = problem(steps=1)
+    save({"fc9.weight": params["fc1.weight"]}, str(tmp_path / "other.safetensors"))
+    rc, err = run(fbin, f"--state={tmp_path / 'other.safetensors'}", *inputs)
+    assert rc == 1 and "'fc9.weight' is not a state of the executable" in err
+    save({"fc1.bias": params["fc1.weight"]}, str(tmp_path / "shape.safetensors"))
+    rc, err = run(fbin, f"--state={tmp_path / 'shape.safetensors'}", *inputs)
+    assert rc == 1 and "state 'fc1.bias' is f32[24], got f32[12,24]" in err
+    rc, err = run(fbin, "--steps=1", f"--input={x}")
+    assert rc == 1 and "takes 3 inputs besides its state, got 1" in err
+    rc, err = run(fbin, "--steps=0", *inputs)
+    assert rc == 2 and "--steps needs a positive integer" in err
+    plain_fbin = compile_mlir(
+        "func.func @f(%a: tensor<4xf32>) -> tensor<4xf32> {\n"
+        "  return %a : tensor<4xf32>\n}\n", tmp_path)
+    rc, err = run(plain_fbin, "--steps=1", f"--input={lr}")
+    assert rc == 1 and "has no state to train" in err

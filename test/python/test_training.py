@@ -264,8 +264,19 @@ def test_nan_loss_is_reported_and_the_state_kept():
         step(x, y)
     after = step.state_dict()
     assert all(torch.equal(before[k], after[k]) for k in before)
+    # Not raising: the loss says it, and the compiled guard still keeps
+    # the state.
     step.stop_on_nan = False
     assert np.isnan(float(step(x, y)))
+    after = step.state_dict()
+    assert all(torch.equal(before[k], after[k]) for k in before)
+    # Compiled without the guard, the step goes on as PyTorch's does: the
+    # NaN reaches the weights.
+    free = flow.compile_train(model, loss_fn, batches[0],
+                              optimizer=flow.optim.SGD(lr=0.1),
+                              stop_on_nan=False)
+    assert np.isnan(float(free(x, y)))
+    assert any(torch.isnan(v).any() for v in free.parameters().values())
 
 
 def test_dropout_and_batch_norm_are_refused_by_name():

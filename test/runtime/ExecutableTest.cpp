@@ -149,9 +149,9 @@ TEST(ExecutableTest, RejectsNonExecutables) {
 
 TEST(ExecutableTest, RejectsVersionAndTarget) {
   ExecutableSpec spec = sampleSpec();
-  spec.version = 10;
-  EXPECT_LOAD_ERROR(spec, "unsupported format version 10 (this runtime reads "
-                          "version 9");
+  spec.version = 11;
+  EXPECT_LOAD_ERROR(spec, "unsupported format version 11 (this runtime reads "
+                          "version 10");
   spec.version = 0;
   EXPECT_LOAD_ERROR(spec, "unsupported format version 0");
   // CUDA executables load (DeviceTest); their devices are checked when a
@@ -625,7 +625,7 @@ TEST(ExecutableTest, RefusesOlderFormatVersions) {
   ExecutableSpec spec = sampleSpec();
   spec.version = 5;
   EXPECT_LOAD_ERROR(spec, "unsupported format version 5 (this runtime reads "
-                          "version 9; recompile the model with this Flow)");
+                          "version 10; recompile the model with this Flow)");
 }
 
 TEST(ExecutableTest, RefusesKernelsForAnotherCpu) {
@@ -688,3 +688,61 @@ TEST(ExecutableTest, SeveralExecutablesAtOnce) {
 }
 
 } // namespace
+
+TEST(ExecutableTest, ReadsTheStateTable) {
+  StatusOr<std::unique_ptr<Executable>> exe =
+      Executable::loadBytes(build(accumulatorSpec()));
+  ASSERT_TRUE(exe) << exe.status().message();
+  const FunctionSignature &sig = (*exe)->functions()[0];
+  ASSERT_EQ(sig.state.size(), 1u);
+  EXPECT_EQ(sig.state[0].name, "acc");
+  EXPECT_EQ(sig.state[0].input, 0u);
+  EXPECT_EQ(sig.state[0].output, 0);
+  EXPECT_TRUE(sig.state[0].zeros);
+  EXPECT_EQ(sig.tiedInput(0), 0);
+  EXPECT_EQ(sig.tiedInput(1), -1);
+}
+
+TEST(ExecutableTest, RefusesBadStateTables) {
+  auto with = [](auto change) {
+    ExecutableSpec spec = accumulatorSpec();
+    change(spec.functions[0]);
+    return spec;
+  };
+  EXPECT_LOAD_ERROR(with([](FunctionSpec &f) { f.state[0].input = 2; }),
+                    "function 'accumulate' state 0 ('acc'): input 2 does not "
+                    "exist (the function takes 2)");
+  EXPECT_LOAD_ERROR(with([](FunctionSpec &f) { f.state[0].output = 7; }),
+                    "state 0 ('acc'): output 7 does not exist");
+  EXPECT_LOAD_ERROR(with([](FunctionSpec &f) { f.state[0].name = ""; }),
+                    "function 'accumulate' state 0 has no name");
+  EXPECT_LOAD_ERROR(with([](FunctionSpec &f) {
+                      f.state.push_back({"acc", 1, -1, false});
+                    }),
+                    "state 1 ('acc'): the name is given twice");
+  EXPECT_LOAD_ERROR(with([](FunctionSpec &f) {
+                      f.state.push_back({"x", 0, -1, false});
+                    }),
+                    "state 1 ('x'): input 0 is another state's");
+  EXPECT_LOAD_ERROR(with([](FunctionSpec &f) {
+                      f.outputs[0] = {DType::F32, {16}};
+                    }),
+                    "state 0 ('acc'): input 0 is f32[4,4] but output 0 is "
+                    "f32[16]");
+  // A tied output is written by no command; an input no state owns stays
+  // read-only.
+  EXPECT_LOAD_ERROR(with([](FunctionSpec &f) {
+                      f.commands.push_back(
+                          CopySpec{inputRef(1, 64), outputRef(0, 64)});
+                    }),
+                    "uses output 0, whose value is written into its state's "
+                    "input in place: no command may use it");
+  EXPECT_LOAD_ERROR(with([](FunctionSpec &f) {
+                      f.commands.push_back(
+                          CopySpec{inputRef(0, 64), inputRef(1, 64)});
+                    }),
+                    "writes to input 1, which is read-only");
+  // Without a tied output the state input is read-only too.
+  EXPECT_LOAD_ERROR(with([](FunctionSpec &f) { f.state[0].output = -1; }),
+                    "writes to input 0, which is read-only");
+}

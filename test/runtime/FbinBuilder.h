@@ -127,8 +127,17 @@ using CommandSpec =
     std::variant<DispatchSpec, GemmSpec, CopySpec, RawCommandSpec,
                  CollectiveSpec, ConvSpec, PoolSpec>;
 
+/// An entry of a function's state table.
+struct StateEntry {
+  std::string name;
+  uint32_t input = 0;
+  int64_t output = -1;
+  bool zeros = false;
+};
+
 struct FunctionSpec {
   std::optional<std::string> name;
+  std::vector<StateEntry> state;
   std::vector<TypeSpec> inputs, outputs;
   std::vector<CommandSpec> commands;
   uint64_t arenaSize = 0;
@@ -321,6 +330,10 @@ inline std::vector<uint8_t> build(const ExecutableSpec &spec) {
             &sbp));
       }
     };
+    std::vector<flatbuffers::Offset<fbs::State>> state;
+    for (const StateEntry &e : function.state)
+      state.push_back(fbs::CreateStateDirect(fbb, e.name.c_str(), e.input,
+                                             e.output, e.zeros));
     if (!function.ranks.empty()) {
       placements(function.inputs, globalIn);
       placements(function.outputs, globalOut);
@@ -333,7 +346,8 @@ inline std::vector<uint8_t> build(const ExecutableSpec &spec) {
                                : (function.name ? function.name->c_str()
                                                 : nullptr),
         function.ranks.empty() ? nullptr : &globalIn,
-        function.ranks.empty() ? nullptr : &globalOut));
+        function.ranks.empty() ? nullptr : &globalOut,
+        function.state.empty() ? nullptr : &state));
   }
   std::vector<flatbuffers::Offset<fbs::Kernel>> kernels;
   for (const KernelSpec &kernel : spec.kernels) {
@@ -519,6 +533,24 @@ inline ExecutableSpec sampleSpec() {
   f.commands.push_back(
       DispatchSpec{kScale2, 4, 16, {outputRef(0, 64), arenaRef(64, 64)}});
   f.commands.push_back(CopySpec{arenaRef(64, 64), outputRef(1, 64)});
+  spec.functions.push_back(f);
+  return spec;
+}
+
+/// A running sum: state `acc` (input 0) gets x (input 1) added in place;
+/// output 0 is tied to it, output 1 a copy of the new sum.
+inline ExecutableSpec accumulatorSpec() {
+  ExecutableSpec spec;
+  spec.kernels = testKernelSpecs();
+  spec.library = testKernels();
+  FunctionSpec f;
+  f.name = "accumulate";
+  f.inputs = {{DType::F32, {4, 4}}, {DType::F32, {4, 4}}};
+  f.outputs = {{DType::F32, {4, 4}}, {DType::F32, {4, 4}}};
+  f.state = {{"acc", 0, 0, true}};
+  f.commands.push_back(DispatchSpec{
+      kAdd, 1, 16, {inputRef(0, 64), inputRef(1, 64), inputRef(0, 64)}});
+  f.commands.push_back(CopySpec{inputRef(0, 64), outputRef(1, 64)});
   spec.functions.push_back(f);
   return spec;
 }

@@ -723,3 +723,79 @@ TEST(SessionTest, EmptyGemmIgnoresUncheckedBatchStrides) {
   ASSERT_TRUE(s) << s.message();
   EXPECT_EQ(c, std::vector<float>(12, 0.0f));
 }
+
+namespace {
+float at(const HostTensor &t, size_t i) { return scalarAt<float>(t, i); }
+} // namespace
+
+TEST(SessionTest, RunCopiesStateItUpdatesInPlace) {
+  // run() never writes the caller's input: the tied output gets the new
+  // value.
+  std::shared_ptr<const Executable> exe = load(accumulatorSpec());
+  std::unique_ptr<Session> session = makeSession(exe, 2);
+  std::vector<float> acc(16, 1.0f), x(16);
+  for (int i = 0; i < 16; ++i)
+    x[i] = i;
+  StatusOr<std::vector<HostTensor>> out =
+      session->run("accumulate", {f32Tensor({4, 4}, acc), f32Tensor({4, 4}, x)});
+  ASSERT_TRUE(out) << out.status().message();
+  for (int i = 0; i < 16; ++i) {
+    EXPECT_EQ(at((*out)[0], i), 1.0f + i);
+    EXPECT_EQ(at((*out)[1], i), 1.0f + i);
+  }
+  std::vector<float> out0(16), out1(16);
+  Status s = session->run(0, {{acc.data(), 64}, {x.data(), 64}},
+                          {{out0.data(), 64}, {out1.data(), 64}});
+  ASSERT_TRUE(s) << s.message();
+  EXPECT_EQ(acc, std::vector<float>(16, 1.0f));
+  EXPECT_EQ(out0[5], 6.0f);
+}
+
+TEST(SessionTest, KeepsStateBetweenSteps) {
+  std::shared_ptr<const Executable> exe = load(accumulatorSpec());
+  std::unique_ptr<Session> session = makeSession(exe, 2);
+  EXPECT_EQ(session->stateNames(), std::vector<std::string>{"acc"});
+  std::vector<float> x(16);
+  for (int i = 0; i < 16; ++i)
+    x[i] = 0.5f * i;
+  // Zeros at first; each step adds x where the state lies.
+  for (int k = 1; k <= 3; ++k) {
+    StatusOr<std::vector<HostTensor>> out =
+        session->step("accumulate", {f32Tensor({4, 4}, x)});
+    ASSERT_TRUE(out) << out.status().message();
+    ASSERT_EQ(out->size(), 1u); // the tied output is not returned
+    EXPECT_EQ(at((*out)[0], 3), k * 1.5f);
+  }
+  StatusOr<HostTensor> acc = session->getState("acc");
+  ASSERT_TRUE(acc) << acc.status().message();
+  EXPECT_EQ(at(*acc, 4), 6.0f);
+  ASSERT_TRUE(session->setState("acc", f32Tensor({4, 4}, std::vector<float>(16, -1.0f))));
+  StatusOr<std::vector<HostTensor>> out =
+      session->step("accumulate", {f32Tensor({4, 4}, x)});
+  ASSERT_TRUE(out);
+  EXPECT_EQ(at((*out)[0], 2), 0.0f);
+
+  auto message = [](const Status &s) { return s ? "" : s.message(); };
+  EXPECT_EQ(message(session->setState("acc", f32Tensor({16}, std::vector<float>(16)))),
+            "state 'acc' is f32[4,4], got f32[16] (64 bytes)");
+  EXPECT_EQ(message(session->setState("other", f32Tensor({16}, std::vector<float>(16)))),
+            "the executable has no state 'other'");
+  EXPECT_EQ(session->getState("other").status().message(),
+            "the executable has no state 'other'");
+  EXPECT_EQ(session->step("accumulate", {}).status().message(),
+            "function 'accumulate' takes 1 inputs besides its state, got 0");
+  EXPECT_EQ(session->step("accumulate", {f32Tensor({16}, x)}).status().message(),
+            "input 0: expected f32[4,4], got f32[16]");
+}
+
+TEST(SessionTest, StateWithoutZerosMustBeSet) {
+  ExecutableSpec spec = accumulatorSpec();
+  spec.functions[0].state[0].zeros = false;
+  std::shared_ptr<const Executable> exe = load(spec);
+  std::unique_ptr<Session> session = makeSession(exe, 1);
+  std::vector<float> x(16, 1.0f);
+  EXPECT_EQ(session->step("accumulate", {f32Tensor({4, 4}, x)}).status().message(),
+            "state 'acc' has no value: set it before the first step");
+  EXPECT_EQ(session->getState("acc").status().message(),
+            "state 'acc' has no value yet: set it first");
+}

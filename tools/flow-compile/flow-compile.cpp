@@ -20,6 +20,9 @@
 #include "flow/Dialect/Flow/Transforms/Passes.h"
 #include "flow/Pipelines/Pipelines.h"
 #include "flow/Support/ParseGuard.h"
+#include "flow/Dialect/Flow/IR/FlowOps.h"
+#include "mlir/AsmParser/AsmParser.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
@@ -131,6 +134,47 @@ static cl::opt<std::string> parametersFile(
              "weights to (default: the output with a .safetensors "
              "extension)"),
     cl::value_desc("filename"), cl::init(""));
+
+static cl::opt<std::string> train(
+    "train",
+    cl::desc("Compile a training step: give every public function with "
+             "flow.requires_grad arguments this flow.optimizer, e.g. "
+             "'{kind = \"adamw\", weight_decay = 0.1, max_grad_norm = 1.0}' "
+             "(docs/training.md)"),
+    cl::value_desc("optimizer"), cl::init(""));
+
+/// --train: sets the optimizer of the functions that have parameters.
+static LogicalResult applyTrainOption(ModuleOp module) {
+  Attribute parsed = parseAttribute(train, module.getContext());
+  auto dict = dyn_cast_or_null<DictionaryAttr>(parsed);
+  if (!dict) {
+    llvm::errs() << "flow-compile: error: --train needs an optimizer "
+                    "dictionary such as '{kind = \"sgd\", momentum = 0.9}', "
+                    "got '"
+                 << train << "'\n";
+    return failure();
+  }
+  unsigned count = 0;
+  for (auto func : module.getOps<func::FuncOp>()) {
+    if (func.isExternal() || func.isPrivate())
+      continue;
+    bool parameters = false;
+    for (unsigned i = 0; i < func.getNumArguments(); ++i)
+      parameters |= static_cast<bool>(
+          func.getArgAttr(i, mlir::flow::FlowDialect::getRequiresGradAttrName()));
+    if (!parameters)
+      continue;
+    func->setAttr(mlir::flow::FlowDialect::getOptimizerAttrName(), dict);
+    ++count;
+  }
+  if (count == 0) {
+    llvm::errs() << "flow-compile: error: --train: no public function has "
+                    "an argument marked flow.requires_grad (the parameters "
+                    "to train)\n";
+    return failure();
+  }
+  return success();
+}
 
 extern char **environ;
 
@@ -265,6 +309,8 @@ int main(int argc, char **argv) {
     module = parseSourceFile<ModuleOp>(sourceMgr, config);
   }
   if (!module)
+    return 1;
+  if (!train.empty() && failed(applyTrainOption(*module)))
     return 1;
 
   CompileOptions options;

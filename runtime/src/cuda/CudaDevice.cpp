@@ -1069,11 +1069,15 @@ Status CudaExecutor::run(size_t function,
   destroyEvents();
   if (!status)
     return status;
-  for (size_t i = 0; i < outputs.size(); ++i)
-    if (Status s = device.copyToHost(outputs[i].data, b.outputs[i].address(),
-                                     outputs[i].size);
+  // A state updated in place is read back from its input's buffer.
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    int64_t tied = sig.tiedInput(i);
+    uint64_t from = tied >= 0 ? b.inputs[tied].address()
+                              : b.outputs[i].address();
+    if (Status s = device.copyToHost(outputs[i].data, from, outputs[i].size);
         !s)
       return s;
+  }
   return Status::ok();
 }
 

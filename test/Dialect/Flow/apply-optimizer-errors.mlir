@@ -10,7 +10,7 @@ func.func @kind(%w: tensor<3xf32> {flow.requires_grad}) -> tensor<f32>
 
 // -----
 
-// expected-error @+1 {{unknown entry 'momentum' (adamw takes weight_decay, max_grad_norm, beta1, beta2, eps)}}
+// expected-error @+1 {{unknown entry 'momentum' (adamw takes weight_decay, max_grad_norm, beta1, beta2, eps, skip_nonfinite)}}
 func.func @entry(%w: tensor<3xf32> {flow.requires_grad}) -> tensor<f32>
     attributes {flow.optimizer = {kind = "adamw", momentum = 0.9}} {
   %l = flow.reduce_sum %w [0] : tensor<3xf32> -> tensor<f32>
@@ -45,4 +45,13 @@ func.func @rate(%lr: tensor<2xf32> {flow.learning_rate}) -> tensor<2xf32> {
 // expected-error @+1 {{'flow.optimizer' must be a dictionary on a function}}
 func.func @not_a_dictionary() attributes {flow.optimizer = "sgd"} {
   return
+}
+
+// -----
+
+// expected-error @+1 {{'skip_nonfinite' must be true or false}}
+func.func @skip_flag(%w: tensor<3xf32> {flow.requires_grad}) -> tensor<f32>
+    attributes {flow.optimizer = {kind = "sgd", skip_nonfinite = 1.0}} {
+  %l = flow.reduce_sum %w [0] : tensor<3xf32> -> tensor<f32>
+  return %l : tensor<f32>
 }

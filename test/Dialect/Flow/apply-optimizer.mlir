@@ -43,3 +43,21 @@ func.func @adamw(%b: tensor<3xf32> {flow.requires_grad, flow.state = "b"}) -> te
   %l = flow.reduce_sum %e [0] : tensor<3xf32> -> tensor<f32>
   return %l : tensor<f32>
 }
+
+// -----
+
+// skip_nonfinite: every state's next value is its old one unless the loss
+// is finite (loss - loss == 0 is false for NaN and infinities).
+// CHECK-LABEL: func.func @guarded
+// CHECK-SAME: (%[[W:[^:]*]]: tensor<3xf32> {flow.state = "w"}, %{{[^:]*}}: tensor<f32> {flow.learning_rate}, %[[BUF:[^:]*]]: tensor<3xf32>
+// CHECK: %[[L:.*]] = flow.reduce_sum
+// CHECK: %[[D:.*]] = flow.sub %[[L]], %[[L]] : (tensor<f32>, tensor<f32>) -> tensor<f32>
+// CHECK: %[[OK:.*]] = flow.compare eq, %[[D]], %{{.*}} : (tensor<f32>, tensor<f32>) -> tensor<i1>
+// CHECK-DAG: %[[NW:.*]] = flow.select %[[OK]], %{{.*}}, %[[W]]
+// CHECK-DAG: %[[NB:.*]] = flow.select %[[OK]], %{{.*}}, %[[BUF]]
+// CHECK: return %[[L]], %[[NW]], %[[NB]]
+func.func @guarded(%w: tensor<3xf32> {flow.requires_grad, flow.state = "w"}) -> tensor<f32>
+    attributes {flow.optimizer = {kind = "sgd", momentum = 0.9, skip_nonfinite = true}} {
+  %l = flow.reduce_sum %w [0] : tensor<3xf32> -> tensor<f32>
+  return %l : tensor<f32>
+}

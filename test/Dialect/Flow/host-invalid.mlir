@@ -284,3 +284,19 @@ func.func @avg_pool_shape(%x: memref<1x16x8x8xf32>, %o: memref<1x16x8x8xf32>) {
   flow.host.avg_pool %x -> %o kernel = [2, 2] strides = [2, 2] padding = [0, 0, 0, 0] {count_include_pad} : memref<1x16x8x8xf32> -> memref<1x16x8x8xf32>
   return
 }
+
+// -----
+
+// expected-error @+1 {{'flow.tied_input' on argument #1 must be on an output buffer of a host schedule and name an input of its type}}
+func.func @tied_to_another_type(%w: memref<4xf32>, %out: memref<4xi32> {flow.tied_input = 0 : i64})
+    attributes {flow.host_outputs = 1 : i64} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'flow.tied_input' on argument #0 must be on an output buffer of a host schedule}}
+func.func @tied_input_on_an_input(%w: memref<4xf32> {flow.tied_input = 0 : i64}, %out: memref<4xf32>)
+    attributes {flow.host_outputs = 1 : i64} {
+  return
+}

@@ -316,6 +316,22 @@ verifyTrainingAttr(Operation *op, NamedAttribute attr, StringRef what,
              << " #" << index << " must be \"zeros\"";
     return success();
   }
+  if (attr.getName() == FlowDialect::getTiedInputAttrName()) {
+    auto input = dyn_cast<IntegerAttr>(attr.getValue());
+    auto outputs = op->getAttrOfType<IntegerAttr>(
+        FlowDialect::getHostOutputsAttrName());
+    int64_t numInputs =
+        outputs ? static_cast<int64_t>(types.size()) - outputs.getInt() : 0;
+    if (!input || !outputs || (int64_t)index < numInputs ||
+        input.getInt() < 0 || input.getInt() >= numInputs ||
+        types[input.getInt()] != types[index])
+      return op->emitOpError()
+             << "'" << FlowDialect::getTiedInputAttrName() << "' on "
+             << what << " #" << index
+             << " must be on an output buffer of a host schedule and name "
+                "an input of its type";
+    return success();
+  }
   if (attr.getName() == FlowDialect::getLearningRateAttrName()) {
     if (!isa<UnitAttr>(attr.getValue()) || !type || !type.hasStaticShape() ||
         !isa<FloatType>(type.getElementType()) || type.getNumElements() != 1)

@@ -31,6 +31,8 @@ struct Optimizer {
   bool adamw = false;
   double momentum = 0, weightDecay = 0, beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
   double maxGradNorm = 0;
+  /// Keep the state as it was when the loss is not finite.
+  bool skipNonFinite = false;
 
   static FailureOr<Optimizer> read(func::FuncOp func, DictionaryAttr dict) {
     Optimizer o;
@@ -54,12 +56,20 @@ struct Optimizer {
     for (NamedAttribute entry : dict) {
       if (entry.getName() == "kind")
         continue;
+      if (entry.getName() == "skip_nonfinite") {
+        auto flag = dyn_cast<BoolAttr>(entry.getValue());
+        if (!flag)
+          return fail() << "'skip_nonfinite' must be true or false";
+        o.skipNonFinite = flag.getValue();
+        continue;
+      }
       auto *field = llvm::find_if(
           fields, [&](auto &f) { return f.first == entry.getName(); });
       if (field == fields.end()) {
         std::string names;
         for (auto &f : fields)
           names += (names.empty() ? "" : ", ") + f.first.str();
+        names += ", skip_nonfinite";
         return fail() << "unknown entry '" << entry.getName().getValue()
                       << "' (" << kind.getValue() << " takes " << names << ")";
       }
@@ -96,8 +106,9 @@ private:
   OpBuilder b;
   Location loc;
   const Optimizer &opt;
-  /// Results to append: (value, state name).
+  /// Results to append: (value, state name), and each one's argument.
   SmallVector<std::pair<Value, std::string>> newResults;
+  llvm::StringMap<Value> oldState;
 
   Value scalar(double v, Type element) {
     return ConstantOp::create(
@@ -132,6 +143,7 @@ private:
              b.getNamedAttr(FlowDialect::getStateInitAttrName(),
                             b.getStringAttr("zeros"))}),
         loc);
+    oldState[name] = func.getArgument(index);
     return func.getArgument(index);
   }
 };
@@ -252,6 +264,21 @@ LogicalResult StepBuilder::run() {
     func.setResultAttrs(
         result, b.getDictionaryAttr(b.getNamedAttr(
                     FlowDialect::getStateAttrName(), b.getStringAttr(name))));
+  }
+  // A step whose loss is NaN or infinite leaves every state as it was (the
+  // caller is told by the loss it gets back).
+  if (opt.skipNonFinite) {
+    Value loss = ret.getOperand(0);
+    Value zero = scalar(0, typeOf(loss).getElementType());
+    Value finite = CompareOp::create(b, loc, ComparePredicate::eq,
+                                     sub(loss, loss), zero);
+    auto keep = [&](Value next, Value old) -> Value {
+      return SelectOp::create(b, loc, finite, next, old);
+    };
+    for (auto [result, argIndex] : grads)
+      operands[result] = keep(operands[result], func.getArgument(argIndex));
+    for (auto &[value, name] : newResults)
+      value = keep(value, oldState.lookup(name));
   }
   for (auto &[value, name] : newResults) {
     unsigned index = operands.size();

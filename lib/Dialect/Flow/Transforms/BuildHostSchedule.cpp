@@ -250,6 +250,17 @@ LogicalResult ScheduleBuilder::build() {
   old.erase();
   SmallVector<DictionaryAttr> argAttrs;
   func.getAllArgAttrs(argAttrs);
+  // An output buffer keeps the state name of its result (flow-tie-state
+  // writes it into the input of that name).
+  for (unsigned i = 0; i < numOutputs; ++i) {
+    auto state = func.getResultAttrOfType<StringAttr>(
+        i, FlowDialect::getStateAttrName());
+    argAttrs.push_back(
+        state ? DictionaryAttr::get(
+                    func.getContext(),
+                    {NamedAttribute(FlowDialect::getStateAttrName(), state)})
+              : DictionaryAttr::get(func.getContext()));
+  }
   func.setFunctionType(
       FunctionType::get(func.getContext(), types, TypeRange()));
   argAttrs.resize(types.size(), DictionaryAttr::get(func.getContext()));

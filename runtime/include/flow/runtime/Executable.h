@@ -29,7 +29,7 @@ namespace flow {
 namespace runtime {
 
 /// The format version this runtime reads.
-constexpr uint32_t kExecutableVersion = 9;
+constexpr uint32_t kExecutableVersion = 10;
 
 /// The largest tensor, arena or constant the runtime accepts (64 GiB): a
 /// larger size is taken for a corrupt file rather than attempted.
@@ -61,6 +61,19 @@ struct Placement {
   std::vector<SbpEntry> sbp;
 };
 
+/// A tensor a function reads and updates from call to call (training
+/// state): input `input` holds it; with `output` >= 0 the function writes
+/// its next value into that input's buffer in place, and output `output`
+/// is not written (Session::run copies the input there first and runs on
+/// the copy; Session::step runs on the session's own buffer).
+struct StateSpec {
+  std::string name;
+  size_t input = 0;
+  int64_t output = -1;
+  /// Starts as zeros (else the caller gives its first value).
+  bool zeros = false;
+};
+
 /// The signature of one function of an executable.
 struct FunctionSignature {
   std::string name;
@@ -74,6 +87,11 @@ struct FunctionSignature {
   std::vector<int64_t> ranks;
   std::string globalName;
   std::vector<Placement> globalInputs, globalOutputs;
+  /// The state the function reads and updates, by input.
+  std::vector<StateSpec> state;
+
+  /// The input output \p output is written into in place, or -1.
+  int64_t tiedInput(size_t output) const;
 };
 
 /// The shape of the piece of `global` laid out as `sbp` on `mesh` that the

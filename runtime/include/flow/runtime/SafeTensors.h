@@ -71,6 +71,14 @@ private:
   std::map<std::string, SafeTensor> table;
 };
 
+/// Writes \p tensors (by name; names in byte order) and \p metadata as a
+/// safetensors file at \p path: into `path.tmp` first, renamed over
+/// \p path once whole, so a failed write never leaves a truncated archive
+/// where a good one was.
+Status writeSafeTensors(const std::string &path,
+                        const std::map<std::string, HostTensor> &tensors,
+                        const std::map<std::string, std::string> &metadata = {});
+
 } // namespace runtime
 } // namespace flow
 

@@ -86,9 +86,33 @@ public:
   /// copies: \p inputs and \p outputs hold one buffer per signature entry, of
   /// exactly its byte size, row-major and aligned to the element size at
   /// least. The caller checks dtypes and shapes (see Executable::functions());
-  /// this checks counts and sizes. Outputs must not overlap inputs.
+  /// this checks counts and sizes. Outputs must not overlap inputs. A state
+  /// written in place (FunctionSignature::state) is copied into its output
+  /// first and updated there: the caller's input is never written.
   Status run(size_t function, const std::vector<ConstBuffer> &inputs,
              const std::vector<MutableBuffer> &outputs);
+
+  /// Resident state. The session keeps one buffer per state name of its
+  /// functions (parameters, optimizer moments, the step count); step()
+  /// passes them and the function updates them where they lie: no copy
+  /// in or out per call. A state starts as zeros where the executable says
+  /// so; the others (the parameters) must be set before the first step().
+  /// On a CUDA device the buffers are host memory copied to the device and
+  /// back around each call.
+  ///
+  /// The state names of the executable's functions, in the order they
+  /// first appear.
+  std::vector<std::string> stateNames() const;
+  /// Sets state \p name (of its dtype and shape) to a copy of \p value.
+  Status setState(const std::string &name, const HostTensor &value);
+  /// A copy of state \p name's current value (zeros-initialized states
+  /// read as zeros before the first step).
+  StatusOr<HostTensor> getState(const std::string &name);
+  /// Runs \p function with the session's state: \p inputs are its inputs
+  /// that are not state, in order; returns its outputs that are not
+  /// written into a state. Single-device functions only.
+  StatusOr<std::vector<HostTensor>> step(const std::string &function,
+                                         const std::vector<HostTensor> &inputs);
 
   /// Runs the global function \p function of a mesh executable on this
   /// device: \p inputs are the whole (global) tensors, of which it uses its
@@ -160,6 +184,15 @@ private:
   runGlobalUnchecked(const std::string &function,
                      const std::vector<HostTensor> &inputs);
   StatusOr<Group *> group(const std::vector<int64_t> &axes);
+  /// run() after its checks, on buffers where tied states are updated in
+  /// place.
+  Status runInPlace(size_t function, const std::vector<ConstBuffer> &inputs,
+                    const std::vector<MutableBuffer> &outputs);
+  /// The resident state, by name.
+  std::map<std::string, HostTensor> stateValues;
+  /// The first signature entry naming state \p name, or null.
+  const TensorSpec *stateSpec(const std::string &name,
+                              bool *zeros = nullptr) const;
 };
 
 } // namespace runtime

@@ -73,6 +73,12 @@ def Flow_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral getStateInitAttrName() {
       return ::llvm::StringLiteral("flow.state_init");
     }
+    /// On an output buffer of a host schedule (flow-tie-state): the input
+    /// of the same state whose buffer the new value is written into, in
+    /// place; nothing writes the output buffer itself.
+    static constexpr ::llvm::StringLiteral getTiedInputAttrName() {
+      return ::llvm::StringLiteral("flow.tied_input");
+    }
     /// On a function argument: the learning rate of this step.
     static constexpr ::llvm::StringLiteral getLearningRateAttrName() {
       return ::llvm::StringLiteral("flow.learning_rate");

@@ -606,4 +606,41 @@ def PlanMemoryPass : Pass<"flow-plan-memory", "ModuleOp"> {
   let dependentDialects = ["::mlir::flow::FlowDialect"];
 }
 
+def TieStatePass : Pass<"flow-tie-state", "ModuleOp"> {
+  let summary = "Writes each state's next value into its input buffer, in place";
+  let description = [{
+    Runs on host schedules before `flow-plan-memory`. A function whose
+    argument and result carry the same `flow.state` name (a parameter, an
+    optimizer moment, the step count: see `flow-apply-optimizer`) computes
+    the state's next value from its current one. This pass makes the
+    command that writes the output buffer write the input buffer instead,
+    so a runtime that keeps the state between calls updates it where it
+    lies: no output buffer, no copy. That is sound when every command
+    reading the old value runs before the write, or the write is the last
+    reader and an element-wise kernel (one of its `in_place_operands`,
+    of the output's type). Otherwise the value is computed into a transient
+    buffer and copied into the input after every command (one copy, never
+    a wrong read). An output that is its input unchanged loses its copy.
+
+    The output buffer is marked `flow.tied_input = i` (its input's
+    position) and no command uses it; the executable lists the pair in its
+    state table (docs/training.md).
+
+    ```mlir
+    func.func @step(%w: memref<4xf32> {flow.state = "w"}, %g: memref<4xf32>,
+                    %out: memref<4xf32> {flow.state = "w"})
+        attributes {flow.host_outputs = 1 : i64} {
+      flow.host.dispatch @sgd(%w, %g) outs(%out) {in_place_operands = array<i64: 0>} ...
+    // becomes
+      flow.host.dispatch @sgd(%w, %g) outs(%w) {in_place_operands = array<i64: 0>} ...
+    // with %out {flow.state = "w", flow.tied_input = 0 : i64}
+    ```
+  }];
+  let statistics = [
+    Statistic<"numInPlace", "tied-in-place", "States written in place by their last reader or after it">,
+    Statistic<"numCopied", "tied-copied", "States computed aside and copied into their input">
+  ];
+  let dependentDialects = ["::mlir::flow::FlowDialect"];
+}
+
 #endif // FLOW_DIALECT_FLOW_TRANSFORMS_PASSES_TD
