@@ -11,12 +11,22 @@ sequence-classification loss) and a GPT-2-small-sized decoder (12 layers,
 hidden 768, language-modelling loss). A step is forward + backward + AdamW
 (+ zero_grad for torch). The time is the median over `repeats` rounds of
 each round's median step time over `steps` steps; the engines alternate in
-every round. Ratios are torch / Flow: > 1 means Flow is faster. Peak memory
-is not measured here yet.
+every round. Ratios are torch / Flow: > 1 means Flow is faster.
+
+    python bench/training.py --memory [--models ...]
+
+measures peak memory instead: each engine in a process of its own builds
+the model (Flow also compiles it), resets the process' peak resident size
+(/proc/self/clear_refs), runs `steps` steps and reports the peak resident
+size during them (VmHWM: everything resident, the torch model's own
+weights included on both sides) and what the steps added to the size
+before them.
 """
 
 import argparse
+import re
 import statistics
+import subprocess
 import sys
 import time
 
@@ -64,6 +74,56 @@ def step_times(run, steps):
     return statistics.median(times) * 1e3
 
 
+def _status_kib(field):
+    with open("/proc/self/status") as f:
+        return int(re.search(rf"{field}:\s+(\d+)", f.read())[1])
+
+
+def memory_child(engine, key, args):
+    """One engine's peak memory over `steps` steps, in this process."""
+    torch.set_num_threads(args.threads)
+    model, loss_fn, batch = MODELS[key][1](args.batch, args.seq)
+    if engine == "flow":
+        step = flow.compile_train(model, loss_fn, batch,
+                                  optimizer=flow.optim.AdamW(lr=1e-4),
+                                  threads=args.threads)
+        run = lambda: step(*batch)  # noqa: E731
+    else:
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+
+        def run():
+            opt.zero_grad()
+            loss_fn(model, *batch).backward()
+            opt.step()
+    import gc
+    gc.collect()
+    before = _status_kib("VmRSS")
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")
+    for _ in range(args.steps):
+        run()
+    print(before, _status_kib("VmHWM"))
+
+
+def memory(args):
+    print("| model | Flow peak MiB | eager peak MiB | eager / Flow | "
+          "Flow steps add MiB | eager steps add MiB |")
+    for key in args.models.split(","):
+        got = {}
+        for engine in ("flow", "eager"):
+            out = subprocess.run(
+                [sys.executable, __file__, "--memory-child", engine,
+                 "--models", key, "--threads", str(args.threads),
+                 "--steps", str(args.steps), "--batch", str(args.batch),
+                 "--seq", str(args.seq)],
+                capture_output=True, text=True, check=True)
+            before, peak = map(int, out.stdout.split()[-2:])
+            got[engine] = (before / 1024, peak / 1024)
+        (fb, fp), (eb, ep) = got["flow"], got["eager"]
+        print(f"| {MODELS[key][0]} | {fp:.0f} | {ep:.0f} | {ep / fp:.2f} | "
+              f"{fp - fb:.0f} | {ep - eb:.0f} |", flush=True)
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--threads", type=int, default=2)
@@ -73,7 +133,13 @@ def main():
     parser.add_argument("--batch", type=int, default=8)
     parser.add_argument("--seq", type=int, default=128)
     parser.add_argument("--inductor", action="store_true")
+    parser.add_argument("--memory", action="store_true")
+    parser.add_argument("--memory-child", choices=["flow", "eager"])
     args = parser.parse_args()
+    if args.memory_child:
+        return memory_child(args.memory_child, args.models, args)
+    if args.memory:
+        return memory(args)
     torch.set_num_threads(args.threads)
     print(f"threads {args.threads}, batch {args.batch}, sequence {args.seq}")
     print("| model | Flow ms | eager ms | eager / Flow |"

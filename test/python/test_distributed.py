@@ -346,9 +346,12 @@ import test_optimizers as T
 
 params, batches, lrs = T.problem(steps=6)
 optimizer, make, max_norm = T.CASES[sys.argv[1]]
+ranks, shard = sys.argv[3], sys.argv[4] == "zero"
+if shard:
+    optimizer = optimizer.replace("{kind", "{shard_state = true, kind")
 single = T.STEP.format(optimizer=optimizer)
 split = " {flow.sbp = #flow.sbp<[S(0)]>}"
-text = ("flow.mesh @mesh [2]\\n" + single
+text = (f"flow.mesh @mesh [{ranks}]\\n" + single
         .replace("%x: tensor<16x12xf32>", "%x: tensor<16x12xf32>" + split)
         .replace("%t: tensor<16x5xf32>)", "%t: tensor<16x5xf32>" + split + ")")
         .replace("attributes {flow.optimizer", "attributes {flow.mesh = @mesh, flow.optimizer"))
@@ -362,20 +365,84 @@ print("rank trained", flush=True)
 '''
 
 
-@pytest.mark.parametrize("optimizer", ["sgd-momentum-decay",
-                                       "adamw-settings-clipped"])
-def test_data_parallel_training(tmp_path, optimizer):
-    """A training step with the batch split over 2 ranks (the gradients
-    all-reduced, every rank updating its copy of the weights) trains as
-    torch.optim does in one process."""
+@pytest.mark.parametrize("optimizer,ranks,state", [
+    ("sgd-momentum-decay", 2, "replicated"),
+    ("adamw-settings-clipped", 2, "replicated"),
+    ("adamw-settings-clipped", 2, "zero"),
+    ("adamw-settings-clipped", 4, "zero"),
+])
+def test_data_parallel_training(tmp_path, optimizer, ranks, state):
+    """A training step with the batch split over the ranks (the gradients
+    all-reduced, every rank updating its copy of the weights; with `zero`,
+    the moments split S(0): gradients reduce-scattered, each rank updating
+    its rows, the new weights all-gathered) trains as torch.optim does in
+    one process."""
     import sys
     script = tmp_path / "train.py"
     script.write_text(TRAIN_SCRIPT)
-    result = mpirun(2, [sys.executable, script, optimizer,
-                        ROOT / "test" / "python"], cwd=tmp_path,
+    result = mpirun(ranks, [sys.executable, script, optimizer,
+                            ROOT / "test" / "python", ranks, state],
+                    cwd=tmp_path,
                     env_extra={"PYTHONPATH": str(build_dir() / "python")})
     assert result.returncode == 0, result.stdout + result.stderr
-    assert result.stdout.count("rank trained") == 2, result.stdout
+    assert result.stdout.count("rank trained") == ranks, result.stdout
+
+
+def test_sharded_optimizer_state_collectives(tmp_path):
+    """ZeRO-style state as SBP: with shard_state the moments are S(0), so
+    every weight's gradient is reduce-scattered and its new value
+    all-gathered, with no all-reduce of a gradient (only of the clipping
+    norm, 4 bytes); identical boxings are emitted once; and the bytes each
+    collective moves under mpirun -np 2 are the report's."""
+    import collections
+    import test_optimizers as T
+    optimizer = T.CASES["adamw-settings-clipped"][0].replace(
+        "{kind", "{shard_state = true, kind")
+    single = T.STEP.format(optimizer=optimizer)
+    split = " {flow.sbp = #flow.sbp<[S(0)]>}"
+    text = ("flow.mesh @mesh [2]\n" + single
+            .replace("%x: tensor<16x12xf32>", "%x: tensor<16x12xf32>" + split)
+            .replace("%t: tensor<16x5xf32>)", "%t: tensor<16x5xf32>" + split + ")")
+            .replace("attributes {flow.optimizer",
+                     "attributes {flow.mesh = @mesh, flow.optimizer"))
+    fbin = compile_text(text, tmp_path / "zero.fbin",
+                        f"--report={tmp_path / 'r.json'}")
+    report = json.loads((tmp_path / "r.json").read_text())
+    planned = {r: [(c["op"], c["bytes_per_device"])
+                   for c in report["collective_ops"]
+                   if c["function"] == f"step_r{r}"] for r in (0, 1)}
+    kinds = collections.Counter(op for op, _ in planned[0])
+    weights = {"fc1.weight": 12 * 24, "fc1.bias": 24, "fc2.weight": 24 * 5,
+               "fc2.bias": 5}
+    assert kinds["all_gather"] == len(weights)
+    assert kinds["reduce_scatter"] >= len(weights)
+    assert [b for op, b in planned[0] if op == "all_reduce"] == [4, 4]
+    # Each all-gather assembles one whole weight (the report counts the
+    # bytes of the gathered tensor per device).
+    gathered = sorted(b for op, b in planned[0] if op == "all_gather")
+    assert gathered == sorted(4 * n for n in weights.values())
+
+    params, batches, _ = T.problem(steps=1)
+    arg_roles, _ = T.roles(single)
+    x, t = batches[0]
+    flags = []
+    for i, role in enumerate(arg_roles):
+        value = {"x": x, "t": t, "lr": np.float32(0.05)}.get(role)
+        if value is None:
+            value = params[role] if role in params else \
+                T.initial_state(role, params)
+        np.save(tmp_path / f"in{i}.npy", value)
+        flags.append(f"--input={tmp_path / f'in{i}.npy'}")
+    result = mpirun(2, [tool("flow-run"), fbin, *flags, "--stats",
+                        "--threads=1"])
+    assert result.returncode == 0, result.stderr
+    measured = collections.defaultdict(list)
+    for rank, index, size in re.findall(
+            r"rank (\d+) collective (\d+): (\d+) bytes", result.stdout):
+        measured[int(rank)].append((int(index), int(size)))
+    for rank in (0, 1):
+        assert [s for _, s in sorted(measured[rank])] == \
+            [b for _, b in planned[rank]]
 
 
 def test_python_sbp_errors():

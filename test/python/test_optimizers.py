@@ -200,7 +200,7 @@ def test_clipping_is_active_in_the_clipped_case():
     ('{kind = "adam"}', 'must be "sgd" or "adamw"'),
     ('{kind = "sgd", beta1 = 0.9}',
      "unknown entry 'beta1' (sgd takes weight_decay, max_grad_norm, momentum, "
-     "skip_nonfinite)"),
+     "skip_nonfinite, shard_state)"),
     ('{kind = "adamw", beta2 = 1.5}', "momentum and betas must lie in [0, 1)"),
     ('{kind = "adamw", eps = "small"}', "'eps' must be a number"),
 ])

@@ -10,7 +10,7 @@ func.func @kind(%w: tensor<3xf32> {flow.requires_grad}) -> tensor<f32>
 
 // -----
 
-// expected-error @+1 {{unknown entry 'momentum' (adamw takes weight_decay, max_grad_norm, beta1, beta2, eps, skip_nonfinite)}}
+// expected-error @+1 {{unknown entry 'momentum' (adamw takes weight_decay, max_grad_norm, beta1, beta2, eps, skip_nonfinite, shard_state)}}
 func.func @entry(%w: tensor<3xf32> {flow.requires_grad}) -> tensor<f32>
     attributes {flow.optimizer = {kind = "adamw", momentum = 0.9}} {
   %l = flow.reduce_sum %w [0] : tensor<3xf32> -> tensor<f32>

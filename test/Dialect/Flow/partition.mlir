@@ -136,3 +136,21 @@ func.func @dp_tp(%x: tensor<8x8xf32> {flow.sbp = #flow.sbp<[S(0), S(1)]>},
       : (tensor<8x8xf32>, tensor<8x6xf32>) -> tensor<8x6xf32>
   return %0 : tensor<8x6xf32>
 }
+
+// -----
+
+// Two consumers needing the same boxing of one value: one all-gather, its
+// result read by both.
+// CHECK-LABEL: func.func @shared_boxing
+// CHECK: %[[G:.*]] = flow.all_gather %arg0
+// CHECK-NOT: flow.all_gather
+// CHECK: flow.relu %[[G]]
+// CHECK: flow.exp %[[G]]
+flow.mesh @m [2]
+func.func @shared_boxing(%x: tensor<8x6xf32> {flow.sbp = #flow.sbp<[S(0)]>})
+    -> (tensor<8x6xf32> {flow.sbp = #flow.sbp<[B]>}, tensor<8x6xf32> {flow.sbp = #flow.sbp<[B]>})
+    attributes {flow.mesh = @m} {
+  %0 = flow.relu %x {flow.operand_sbp = [#flow.sbp<[B]>], flow.sbp = [#flow.sbp<[B]>]} : tensor<8x6xf32>
+  %1 = flow.exp %x {flow.operand_sbp = [#flow.sbp<[B]>], flow.sbp = [#flow.sbp<[B]>]} : tensor<8x6xf32>
+  return %0, %1 : tensor<8x6xf32>, tensor<8x6xf32>
+}

@@ -33,6 +33,8 @@ struct Optimizer {
   double maxGradNorm = 0;
   /// Keep the state as it was when the loss is not finite.
   bool skipNonFinite = false;
+  /// ZeRO: split the optimizer's moments S(0) over the mesh's first axis.
+  bool shardState = false;
 
   static FailureOr<Optimizer> read(func::FuncOp func, DictionaryAttr dict) {
     Optimizer o;
@@ -56,11 +58,14 @@ struct Optimizer {
     for (NamedAttribute entry : dict) {
       if (entry.getName() == "kind")
         continue;
-      if (entry.getName() == "skip_nonfinite") {
+      if (entry.getName() == "skip_nonfinite" ||
+          entry.getName() == "shard_state") {
         auto flag = dyn_cast<BoolAttr>(entry.getValue());
         if (!flag)
-          return fail() << "'skip_nonfinite' must be true or false";
-        o.skipNonFinite = flag.getValue();
+          return fail() << "'" << entry.getName().getValue()
+                        << "' must be true or false";
+        (entry.getName() == "shard_state" ? o.shardState : o.skipNonFinite) =
+            flag.getValue();
         continue;
       }
       auto *field = llvm::find_if(
@@ -69,7 +74,7 @@ struct Optimizer {
         std::string names;
         for (auto &f : fields)
           names += (names.empty() ? "" : ", ") + f.first.str();
-        names += ", skip_nonfinite";
+        names += ", skip_nonfinite, shard_state";
         return fail() << "unknown entry '" << entry.getName().getValue()
                       << "' (" << kind.getValue() << " takes " << names << ")";
       }
@@ -131,18 +136,35 @@ private:
     return mul(x, scalar(c, typeOf(x).getElementType()));
   }
 
+  /// The nd-SBP of a sharded moment of `type` (ZeRO): split along
+  /// dimension 0 over the mesh's first axis, broadcast over the others;
+  /// null when the state is not sharded (no option, no mesh, a scalar, or
+  /// fewer rows than devices).
+  SbpAttr shardedSbp(Type type) {
+    auto meshRef = func->getAttrOfType<FlatSymbolRefAttr>(
+        FlowDialect::getMeshAttrName());
+    auto tensor = dyn_cast<RankedTensorType>(type);
+    if (!opt.shardState || !meshRef || !tensor || tensor.getRank() == 0)
+      return nullptr;
+    MeshOp mesh = lookupMesh(func, meshRef);
+    if (!mesh || tensor.getDimSize(0) < mesh.getShape()[0])
+      return nullptr;
+    SmallVector<SbpDim> dims(mesh.getShape().size(), SbpDim::broadcast());
+    dims[0] = SbpDim::split(0);
+    return SbpAttr::get(func.getContext(), dims);
+  }
+
   /// A new state argument named `name`, zeros at the start (its next value
   /// goes into `newResults` under the same name).
   BlockArgument stateArgument(StringRef name, Type type) {
     unsigned index = func.getNumArguments();
-    (void)func.insertArgument(
-        index, type,
-        b.getDictionaryAttr(
-            {b.getNamedAttr(FlowDialect::getStateAttrName(),
-                            b.getStringAttr(name)),
-             b.getNamedAttr(FlowDialect::getStateInitAttrName(),
-                            b.getStringAttr("zeros"))}),
-        loc);
+    SmallVector<NamedAttribute> attrs = {
+        b.getNamedAttr(FlowDialect::getStateAttrName(), b.getStringAttr(name)),
+        b.getNamedAttr(FlowDialect::getStateInitAttrName(),
+                       b.getStringAttr("zeros"))};
+    if (SbpAttr sbp = shardedSbp(type))
+      attrs.push_back(b.getNamedAttr(FlowDialect::getSbpAttrName(), sbp));
+    (void)func.insertArgument(index, type, b.getDictionaryAttr(attrs), loc);
     oldState[name] = func.getArgument(index);
     return func.getArgument(index);
   }
@@ -283,10 +305,13 @@ LogicalResult StepBuilder::run() {
   for (auto &[value, name] : newResults) {
     unsigned index = operands.size();
     operands.push_back(value);
-    if (failed(func.insertResult(
-            index, value.getType(),
-            b.getDictionaryAttr(b.getNamedAttr(
-                FlowDialect::getStateAttrName(), b.getStringAttr(name))))))
+    SmallVector<NamedAttribute> attrs = {b.getNamedAttr(
+        FlowDialect::getStateAttrName(), b.getStringAttr(name))};
+    // A sharded moment stays sharded from step to step.
+    if (SbpAttr sbp = shardedSbp(value.getType()))
+      attrs.push_back(b.getNamedAttr(FlowDialect::getSbpAttrName(), sbp));
+    if (failed(func.insertResult(index, value.getType(),
+                                 b.getDictionaryAttr(attrs))))
       return failure();
   }
   ret->setOperands(operands);

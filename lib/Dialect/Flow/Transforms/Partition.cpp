@@ -365,6 +365,32 @@ struct PartitionPass : flow::impl::PartitionPassBase<PartitionPass> {
         return signalPassFailure();
   }
 
+  /// A collective that repeats an earlier one (the same kind, input, mesh
+  /// axes and result: a boxing several consumers need) reuses its result.
+  /// Every device program is merged alike, so the devices still run the
+  /// same collectives in the same order.
+  void mergeIdenticalCollectives(func::FuncOp func) {
+    SmallVector<Operation *> seen;
+    for (Operation &op : llvm::make_early_inc_range(func.getOps())) {
+      if (!isa<AllReduceOp, AllGatherOp, ReduceScatterOp, AllToAllOp>(op))
+        continue;
+      Operation *same = nullptr;
+      for (Operation *earlier : seen)
+        if (OperationEquivalence::isEquivalentTo(
+                &op, earlier, OperationEquivalence::IgnoreLocations)) {
+          same = earlier;
+          break;
+        }
+      if (!same) {
+        seen.push_back(&op);
+        continue;
+      }
+      op.replaceAllUsesWith(same);
+      op.erase();
+      ++numMergedCollectives;
+    }
+  }
+
   LogicalResult partition(ModuleOp module, func::FuncOp global) {
     auto ref = global->getAttrOfType<FlatSymbolRefAttr>(
         FlowDialect::getMeshAttrName());
@@ -390,6 +416,7 @@ struct PartitionPass : flow::impl::PartitionPassBase<PartitionPass> {
       FailureOr<func::FuncOp> func = writer.write(builder, name);
       if (failed(func))
         return failure();
+      mergeIdenticalCollectives(*func);
       // Compare bodies with the name blanked out.
       (*func).setSymName("__flow_device");
       std::string text;

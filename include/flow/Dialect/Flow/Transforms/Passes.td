@@ -137,6 +137,8 @@ def PartitionPass : Pass<"flow-partition", "ModuleOp"> {
     device's own piece, B -> P the value on the axis' first device and
     zeros elsewhere (B -> P(max) is the value); other pairs go through B. A
     mean over a split axis becomes the device's sum over the global count.
+    A collective identical to an earlier one (the same boxing of the same
+    value, needed by several consumers) is emitted once.
     Function arguments and results keep their `flow.sbp` (results: B by
     default), so a device receives its piece of each input and returns its
     piece of each result.
@@ -158,6 +160,8 @@ def PartitionPass : Pass<"flow-partition", "ModuleOp"> {
     ```
   }];
   let statistics = [
+    Statistic<"numMergedCollectives", "merged-collectives",
+              "Collectives that repeated an earlier identical one">,
     Statistic<"numDevicePrograms", "device-programs",
               "Number of distinct device functions written">
   ];
