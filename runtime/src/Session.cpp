@@ -454,6 +454,15 @@ Status Session::runInPlace(size_t function,
   return executor->run(function, inputs, outputs, hooks);
 }
 
+/// A tensor of zeros of \p spec's type (a state's first value).
+static HostTensor zerosOf(const TensorSpec &spec) {
+  HostTensor t;
+  t.dtype = spec.dtype;
+  t.shape = spec.shape;
+  t.data.assign(spec.byteSize(), 0);
+  return t;
+}
+
 const TensorSpec *Session::stateSpec(const std::string &name,
                                      bool *zeros) const {
   for (const FunctionSignature &sig : exe->functions())
@@ -506,11 +515,7 @@ StatusOr<HostTensor> Session::getState(const std::string &name) {
   if (!zeros)
     return Status::error("state '" + name + "' has no value yet: set it "
                          "first");
-  HostTensor t;
-  t.dtype = spec->dtype;
-  t.shape = spec->shape;
-  t.data.assign(spec->byteSize(), 0);
-  return t;
+  return zerosOf(*spec);
 }
 
 StatusOr<std::vector<HostTensor>>
@@ -565,11 +570,7 @@ Session::step(const std::string &function,
           return Status::error("state '" + state.name +
                                "' has no value: set it before the first "
                                "step");
-        HostTensor zero;
-        zero.dtype = spec.dtype;
-        zero.shape = spec.shape;
-        zero.data.assign(spec.byteSize(), 0);
-        it = stateValues.emplace(state.name, std::move(zero)).first;
+        it = stateValues.emplace(state.name, zerosOf(spec)).first;
       }
       HostTensor &value = it->second;
       if (value.dtype != spec.dtype || value.shape != spec.shape)
