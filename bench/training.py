@@ -4,11 +4,13 @@ optionally torch.compile (AOTAutograd + Inductor on the same step).
 
     python bench/training.py [--threads 2] [--repeats 3] [--steps 3]
         [--models bert-small,gpt2-small] [--batch 8] [--seq 128] [--inductor]
+        [--dropout P] [--recompute]
 
-Models have random weights and dropout 0 (Flow refuses dropout in training
-for now): a BERT-small-sized encoder (4 layers, hidden 512, 8 heads, a
+Models have random weights and dropout P (default 0; each engine draws its
+own masks): a BERT-small-sized encoder (4 layers, hidden 512, 8 heads, a
 sequence-classification loss) and a GPT-2-small-sized decoder (12 layers,
-hidden 768, language-modelling loss). A step is forward + backward + AdamW
+hidden 768, language-modelling loss). `--recompute` compiles Flow's step
+with recompute="elementwise". A step is forward + backward + AdamW
 (+ zero_grad for torch). The time is the median over `repeats` rounds of
 each round's median step time over `steps` steps; the engines alternate in
 every round. Ratios are torch / Flow: > 1 means Flow is faster.
@@ -38,12 +40,12 @@ sys.path.insert(0, str(BUILD / "python"))
 import flow  # noqa: E402
 
 
-def bert_small(batch, seq):
+def bert_small(batch, seq, dropout=0.0):
     import transformers
     config = transformers.BertConfig(
         hidden_size=512, num_hidden_layers=4, num_attention_heads=8,
-        intermediate_size=2048, hidden_dropout_prob=0.0,
-        attention_probs_dropout_prob=0.0, num_labels=4,
+        intermediate_size=2048, hidden_dropout_prob=dropout,
+        attention_probs_dropout_prob=dropout, num_labels=4,
         attn_implementation="sdpa")
     model = transformers.BertForSequenceClassification(config)
     ids = torch.randint(0, config.vocab_size, (batch, seq))
@@ -51,10 +53,10 @@ def bert_small(batch, seq):
     return model, (lambda m, i, l: m(input_ids=i, labels=l).loss), (ids, labels)
 
 
-def gpt2_small(batch, seq):
+def gpt2_small(batch, seq, dropout=0.0):
     import transformers
-    config = transformers.GPT2Config(resid_pdrop=0.0, embd_pdrop=0.0,
-                                     attn_pdrop=0.0,
+    config = transformers.GPT2Config(resid_pdrop=dropout, embd_pdrop=dropout,
+                                     attn_pdrop=dropout,
                                      attn_implementation="sdpa")
     model = transformers.GPT2LMHeadModel(config)
     ids = torch.randint(0, config.vocab_size, (batch, seq))
@@ -74,6 +76,10 @@ def step_times(run, steps):
     return statistics.median(times) * 1e3
 
 
+def _recompute(args):
+    return "elementwise" if args.recompute else None
+
+
 def _status_kib(field):
     with open("/proc/self/status") as f:
         return int(re.search(rf"{field}:\s+(\d+)", f.read())[1])
@@ -82,10 +88,11 @@ def _status_kib(field):
 def memory_child(engine, key, args):
     """One engine's peak memory over `steps` steps, in this process."""
     torch.set_num_threads(args.threads)
-    model, loss_fn, batch = MODELS[key][1](args.batch, args.seq)
+    model, loss_fn, batch = MODELS[key][1](args.batch, args.seq, args.dropout)
     if engine == "flow":
         step = flow.compile_train(model, loss_fn, batch,
                                   optimizer=flow.optim.AdamW(lr=1e-4),
+                                  recompute=_recompute(args),
                                   threads=args.threads)
         run = lambda: step(*batch)  # noqa: E731
     else:
@@ -115,7 +122,8 @@ def memory(args):
                 [sys.executable, __file__, "--memory-child", engine,
                  "--models", key, "--threads", str(args.threads),
                  "--steps", str(args.steps), "--batch", str(args.batch),
-                 "--seq", str(args.seq)],
+                 "--seq", str(args.seq), "--dropout", str(args.dropout)]
+                + (["--recompute"] if args.recompute else []),
                 capture_output=True, text=True, check=True)
             before, peak = map(int, out.stdout.split()[-2:])
             got[engine] = (before / 1024, peak / 1024)
@@ -135,21 +143,25 @@ def main():
     parser.add_argument("--inductor", action="store_true")
     parser.add_argument("--memory", action="store_true")
     parser.add_argument("--memory-child", choices=["flow", "eager"])
+    parser.add_argument("--dropout", type=float, default=0.0)
+    parser.add_argument("--recompute", action="store_true")
     args = parser.parse_args()
     if args.memory_child:
         return memory_child(args.memory_child, args.models, args)
     if args.memory:
         return memory(args)
     torch.set_num_threads(args.threads)
-    print(f"threads {args.threads}, batch {args.batch}, sequence {args.seq}")
+    print(f"threads {args.threads}, batch {args.batch}, sequence {args.seq}, "
+          f"dropout {args.dropout}, recompute {args.recompute}")
     print("| model | Flow ms | eager ms | eager / Flow |"
           + (" torch.compile ms | compile / Flow |" if args.inductor else ""))
     for key in args.models.split(","):
         title, make = MODELS[key]
-        model, loss_fn, batch = make(args.batch, args.seq)
+        model, loss_fn, batch = make(args.batch, args.seq, args.dropout)
         start = time.perf_counter()
         step = flow.compile_train(model, loss_fn, batch,
                                   optimizer=flow.optim.AdamW(lr=1e-4),
+                                  recompute=_recompute(args),
                                   threads=args.threads)
         compile_s = time.perf_counter() - start
         opt = torch.optim.AdamW(model.parameters(), lr=1e-4)

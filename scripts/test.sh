@@ -54,7 +54,8 @@ run "pytest" env FLOW_BUILD_DIR="$BUILD" \
 # be what makes them pass (or fail).
 run "pytest, fusion off" env FLOW_BUILD_DIR="$BUILD" FLOW_TEST_FUSION=off \
   "$FLOW_CACHE/venv/bin/python" -m pytest -q -ra \
-  "$ROOT"/test/python/test_{e2e_ops,models,torch_import,onnx_import,onnx_conformance,python_api}.py
+  "$ROOT"/test/python/test_{e2e_ops,models,torch_import,onnx_import,onnx_conformance,python_api}.py \
+  "$ROOT"/test/python/test_dropout.py
 
 # The end-to-end numeric tests once more with the CUDA target's kernels
 # emulated on the CPU (blocks as workgroups, threads in turn between
@@ -63,7 +64,9 @@ run "pytest, fusion off" env FLOW_BUILD_DIR="$BUILD" FLOW_TEST_FUSION=off \
 run "pytest, cuda-emulated" env FLOW_BUILD_DIR="$BUILD" \
   FLOW_TEST_TARGET=cuda-emulated "$FLOW_CACHE/venv/bin/python" -m pytest -q \
   -ra "$ROOT"/test/python/test_{e2e_ops,models,torch_import,onnx_import}.py \
-  "$ROOT"/test/python/test_optimizers.py::test_cli_trains_over_npy_batches_and_resumes
+  "$ROOT"/test/python/test_optimizers.py::test_cli_trains_over_npy_batches_and_resumes \
+  "$ROOT"/test/python/test_dropout.py::test_random_uniform_is_the_documented_formula \
+  "$ROOT"/test/python/test_dropout.py::test_training_with_dropout_matches_torch_given_the_same_masks
 
 # The same suites (lit, unit tests, pytest) built and run under ASan and
 # UBSan (build-asan/): any sanitizer report fails the run.

@@ -313,6 +313,21 @@ bool ProgramBuilder::setArgumentAttribute(int64_t argument,
   return true;
 }
 
+bool ProgramBuilder::setResultAttribute(int64_t result, llvm::StringRef name,
+                                        llvm::StringRef text) {
+  diagnostics.clear();
+  if (result < 0) {
+    fail("the function has no result " + llvm::Twine(result));
+    return false;
+  }
+  Attribute attr = parseAttributeText("result", name, text);
+  if (!attr)
+    return false;
+  resultAttributes.push_back(
+      {result, StringAttr::get(context.get(), name), attr});
+  return true;
+}
+
 bool ProgramBuilder::setFunctionAttribute(llvm::StringRef name,
                                           llvm::StringRef text) {
   diagnostics.clear();
@@ -351,6 +366,11 @@ ProgramBuilder::finish(llvm::ArrayRef<int64_t> results,
     return fail("the program is finished");
   if (!checkHandles(results, "return"))
     return std::nullopt;
+  for (const auto &entry : resultAttributes)
+    if (std::get<0>(entry) >= static_cast<int64_t>(results.size()))
+      return fail("an attribute is set on result " +
+                  llvm::Twine(std::get<0>(entry)) + " of a function of " +
+                  llvm::Twine(results.size()) + " results");
   SmallVector<Value> resultValues;
   for (int64_t h : results)
     resultValues.push_back(values[h]);
@@ -361,6 +381,8 @@ ProgramBuilder::finish(llvm::ArrayRef<int64_t> results,
       function.front().getArgumentTypes(), ValueRange(resultValues).getTypes()));
   for (const auto &[argument, name, attr] : argumentAttributes)
     function.setArgAttr(argument, name, attr);
+  for (const auto &[result, name, attr] : resultAttributes)
+    function.setResultAttr(result, name, attr);
   if (!archive.empty())
     (*module)->setAttr("flow.parameters", builder.getStringAttr(archive));
   finished = true;

@@ -202,7 +202,7 @@ static unsigned hoistRowSplits(Block &block,
   unsigned moved = 0;
   for (ReshapeOp reshape : reshapes) {
     Operation *e = reshape.getInput().getDefiningOp();
-    if (!e || !isElementwise(e) || isa<BatchNormOp, BroadcastToOp>(e) ||
+    if (!e || !isElementwise(e) || isa<BatchNormOp, BroadcastToOp, RandomUniformOp>(e) ||
         e->getNumResults() != 1 || !e->hasOneUse() ||
         e->getBlock() != &block)
       continue;

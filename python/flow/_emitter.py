@@ -219,6 +219,11 @@ class Emitter:
         """Sets attribute `name` (MLIR attribute text) on argument `index`."""
         self.builder.set_argument_attribute(index, name, text)
 
+    def result_attribute(self, index: int, name: str, text: str) -> None:
+        """Sets attribute `name` (MLIR attribute text) on result `index` of
+        the results `module` returns."""
+        self.builder.set_result_attribute(index, name, text)
+
     def function_attribute(self, name: str, text: str) -> None:
         """Sets attribute `name` (MLIR attribute text) on the function."""
         self.builder.set_function_attribute(name, text)

@@ -24,13 +24,13 @@ import json
 import operator
 import os
 import re
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
 from ._emitter import (ELEMENT_TYPES, FLOAT_TYPES, INT_TYPES, TYPES_TEXT,
                        Unsupported, UnsupportedOpsError, Value,
-                       handler_registry, numpy_dtype)
+                       handler_registry, i64, numpy_dtype)
 from ._importer import FOLD_BYTES, GraphImporter, Poison
 
 __all__ = ["import_torch", "ImportedProgram", "UnsupportedOpsError"]
@@ -136,6 +136,39 @@ class _TorchImporter(GraphImporter):
         #: (state name by parameter target, flow.optimizer text): the
         #: parameters become arguments a training step differentiates.
         self.training = training
+        #: The training step's random-number state (rng.seed, rng.offset
+        #: arguments), made by the first random op; each op a stream.
+        self.rng: Optional[Tuple[Value, Value]] = None
+        self.random_streams = 0
+
+    # Randomness -----------------------------------------------------------
+    def random_uniform(self, shape) -> Value:
+        """f32 numbers uniform in [0, 1) of `shape`, drawn from the training
+        step's counter-based random state: a new stream of (rng.seed,
+        rng.offset), the offset advancing once per step."""
+        if not self.training:
+            raise Unsupported(
+                "random numbers (dropout in training mode) outside a "
+                "training step: export the model in eval mode, or compile "
+                "it with flow.compile_train")
+        if self.rng is None:
+            self.e.locate(name="rng")
+            rng = []
+            for name in ("rng.seed", "rng.offset"):
+                v = self.e.argument((), "i64")
+                index = len(self.e.arguments) - 1
+                self.e.argument_attribute(index, "flow.state",
+                                          json.dumps(name))
+                self.e.argument_attribute(index, "flow.state_init",
+                                          '"zeros"')
+                rng.append(v)
+            self.rng = (rng[0], rng[1])
+            file, line, _ = _source_line(self.node)
+            self.e.locate(file, line, self.node.name)
+        stream = self.random_streams
+        self.random_streams += 1
+        return self.e.op("flow.random_uniform", list(self.rng),
+                         {"stream": i64(stream)}, result=(shape, "f32"))
 
     # Values -------------------------------------------------------------
     def meta(self, node=None):
@@ -170,6 +203,10 @@ class _TorchImporter(GraphImporter):
         input_names = []
         placeholders = [n for n in ep.graph.nodes if n.op == "placeholder"]
         trainable = self.training[0] if self.training else {}
+        # Buffers a training step updates (batch norm's running statistics)
+        # are state too, without gradients.
+        mutated = (set(sig.buffers_to_mutate.values()) if self.training
+                   else set())
         state_arguments, initial_state, state_nodes = [], {}, {}
         for node, spec in zip(placeholders, sig.input_specs):
             kind = spec.kind.name
@@ -211,6 +248,15 @@ class _TorchImporter(GraphImporter):
                 self.env[node] = v
                 input_leaves.append(position)
                 input_names.append(spec.arg.name)
+            elif kind == "BUFFER" and spec.target in mutated:
+                tensor = state[spec.target].detach()
+                name = _state_name(spec.target)
+                self.e.locate(name=name)
+                self.env[node] = self.e.argument(tuple(tensor.shape),
+                                                 _flow_dtype(tensor.dtype))
+                self.e.argument_attribute(len(self.e.arguments) - 1,
+                                          "flow.state", json.dumps(name))
+                initial_state[name] = tensor
             elif kind in ("PARAMETER", "BUFFER", "CONSTANT_TENSOR"):
                 tensor = state.get(spec.target)
                 if tensor is None:
@@ -237,8 +283,13 @@ class _TorchImporter(GraphImporter):
         outs = output.args[0]
         results: List[Value] = []
         output_leaves: List[Tuple[str, Any]] = []
+        mutations: List[Tuple[str, Any]] = []
         self.e.locate()
         for out, spec in zip(outs, sig.output_specs):
+            if spec.kind.name == "BUFFER_MUTATION" and \
+                    spec.target in mutated:
+                mutations.append((_state_name(spec.target), out))
+                continue
             if spec.kind.name != "USER_OUTPUT":
                 continue
             if not isinstance(out, torch.fx.Node):
@@ -259,8 +310,29 @@ class _TorchImporter(GraphImporter):
             for condition, message in self.assertions:
                 assertions.append((len(results), message))
                 results.append(condition)
+        for name, out in mutations:
+            # A buffer's next value, written over it by the step.
+            value = self.result(self.env.get(out), out)
+            if value is not None:
+                self.e.result_attribute(len(results), "flow.state",
+                                        json.dumps(name))
+                results.append(value)
+        if self.rng is not None:
+            # Every step draws new numbers: the offset advances by one.
+            seed, offset = self.rng
+            self.e.result_attribute(len(results), "flow.state",
+                                    json.dumps("rng.offset"))
+            results.append(self.e.binary("add", offset,
+                                         self.e.scalar(1, "i64")))
+            initial_state["rng.seed"] = np.array(0, np.int64)
+            initial_state["rng.offset"] = np.array(0, np.int64)
         if self.training:
             self.e.function_attribute("flow.optimizer", self.training[1])
+            recompute = self.training[2] if len(self.training) > 2 else ()
+            if recompute:
+                self.e.function_attribute(
+                    "flow.recompute",
+                    "[" + ", ".join(json.dumps(n) for n in recompute) + "]")
         text, archive = self.finish(results, archive,
                                     input_names=input_names)
         out_spec = ep.call_spec.out_spec if ep.call_spec else None
@@ -349,7 +421,19 @@ def _op_key(target) -> str:
 _NEVER_FOLD = {"aten._assert_tensor_metadata.default",
                "aten._assert_async.msg", "aten._assert_async.default",
                "aten._assert_scalar.default",
-               "aten.sym_constrain_range_for_size.default"}
+               "aten.sym_constrain_range_for_size.default",
+               # Random ops draw anew each call: never a constant.
+               "aten.dropout.default", "aten.native_dropout.default",
+               "aten.feature_dropout.default",
+               "aten.scaled_dot_product_attention.default",
+               "aten.rand.default", "aten.randn.default",
+               "aten.rand_like.default", "aten.randn_like.default",
+               "aten.randint.default", "aten.randint.low",
+               "aten.randint_like.default", "aten.randperm.default",
+               "aten.bernoulli.default", "aten.bernoulli.p",
+               "aten.normal.Tensor_float", "aten.normal.float_Tensor",
+               "aten.normal.Tensor_Tensor", "aten.normal.float_float",
+               "aten.uniform.default", "aten.multinomial.default"}
 
 
 # ---------------------------------------------------------------------------
@@ -606,9 +690,83 @@ def _expand(self, x, *_, **__):
 
 @_handles("aten.clone.default", "aten.alias.default", "aten.detach.default",
           "aten.lift_fresh_copy.default", "aten.contiguous.default",
-          "aten.dropout.default", "aten.alias_copy.default")
+          "aten.alias_copy.default")
 def _identity(self, x, *_, **__):
     return self.value(x)
+
+
+def _state_name(target: str) -> str:
+    """A buffer's state name: its name in the trained model (training steps
+    export the model as the `model` attribute of a loss module)."""
+    return target[len("model."):] if target.startswith("model.") else target
+
+
+def _dropout_of(self, v: Value, p: float,
+                mask_shape: Optional[Sequence[int]] = None
+                ) -> Tuple[Value, Value]:
+    """(`v` with elements dropped at rate `p` and the others scaled by
+    1 / (1 - p), the i1 mask of kept elements), as torch's dropout: the
+    mask is a Bernoulli draw of 1 - p (kept where u < 1 - p, as
+    aten.bernoulli below), a kept element is x * (1 / (1 - p)), a dropped
+    one x * 0. The mask has `mask_shape` (broadcast over `v`; default `v`'s
+    shape)."""
+    p = float(p)
+    if not 0.0 <= p <= 1.0:
+        raise Unsupported(f"dropout probability {p} (not in [0, 1])")
+    if v.dtype not in FLOAT_TYPES:
+        raise Unsupported(f"dropout of {v.dtype}")
+    u = self.random_uniform(tuple(mask_shape or v.shape))
+    keep = self.e.compare("lt", u, self.e.scalar(1.0 - p, "f32"))
+    scale = 0.0 if p == 1.0 else 1.0 / (1.0 - p)
+    factor = self.e.binary("mul", self.e.cast(keep, v.dtype),
+                           self.e.scalar(scale, v.dtype))
+    return self.e.binary("mul", v, factor), keep
+
+
+@_handles("aten.dropout.default")
+def _dropout(self, x, p, train):
+    v = self.value(x)
+    if not train or p == 0:
+        return v
+    return _dropout_of(self, v, p)[0]
+
+
+@_handles("aten.native_dropout.default")
+def _native_dropout(self, x, p, train):
+    v = self.value(x)
+    if train is False or p == 0:
+        ones = self.e.constant(np.ones(v.shape, dtype=bool))
+        return (v, ones)
+    return _dropout_of(self, v, p)
+
+
+@_handles("aten.bernoulli.p")
+def _bernoulli(self, x, p=0.5, generator=None):
+    """Ones with probability `p` (zeros otherwise), of x's shape and type:
+    where a uniform number u < p."""
+    if generator is not None:
+        raise Unsupported("bernoulli with a torch.Generator (Flow draws "
+                          "from the training step's own generator)")
+    p = float(p)
+    if not 0.0 <= p <= 1.0:
+        raise Unsupported(f"bernoulli probability {p} (not in [0, 1])")
+    dtype = self.out_dtype()
+    u = self.random_uniform(self.out_shape())
+    return self.e.cast(self.e.compare("lt", u, self.e.scalar(p, "f32")),
+                       dtype)
+
+
+@_handles("aten.feature_dropout.default")
+def _feature_dropout(self, x, p, train):
+    """Dropout of whole channels (Dropout1d/2d/3d): one draw per (batch,
+    channel)."""
+    v = self.value(x)
+    if not train or p == 0:
+        return v
+    if len(v.shape) < 2:
+        raise Unsupported("channel dropout of a tensor of rank < 2")
+    return _dropout_of(self, v, p,
+                       v.shape[:2] + (1,) * (len(v.shape) - 2))[0]
 
 
 @_handles("aten._to_copy.default", "aten.to.dtype", "aten.to.dtype_layout",
@@ -1100,6 +1258,8 @@ def _attention(self, q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False,
         probs = self.e.softmax("softmax", scores, axis)
     else:
         probs = _safe_softmax_of(self, scores, axis)
+    if dropout_p:
+        probs = _dropout_of(self, probs, dropout_p)[0]
     return self.e.matmul(probs, vv)
 
 
@@ -1368,6 +1528,51 @@ def _batch_norm_batch_stats(self, x, w, b, training, momentum, eps):
     return (y, None, None)
 
 
+@_handles("aten._native_batch_norm_legit_functional.default")
+def _batch_norm_functional(self, x, w, b, mean, var, training, momentum,
+                           eps):
+    """Batch norm with its running statistics' next values as results
+    (out, batch mean, batch rstd, running mean, running var). In training:
+    normalized by the batch's statistics (biased variance); the running
+    statistics become (1 - momentum) old + momentum batch, the variance
+    unbiased (n / (n - 1)), as PyTorch updates them."""
+    dtype = _flow_dtype(self.meta()[0].dtype)
+    if not training:
+        y = _inference_batch_norm(self, dtype, x, w, b, mean, var, eps)
+        return (y, None, None, self.value(mean), self.value(var))
+    v = self.value(x, dtype)
+    rank = len(v.shape)
+    axes = [0] + list(range(2, rank))
+    count = int(np.prod([v.shape[a] for a in axes]))
+    batch_mean = self.e.reduce("mean", v, axes, True)
+    centered = self.e.binary("sub", v, batch_mean)
+    batch_var = self.e.reduce(
+        "mean", self.e.binary("mul", centered, centered), axes, True)
+    rstd = self.e.unary("rsqrt", self.e.binary(
+        "add", batch_var, self.e.scalar(eps, dtype)))
+    y = self.e.binary("mul", centered, rstd)
+    if w is not None:
+        y = self.e.binary("mul", y, _per_channel(self, w, dtype, rank))
+    if b is not None:
+        y = self.e.binary("add", y, _per_channel(self, b, dtype, rank))
+    c = v.shape[1]
+    flat = [self.e.reshape(t, (c,)) for t in (batch_mean, batch_var, rstd)]
+    outs = [y, flat[0], flat[2]]
+    unbiased = count / (count - 1) if count > 1 else float("inf")
+    for running, batch, factor in ((mean, flat[0], 1.0),
+                                    (var, flat[1], unbiased)):
+        if running is None:
+            outs.append(None)
+            continue
+        r = self.value(running)
+        bv = self.e.cast(batch, r.dtype)
+        update = self.e.binary("mul", bv, self.e.scalar(momentum * factor,
+                                                          r.dtype))
+        keep = self.e.binary("mul", r, self.e.scalar(1 - momentum, r.dtype))
+        outs.append(self.e.binary("add", keep, update))
+    return tuple(outs)
+
+
 @_handles("aten.upsample_nearest2d.vec", "aten.upsample_nearest2d.default")
 def _upsample_nearest(self, x, *_, **__):
     """Nearest neighbour: output row i reads input row floor(i * in / out)
@@ -1568,8 +1773,10 @@ def export(module, args=(), kwargs=None):
     return _decompose(_export(module, args, kwargs))
 
 
-def _export(module, args=(), kwargs=None):
-    """torch.export in eval mode (ATen ops as exported, not decomposed)."""
+def _export(module, args=(), kwargs=None, train=False):
+    """torch.export in eval mode (ATen ops as exported, not decomposed);
+    with `train`, in the modes the module and its submodules are in (a
+    training step drops out where the model is in training mode)."""
     import torch
     if isinstance(module, torch.export.ExportedProgram):
         ep = module
@@ -1581,7 +1788,7 @@ def _export(module, args=(), kwargs=None):
         # a model in eval mode must not leave the model training).
         modes = ([(m, m.training) for m in module.modules()]
                  if isinstance(module, torch.nn.Module) else [])
-        if isinstance(module, torch.nn.Module):
+        if isinstance(module, torch.nn.Module) and not train:
             module.eval()
         _register_cache_pytrees(module)
         try:
@@ -1812,12 +2019,13 @@ def import_program(module, args=(), kwargs=None, *, parameters=None,
     (flow.safetensors.save) before any of the programs is loaded.
     `placements` is (SBPs by input name or position, mesh shape): the
     function is placed on that mesh and its inputs get the SBPs.
-    `training` is (state name by parameter target, flow.optimizer text):
-    those parameters become the arguments of a training step."""
+    `training` is (state name by parameter target, flow.optimizer text[,
+    op names the backward recomputes]): those parameters become the
+    arguments of a training step."""
     if shared is not None and parameters is None:
         raise ValueError("a shared parameter store needs the archive path")
     archive = os.fspath(parameters) if parameters is not None else None
-    ep = _export(module, args, kwargs)
+    ep = _export(module, args, kwargs, train=training is not None)
     if _imports_as_exported(ep):
         # In-place ops on results nothing reads afterwards become their
         # functional twins, and batch norms after convolutions fold in.

@@ -42,26 +42,6 @@ def _loss_module(model, loss_fn):
     return LossModule()
 
 
-def _refuse_training_modes(model) -> None:
-    """Layers whose training behaviour Flow does not compile yet: compiling
-    them would train with their inference behaviour, a silent difference."""
-    import torch
-    for name, m in model.named_modules():
-        what = None
-        if isinstance(m, torch.nn.modules.dropout._DropoutNd) and m.p > 0:
-            what = f"dropout (p={m.p})"
-        elif isinstance(m, torch.nn.modules.batchnorm._BatchNorm):
-            what = "batch normalization (batch statistics)"
-        elif isinstance(m, torch.nn.MultiheadAttention) and m.dropout > 0:
-            what = f"attention dropout (p={m.dropout})"
-        if what:
-            raise FlowError(
-                f"'{name or type(model).__name__}' uses {what} in training, "
-                "which flow.compile_train does not compile yet; set its "
-                "probability to 0 (or remove the layer) to train through "
-                "Flow")
-
-
 def _signature_roles(text: str, function: str):
     """(argument roles, result roles) of `function` after the training
     passes, read from its signature: a state name, "lr", "input", or
@@ -188,15 +168,21 @@ class TrainStep:
                 for n in self._parameter_names}
 
     def copy_to(self, model) -> None:
-        """Writes the trained parameters into `model` (a torch module with
-        the compiled model's parameter names)."""
+        """Writes the trained parameters, and the buffers the step updates
+        (batch norm's running statistics), into `model` (a torch module with
+        the compiled model's names)."""
         import torch
         named = dict(model.named_parameters())
+        buffers = dict(model.named_buffers())
         with torch.no_grad():
             for name, value in self.parameters().items():
                 if name not in named:
                     raise FlowError(f"the model has no parameter '{name}'")
                 named[name].copy_(value)
+            for name in self._names:
+                if name in buffers and name not in named:
+                    buffers[name].copy_(torch.from_numpy(
+                        self.module._module.get_state(name)))
 
 
 def _flatten(batch, program):
@@ -223,7 +209,8 @@ def _numpy(x) -> np.ndarray:
 
 def compile_train(model, loss_fn: Optional[Callable], example_batch, *,
                   optimizer, max_grad_norm: Optional[float] = None,
-                  stop_on_nan: bool = True, threads: int = 0) -> TrainStep:
+                  stop_on_nan: bool = True, seed: Optional[int] = None,
+                  recompute=None, threads: int = 0) -> TrainStep:
     """Compiles one training step of `model` and returns it as a TrainStep.
 
     `loss_fn(model, *batch)` returns the scalar loss of a batch (for
@@ -236,6 +223,20 @@ def compile_train(model, loss_fn: Optional[Callable], example_batch, *,
     current values. With `stop_on_nan` a step whose loss is NaN or
     infinite updates nothing (the compiled update keeps the old state) and
     raises FlowError; without it the step goes on as PyTorch's would.
+
+    The model is compiled in the modes its modules are in: batch norm in
+    training mode normalizes by the batch's statistics and updates its
+    running statistics (state the step writes); dropout in training mode
+    drops, with Flow's counter-based generator (the state
+    `rng.seed`, `rng.offset`; the offset advances once per step). `seed`
+    (default: `torch.initial_seed()`, so `torch.manual_seed` makes runs
+    repeatable) chooses the numbers; the same seed gives the same step on
+    any device layout. They are not the numbers torch's generator draws.
+
+    `recompute` trades compute for memory: "elementwise" (every
+    element-wise op), or a list of Flow op names (such as "flow.gelu"),
+    whose results the backward pass recomputes next to where it reads them
+    instead of keeping them from the forward pass.
     """
     from .torch_import import import_program
     from . import compile_mlir, compile_ir
@@ -244,7 +245,14 @@ def compile_train(model, loss_fn: Optional[Callable], example_batch, *,
                         "flow.optim.AdamW(...)")
     if not isinstance(example_batch, tuple):
         example_batch = (example_batch,)
-    _refuse_training_modes(model)
+    if recompute is None:
+        recompute = ()
+    elif isinstance(recompute, str):
+        recompute = (recompute,)
+    recompute = tuple(recompute)
+    if not all(isinstance(n, str) for n in recompute):
+        raise FlowError("recompute is \"elementwise\" or a list of Flow op "
+                        "names such as \"flow.gelu\"")
     # Tied parameters (GPT-2's embedding and output projection) are one
     # state, named as named_parameters() names it first; the exported
     # program may read it under any of its names.
@@ -263,12 +271,20 @@ def compile_train(model, loss_fn: Optional[Callable], example_batch, *,
             parameters=archive, function=function,
             training=(trainable,
                       _optim._dictionary(optimizer, max_grad_norm,
-                                         skip_nonfinite=stop_on_nan)))
+                                         skip_nonfinite=stop_on_nan),
+                      recompute))
         roles = _signature_roles(compile_ir(program.text, "flow"), function)
         module = compile_mlir(program.text, threads=threads,
                               parameters=program.archive or "")
     finally:
         if os.path.exists(archive):
             os.unlink(archive)
+    if "rng.seed" in program.initial_state:
+        import torch
+        if seed is None:
+            seed = torch.initial_seed()
+        # As a two's-complement i64 (torch's seeds are unsigned 64-bit).
+        program.initial_state["rng.seed"] = np.array(
+            int(seed) & (2**64 - 1), np.uint64).view(np.int64)
     return TrainStep(module, program, function, optimizer.lr, roles,
                      stop_on_nan)

@@ -448,6 +448,14 @@ void bindProgramBuilder(py::module_ &m) {
           },
           py::arg("argument"), py::arg("name"), py::arg("text"))
       .def(
+          "set_result_attribute",
+          [](ProgramBuilder &b, int64_t result, const std::string &name,
+             const std::string &text) {
+            if (!b.setResultAttribute(result, name, text))
+              throw BuildError(b.error());
+          },
+          py::arg("result"), py::arg("name"), py::arg("text"))
+      .def(
           "set_function_attribute",
           [](ProgramBuilder &b, const std::string &name,
              const std::string &text) {

@@ -104,6 +104,34 @@ def run_case(tmp_path, model, ranks, mesh, sbps, scale=0.1):
     return one_and_mesh(tmp_path, text, inputs, ranks, mesh, sbps)
 
 
+DROPOUT = """
+func.func @forward(%seed: tensor<i64>, %offset: tensor<i64>, %x: tensor<7x10xf32>) -> tensor<7x10xf32> {
+  %u = flow.random_uniform %seed, %offset stream = 1 : tensor<7x10xf32>
+  %p = flow.constant dense<0.6> : tensor<f32>
+  %keep = flow.compare lt, %u, %p : (tensor<7x10xf32>, tensor<f32>) -> tensor<7x10xi1>
+  %m = flow.cast %keep : tensor<7x10xi1> to tensor<7x10xf32>
+  %y = flow.mul %x, %m : (tensor<7x10xf32>, tensor<7x10xf32>) -> tensor<7x10xf32>
+  return %y : tensor<7x10xf32>
+}
+"""
+
+
+@pytest.mark.parametrize("ranks,sbp", [(2, "S(0)"), (3, "S(0)"), (4, "S(1)")])
+def test_dropout_does_not_depend_on_the_layout(tmp_path, ranks, sbp):
+    """A dropout mask (flow.random_uniform) on a split activation, uneven
+    splits included: every rank's piece is the one-process mask's."""
+    inputs = []
+    for name, value in [("seed", np.array(-77, np.int64)),
+                        ("offset", np.array(5, np.int64)),
+                        ("x", np.arange(70, dtype=np.float32).reshape(7, 10)
+                         + 1)]:
+        np.save(tmp_path / f"{name}.npy", value)
+        inputs.append(f"--input={tmp_path / name}.npy")
+    one_and_mesh(tmp_path, DROPOUT, inputs, ranks, str(ranks), {"x": sbp})
+    got = np.load(tmp_path / "many" / "result_0.npy")
+    assert 0.25 < (got == 0).mean() < 0.55  # some dropped, some kept
+
+
 MLP_DP = {"x": "S(0)"}
 MLP_TP = {"w1": "S(1)", "b1": "S(0)", "w2": "S(0)"}
 

@@ -77,6 +77,23 @@ def test_handles_and_finish_are_checked():
         _flow.ProgramBuilder("f").argument([-2], "f32")
 
 
+def test_result_attributes_are_checked_against_the_results():
+    b = _flow.ProgramBuilder("main")
+    x = b.argument([2], "f32")
+    b.set_result_attribute(1, "flow.state", '"w"')
+    with pytest.raises(_flow.BuildError, match="no result -1"):
+        b.set_result_attribute(-1, "flow.state", '"w"')
+    with pytest.raises(_flow.BuildError, match="not MLIR attribute syntax"):
+        b.set_result_attribute(0, "flow.state", '"w')
+    with pytest.raises(_flow.BuildError,
+                       match="result 1 of a function of 1 results"):
+        b.finish([x], "")
+    # Nothing was built by the refused finish: a correct one still works.
+    y, = b.create("flow.neg", [x], [])
+    text = b.finish([x, y], "")
+    assert '-> (tensor<2xf32>, tensor<2xf32> {flow.state = "w"})' in text
+
+
 def test_constants_take_raw_bytes():
     import ml_dtypes
     b = _flow.ProgramBuilder("main")

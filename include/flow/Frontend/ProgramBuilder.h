@@ -80,6 +80,12 @@ public:
   bool setArgumentAttribute(int64_t argument, llvm::StringRef name,
                             llvm::StringRef text);
 
+  /// Sets attribute `name` (MLIR attribute text) on result `result` of
+  /// the function, checked against the results `finish` returns
+  /// (`flow.state` names the state a result is the next value of).
+  bool setResultAttribute(int64_t result, llvm::StringRef name,
+                          llvm::StringRef text);
+
   /// Sets attribute `name` (MLIR attribute text) on the function
   /// (`flow.optimizer` makes it a training step).
   bool setFunctionAttribute(llvm::StringRef name, llvm::StringRef text);
@@ -117,6 +123,7 @@ private:
   /// Set on the function's arguments when it is finished (its type, and
   /// so its argument count, is known then).
   std::vector<std::tuple<int64_t, StringAttr, Attribute>> argumentAttributes;
+  std::vector<std::tuple<int64_t, StringAttr, Attribute>> resultAttributes;
   Location location;
   bool finished = false;
   std::string lastError;

@@ -637,6 +637,73 @@ struct ElementwiseLowering : OpConversionPattern<OpTy> {
   }
 };
 
+/// The SplitMix64 finalizer on i64 scalars (wrapping arithmetic).
+Value splitMix(OpBuilder &b, Location loc, Value z) {
+  Type i64 = b.getI64Type();
+  auto shiftXor = [&](Value v, int64_t s) {
+    return arith::XOrIOp::create(
+        b, loc, v, arith::ShRUIOp::create(b, loc, v, intConst(b, loc, i64, s)));
+  };
+  auto times = [&](Value v, uint64_t c) {
+    return arith::MulIOp::create(
+        b, loc, v, intConst(b, loc, i64, static_cast<int64_t>(c)));
+  };
+  z = times(shiftXor(z, 30), 0xBF58476D1CE4E5B9ULL);
+  z = times(shiftXor(z, 27), 0x94D049BB133111EBULL);
+  return shiftXor(z, 31);
+}
+
+/// random_uniform: each element hashes (seed, offset, stream) and its
+/// row-major index (the formula in the op's description).
+struct RandomUniformLowering : OpConversionPattern<RandomUniformOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(RandomUniformOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    RankedTensorType type = tensorType(op.getResult());
+    ArrayRef<int64_t> shape = type.getShape();
+    constexpr uint64_t golden = 0x9E3779B97F4A7C15ULL;
+    int64_t stream = op.getStream();
+    Value r = buildElementwise(
+        rewriter, op.getLoc(), {adaptor.getSeed(), adaptor.getOffset()},
+        shape, type.getElementType(),
+        [&](OpBuilder &b, Location loc, ValueRange args) -> Value {
+          Type i64 = b.getI64Type();
+          auto c = [&](uint64_t v) {
+            return intConst(b, loc, i64, static_cast<int64_t>(v));
+          };
+          // The per-op key (loop-invariant: hoisted out of the loops).
+          Value counter = arith::AddIOp::create(
+              b, loc, arith::MulIOp::create(b, loc, args[1], c(golden)),
+              c(static_cast<uint64_t>(stream)));
+          Value key =
+              arith::AddIOp::create(b, loc, args[0], splitMix(b, loc, counter));
+          // The row-major index of this element, plus one.
+          Value index = c(1);
+          int64_t stride = 1;
+          for (int64_t d = static_cast<int64_t>(shape.size()) - 1; d >= 0;
+               --d) {
+            Value i = arith::IndexCastUIOp::create(
+                b, loc, i64, linalg::IndexOp::create(b, loc, d));
+            index = arith::AddIOp::create(
+                b, loc, index, arith::MulIOp::create(b, loc, i, c(stride)));
+            stride *= shape[d];
+          }
+          Value bits = splitMix(
+              b, loc,
+              arith::AddIOp::create(
+                  b, loc, key, arith::MulIOp::create(b, loc, index, c(golden))));
+          Value top = arith::ShRUIOp::create(b, loc, bits, c(40));
+          Value f = arith::UIToFPOp::create(b, loc, b.getF32Type(), top);
+          return arith::MulFOp::create(b, loc, f,
+                                       floatConst(b, loc, b.getF32Type(),
+                                                  1.0 / (1 << 24)));
+        });
+    rewriter.replaceOp(op, r);
+    return success();
+  }
+};
+
 //===----------------------------------------------------------------------===//
 // Contractions
 //===----------------------------------------------------------------------===//
@@ -1976,7 +2043,8 @@ void mlir::flow::populateFlowToLinalgPatterns(RewritePatternSet &patterns) {
            ElementwiseLowering<MulOp>, ElementwiseLowering<DivOp>,
            ElementwiseLowering<MaximumOp>, ElementwiseLowering<MinimumOp>,
            ElementwiseLowering<PowOp>, ElementwiseLowering<CompareOp>,
-           ElementwiseLowering<SelectOp>, MatmulLowering, Conv2dLowering,
+           ElementwiseLowering<SelectOp>, RandomUniformLowering,
+           MatmulLowering, Conv2dLowering,
            Im2ColLowering, ReduceSumLowering, ReduceMeanLowering,
            ReduceMaxLowering, SoftmaxLowering<SoftmaxOp, false>,
            SoftmaxLowering<LogSoftmaxOp, true>, LayerNormLowering,

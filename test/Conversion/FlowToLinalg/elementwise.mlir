@@ -132,3 +132,28 @@ func.func @casts(%x: tensor<4xf32>, %i: tensor<4xi64>, %h: tensor<4xf16>) {
   %5 = flow.cast %h : tensor<4xf16> to tensor<4xbf16>
   return
 }
+
+// -----
+
+// random_uniform: the scalars broadcast; each element hashes its row-major
+// index (i1 * 8 + i0 ... plus one) with the per-op key, SplitMix64 twice,
+// and scales the top 24 bits by 2^-24.
+// CHECK-LABEL: func.func @random_uniform
+// CHECK-SAME: (%[[SEED:.*]]: tensor<i64>, %[[OFF:.*]]: tensor<i64>)
+// CHECK: linalg.generic
+// CHECK-SAME: ins(%[[SEED]], %[[OFF]] : tensor<i64>, tensor<i64>)
+// CHECK: ^bb0(%[[S:.*]]: i64, %[[O:.*]]: i64, %{{.*}}: f32):
+// CHECK-DAG: %[[G:.*]] = arith.constant -7046029254386353131 : i64
+// CHECK-DAG: %[[STREAM:.*]] = arith.constant 5 : i64
+// CHECK: %[[OG:.*]] = arith.muli %[[O]], %[[G]] : i64
+// CHECK: arith.addi %[[OG]], %[[STREAM]] : i64
+// CHECK: linalg.index 1 : index
+// CHECK: linalg.index 0 : index
+// CHECK: arith.constant 8 : i64
+// CHECK: arith.shrui %{{.*}}, %{{.*}} : i64
+// CHECK: arith.uitofp %{{.*}} : i64 to f32
+// CHECK: arith.mulf
+func.func @random_uniform(%seed: tensor<i64>, %offset: tensor<i64>) -> tensor<4x8xf32> {
+  %0 = flow.random_uniform %seed, %offset stream = 5 : tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}

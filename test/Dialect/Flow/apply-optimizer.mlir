@@ -61,3 +61,23 @@ func.func @guarded(%w: tensor<3xf32> {flow.requires_grad, flow.state = "w"}) -> 
   %l = flow.reduce_sum %w [0] : tensor<3xf32> -> tensor<f32>
   return %l : tensor<f32>
 }
+
+// -----
+
+// State the step updates itself (a generator's offset) is kept too when
+// the loss is not finite.
+// CHECK-LABEL: func.func @own_state
+// CHECK-SAME: %[[OFF:[^:]*]]: tensor<i64> {flow.state = "rng.offset"}
+// CHECK: %[[OK:.*]] = flow.compare eq
+// CHECK-DAG: %[[NW:.*]] = flow.select %[[OK]], %{{.*}}, %{{.*}} : (tensor<i1>, tensor<3xf32>, tensor<3xf32>)
+// CHECK-DAG: %[[NO:.*]] = flow.select %[[OK]], %{{.*}}, %[[OFF]] : (tensor<i1>, tensor<i64>, tensor<i64>)
+// CHECK: return %{{.*}}, %[[NO]], %[[NW]]
+func.func @own_state(%w: tensor<3xf32> {flow.requires_grad, flow.state = "w"},
+                     %offset: tensor<i64> {flow.state = "rng.offset"})
+    -> (tensor<f32>, tensor<i64> {flow.state = "rng.offset"})
+    attributes {flow.optimizer = {kind = "sgd", skip_nonfinite = true}} {
+  %l = flow.reduce_sum %w [0] : tensor<3xf32> -> tensor<f32>
+  %one = flow.constant dense<1> : tensor<i64>
+  %next = flow.add %offset, %one : (tensor<i64>, tensor<i64>) -> tensor<i64>
+  return %l, %next : tensor<f32>, tensor<i64>
+}

@@ -55,3 +55,21 @@ func.func @integer_argument(%x: tensor<4xi32> {flow.requires_grad}) -> tensor<f3
   %l = flow.reduce_sum %f [0] : tensor<4xf32> -> tensor<f32>
   return %l : tensor<f32>
 }
+
+// -----
+
+// expected-error @+1 {{flow-autodiff: cannot recompute 'flow.nonsense': not an op}}
+func.func @f(%x: tensor<4xf32> {flow.requires_grad}) -> tensor<f32>
+    attributes {flow.recompute = ["flow.nonsense"]} {
+  %l = flow.reduce_sum %x [0] : tensor<4xf32> -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+// -----
+
+// expected-error @+1 {{flow-autodiff: 'flow.recompute' must be an array of op names}}
+func.func @f(%x: tensor<4xf32> {flow.requires_grad}) -> tensor<f32>
+    attributes {flow.recompute = [3]} {
+  %l = flow.reduce_sum %x [0] : tensor<4xf32> -> tensor<f32>
+  return %l : tensor<f32>
+}

@@ -1162,3 +1162,19 @@ func.func @f(%x: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xi64>) {
   %v, %i = flow.sort %x axis = 2 : tensor<4x8xf32> -> (tensor<4x8xf32>, tensor<4x8xi64>)
   return %v, %i : tensor<4x8xf32>, tensor<4x8xi64>
 }
+
+// -----
+
+func.func @f(%seed: tensor<i32>, %offset: tensor<i64>) -> tensor<4xf32> {
+  // expected-error @+1 {{operand #0 must be 0D tensor of 64-bit signless integer values}}
+  %0 = "flow.random_uniform"(%seed, %offset) {stream = 0 : i64} : (tensor<i32>, tensor<i64>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @f(%seed: tensor<i64>, %offset: tensor<i64>) -> tensor<4xf16> {
+  // expected-error @+1 {{result #0 must be statically shaped tensor of 32-bit float values}}
+  %0 = flow.random_uniform %seed, %offset stream = 0 : tensor<4xf16>
+  return %0 : tensor<4xf16>
+}

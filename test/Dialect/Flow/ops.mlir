@@ -279,3 +279,12 @@ func.func @sort(%x: tensor<4x100xf32>) -> (tensor<4x100xf32>, tensor<4x100xi64>)
   %v, %i = flow.sort %x axis = 1 {descending} : tensor<4x100xf32> -> (tensor<4x100xf32>, tensor<4x100xi64>)
   return %v, %i : tensor<4x100xf32>, tensor<4x100xi64>
 }
+
+// CHECK-LABEL: func.func @random_uniform
+func.func @random_uniform(%seed: tensor<i64>, %offset: tensor<i64>) -> (tensor<4x8xf32>, tensor<f32>) {
+  // CHECK: flow.random_uniform %{{.*}}, %{{.*}} stream = 3 : tensor<4x8xf32>
+  %0 = flow.random_uniform %seed, %offset stream = 3 : tensor<4x8xf32>
+  // CHECK: flow.random_uniform %{{.*}}, %{{.*}} stream = 0 : tensor<f32>
+  %1 = flow.random_uniform %seed, %offset stream = 0 : tensor<f32>
+  return %0, %1 : tensor<4x8xf32>, tensor<f32>
+}

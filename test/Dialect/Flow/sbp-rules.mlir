@@ -195,3 +195,14 @@ func.func @sort(%x: tensor<4x8x6xf32>) attributes {flow.mesh = @m} {
   %v, %i = flow.sort %x axis = 1 : tensor<4x8x6xf32> -> (tensor<4x8x6xf32>, tensor<4x8x6xi64>)
   return
 }
+
+// -----
+
+flow.mesh @m [2]
+func.func @random_uniform(%seed: tensor<i64>, %offset: tensor<i64>) attributes {flow.mesh = @m} {
+  // Every device draws the whole tensor (its numbers are those of the
+  // global index): broadcast only, whatever the layout.
+  // CHECK: remark: rules: ([B, B] -> [B]){{$}}
+  %0 = flow.random_uniform %seed, %offset stream = 0 : tensor<4x8xf32>
+  return
+}

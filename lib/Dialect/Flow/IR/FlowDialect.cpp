@@ -286,6 +286,13 @@ LogicalResult FlowDialect::verifyOperationAttribute(Operation *op,
                                << "' must be a dictionary on a function";
     return success();
   }
+  if (attr.getName() == getRecomputeAttrName()) {
+    // Its op names are checked by flow-autodiff, which reads them.
+    if (!isa<ArrayAttr>(attr.getValue()) || !isa<FunctionOpInterface>(op))
+      return op->emitOpError() << "'" << getRecomputeAttrName()
+                               << "' must be an array on a function";
+    return success();
+  }
   return op->emitOpError() << "unknown flow attribute '"
                            << attr.getName().getValue() << "' on an operation";
 }

@@ -1485,7 +1485,7 @@ LogicalResult DispatchRegionOp::verify() {
 bool mlir::flow::isElementwise(Operation *op) {
   return op->hasTrait<OpTrait::Elementwise>() ||
          isa<AddOp, SubOp, MulOp, DivOp, MaximumOp, MinimumOp, PowOp,
-             CompareOp, SelectOp, BroadcastToOp, BatchNormOp>(op);
+             CompareOp, SelectOp, BroadcastToOp, BatchNormOp, RandomUniformOp>(op);
 }
 
 bool mlir::flow::isFlowElementType(Type type) {

@@ -102,6 +102,10 @@ Rules sbpRules(ReturnOp) { return {}; }
 // Constants are the same on every device; B -> S is a local slice.
 Rules sbpRules(ConstantOp op) { return start(op); }
 Rules sbpRules(ParameterOp op) { return start(op); }
+// Every device draws the whole tensor (its numbers depend on the global
+// index), so the numbers do not depend on the layout; a split consumer
+// takes its slice locally.
+Rules sbpRules(RandomUniformOp op) { return start(op); }
 
 // Unary elementwise: splits pass through; negation and float casts are
 // linear, so partial sums do too.

@@ -184,6 +184,20 @@ LogicalResult StepBuilder::run() {
            << " has an optimizer but no gradients: mark its parameters "
               "flow.requires_grad (flow-autodiff runs first)";
 
+  // State the function updates itself (a random generator's offset): the
+  // (result, argument) of each.
+  SmallVector<std::pair<unsigned, unsigned>> ownState;
+  for (unsigned i = 0; i < func.getNumResults(); ++i) {
+    auto name = func.getResultAttrOfType<StringAttr>(
+        i, FlowDialect::getStateAttrName());
+    if (!name)
+      continue;
+    for (unsigned a = 0; a < func.getNumArguments(); ++a)
+      if (func.getArgAttrOfType<StringAttr>(
+              a, FlowDialect::getStateAttrName()) == name)
+        ownState.push_back({i, a});
+  }
+
   unsigned lrIndex = func.getNumArguments();
   Type f32 = b.getF32Type();
   if (failed(func.insertArgument(
@@ -297,7 +311,8 @@ LogicalResult StepBuilder::run() {
     auto keep = [&](Value next, Value old) -> Value {
       return SelectOp::create(b, loc, finite, next, old);
     };
-    for (auto [result, argIndex] : grads)
+    for (auto [result, argIndex] : llvm::concat<std::pair<unsigned, unsigned>>(
+             grads, ownState))
       operands[result] = keep(operands[result], func.getArgument(argIndex));
     for (auto &[value, name] : newResults)
       value = keep(value, oldState.lookup(name));

@@ -15,6 +15,8 @@
 #include "flow/Dialect/Flow/Transforms/Passes.h"
 
 #include "mlir/IR/SymbolTable.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "llvm/ADT/StringSet.h"
 
 namespace mlir {
 namespace flow {
@@ -29,6 +31,7 @@ using namespace mlir::flow;
 namespace {
 
 struct AutodiffPass : flow::impl::AutodiffPassBase<AutodiffPass> {
+  using AutodiffPassBase::AutodiffPassBase;
   void runOnOperation() override {
     ModuleOp module = getOperation();
     for (auto func : llvm::to_vector(module.getOps<func::FuncOp>())) {
@@ -47,6 +50,9 @@ struct AutodiffPass : flow::impl::AutodiffPassBase<AutodiffPass> {
 
   LogicalResult differentiate(ModuleOp module, func::FuncOp func,
                               ArrayRef<unsigned> wrt);
+  /// Copies the recomputed ops of `forward` before their backward readers.
+  LogicalResult recomputeInBackward(func::FuncOp func,
+                                    ArrayRef<Operation *> forward);
 };
 
 } // namespace
@@ -160,5 +166,64 @@ LogicalResult AutodiffPass::differentiate(ModuleOp module, func::FuncOp func,
     func.removeArgAttr(i, FlowDialect::getRequiresGradAttrName());
   }
   ret->setOperands(results);
+  return recomputeInBackward(func, forward);
+}
+
+LogicalResult AutodiffPass::recomputeInBackward(func::FuncOp func,
+                                                ArrayRef<Operation *> forward) {
+  llvm::StringSet<> names;
+  for (const std::string &name : recompute)
+    names.insert(name);
+  if (auto attr = func->getAttrOfType<ArrayAttr>(
+          FlowDialect::getRecomputeAttrName())) {
+    for (Attribute a : attr) {
+      auto name = dyn_cast<StringAttr>(a);
+      if (!name)
+        return func.emitError("flow-autodiff: '")
+               << FlowDialect::getRecomputeAttrName()
+               << "' must be an array of op names, got " << attr;
+      names.insert(name.getValue());
+    }
+    func->removeAttr(FlowDialect::getRecomputeAttrName());
+  }
+  if (names.empty())
+    return success();
+  for (const auto &entry : names) {
+    StringRef name = entry.getKey();
+    if (name != "elementwise" &&
+        !RegisteredOperationName::lookup(name, func.getContext()))
+      return func.emitError("flow-autodiff: cannot recompute '")
+             << name << "': not an op (op names such as flow.gelu, or "
+             << "elementwise)";
+  }
+  auto chosen = [&](Operation *op) {
+    return op->getNumRegions() == 0 && isPure(op) &&
+           (names.contains(op->getName().getStringRef()) ||
+            (names.contains("elementwise") && isElementwise(op)));
+  };
+  DenseSet<Operation *> inForward(forward.begin(), forward.end());
+  // Last op first: a copy of a later op is a backward reader of the ops
+  // that made its operands, so their copies go before it.
+  for (Operation *op : llvm::reverse(forward)) {
+    if (!chosen(op))
+      continue;
+    Operation *first = nullptr;
+    for (Operation *user : op->getUsers())
+      if (!inForward.contains(user) && !isa<func::ReturnOp>(user) &&
+          (!first || user->isBeforeInBlock(first)))
+        first = user;
+    if (!first)
+      continue;
+    OpBuilder b(first);
+    Operation *copy = b.clone(*op);
+    for (auto [value, copied] :
+         llvm::zip(op->getResults(), copy->getResults()))
+      value.replaceUsesWithIf(copied, [&](OpOperand &use) {
+        Operation *user = use.getOwner();
+        return !inForward.contains(user) && !isa<func::ReturnOp>(user) &&
+               user != copy;
+      });
+    ++numOpsRecomputed;
+  }
   return success();
 }

@@ -83,6 +83,11 @@ def Flow_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral getLearningRateAttrName() {
       return ::llvm::StringLiteral("flow.learning_rate");
     }
+    /// On a function: the ops flow-autodiff recomputes in the backward pass
+    /// (an array of op names, or "elementwise").
+    static constexpr ::llvm::StringLiteral getRecomputeAttrName() {
+      return ::llvm::StringLiteral("flow.recompute");
+    }
     /// On a function: the optimizer flow-apply-optimizer applies to its
     /// gradients (a dictionary: `kind` and the optimizer's settings).
     static constexpr ::llvm::StringLiteral getOptimizerAttrName() {

@@ -35,7 +35,8 @@ broadcastShapes(ArrayRef<ArrayRef<int64_t>> shapes,
 
 /// True for ops that compute each result element from the operand elements
 /// at the same (broadcast) position: the unary and binary ops, compare,
-/// select, cast, gelu, broadcast_to and batch_norm.
+/// select, cast, gelu, broadcast_to, batch_norm and random_uniform (whose
+/// element depends on its position and the broadcast scalar operands).
 bool isElementwise(Operation *op);
 
 /// The value whose buffer `v` is a view of: through `flow.reshape`,

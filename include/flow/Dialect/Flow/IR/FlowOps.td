@@ -844,6 +844,43 @@ def Flow_PadOp : Flow_Op<"pad", [Pure, InferTypeOpAdaptor,
 }
 
 //===----------------------------------------------------------------------===//
+// Randomness
+//===----------------------------------------------------------------------===//
+
+def Flow_I64Scalar : 0DTensorOf<[I64]>, BuildableType<
+    "::mlir::RankedTensorType::get({}, $_builder.getIntegerType(64))">;
+
+def Flow_RandomUniformOp : Flow_Op<"random_uniform", [Pure]> {
+  let summary = "counter-based uniform random numbers in [0, 1)";
+  let description = [{
+    A tensor of `f32` numbers uniform in `[0, 1)`, each a pure function of
+    `seed`, `offset`, `stream` and the element's row-major index `i` in the
+    result: with `mix` the SplitMix64 finalizer and `G = 0x9E3779B97F4A7C15`,
+
+    ```
+    key  = seed + mix(offset * G + stream)
+    bits = mix(key + (i + 1) * G)
+    x    = (bits >> 40) * 2^-24
+    ```
+
+    (64-bit wrapping arithmetic). No state is read or written: the same
+    operands give the same numbers on every target and every device layout.
+    A training step advances `offset` once per step and gives each random
+    op of the step its own `stream`, so every step and every site draws
+    different numbers (dropout, docs/training.md).
+
+    ```mlir
+    %u = flow.random_uniform %seed, %offset stream = 3 : tensor<8x128xf32>
+    ```
+  }];
+  let arguments = (ins Flow_I64Scalar:$seed, Flow_I64Scalar:$offset,
+                       Flow_I64Attr:$stream);
+  let results = (outs StaticShapeTensorOf<[F32]>:$result);
+  let assemblyFormat =
+      "$seed `,` $offset `stream` `=` $stream attr-dict `:` type($result)";
+}
+
+//===----------------------------------------------------------------------===//
 // Dispatch regions (the ops of one future kernel)
 //===----------------------------------------------------------------------===//
 

@@ -37,10 +37,27 @@ def AutodiffPass : Pass<"flow-autodiff", "ModuleOp"> {
     // becomes @loss(%x, %w) -> (tensor<f32>, tensor<8x2xf32> {flow.gradient_of = 1})
     // returning the loss and x^T * ones(4, 2).
     ```
+
+    **Recompute.** A forward value the backward reads is kept from the
+    forward pass until that read. For the ops named by `recompute` (op
+    names such as `flow.gelu`, or `elementwise` for every element-wise op)
+    and by the function's `flow.recompute` attribute (an array of the same
+    strings), the backward reads a copy of the op built just before its
+    first backward reader instead, so the forward value dies with its last
+    forward reader: memory for compute. Chains recompute whole (a copy's
+    operands made by recomputed ops are copies too); only ops without
+    regions or side effects are copied.
   }];
+  let options = [
+    ListOption<"recompute", "recompute", "std::string",
+               "op names (or `elementwise`) the backward recomputes instead "
+               "of reading the forward pass's values">
+  ];
   let statistics = [
     Statistic<"numOpsDifferentiated", "ops-differentiated",
-              "Number of forward ops whose gradient rule ran">
+              "Number of forward ops whose gradient rule ran">,
+    Statistic<"numOpsRecomputed", "ops-recomputed",
+              "Number of forward ops copied into the backward pass">
   ];
   let dependentDialects = ["::mlir::flow::FlowDialect"];
 }
