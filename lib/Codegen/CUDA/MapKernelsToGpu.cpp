@@ -1220,6 +1220,26 @@ void MapKernelsToGpuPass::runOnOperation() {
     if (failed(mapKernel(func, gpuModule)))
       failedAny = true;
   if (failedAny)
+    return signalPassFailure();
+  // The constant tables the kernels read (a non-splat constant inside a
+  // kernel becomes a memref.global of the host module): a copy of each in
+  // the GPU module, which is compiled on its own.
+  SymbolTable gpuSymbols(gpuModule);
+  OpBuilder gb = OpBuilder::atBlockBegin(gpuModule.getBody());
+  WalkResult walk = gpuModule.walk([&](memref::GetGlobalOp get) {
+    if (gpuSymbols.lookup(get.getName()))
+      return WalkResult::advance();
+    auto global = SymbolTable::lookupNearestSymbolFrom<memref::GlobalOp>(
+        module, get.getNameAttr());
+    if (!global) {
+      get.emitError("the kernel reads the constant '")
+          << get.getName() << "', which the module does not define";
+      return WalkResult::interrupt();
+    }
+    gpuSymbols.insert(gb.clone(*global));
+    return WalkResult::advance();
+  });
+  if (walk.wasInterrupted())
     signalPassFailure();
 }
 
