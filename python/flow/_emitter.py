@@ -433,12 +433,19 @@ class Emitter:
     # Compositions both importers use ------------------------------------
     def normalize(self, v: Value, axes, epsilon: float) -> Value:
         """(v - mean) / sqrt(var + epsilon) over `axes` (biased variance)."""
+        return self.normalize_with_statistics(v, axes, epsilon)[0]
+
+    def normalize_with_statistics(self, v: Value, axes, epsilon: float
+                                  ) -> Tuple[Value, Value, Value, Value]:
+        """`normalize` and its statistics (kept dims): (normalized, mean,
+        biased variance, 1 / sqrt(variance + epsilon))."""
         mean = self.reduce("mean", v, axes, True)
         centered = self.binary("sub", v, mean)
         var = self.reduce("mean", self.binary("mul", centered, centered),
                           axes, True)
-        return self.binary("mul", centered, self.unary("rsqrt", self.binary(
-            "add", var, self.scalar(epsilon, v.dtype))))
+        rstd = self.unary("rsqrt", self.binary(
+            "add", var, self.scalar(epsilon, v.dtype)))
+        return self.binary("mul", centered, rstd), mean, var, rstd
 
     def sign(self, v: Value) -> Value:
         """-1, 0 or 1 in v's type; NaN stays NaN."""

@@ -141,6 +141,18 @@ class _TorchImporter(GraphImporter):
         self.rng: Optional[Tuple[Value, Value]] = None
         self.random_streams = 0
 
+    def state_argument(self, name: str, shape, dtype: str,
+                       attributes=()) -> Value:
+        """A new argument holding the training step's state `name` (its
+        next value is the result of the same `flow.state`), with further
+        (attribute, text) pairs."""
+        v = self.e.argument(tuple(shape), dtype)
+        index = len(self.e.arguments) - 1
+        for attribute, text in (("flow.state", json.dumps(name)),
+                                *attributes):
+            self.e.argument_attribute(index, attribute, text)
+        return v
+
     # Randomness -----------------------------------------------------------
     def random_uniform(self, shape) -> Value:
         """f32 numbers uniform in [0, 1) of `shape`, drawn from the training
@@ -153,16 +165,9 @@ class _TorchImporter(GraphImporter):
                 "it with flow.compile_train")
         if self.rng is None:
             self.e.locate(name="rng")
-            rng = []
-            for name in ("rng.seed", "rng.offset"):
-                v = self.e.argument((), "i64")
-                index = len(self.e.arguments) - 1
-                self.e.argument_attribute(index, "flow.state",
-                                          json.dumps(name))
-                self.e.argument_attribute(index, "flow.state_init",
-                                          '"zeros"')
-                rng.append(v)
-            self.rng = (rng[0], rng[1])
+            zeros = [("flow.state_init", '"zeros"')]
+            self.rng = (self.state_argument("rng.seed", (), "i64", zeros),
+                        self.state_argument("rng.offset", (), "i64", zeros))
             file, line, _ = _source_line(self.node)
             self.e.locate(file, line, self.node.name)
         stream = self.random_streams
@@ -220,13 +225,10 @@ class _TorchImporter(GraphImporter):
                 tensor = state[spec.target].detach()
                 state_nodes[name] = node
                 self.e.locate(name=name)
-                self.env[node] = self.e.argument(tuple(tensor.shape),
-                                                 _flow_dtype(tensor.dtype))
-                index = len(self.e.arguments) - 1
-                self.e.argument_attribute(index, "flow.requires_grad", "unit")
-                self.e.argument_attribute(index, "flow.state",
-                                          json.dumps(name))
-                state_arguments.append((index, name))
+                self.env[node] = self.state_argument(
+                    name, tensor.shape, _flow_dtype(tensor.dtype),
+                    [("flow.requires_grad", "unit")])
+                state_arguments.append((len(self.e.arguments) - 1, name))
                 initial_state[name] = tensor
                 continue
             if kind == "USER_INPUT":
@@ -252,10 +254,8 @@ class _TorchImporter(GraphImporter):
                 tensor = state[spec.target].detach()
                 name = _state_name(spec.target)
                 self.e.locate(name=name)
-                self.env[node] = self.e.argument(tuple(tensor.shape),
-                                                 _flow_dtype(tensor.dtype))
-                self.e.argument_attribute(len(self.e.arguments) - 1,
-                                          "flow.state", json.dumps(name))
+                self.env[node] = self.state_argument(
+                    name, tensor.shape, _flow_dtype(tensor.dtype))
                 initial_state[name] = tensor
             elif kind in ("PARAMETER", "BUFFER", "CONSTANT_TENSOR"):
                 tensor = state.get(spec.target)
@@ -1544,13 +1544,8 @@ def _batch_norm_functional(self, x, w, b, mean, var, training, momentum,
     rank = len(v.shape)
     axes = [0] + list(range(2, rank))
     count = int(np.prod([v.shape[a] for a in axes]))
-    batch_mean = self.e.reduce("mean", v, axes, True)
-    centered = self.e.binary("sub", v, batch_mean)
-    batch_var = self.e.reduce(
-        "mean", self.e.binary("mul", centered, centered), axes, True)
-    rstd = self.e.unary("rsqrt", self.e.binary(
-        "add", batch_var, self.e.scalar(eps, dtype)))
-    y = self.e.binary("mul", centered, rstd)
+    y, batch_mean, batch_var, rstd = self.e.normalize_with_statistics(
+        v, axes, eps)
     if w is not None:
         y = self.e.binary("mul", y, _per_channel(self, w, dtype, rank))
     if b is not None:
