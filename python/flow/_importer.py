@@ -134,21 +134,36 @@ class GraphImporter:
 
     def finish(self, results: Sequence[Value], archive: Optional[str],
                archive_name: Optional[str] = None,
-               input_names: Sequence[str] = ()) -> Tuple[str, str]:
+               input_names: Sequence[Optional[str]] = (),
+               input_positions: Optional[Sequence[int]] = None
+               ) -> Tuple[str, str]:
         """(module text, archive path or ""): raises UnsupportedOpsError
         naming every op that could not be imported. Parameters go to
         `archive` (a new temporary file when None), which the text names
         as `archive_name` when given. With an archive shared between
         programs, the caller writes it. The arguments `placements` names
-        (by position or among `input_names`) get their `flow.sbp`."""
+        (among `input_names`, one per argument, or by input position, input
+        i being argument `input_positions[i]`) get their `flow.sbp`; with a
+        third entry in `placements`, the inputs it does not name get that
+        SBP where they have a dimension."""
         if self.unsupported:
             raise UnsupportedOpsError(self.unsupported, self.frontend)
         if self.placements:
             from .sbp import argument_sbps
-            sbps, mesh = self.placements
+            sbps, mesh = self.placements[:2]
+            sbps = dict(sbps or {})
+            default = self.placements[2] if len(self.placements) > 2 \
+                else None
+            positions = list(input_positions if input_positions is not None
+                             else range(len(input_names)))
+            if default is not None:
+                for i, index in enumerate(positions):
+                    if i not in sbps and input_names[index] not in sbps and \
+                            self.e.arguments[index].shape:
+                        sbps[i] = default
             self.e.mesh(mesh)
             for index, attr in argument_sbps(list(input_names), sbps,
-                                             len(mesh)).items():
+                                             len(mesh), positions).items():
                 self.e.argument_attribute(index, "flow.sbp", attr)
         if not self.e.parameters:
             return self.e.module(results, None), ""

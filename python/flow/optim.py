@@ -35,13 +35,16 @@ class AdamW:
                 "weight_decay": self.weight_decay}
 
 
-def _dictionary(optimizer, max_grad_norm, skip_nonfinite=False) -> str:
+def _dictionary(optimizer, max_grad_norm, skip_nonfinite=False,
+                shard_state=False) -> str:
     """The `flow.optimizer` attribute text of `optimizer`."""
     settings = optimizer._settings()
     if max_grad_norm:
         settings["max_grad_norm"] = float(max_grad_norm)
     if skip_nonfinite:
         settings["skip_nonfinite"] = True
+    if shard_state:
+        settings["shard_state"] = True
     entries = []
     for key, value in settings.items():
         if isinstance(value, bool):

@@ -14,7 +14,7 @@ mesh, give a tuple with one entry per axis.
 from __future__ import annotations
 
 import re
-from typing import Dict, List, Sequence, Union
+from typing import Dict, List, Optional, Sequence, Union
 
 __all__ = ["split", "broadcast", "partial_sum", "partial_max",
            "argument_sbps"]
@@ -44,17 +44,25 @@ def _attr(value: Union[str, Sequence[str]], rank: int) -> str:
     return "#flow.sbp<[" + ", ".join(entries) + "]>"
 
 
-def argument_sbps(names: List[str],
+def argument_sbps(names: List[Optional[str]],
                   placements: Dict[Union[str, int], object],
-                  mesh_rank: int) -> Dict[int, str]:
+                  mesh_rank: int,
+                  positions: Optional[List[int]] = None) -> Dict[int, str]:
     """The `flow.sbp` attribute (MLIR text) of each placed argument, by
-    position; `placements` names arguments by position or input name."""
+    argument index. `names` names each argument (None: no name);
+    `placements` names arguments by name or by input position, position i
+    being argument `positions[i]` (default: argument i)."""
+    if positions is None:
+        positions = list(range(len(names)))
     out = {}
     for key, value in placements.items():
-        index = key if isinstance(key, int) else (
-            names.index(key) if key in names else None)
-        if index is None or not 0 <= index < len(names):
+        if isinstance(key, int):
+            index = positions[key] if 0 <= key < len(positions) else None
+        else:
+            index = names.index(key) if key in names else None
+        if index is None:
+            known = [n for n in names if n is not None]
             raise ValueError(f"sbp names input {key!r}; the inputs are "
-                             f"{names}")
+                             f"{known}")
         out[index] = _attr(value, mesh_rank)
     return out

@@ -140,6 +140,10 @@ class _TorchImporter(GraphImporter):
         #: arguments), made by the first random op; each op a stream.
         self.rng: Optional[Tuple[Value, Value]] = None
         self.random_streams = 0
+        #: Each argument's name (a user input's, or a state's), and the
+        #: argument of each user input.
+        self.argument_names: List[Optional[str]] = []
+        self.input_arguments: List[int] = []
 
     def state_argument(self, name: str, shape, dtype: str,
                        attributes=()) -> Value:
@@ -148,6 +152,7 @@ class _TorchImporter(GraphImporter):
         (attribute, text) pairs."""
         v = self.e.argument(tuple(shape), dtype)
         index = len(self.e.arguments) - 1
+        self.argument_names.append(name)
         for attribute, text in (("flow.state", json.dumps(name)),
                                 *attributes):
             self.e.argument_attribute(index, attribute, text)
@@ -250,6 +255,8 @@ class _TorchImporter(GraphImporter):
                 self.env[node] = v
                 input_leaves.append(position)
                 input_names.append(spec.arg.name)
+                self.argument_names.append(spec.arg.name)
+                self.input_arguments.append(len(self.e.arguments) - 1)
             elif kind == "BUFFER" and spec.target in mutated:
                 tensor = state[spec.target].detach()
                 name = _state_name(spec.target)
@@ -334,7 +341,8 @@ class _TorchImporter(GraphImporter):
                     "flow.recompute",
                     "[" + ", ".join(json.dumps(n) for n in recompute) + "]")
         text, archive = self.finish(results, archive,
-                                    input_names=input_names)
+                                    input_names=self.argument_names,
+                                    input_positions=self.input_arguments)
         out_spec = ep.call_spec.out_spec if ep.call_spec else None
         in_spec = ep.call_spec.in_spec if ep.call_spec else None
         return ImportedProgram(text, archive, input_leaves, out_spec,

@@ -46,8 +46,11 @@ def _signature_roles(text: str, function: str):
     """(argument roles, result roles) of `function` after the training
     passes, read from its signature: a state name, "lr", "input", or
     (results) "loss"."""
+    # On a mesh, rank 0's program (its state and learning rate carry the
+    # same names; the types are its pieces').
     header = next((line for line in text.splitlines()
-                   if f"func.func @{function}(" in line), None)
+                   if f"func.func @{function}(" in line
+                   or f"func.func @{function}_r0(" in line), None)
     if header is None:
         raise FlowError(f"compiled training step has no @{function}")
     args, results = header.split(") -> (", 1)
@@ -111,6 +114,23 @@ class TrainStep:
             import torch
             return torch.from_numpy(np.array(loss))
         return loss
+
+    @property
+    def rank(self) -> int:
+        """This process' device in the mesh (0 without a mesh)."""
+        return self.module.rank
+
+    @property
+    def state_bytes(self) -> int:
+        """The bytes of state this process keeps (on a mesh, its pieces:
+        with shard_state, its rows of the moments)."""
+        return self.module._module.state_bytes
+
+    @property
+    def collective_bytes(self) -> List[int]:
+        """The bytes each collective of the last step moved on this process
+        (as the compile report counts them)."""
+        return list(self.module._module.collective_bytes)
 
     # State ---------------------------------------------------------------
     def _arrays(self) -> Dict[str, np.ndarray]:
@@ -210,7 +230,9 @@ def _numpy(x) -> np.ndarray:
 def compile_train(model, loss_fn: Optional[Callable], example_batch, *,
                   optimizer, max_grad_norm: Optional[float] = None,
                   stop_on_nan: bool = True, seed: Optional[int] = None,
-                  recompute=None, threads: int = 0) -> TrainStep:
+                  recompute=None, mesh=None, sbp=None,
+                  shard_state: bool = False, timeout: Optional[float] = None,
+                  threads: int = 0) -> TrainStep:
     """Compiles one training step of `model` and returns it as a TrainStep.
 
     `loss_fn(model, *batch)` returns the scalar loss of a batch (for
@@ -237,6 +259,21 @@ def compile_train(model, loss_fn: Optional[Callable], example_batch, *,
     element-wise op), or a list of Flow op names (such as "flow.gelu"),
     whose results the backward pass recomputes next to where it reads them
     instead of keeping them from the forward pass.
+
+    `mesh` (an int or a shape like (2, 2)) trains on a device mesh, one
+    process per device: run the script under `mpirun -np N`, every process
+    making the same calls. By default the batch is split along its first
+    dimension over the mesh's first axis and the parameters are replicated
+    (data parallel: the gradients are all-reduced). `sbp` places inputs and
+    parameters otherwise, by batch position or input name, or by the
+    model's parameter name (`{"fc1.weight": flow.sbp.split(0)}`: Megatron
+    style tensor parallelism); a tuple of per-axis SBPs on an nd mesh.
+    `shard_state=True` splits the optimizer's moments over the first axis
+    (ZeRO style: gradients reduce-scattered, each device updating its rows,
+    weights all-gathered). Each process keeps only its pieces of the state
+    (`step.state_bytes`); `state_dict()`, `save()` and `parameters()` give
+    the whole tensors on every process (gathering split ones, so every
+    process calls them). `timeout` is flow.compile's.
     """
     from .torch_import import import_program
     from . import compile_mlir, compile_ir
@@ -263,19 +300,36 @@ def compile_train(model, loss_fn: Optional[Callable], example_batch, *,
     if not trainable:
         raise FlowError("the model has no parameter that requires grad")
     function = "train_step"
+    placements = None
+    if mesh is not None:
+        from . import _mesh_shape, sbp as _sbp
+        shape = _mesh_shape(mesh)
+        split = (_sbp.split(0),) + (_sbp.broadcast,) * (len(shape) - 1)
+        # Parameters are named as named_parameters() names them; the
+        # step's arguments carry those names.
+        placements = (dict(sbp or {}), shape,
+                      split[0] if len(shape) == 1 else split)
+    elif sbp:
+        raise FlowError("sbp= places inputs and parameters on a mesh: pass "
+                        "mesh=")
+    elif shard_state:
+        raise FlowError("shard_state splits the optimizer state over a "
+                        "mesh: pass mesh=")
     fd, archive = tempfile.mkstemp(prefix="flow-", suffix=".safetensors")
     os.close(fd)
     try:
         program = import_program(
             _loss_module(model, loss_fn), example_batch,
-            parameters=archive, function=function,
+            parameters=archive, function=function, placements=placements,
             training=(trainable,
                       _optim._dictionary(optimizer, max_grad_norm,
-                                         skip_nonfinite=stop_on_nan),
+                                         skip_nonfinite=stop_on_nan,
+                                         shard_state=shard_state),
                       recompute))
         roles = _signature_roles(compile_ir(program.text, "flow"), function)
         module = compile_mlir(program.text, threads=threads,
-                              parameters=program.archive or "")
+                              parameters=program.archive or "", mesh=mesh,
+                              timeout=timeout)
     finally:
         if os.path.exists(archive):
             os.unlink(archive)

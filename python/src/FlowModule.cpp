@@ -245,6 +245,12 @@ public:
   py::array getState(const std::string &name) {
     return numpyArray(unwrap(session->getState(name)));
   }
+  /// Bytes of state this process keeps (on a mesh, its pieces).
+  uint64_t stateBytes() const { return session->stateBytes(); }
+  /// The bytes each collective of the last call moved on this device.
+  std::vector<uint64_t> collectiveBytes() const {
+    return session->collectiveBytes();
+  }
   /// Runs `name` on its inputs that are not state, with the session's
   /// state updated in place; returns its other outputs.
   py::list step(const std::string &name, const std::vector<py::array> &args) {
@@ -531,6 +537,8 @@ PYBIND11_MODULE(_flow, m) {
       .def("state_names", &Module::stateNames)
       .def("set_state", &Module::setState, py::arg("name"), py::arg("value"))
       .def("get_state", &Module::getState, py::arg("name"))
+      .def_property_readonly("state_bytes", &Module::stateBytes)
+      .def_property_readonly("collective_bytes", &Module::collectiveBytes)
       .def("step", &Module::step, py::arg("function"), py::arg("inputs"))
       .def_property_readonly("has_mesh", &Module::hasMesh);
 }

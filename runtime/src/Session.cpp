@@ -463,40 +463,119 @@ static HostTensor zerosOf(const TensorSpec &spec) {
   return t;
 }
 
-const TensorSpec *Session::stateSpec(const std::string &name,
-                                     bool *zeros) const {
-  for (const FunctionSignature &sig : exe->functions())
+bool Session::runsHere(const FunctionSignature &sig) const {
+  return sig.ranks.empty() ||
+         std::find(sig.ranks.begin(), sig.ranks.end(), deviceRank) !=
+             sig.ranks.end();
+}
+
+StatusOr<Session::StateSlot> Session::stateSlot(const std::string &name) const {
+  for (const FunctionSignature &sig : exe->functions()) {
+    if (!runsHere(sig))
+      continue;
     for (const StateSpec &state : sig.state)
       if (state.name == name) {
-        if (zeros)
-          *zeros = state.zeros;
-        return &sig.inputs[state.input];
+        StateSlot slot;
+        slot.local = sig.inputs[state.input];
+        slot.zeros = state.zeros;
+        if (sig.ranks.empty()) {
+          slot.global.spec = slot.local;
+        } else {
+          if (Status s = checkPieces(sig, exe->mesh(), coords, deviceRank);
+              !s)
+            return s;
+          slot.global = sig.globalInputs[state.input];
+          slot.onMesh = true;
+        }
+        return slot;
       }
-  return nullptr;
+  }
+  return Status::error("the executable has no state '" + name + "'");
 }
 
 std::vector<std::string> Session::stateNames() const {
   std::vector<std::string> names;
   for (const FunctionSignature &sig : exe->functions())
-    for (const StateSpec &state : sig.state)
-      if (std::find(names.begin(), names.end(), state.name) == names.end())
-        names.push_back(state.name);
+    if (runsHere(sig))
+      for (const StateSpec &state : sig.state)
+        if (std::find(names.begin(), names.end(), state.name) == names.end())
+          names.push_back(state.name);
   return names;
 }
 
+HostTensor Session::pieceOf(const Placement &p, const HostTensor &whole) const {
+  std::vector<int64_t> shape, offset;
+  localPiece(p.spec.shape, p.sbp, exe->mesh(), coords, shape, offset);
+  HostTensor t;
+  t.dtype = p.spec.dtype;
+  t.shape = shape;
+  t.data.assign(TensorSpec{t.dtype, shape}.byteSize(), 0);
+  // A partial value is the value on each axis' first device, zeros on the
+  // others (their sum is the value).
+  for (size_t a = 0; a < p.sbp.size(); ++a)
+    if (p.sbp[a].kind == SbpEntry::PartialSum && coords[a] != 0)
+      return t;
+  detail::copyBox(whole.data.data(), p.spec.shape, offset, t.data.data(),
+                  shape, std::vector<int64_t>(shape.size(), 0), shape,
+                  dtypeSize(t.dtype));
+  return t;
+}
+
+StatusOr<HostTensor> Session::assemble(const Placement &p, HostTensor piece) {
+  // Undo each axis' layout, innermost first.
+  HostTensor current = std::move(piece);
+  std::vector<SbpEntry> sbp = p.sbp;
+  for (size_t a = sbp.size(); a-- > 0;) {
+    if (sbp[a].kind == SbpEntry::Broadcast)
+      continue;
+    detail::CollectiveCommand cmd;
+    cmd.dtype = current.dtype;
+    cmd.inputShape = current.shape;
+    cmd.meshAxes = {static_cast<int64_t>(a)};
+    std::vector<SbpEntry> next = sbp;
+    next[a].kind = SbpEntry::Broadcast;
+    std::vector<int64_t> shape, offset;
+    localPiece(p.spec.shape, next, exe->mesh(), coords, shape, offset);
+    cmd.outputShape = shape;
+    if (sbp[a].kind == SbpEntry::Split) {
+      cmd.kind = detail::CollectiveCommand::AllGather;
+      cmd.dim = sbp[a].dim;
+    } else {
+      cmd.kind = detail::CollectiveCommand::AllReduce;
+      cmd.reduction = sbp[a].kind == SbpEntry::PartialMax ? Reduction::Max
+                                                          : Reduction::Sum;
+    }
+    HostTensor whole;
+    whole.dtype = current.dtype;
+    whole.shape = shape;
+    whole.data.assign(TensorSpec{whole.dtype, shape}.byteSize(), 0);
+    StatusOr<Group *> g = group(cmd.meshAxes);
+    if (!g)
+      return g.status();
+    if (Status s = detail::runCollective(cmd, **g, current.data.data(),
+                                         whole.data.data());
+        !s)
+      return s;
+    current = std::move(whole);
+    sbp = next;
+  }
+  return current;
+}
+
 Status Session::setState(const std::string &name, const HostTensor &value) {
-  const TensorSpec *spec = stateSpec(name);
-  if (!spec)
-    return Status::error("the executable has no state '" + name + "'");
+  StatusOr<StateSlot> slot = stateSlot(name);
+  if (!slot)
+    return slot.status();
+  const TensorSpec &spec = slot->global.spec;
   TensorSpec given{value.dtype, value.shape};
-  if (value.dtype != spec->dtype || value.shape != spec->shape ||
-      value.data.size() != spec->byteSize())
-    return Status::error("state '" + name + "' is " + spec->str() + ", got " +
+  if (value.dtype != spec.dtype || value.shape != spec.shape ||
+      value.data.size() != spec.byteSize())
+    return Status::error("state '" + name + "' is " + spec.str() + ", got " +
                          given.str() + " (" +
                          std::to_string(value.data.size()) + " bytes)");
   std::lock_guard<std::mutex> lock(runMutex);
   try {
-    stateValues[name] = value;
+    stateValues[name] = slot->onMesh ? pieceOf(slot->global, value) : value;
   } catch (const std::bad_alloc &) {
     return Status::error("out of memory setting state '" + name + "'");
   }
@@ -504,31 +583,62 @@ Status Session::setState(const std::string &name, const HostTensor &value) {
 }
 
 StatusOr<HostTensor> Session::getState(const std::string &name) {
-  bool zeros = false;
-  const TensorSpec *spec = stateSpec(name, &zeros);
-  if (!spec)
-    return Status::error("the executable has no state '" + name + "'");
+  StatusOr<StateSlot> slot = stateSlot(name);
+  if (!slot)
+    return slot.status();
   std::lock_guard<std::mutex> lock(runMutex);
   auto it = stateValues.find(name);
-  if (it != stateValues.end())
-    return it->second;
-  if (!zeros)
+  if (it == stateValues.end() && !slot->zeros)
     return Status::error("state '" + name + "' has no value yet: set it "
                          "first");
-  return zerosOf(*spec);
+  try {
+    HostTensor piece = it != stateValues.end() ? it->second
+                                               : zerosOf(slot->local);
+    if (!slot->onMesh)
+      return piece;
+    StatusOr<HostTensor> whole = assemble(slot->global, std::move(piece));
+    if (!whole)
+      return Status::error("assembling state '" + name +
+                           "': " + whole.status().message());
+    return whole;
+  } catch (const std::bad_alloc &) {
+    return Status::error("out of memory reading state '" + name + "'");
+  }
+}
+
+uint64_t Session::stateBytes() const {
+  std::lock_guard<std::mutex> lock(runMutex);
+  uint64_t bytes = 0;
+  for (const auto &[name, value] : stateValues)
+    bytes += value.data.size();
+  return bytes;
 }
 
 StatusOr<std::vector<HostTensor>>
 Session::step(const std::string &function,
               const std::vector<HostTensor> &inputs) {
+  // Pieces and assembled outputs are allocated here: a failed allocation
+  // is an error, not an exception.
+  try {
+    return stepUnchecked(function, inputs);
+  } catch (const std::bad_alloc &) {
+    return Status::error("out of memory running '" + function + "'");
+  }
+}
+
+StatusOr<std::vector<HostTensor>>
+Session::stepUnchecked(const std::string &function,
+                       const std::vector<HostTensor> &inputs) {
   StatusOr<size_t> index = exe->findFunction(function, deviceRank);
   if (!index)
     return index.status();
   const FunctionSignature &sig = exe->functions()[*index];
-  if (!sig.ranks.empty())
-    return Status::error("function '" + function + "' runs on a mesh: its "
-                         "state is not kept by the session yet (pass it "
-                         "with runGlobal)");
+  // On a mesh the caller passes and gets global tensors; the state is this
+  // device's pieces.
+  bool onMesh = !sig.ranks.empty();
+  if (onMesh)
+    if (Status s = checkPieces(sig, exe->mesh(), coords, deviceRank); !s)
+      return s;
   std::vector<int64_t> stateOf(sig.inputs.size(), -1);
   std::vector<bool> tied(sig.outputs.size(), false);
   for (size_t k = 0; k < sig.state.size(); ++k) {
@@ -540,71 +650,84 @@ Session::step(const std::string &function,
   for (int64_t k : stateOf)
     given += k < 0;
   if (inputs.size() != given)
-    return Status::error("function '" + sig.name + "' takes " +
+    return Status::error("function '" + function + "' takes " +
                          std::to_string(given) +
                          " inputs besides its state, got " +
                          std::to_string(inputs.size()));
   std::lock_guard<std::mutex> lock(runMutex);
   std::vector<ConstBuffer> in(sig.inputs.size());
   std::vector<HostTensor *> slots(sig.inputs.size(), nullptr);
-  std::vector<HostTensor> results;
-  try {
-    size_t next = 0;
-    for (size_t i = 0; i < sig.inputs.size(); ++i) {
-      const TensorSpec &spec = sig.inputs[i];
-      if (stateOf[i] < 0) {
-        const HostTensor &t = inputs[next];
-        if (t.dtype != spec.dtype || t.shape != spec.shape ||
-            t.data.size() != spec.byteSize())
-          return Status::error("input " + std::to_string(next) +
-                               ": expected " + spec.str() + ", got " +
-                               TensorSpec{t.dtype, t.shape}.str());
+  std::vector<HostTensor> pieces(sig.inputs.size());
+  size_t next = 0;
+  for (size_t i = 0; i < sig.inputs.size(); ++i) {
+    const TensorSpec &spec = sig.inputs[i];
+    if (stateOf[i] < 0) {
+      const HostTensor &t = inputs[next];
+      const TensorSpec &want = onMesh ? sig.globalInputs[i].spec : spec;
+      if (t.dtype != want.dtype || t.shape != want.shape ||
+          t.data.size() != want.byteSize())
+        return Status::error("input " + std::to_string(next) +
+                             ": expected " + want.str() + ", got " +
+                             TensorSpec{t.dtype, t.shape}.str());
+      if (onMesh) {
+        pieces[i] = pieceOf(sig.globalInputs[i], t);
+        in[i] = {pieces[i].data.data(), pieces[i].data.size()};
+      } else {
         in[i] = {t.data.data(), t.data.size()};
-        ++next;
-        continue;
       }
-      const StateSpec &state = sig.state[stateOf[i]];
-      auto it = stateValues.find(state.name);
-      if (it == stateValues.end()) {
-        if (!state.zeros)
-          return Status::error("state '" + state.name +
-                               "' has no value: set it before the first "
-                               "step");
-        it = stateValues.emplace(state.name, zerosOf(spec)).first;
-      }
-      HostTensor &value = it->second;
-      if (value.dtype != spec.dtype || value.shape != spec.shape)
-        return Status::error("state '" + state.name + "' is " +
-                             TensorSpec{value.dtype, value.shape}.str() +
-                             " but function '" + sig.name + "' takes " +
-                             spec.str());
-      slots[i] = &value;
-      in[i] = {value.data.data(), value.data.size()};
+      ++next;
+      continue;
     }
-    results.resize(sig.outputs.size());
-    std::vector<MutableBuffer> out(sig.outputs.size());
-    for (size_t j = 0; j < sig.outputs.size(); ++j) {
-      if (tied[j]) {
-        // Nothing writes it; a device that computes elsewhere copies the
-        // state's new value back here (into the session's buffer).
-        HostTensor *slot = slots[sig.tiedInput(j)];
-        out[j] = {slot->data.data(), slot->data.size()};
-        continue;
-      }
-      results[j].dtype = sig.outputs[j].dtype;
-      results[j].shape = sig.outputs[j].shape;
-      results[j].data.resize(sig.outputs[j].byteSize());
-      out[j] = {results[j].data.data(), results[j].data.size()};
+    const StateSpec &state = sig.state[stateOf[i]];
+    auto it = stateValues.find(state.name);
+    if (it == stateValues.end()) {
+      if (!state.zeros)
+        return Status::error("state '" + state.name +
+                             "' has no value: set it before the first "
+                             "step");
+      it = stateValues.emplace(state.name, zerosOf(spec)).first;
     }
-    if (Status s = runInPlace(*index, in, out); !s)
-      return s;
-  } catch (const std::bad_alloc &) {
-    return Status::error("out of memory running '" + sig.name + "'");
+    HostTensor &value = it->second;
+    if (value.dtype != spec.dtype || value.shape != spec.shape)
+      return Status::error("state '" + state.name + "' is " +
+                           TensorSpec{value.dtype, value.shape}.str() +
+                           " but function '" + sig.name + "' takes " +
+                           spec.str());
+    slots[i] = &value;
+    in[i] = {value.data.data(), value.data.size()};
   }
+  std::vector<HostTensor> results(sig.outputs.size());
+  std::vector<MutableBuffer> out(sig.outputs.size());
+  for (size_t j = 0; j < sig.outputs.size(); ++j) {
+    if (tied[j]) {
+      // Nothing writes it; a device that computes elsewhere copies the
+      // state's new value back here (into the session's buffer).
+      HostTensor *slot = slots[sig.tiedInput(j)];
+      out[j] = {slot->data.data(), slot->data.size()};
+      continue;
+    }
+    results[j].dtype = sig.outputs[j].dtype;
+    results[j].shape = sig.outputs[j].shape;
+    results[j].data.resize(sig.outputs[j].byteSize());
+    out[j] = {results[j].data.data(), results[j].data.size()};
+  }
+  if (Status s = runInPlace(*index, in, out); !s)
+    return s;
   std::vector<HostTensor> untied;
-  for (size_t j = 0; j < results.size(); ++j)
-    if (!tied[j])
+  for (size_t j = 0; j < results.size(); ++j) {
+    if (tied[j])
+      continue;
+    if (!onMesh) {
       untied.push_back(std::move(results[j]));
+      continue;
+    }
+    StatusOr<HostTensor> whole =
+        assemble(sig.globalOutputs[j], std::move(results[j]));
+    if (!whole)
+      return Status::error("assembling output " + std::to_string(j) + ": " +
+                           whole.status().message());
+    untied.push_back(std::move(*whole));
+  }
   return untied;
 }
 
@@ -648,23 +771,7 @@ Session::runGlobalUnchecked(const std::string &function,
       return Status::error("input " + std::to_string(i) + ": expected " +
                            p.spec.str() + ", got " +
                            TensorSpec{inputs[i].dtype, inputs[i].shape}.str());
-    std::vector<int64_t> shape, offset;
-    localPiece(p.spec.shape, p.sbp, mesh, coords, shape, offset);
-    HostTensor &t = local[i];
-    t.dtype = p.spec.dtype;
-    t.shape = shape;
-    t.data.assign(TensorSpec{t.dtype, shape}.byteSize(), 0);
-    // A partial input is the value on each axis' first device, zeros on
-    // the others (their sum is the value).
-    bool keep = true;
-    for (size_t a = 0; a < p.sbp.size(); ++a)
-      if (p.sbp[a].kind == SbpEntry::PartialSum && coords[a] != 0)
-        keep = false;
-    if (keep)
-      detail::copyBox(inputs[i].data.data(), p.spec.shape, offset,
-                      t.data.data(), shape,
-                      std::vector<int64_t>(shape.size(), 0), shape,
-                      dtypeSize(t.dtype));
+    local[i] = pieceOf(p, inputs[i]);
   }
   std::vector<ConstBuffer> in;
   for (const HostTensor &t : local)
@@ -679,48 +786,14 @@ Session::runGlobalUnchecked(const std::string &function,
   }
   if (Status s = run(*index, in, out); !s)
     return s;
-  // Whole outputs: undo each axis' layout, innermost first.
   std::vector<HostTensor> results;
   for (size_t i = 0; i < pieces.size(); ++i) {
-    const Placement &p = sig.globalOutputs[i];
-    HostTensor current = std::move(pieces[i]);
-    std::vector<SbpEntry> sbp = p.sbp;
-    for (size_t a = sbp.size(); a-- > 0;) {
-      if (sbp[a].kind == SbpEntry::Broadcast)
-        continue;
-      detail::CollectiveCommand cmd;
-      cmd.dtype = current.dtype;
-      cmd.inputShape = current.shape;
-      cmd.meshAxes = {static_cast<int64_t>(a)};
-      std::vector<SbpEntry> next = sbp;
-      next[a].kind = SbpEntry::Broadcast;
-      std::vector<int64_t> shape, offset;
-      localPiece(p.spec.shape, next, mesh, coords, shape, offset);
-      cmd.outputShape = shape;
-      if (sbp[a].kind == SbpEntry::Split) {
-        cmd.kind = detail::CollectiveCommand::AllGather;
-        cmd.dim = sbp[a].dim;
-      } else {
-        cmd.kind = detail::CollectiveCommand::AllReduce;
-        cmd.reduction = sbp[a].kind == SbpEntry::PartialMax ? Reduction::Max
-                                                            : Reduction::Sum;
-      }
-      HostTensor whole;
-      whole.dtype = current.dtype;
-      whole.shape = shape;
-      whole.data.assign(TensorSpec{whole.dtype, shape}.byteSize(), 0);
-      StatusOr<Group *> g = group(cmd.meshAxes);
-      if (!g)
-        return g.status();
-      if (Status s = detail::runCollective(cmd, **g, current.data.data(),
-                                           whole.data.data());
-          !s)
-        return Status::error("assembling output " + std::to_string(i) + ": " +
-                             s.message());
-      current = std::move(whole);
-      sbp = next;
-    }
-    results.push_back(std::move(current));
+    StatusOr<HostTensor> whole =
+        assemble(sig.globalOutputs[i], std::move(pieces[i]));
+    if (!whole)
+      return Status::error("assembling output " + std::to_string(i) + ": " +
+                           whole.status().message());
+    results.push_back(std::move(*whole));
   }
   return results;
 }

@@ -24,6 +24,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <functional>
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
@@ -370,12 +371,13 @@ std::string stepPath(std::string path, int64_t step) {
   return path;
 }
 
-/// --steps: runs \p function on the session's state.
+/// --steps: runs \p function on the session's state. On a mesh every rank
+/// runs this (\p comm); each keeps its pieces of the state, reads the whole
+/// batches and the state file, and rank 0 (\p writer) prints and writes.
 int runSteps(const Options &options, std::shared_ptr<const Executable> exe,
-             const std::string &function, const FunctionSignature &sig) {
-  if (!sig.ranks.empty())
-    return fail("--steps runs single-device functions; '" + function +
-                "' runs on a mesh");
+             const std::string &function, const FunctionSignature &sig,
+             std::shared_ptr<Communicator> comm, bool writer,
+             const std::function<int(const std::string &)> &fail) {
   if (sig.state.empty())
     return fail("function '" + function + "' has no state to train (--steps "
                 "needs a function compiled with an optimizer)");
@@ -385,7 +387,7 @@ int runSteps(const Options &options, std::shared_ptr<const Executable> exe,
                 std::to_string(expected) + " inputs besides its state, got " +
                 std::to_string(options.inputs.size()) + " --input flags");
   StatusOr<std::unique_ptr<Session>> session =
-      openSession(options, exe, nullptr);
+      openSession(options, exe, comm);
   if (!session)
     return fail(session.status().message());
   std::vector<std::string> names = (*session)->stateNames();
@@ -428,13 +430,23 @@ int runSteps(const Options &options, std::shared_ptr<const Executable> exe,
     if (!results)
       return fail("step " + std::to_string(step) + ": " +
                   results.status().message());
+    if (!writer)
+      continue;
     printf("step %" PRId64 ": %.4g ms", step, elapsed.count());
     if (!results->empty() && (*results)[0].dtype == DType::F32 &&
         (*results)[0].numElements() == 1)
       printf(", result 0 = %.8g", element<float>((*results)[0].data.data(), 0));
     printf("\n");
   }
+  // The bytes each collective of the last step moved on this device.
+  if (options.stats && comm)
+    for (size_t i = 0; i < (*session)->collectiveBytes().size(); ++i)
+      printf("rank %d collective %zu: %llu bytes\n", comm->rank(), i,
+             static_cast<unsigned long long>(
+                 (*session)->collectiveBytes()[i]));
   if (!options.saveState.empty()) {
+    // Every rank gathers (a split state's pieces meet on each); rank 0
+    // writes.
     std::map<std::string, HostTensor> state;
     for (const std::string &name : names) {
       StatusOr<HostTensor> value = (*session)->getState(name);
@@ -442,13 +454,15 @@ int runSteps(const Options &options, std::shared_ptr<const Executable> exe,
         return fail(value.status().message());
       state[name] = std::move(*value);
     }
+    if (!writer)
+      return 0;
     if (Status s = writeSafeTensors(options.saveState, state,
                                     {{"flow.steps",
                                       std::to_string(options.steps)}});
         !s)
       return fail(s.message());
   }
-  if (!options.outputDir.empty())
+  if (!options.outputDir.empty() && writer)
     if (Status s = writeResults(options.outputDir, *results); !s)
       return fail(s.message());
   return 0;
@@ -521,7 +535,7 @@ int main(int argc, char **argv) {
     return failAll(index.status().message());
   const FunctionSignature &chosen = exe->functions()[*index];
   if (options.steps > 0)
-    return runSteps(options, exe, function, chosen);
+    return runSteps(options, exe, function, chosen, comm, writer, failAll);
   size_t expected = chosen.ranks.empty() ? chosen.inputs.size()
                                          : chosen.globalInputs.size();
   if (options.inputs.size() != expected)

@@ -418,10 +418,10 @@ def test_data_parallel_training(tmp_path, optimizer, ranks, state):
 
 def test_sharded_optimizer_state_collectives(tmp_path):
     """ZeRO-style state as SBP: with shard_state the moments are S(0), so
-    every weight's gradient is reduce-scattered and its new value
-    all-gathered, with no all-reduce of a gradient (only of the clipping
-    norm, 4 bytes); identical boxings are emitted once; and the bytes each
-    collective moves under mpirun -np 2 are the report's."""
+    every weight's gradient is reduce-scattered once and its new value
+    all-gathered, with no all-reduce of a gradient (only of the loss and of
+    the clipping norm, 4 bytes each); and the bytes each collective moves
+    under mpirun -np 2 are the report's."""
     import collections
     import test_optimizers as T
     optimizer = T.CASES["adamw-settings-clipped"][0].replace(
@@ -443,7 +443,11 @@ def test_sharded_optimizer_state_collectives(tmp_path):
     weights = {"fc1.weight": 12 * 24, "fc1.bias": 24, "fc2.weight": 24 * 5,
                "fc2.bias": 5}
     assert kinds["all_gather"] == len(weights)
-    assert kinds["reduce_scatter"] >= len(weights)
+    # One reduce-scatter per weight: the gradient is reduced once, into the
+    # rows the update (and the clipping norm) read.
+    assert kinds["reduce_scatter"] == len(weights)
+    scattered = sorted(b for op, b in planned[0] if op == "reduce_scatter")
+    assert scattered == sorted(4 * n for n in weights.values())
     assert [b for op, b in planned[0] if op == "all_reduce"] == [4, 4]
     # Each all-gather assembles one whole weight (the report counts the
     # bytes of the gathered tensor per device).
@@ -524,6 +528,10 @@ ROUTES = {
     "all_reduce": ("2", "P", "B", (3, 5)),
     "slice": ("3", "B", "S(0)", (7, 2)),
     "two_axes": ("2x2", "S(0), S(1)", "S(1), S(0)", (6, 5)),
+    # Making a split on the outer axis of a dimension the inner axis
+    # already splits (the inner split is undone and remade).
+    "nested_slice": ("2x2", "B, S(0)", "S(0), S(0)", (9, 3)),
+    "nested_reduce_scatter": ("2x2", "P, S(0)", "S(0), S(0)", (9, 3)),
 }
 
 
@@ -782,3 +790,134 @@ def test_python_rank_that_stops_ends_the_job(tmp_path):
     assert re.search(rf"flow: error: rank 0: all-gather #\d+ timed out after "
                      rf"{TIMEOUT} s; rank 1 did not respond", err), err
     print(f"python, 2 ranks: ended {took:.2f} s after the start")
+
+
+# ---------------------------------------------------------------------------
+# flow.compile_train(mesh=...): each rank keeps its pieces of the state
+# ---------------------------------------------------------------------------
+
+S_TP = ('{0: S.broadcast, 1: S.broadcast, "0.weight": S.split(0), '
+        '"0.bias": S.split(0), "2.weight": S.split(1)}')
+S_DP_TP = ('{"0.weight": (S.broadcast, S.split(0)), '
+           '"0.bias": (S.broadcast, S.split(0)), '
+           '"2.weight": (S.broadcast, S.split(1))}')
+
+# The MLP of mesh_train.py: Linear(12, 24), Linear(24, 5), AdamW.
+PARAMETERS = {"0.weight": (24, 12), "0.bias": (24,), "2.weight": (5, 24),
+              "2.bias": (5,)}
+
+
+def one_process_state_bytes():
+    n = sum(int(np.prod(s)) for s in PARAMETERS.values())
+    return 3 * 4 * n + 8  # weights, two moments, the step count
+
+
+@pytest.mark.parametrize("ranks,mesh,sbp,state", [
+    (2, "2", "{}", "rep"),        # data parallel
+    (2, "2", "{}", "zero"),       # ... with ZeRO-sharded moments
+    (3, "3", "{}", "zero"),       # uneven pieces of the batch and moments
+    (2, "2", S_TP, "rep"),        # Megatron: column- then row-parallel
+    (4, "4", S_TP, "rep"),
+    (4, "(2, 2)", S_DP_TP, "zero"),  # data x tensor parallel, ZeRO
+])
+def test_compile_train_on_a_mesh(tmp_path, ranks, mesh, sbp, state):
+    """flow.compile_train(mesh=, sbp=, shard_state=) under mpirun trains as
+    one process does (losses, the whole state, a checkpoint resumed on the
+    mesh), and each rank keeps only its pieces of the state."""
+    import sys
+    result = mpirun(ranks, [sys.executable, ROOT / "test" / "python" /
+                            "mesh_train.py", mesh, sbp, state,
+                            tmp_path / "step3.safetensors"],
+                    cwd=tmp_path,
+                    env_extra={"PYTHONPATH": str(build_dir() / "python")})
+    assert result.returncode == 0, result.stdout + result.stderr
+    kept = {int(r): (int(b), int(total)) for r, b, total in re.findall(
+        r"rank (\d+) trained: .*? state bytes (\d+) of (\d+)", result.stdout)}
+    assert sorted(kept) == list(range(ranks)), result.stdout
+    whole = one_process_state_bytes()
+    assert all(total == whole for _, total in kept.values())
+    if sbp == "{}" and state == "rep":
+        # Data parallel: every rank keeps a whole replica.
+        assert all(b == whole for b, _ in kept.values())
+    elif ranks == 2 and sbp == "{}":
+        # ZeRO on 2 ranks: weights whole, each moment's rows split 12/12,
+        # 12/12, 3/2 and 3/2 (the first ranks get the extra row).
+        weights = 4 * sum(int(np.prod(s)) for s in PARAMETERS.values())
+        rows = {0: 12 * 12 + 12 + 3 * 24 + 3, 1: 12 * 12 + 12 + 2 * 24 + 2}
+        for r in (0, 1):
+            assert kept[r][0] == weights + 8 + 2 * 4 * rows[r]
+    else:
+        # Split weights (and moments) are kept in pieces.
+        assert all(b < 0.75 * whole for b, _ in kept.values()), kept
+
+
+def test_tensor_parallel_training_from_the_cli(tmp_path):
+    """A Megatron-style training step (fc1 split by columns, fc2 by rows)
+    through flow-compile and `flow-run --steps` under mpirun -np 2: the
+    losses and the saved state are one process's, the split weights stay
+    split between steps (the state is tied in place on every rank), and
+    each collective moves the bytes the compile report plans."""
+    import test_optimizers as T
+    from flow.safetensors import load, save
+    optimizer = T.CASES["adamw-settings-clipped"][0]
+    single = T.STEP.format(optimizer=optimizer)
+    text = "flow.mesh @mesh [2]\n" + single.replace(
+        "attributes {flow.optimizer",
+        "attributes {flow.mesh = @mesh, flow.optimizer")
+    text = with_sbp(text, {"w1": "S(1)", "b1": "S(0)", "w2": "S(0)"})
+    one = compile_text(single, tmp_path / "one.fbin")
+    tp = compile_text(text, tmp_path / "tp.fbin",
+                      f"--report={tmp_path / 'r.json'}")
+    params, batches, _ = T.problem(steps=3)
+    save(params, str(tmp_path / "init.safetensors"))
+    for i, (x, t) in enumerate(batches):
+        np.save(tmp_path / f"x{i}.npy", x)
+        np.save(tmp_path / f"t{i}.npy", t)
+    np.save(tmp_path / "lr.npy", np.float32(0.05))
+
+    def flags(out):
+        return [f"--steps={len(batches)}",
+                f"--state={tmp_path / 'init.safetensors'}",
+                f"--input={tmp_path}/x{{step}}.npy",
+                f"--input={tmp_path}/t{{step}}.npy",
+                f"--input={tmp_path / 'lr.npy'}",
+                f"--save-state={tmp_path / out}", "--threads=1"]
+
+    def losses(stdout):
+        return [float(v) for v in
+                re.findall(r"^step \d+: .* result 0 = (\S+)$", stdout, re.M)]
+
+    alone = subprocess.run([str(tool("flow-run")), str(one), *flags("one.st")],
+                           capture_output=True, text=True, timeout=120)
+    assert alone.returncode == 0, alone.stderr
+    result = mpirun(2, [tool("flow-run"), tp, *flags("tp.st"), "--stats"])
+    assert result.returncode == 0, result.stderr
+    # Rank 0 prints the steps.
+    assert len(losses(result.stdout)) == len(batches)
+    np.testing.assert_allclose(losses(result.stdout), losses(alone.stdout),
+                               rtol=1e-5)
+    want, got = load(str(tmp_path / "one.st")), load(str(tmp_path / "tp.st"))
+    assert sorted(want) == sorted(got)
+    for name in want:
+        np.testing.assert_allclose(got[name], want[name], rtol=1e-4,
+                                   atol=1e-6, err_msg=name)
+
+    # Every state (4 weights, 8 moments, the step count) is written in
+    # place into the piece its rank keeps.
+    host = subprocess.run(
+        [str(tool("flow-compile")), str(tmp_path / "tp.mlir"),
+         "--compile-to=host", "-o", "-"],
+        capture_output=True, text=True, timeout=120)
+    assert host.returncode == 0, host.stderr
+    headers = [line for line in host.stdout.splitlines()
+               if line.lstrip().startswith("func.func @step_r")]
+    assert len(headers) == 2
+    assert all(h.count("flow.tied_input") == 13 for h in headers)
+
+    report = json.loads((tmp_path / "r.json").read_text())
+    for rank in (0, 1):
+        planned = [c["bytes_per_device"] for c in report["collective_ops"]
+                   if c["function"] == f"step_r{rank}"]
+        measured = [int(b) for b in re.findall(
+            rf"rank {rank} collective \d+: (\d+) bytes", result.stdout)]
+        assert planned and measured == planned, (rank, planned, measured)

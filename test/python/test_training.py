@@ -395,6 +395,28 @@ def test_a_loss_that_is_not_a_scalar_is_refused():
                            optimizer=flow.optim.SGD(lr=0.1))
 
 
+@pytest.mark.parametrize("kwargs,error,message", [
+    (dict(sbp={"weight": "S(0)"}), "FlowError", "pass mesh="),
+    (dict(shard_state=True), "FlowError", "pass mesh="),
+    (dict(mesh=2, sbp={"wieght": flow.sbp.split(0)}), "ValueError",
+     r"sbp names input 'wieght'; the inputs are \['weight', 'bias', "
+     r"'batch_0'\]"),
+    (dict(mesh=2, sbp={3: flow.sbp.broadcast}), "ValueError",
+     "sbp names input 3"),
+    (dict(mesh=(2, 2), sbp={"weight": flow.sbp.split(0)}), "ValueError",
+     "an SBP on a mesh of rank 2 needs 2 entries"),
+])
+def test_mesh_placement_errors(kwargs, error, message):
+    """Placements for training on a mesh are checked before anything is
+    compiled: by parameter or input name, or batch position."""
+    model = torch.nn.Linear(4, 2)
+    with pytest.raises(getattr(flow, error, None) or ValueError,
+                       match=message):
+        flow.compile_train(model, lambda m, x: m(x).sum(),
+                           (torch.randn(4, 4),),
+                           optimizer=flow.optim.SGD(lr=0.1), **kwargs)
+
+
 def test_hugging_face_gpt2_with_tied_embeddings():
     """A small Hugging Face GPT-2 (its output projection is the token
     embedding, one parameter under two names) trains as in PyTorch: the

@@ -81,3 +81,47 @@ func.func @own_state(%w: tensor<3xf32> {flow.requires_grad, flow.state = "w"},
   %next = flow.add %offset, %one : (tensor<i64>, tensor<i64>) -> tensor<i64>
   return %l, %next : tensor<f32>, tensor<i64>
 }
+
+// -----
+
+// On a mesh a moment is laid out as its parameter (each device updates the
+// piece it keeps); a parameter with no SBP is replicated, and so are its
+// moments.
+// CHECK-LABEL: func.func @moments_follow
+// CHECK-SAME: tensor<8x6xf32> {flow.sbp = #flow.sbp<[B, S(0)]>, flow.state = "w.exp_avg", flow.state_init = "zeros"}
+// CHECK-SAME: tensor<8x6xf32> {flow.sbp = #flow.sbp<[B, S(0)]>, flow.state = "w.exp_avg_sq", flow.state_init = "zeros"}
+// CHECK-SAME: tensor<1xf32> {flow.sbp = #flow.sbp<[B, B]>, flow.state = "c.exp_avg", flow.state_init = "zeros"}
+// CHECK-SAME: -> (tensor<f32>, tensor<8x6xf32> {flow.state = "w"}, tensor<1xf32> {flow.state = "c"}, tensor<i64> {flow.state = "optimizer.step"}, tensor<8x6xf32> {flow.sbp = #flow.sbp<[B, S(0)]>, flow.state = "w.exp_avg"}
+flow.mesh @m [2, 2]
+func.func @moments_follow(%w: tensor<8x6xf32> {flow.requires_grad, flow.state = "w", flow.sbp = #flow.sbp<[B, S(0)]>},
+                          %c: tensor<1xf32> {flow.requires_grad, flow.state = "c"})
+    -> tensor<f32> attributes {flow.mesh = @m, flow.optimizer = {kind = "adamw"}} {
+  %s = flow.reduce_sum %w [0, 1] : tensor<8x6xf32> -> tensor<f32>
+  %t = flow.reduce_sum %c [0] : tensor<1xf32> -> tensor<f32>
+  %l = flow.add %s, %t : (tensor<f32>, tensor<f32>) -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+// -----
+
+// ZeRO on a 2-D mesh: a moment is also split over the first axis, along
+// the first dimension the other axis does not split (rows are split on
+// axis 1, so columns on axis 0); one with fewer elements than the axis has
+// devices stays as its parameter.
+// CHECK-LABEL: func.func @zero_2d
+// CHECK-SAME: tensor<8x6xf32> {flow.sbp = #flow.sbp<[S(1), S(0)]>, flow.state = "w.momentum_buffer", flow.state_init = "zeros"}
+// CHECK-SAME: tensor<1xf32> {flow.sbp = #flow.sbp<[B, B]>, flow.state = "c.momentum_buffer", flow.state_init = "zeros"}
+// CHECK-SAME: tensor<8x6xf32> {flow.sbp = #flow.sbp<[S(1), S(0)]>, flow.state = "w.momentum_buffer"}
+// The gradients are laid out as their updates run, before any update op
+// reads them (each is then reduced once).
+// CHECK-DAG: flow.annotate %{{.*}} as #flow.sbp<[S(1), S(0)]> on @m : tensor<8x6xf32>
+// CHECK-DAG: flow.annotate %{{.*}} as #flow.sbp<[B, B]> on @m : tensor<1xf32>
+flow.mesh @m [2, 2]
+func.func @zero_2d(%w: tensor<8x6xf32> {flow.requires_grad, flow.state = "w", flow.sbp = #flow.sbp<[B, S(0)]>},
+                   %c: tensor<1xf32> {flow.requires_grad, flow.state = "c"})
+    -> tensor<f32> attributes {flow.mesh = @m, flow.optimizer = {kind = "sgd", momentum = 0.9, shard_state = true}} {
+  %s = flow.reduce_sum %w [0, 1] : tensor<8x6xf32> -> tensor<f32>
+  %t = flow.reduce_sum %c [0] : tensor<1xf32> -> tensor<f32>
+  %l = flow.add %s, %t : (tensor<f32>, tensor<f32>) -> tensor<f32>
+  return %l : tensor<f32>
+}

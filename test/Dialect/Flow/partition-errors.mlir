@@ -18,14 +18,3 @@ func.func @uneven_reshape(%x: tensor<3x4xf32> {flow.sbp = #flow.sbp<[S(0)]>}) ->
   %0 = flow.reshape %x {flow.operand_sbp = [#flow.sbp<[S(0)]>], flow.sbp = [#flow.sbp<[S(0)]>]} : tensor<3x4xf32> -> tensor<12xf32>
   return %0 : tensor<12xf32>
 }
-
-// -----
-
-// Splitting a dimension on an outer mesh axis while an inner one already
-// splits it would put the pieces in the wrong order: refused.
-flow.mesh @m2 [2, 2]
-func.func @nested(%x: tensor<8x4xf32> {flow.sbp = #flow.sbp<[B, S(0)]>})
-    -> (tensor<8x4xf32> {flow.sbp = #flow.sbp<[S(0), S(0)]>}) attributes {flow.mesh = @m2} {
-  // expected-error @+1 {{boxing B -> S(0) on mesh axis 0 while another axis splits the same dimension is not supported}}
-  return %x : tensor<8x4xf32>
-}

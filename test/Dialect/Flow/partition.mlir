@@ -154,3 +154,36 @@ func.func @shared_boxing(%x: tensor<8x6xf32> {flow.sbp = #flow.sbp<[S(0)]>})
   %1 = flow.exp %x {flow.operand_sbp = [#flow.sbp<[B]>], flow.sbp = [#flow.sbp<[B]>]} : tensor<8x6xf32>
   return %0, %1 : tensor<8x6xf32>, tensor<8x6xf32>
 }
+
+// -----
+
+// Splitting a dimension on an outer mesh axis while an inner one already
+// splits it: the inner split is undone first and remade after, so the
+// pieces nest in mesh order (device (a, b) holds rows 4a + 2b, +2).
+// CHECK-LABEL: func.func @nested_r0(%arg0: tensor<4x3xf32>) -> tensor<2x3xf32>
+// CHECK-SAME: flow.ranks = array<i64: 0, 2>
+// CHECK: %[[G:.*]] = flow.all_gather %arg0 on @m2 axes = [1] dim = 0 : tensor<4x3xf32> -> tensor<8x3xf32>
+// CHECK: %[[R:.*]] = flow.reduce_scatter sum %[[G]] on @m2 axes = [0] dim = 0 : tensor<8x3xf32> -> tensor<4x3xf32>
+// CHECK: flow.slice %[[R]] starts = [0, 0] limits = [2, 3]
+// CHECK-LABEL: func.func @nested_r1
+// CHECK: flow.slice %{{.*}} starts = [2, 0] limits = [4, 3]
+flow.mesh @m2 [2, 2]
+func.func @nested(%x: tensor<8x3xf32> {flow.sbp = #flow.sbp<[P, S(0)]>})
+    -> (tensor<8x3xf32> {flow.sbp = #flow.sbp<[S(0), S(0)]>}) attributes {flow.mesh = @m2} {
+  return %x : tensor<8x3xf32>
+}
+
+// -----
+
+// A training step's state names go with the pieces, so each device keeps
+// and updates its own (flow-tie-state, the executable's state table).
+// CHECK-LABEL: func.func @state(%arg0: tensor<4x4xf32> {flow.state = "w"}, %arg1: tensor<4xf32> {flow.state = "w.momentum_buffer", flow.state_init = "zeros"}, %arg2: tensor<f32> {flow.learning_rate})
+// CHECK-SAME: -> (tensor<4x4xf32> {flow.state = "w"}, tensor<4xf32> {flow.state = "w.momentum_buffer"})
+flow.mesh @m [2]
+func.func @state(%w: tensor<8x4xf32> {flow.sbp = #flow.sbp<[S(0)]>, flow.state = "w"},
+                 %m: tensor<8xf32> {flow.sbp = #flow.sbp<[S(0)]>, flow.state = "w.momentum_buffer", flow.state_init = "zeros"},
+                 %lr: tensor<f32> {flow.learning_rate})
+    -> (tensor<8x4xf32> {flow.sbp = #flow.sbp<[S(0)]>, flow.state = "w"}, tensor<8xf32> {flow.sbp = #flow.sbp<[S(0)]>, flow.state = "w.momentum_buffer"})
+    attributes {flow.mesh = @m} {
+  return %w, %m : tensor<8x4xf32>, tensor<8xf32>
+}

@@ -92,3 +92,38 @@ func.func @single_device(%a: tensor<4xf32>) -> tensor<4xf32> {
   return %0 : tensor<4xf32>
 }
 
+
+// -----
+
+// A state's next value lies as its current value: the result named like
+// the split argument gets its SBP (not B), so each device updates the
+// piece it keeps; a result with its own SBP keeps it, other results get B.
+// CHECK-LABEL: func.func @state_layout
+// CHECK-SAME: -> (tensor<8x4xf32> {flow.sbp = #flow.sbp<[S(1)]>, flow.state = "w"}, tensor<4xf32> {flow.sbp = #flow.sbp<[S(0)]>, flow.state = "m"}, tensor<8x4xf32> {flow.sbp = #flow.sbp<[B]>})
+flow.mesh @m [2]
+func.func @state_layout(%w: tensor<8x4xf32> {flow.sbp = #flow.sbp<[S(1)]>, flow.state = "w"},
+                        %m: tensor<4xf32> {flow.sbp = #flow.sbp<[B]>, flow.state = "m"})
+    -> (tensor<8x4xf32> {flow.state = "w"}, tensor<4xf32> {flow.sbp = #flow.sbp<[S(0)]>, flow.state = "m"}, tensor<8x4xf32>)
+    attributes {flow.mesh = @m} {
+  %0 = flow.neg %w : tensor<8x4xf32>
+  %1 = flow.neg %m : tensor<4xf32>
+  return %0, %1, %0 : tensor<8x4xf32>, tensor<4xf32>, tensor<8x4xf32>
+}
+
+// -----
+
+// A reshape merging the batch with the sequence keeps the batch split when
+// the batch divides evenly (8 rows over 2 devices: no boxing); with 3 rows
+// the pieces of [3, 4] and [12] would not coincide, so the split is not
+// carried through the merge (the reshape runs on whole copies).
+// CHECK-LABEL: func.func @merge_split
+// CHECK: flow.reshape %arg0 {flow.operand_sbp = [#flow.sbp<[S(0)]>], flow.sbp = [#flow.sbp<[S(0)]>]} : tensor<8x4x6xf32> -> tensor<32x6xf32>
+// CHECK: flow.reshape %arg1 {flow.operand_sbp = [#flow.sbp<[B]>], flow.sbp = [#flow.sbp<[B]>]} : tensor<3x4xf32> -> tensor<12xf32>
+flow.mesh @m [2]
+func.func @merge_split(%x: tensor<8x4x6xf32> {flow.sbp = #flow.sbp<[S(0)]>},
+                       %y: tensor<3x4xf32> {flow.sbp = #flow.sbp<[S(0)]>})
+    -> (tensor<32x6xf32>, tensor<12xf32>) attributes {flow.mesh = @m} {
+  %0 = flow.reshape %x : tensor<8x4x6xf32> -> tensor<32x6xf32>
+  %1 = flow.reshape %y : tensor<3x4xf32> -> tensor<12xf32>
+  return %0, %1 : tensor<32x6xf32>, tensor<12xf32>
+}

@@ -38,8 +38,9 @@ func.func @rules(%x: tensor<4x8xf32>, %v: tensor<8xf32>, %w: tensor<8x6xf32>,
       : (tensor<2x4x6x6xf32>, tensor<8x4x3x3xf32>) -> tensor<2x8x6x6xf32>
   // CHECK: remark: rules: ([B] -> [B]) ([S(1)] -> [S(0)]) ([S(0)] -> [S(1)]) ([P] -> [P])
   %11 = flow.transpose %x [1, 0] : tensor<4x8xf32> -> tensor<8x4xf32>
-  // Reshape keeps the split of a dimension it keeps.
-  // CHECK: remark: rules: ([B] -> [B]) ([P] -> [P]) ([S(0)] -> [S(0)])
+  // Reshape keeps the split of a dimension it keeps, and of the major
+  // dimension of a group it merges (4x8 -> 32), where the pieces are equal.
+  // CHECK: remark: rules: ([B] -> [B]) ([P] -> [P]) ([S(0)] -> [S(0)]) ([S(1)] -> [S(1)]){{$}}
   %12 = flow.reshape %b3 : tensor<2x4x8xf32> -> tensor<2x32xf32>
   // CHECK: remark: rules: ([B, B] -> [B]) ([B, S(0)] -> [S(0)]) ([B, S(1)] -> [S(1)]) ([S(1), B] -> [S(2)])
   %13 = flow.gather %t[%ids] axis = 0 : (tensor<10x8xf32>, tensor<2x3xi64>) -> tensor<2x3x8xf32>

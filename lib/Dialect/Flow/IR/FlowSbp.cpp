@@ -340,7 +340,9 @@ Rules sbpRules(ReshapeOp op) {
   rules.push_back({{P}, {P}});
   // Groups of dimensions with equal products, matched from the left; the
   // major dimension of a group keeps its split when its length is
-  // unchanged (the finer divisibility checks are the partitioner's).
+  // unchanged, and when it is not (a merge, [8, 128] -> [1024], or the
+  // reverse) where both are cut into equal pieces (the finer divisibility
+  // checks are the partitioner's).
   ArrayRef<int64_t> in = typeOf(op.getInput()).getShape();
   ArrayRef<int64_t> out = typeOf(op.getResult()).getShape();
   size_t i = 0, j = 0;
@@ -357,8 +359,13 @@ Rules sbpRules(ReshapeOp op) {
     }
     if (pi != pj)
       break;
-    if (in[gi] == out[gj] && in[gi] > 1)
+    if (in[gi] == out[gj] && in[gi] > 1) {
       rules.push_back({{S(gi)}, {S(gj)}});
+    } else if (in[gi] > 1 && out[gj] > 1) {
+      SbpSignature merged{{S(gi)}, {S(gj)}};
+      merged.evenSplits = true;
+      rules.push_back(merged);
+    }
   }
   return rules;
 }
@@ -563,6 +570,20 @@ bool mlir::flow::isValidSbp(ArrayRef<SbpDim> sbp, RankedTensorType type,
   return true;
 }
 
+/// True if every split of `sbp` cuts its dimension of `type` into equal
+/// pieces on `meshShape`.
+static bool isEvenSbp(ArrayRef<SbpDim> sbp, RankedTensorType type,
+                      ArrayRef<int64_t> meshShape) {
+  SmallVector<int64_t> pieces(type.getRank(), 1);
+  for (auto [axis, d] : llvm::enumerate(sbp))
+    if (d.isSplit())
+      pieces[d.dim] *= meshShape[axis];
+  for (auto [size, n] : llvm::zip(type.getShape(), pieces))
+    if (size % n != 0)
+      return false;
+  return true;
+}
+
 SmallVector<NdSbpSignature>
 mlir::flow::getNdSbpSignatures(Operation *op, ArrayRef<int64_t> meshShape) {
   auto iface = dyn_cast<SbpOpInterface>(op);
@@ -586,11 +607,16 @@ mlir::flow::getNdSbpSignatures(Operation *op, ArrayRef<int64_t> meshShape) {
       for (unsigned i = 0; i < sig.results.size(); ++i)
         sig.results[i].push_back(r.results[i]);
     }
+    bool even = llvm::any_of(choice, [&](size_t c) {
+      return rules[c].evenSplits;
+    });
     bool valid = true;
     for (auto [v, sbp] : llvm::zip(op->getOperands(), sig.operands))
-      valid &= isValidSbp(sbp, typeOf(v), meshShape);
+      valid &= isValidSbp(sbp, typeOf(v), meshShape) &&
+               (!even || isEvenSbp(sbp, typeOf(v), meshShape));
     for (auto [v, sbp] : llvm::zip(op->getResults(), sig.results))
-      valid &= isValidSbp(sbp, typeOf(v), meshShape);
+      valid &= isValidSbp(sbp, typeOf(v), meshShape) &&
+               (!even || isEvenSbp(sbp, typeOf(v), meshShape));
     if (valid)
       out.push_back(std::move(sig));
     unsigned axis = 0;

@@ -136,38 +136,57 @@ private:
     return mul(x, scalar(c, typeOf(x).getElementType()));
   }
 
-  /// The nd-SBP of a sharded moment of `type` (ZeRO): split along
-  /// dimension 0 over the mesh's first axis, broadcast over the others;
-  /// null when the state is not sharded (no option, no mesh, a scalar, or
-  /// fewer rows than devices).
-  SbpAttr shardedSbp(Type type) {
+  /// The nd-SBP of the moments of parameter `param` on a mesh (null
+  /// without one): its parameter's, so each device updates the piece of
+  /// the parameter it keeps. With shard_state (ZeRO), also split over the
+  /// mesh's first axis where the parameter is broadcast there: along the
+  /// first dimension no other axis splits and that has at least as many
+  /// elements as the axis has devices (none: the parameter's layout).
+  SbpAttr momentSbp(BlockArgument param) {
     auto meshRef = func->getAttrOfType<FlatSymbolRefAttr>(
         FlowDialect::getMeshAttrName());
-    auto tensor = dyn_cast<RankedTensorType>(type);
-    if (!opt.shardState || !meshRef || !tensor || tensor.getRank() == 0)
+    MeshOp mesh = meshRef ? lookupMesh(func, meshRef) : MeshOp();
+    if (!mesh)
       return nullptr;
-    MeshOp mesh = lookupMesh(func, meshRef);
-    if (!mesh || tensor.getDimSize(0) < mesh.getShape()[0])
-      return nullptr;
-    SmallVector<SbpDim> dims(mesh.getShape().size(), SbpDim::broadcast());
-    dims[0] = SbpDim::split(0);
+    ArrayRef<int64_t> shape = mesh.getShape();
+    SmallVector<SbpDim> dims(shape.size(), SbpDim::broadcast());
+    if (auto own = func.getArgAttrOfType<SbpAttr>(
+            param.getArgNumber(), FlowDialect::getSbpAttrName()))
+      dims.assign(own.getDims().begin(), own.getDims().end());
+    auto tensor = cast<RankedTensorType>(param.getType());
+    if (opt.shardState && dims[0].isBroadcast())
+      for (int64_t d = 0; d < tensor.getRank(); ++d) {
+        bool elsewhere = llvm::any_of(dims, [&](SbpDim s) {
+          return s.isSplit() && s.dim == d;
+        });
+        if (!elsewhere && tensor.getDimSize(d) >= shape[0]) {
+          dims[0] = SbpDim::split(d);
+          break;
+        }
+      }
     return SbpAttr::get(func.getContext(), dims);
   }
 
   /// A new state argument named `name`, zeros at the start (its next value
-  /// goes into `newResults` under the same name).
-  BlockArgument stateArgument(StringRef name, Type type) {
+  /// goes into `newResults` under the same name), laid out as `sbp` on a
+  /// mesh.
+  BlockArgument stateArgument(StringRef name, Type type,
+                              SbpAttr sbp = nullptr) {
     unsigned index = func.getNumArguments();
     SmallVector<NamedAttribute> attrs = {
         b.getNamedAttr(FlowDialect::getStateAttrName(), b.getStringAttr(name)),
         b.getNamedAttr(FlowDialect::getStateInitAttrName(),
                        b.getStringAttr("zeros"))};
-    if (SbpAttr sbp = shardedSbp(type))
+    if (sbp) {
       attrs.push_back(b.getNamedAttr(FlowDialect::getSbpAttrName(), sbp));
+      stateSbp[name] = sbp;
+    }
     (void)func.insertArgument(index, type, b.getDictionaryAttr(attrs), loc);
     oldState[name] = func.getArgument(index);
     return func.getArgument(index);
   }
+  /// The layout of each new state on a mesh.
+  llvm::StringMap<SbpAttr> stateSbp;
 };
 
 LogicalResult StepBuilder::run() {
@@ -208,9 +227,21 @@ LogicalResult StepBuilder::run() {
     return failure();
   Value lr = func.getArgument(lrIndex);
 
+  // On a mesh each gradient is first laid out as its parameter's update
+  // runs: as the moments (the parameter's layout, rows split with
+  // shard_state). A partial gradient is then reduced once, all-reduced for
+  // a replicated update or reduce-scattered for a sharded one, and clipping
+  // and every update op read the reduced value in the layout the state is
+  // kept in.
+  auto meshRef = func->getAttrOfType<FlatSymbolRefAttr>(
+      FlowDialect::getMeshAttrName());
   SmallVector<Value> gradients;
-  for (auto [result, arg] : grads)
-    gradients.push_back(ret.getOperand(result));
+  for (auto [result, arg] : grads) {
+    Value g = ret.getOperand(result);
+    if (SbpAttr layout = momentSbp(func.getArgument(arg)))
+      g = AnnotateOp::create(b, loc, g.getType(), g, meshRef, layout);
+    gradients.push_back(g);
+  }
 
   // Global-norm clipping: every gradient times min(1, max / (norm + 1e-6)).
   if (opt.maxGradNorm > 0) {
@@ -267,7 +298,7 @@ LogicalResult StepBuilder::run() {
         g = add(g, mul(p, opt.weightDecay));
       if (opt.momentum != 0) {
         std::string bufName = name + ".momentum_buffer";
-        BlockArgument buf = stateArgument(bufName, p.getType());
+        BlockArgument buf = stateArgument(bufName, p.getType(), momentSbp(p));
         g = add(mul(buf, opt.momentum), g);
         newResults.push_back({g, bufName});
       }
@@ -276,8 +307,9 @@ LogicalResult StepBuilder::run() {
       // torch.optim.AdamW: p *= 1 - lr wd; m = lerp(m, g, 1 - b1);
       // v = b2 v + (1 - b2) g^2; p -= lr / bc1 * m / (sqrt(v) / sqrt(bc2) + eps)
       std::string mName = name + ".exp_avg", vName = name + ".exp_avg_sq";
-      BlockArgument m = stateArgument(mName, p.getType());
-      BlockArgument v = stateArgument(vName, p.getType());
+      SbpAttr layout = momentSbp(p);
+      BlockArgument m = stateArgument(mName, p.getType(), layout);
+      BlockArgument v = stateArgument(vName, p.getType(), layout);
       Value m2 = add(m, mul(sub(g, m), 1 - opt.beta1));
       Value v2 = add(mul(v, opt.beta2), mul(mul(g, g), 1 - opt.beta2));
       newResults.push_back({m2, mName});
@@ -322,8 +354,8 @@ LogicalResult StepBuilder::run() {
     operands.push_back(value);
     SmallVector<NamedAttribute> attrs = {b.getNamedAttr(
         FlowDialect::getStateAttrName(), b.getStringAttr(name))};
-    // A sharded moment stays sharded from step to step.
-    if (SbpAttr sbp = shardedSbp(value.getType()))
+    // A moment keeps its layout from step to step.
+    if (SbpAttr sbp = stateSbp.lookup(name))
       attrs.push_back(b.getNamedAttr(FlowDialect::getSbpAttrName(), sbp));
     if (failed(func.insertResult(index, value.getType(),
                                  b.getDictionaryAttr(attrs))))

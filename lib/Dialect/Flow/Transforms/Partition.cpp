@@ -170,17 +170,23 @@ FailureOr<Value> DeviceWriter::box(OpBuilder &b, Value global, Value local,
   NdSbp cur = from;
   // Splits are undone innermost axis first and made outermost first, so
   // that pieces of a dimension split over several axes nest in mesh order.
-  // Undoing a split undoes the later axes' splits of the same dimension
-  // first (they are remade afterwards, as pieces of the new layout).
+  // Undoing a split, or making one, undoes the later axes' splits of the
+  // same dimension first (they are remade afterwards, as pieces of the new
+  // layout).
   SmallVector<bool> undo(cur.size(), false);
+  auto undoLater = [&](unsigned axis, int64_t dim) {
+    for (unsigned later = axis + 1; later < cur.size(); ++later)
+      if (cur[later].isSplit() && cur[later].dim == dim)
+        undo[later] = true;
+  };
   for (unsigned axis = 0; axis < cur.size(); ++axis) {
+    if (cur[axis] != to[axis] && to[axis].isSplit())
+      undoLater(axis, to[axis].dim);
     if (!cur[axis].isSplit())
       continue;
     undo[axis] = undo[axis] || cur[axis] != to[axis];
     if (undo[axis])
-      for (unsigned later = axis + 1; later < cur.size(); ++later)
-        if (cur[later].isSplit() && cur[later].dim == cur[axis].dim)
-          undo[later] = true;
+      undoLater(axis, cur[axis].dim);
   }
   for (int axis = static_cast<int>(cur.size()) - 1; axis >= 0; --axis) {
     if (!undo[axis])
@@ -237,6 +243,17 @@ FailureOr<func::FuncOp> DeviceWriter::write(OpBuilder &moduleBuilder,
 
   auto func = func::FuncOp::create(moduleBuilder, global.getLoc(), name,
                                    FunctionType::get(ctx, argTypes, resultTypes));
+  // The training state's names go with the pieces: each device keeps its
+  // piece of every state and updates it in place (flow-tie-state).
+  for (StringRef attr : {FlowDialect::getStateAttrName(),
+                         FlowDialect::getStateInitAttrName(),
+                         FlowDialect::getLearningRateAttrName()})
+    for (unsigned i = 0; i < global.getNumArguments(); ++i)
+      if (Attribute a = global.getArgAttr(i, attr))
+        func.setArgAttr(i, attr, a);
+  for (unsigned i = 0; i < global.getNumResults(); ++i)
+    if (Attribute a = global.getResultAttr(i, FlowDialect::getStateAttrName()))
+      func.setResultAttr(i, FlowDialect::getStateAttrName(), a);
   Block *body = func.addEntryBlock();
   OpBuilder b = OpBuilder::atBlockBegin(body);
   for (BlockArgument arg : global.getArguments()) {

@@ -139,10 +139,24 @@ struct PropagateSbpPass
       ++numOpsPlaced;
     }
 
-    // Results: B unless the signature says otherwise.
-    for (unsigned i = 0, e = func.getNumResults(); i < e; ++i)
-      if (!func.getResultAttr(i, sbpName))
-        func.setResultAttr(i, sbpName, toAttr(ctx, broadcastSbp(rank)));
+    // Results: B unless the signature says otherwise; a state's next value
+    // lies as its current value (the argument of its `flow.state` name), so
+    // each device updates its own piece where it keeps it.
+    StringRef stateName = FlowDialect::getStateAttrName();
+    llvm::StringMap<NdSbp> stateSbp;
+    for (BlockArgument arg : func.getArguments())
+      if (auto name = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
+                                                        stateName))
+        stateSbp.try_emplace(name.getValue(), sbp[arg]);
+    for (unsigned i = 0, e = func.getNumResults(); i < e; ++i) {
+      if (func.getResultAttr(i, sbpName))
+        continue;
+      NdSbp layout = broadcastSbp(rank);
+      if (auto name = func.getResultAttrOfType<StringAttr>(i, stateName))
+        if (auto it = stateSbp.find(name.getValue()); it != stateSbp.end())
+          layout = it->second;
+      func.setResultAttr(i, sbpName, toAttr(ctx, layout));
+    }
   }
 };
 } // namespace

@@ -97,20 +97,28 @@ public:
   /// passes them and the function updates them where they lie: no copy
   /// in or out per call. A state starts as zeros where the executable says
   /// so; the others (the parameters) must be set before the first step().
-  /// On a CUDA device the buffers are host memory copied to the device and
-  /// back around each call.
+  /// On a mesh each device keeps only its piece of every state (its
+  /// function's local input; with ZeRO-style sharded moments, its rows),
+  /// while setState() and getState() take and give the whole (global)
+  /// tensor: getState() of a split state gathers the pieces, so every
+  /// device calls it, in the same order. On a CUDA device the buffers are
+  /// host memory copied to the device and back around each call.
   ///
-  /// The state names of the executable's functions, in the order they
+  /// The state names of the functions this device runs, in the order they
   /// first appear.
   std::vector<std::string> stateNames() const;
-  /// Sets state \p name (of its dtype and shape) to a copy of \p value.
+  /// Sets state \p name (of its global dtype and shape) to a copy of
+  /// \p value (on a mesh, of this device's piece of it).
   Status setState(const std::string &name, const HostTensor &value);
-  /// A copy of state \p name's current value (zeros-initialized states
-  /// read as zeros before the first step).
+  /// A copy of state \p name's current (global) value; zeros-initialized
+  /// states read as zeros before the first step.
   StatusOr<HostTensor> getState(const std::string &name);
+  /// The bytes of state this device keeps.
+  uint64_t stateBytes() const;
   /// Runs \p function with the session's state: \p inputs are its inputs
   /// that are not state, in order; returns its outputs that are not
-  /// written into a state. Single-device functions only.
+  /// written into a state. On a mesh, as runGlobal(): the whole inputs in,
+  /// the whole outputs out, on every device.
   StatusOr<std::vector<HostTensor>> step(const std::string &function,
                                          const std::vector<HostTensor> &inputs);
 
@@ -164,7 +172,7 @@ private:
   std::shared_ptr<const Executable> exe;
   std::shared_ptr<Device> dev;
   std::unique_ptr<detail::Executor> executor;
-  std::mutex runMutex;
+  mutable std::mutex runMutex;
   /// Mesh execution: the communicator, this device's rank and coordinates,
   /// and one group per set of mesh axes a collective runs over.
   std::shared_ptr<Communicator> comm;
@@ -188,11 +196,29 @@ private:
   /// place.
   Status runInPlace(size_t function, const std::vector<ConstBuffer> &inputs,
                     const std::vector<MutableBuffer> &outputs);
-  /// The resident state, by name.
+  /// The resident state, by name (on a mesh, this device's pieces).
   std::map<std::string, HostTensor> stateValues;
-  /// The first signature entry naming state \p name, or null.
-  const TensorSpec *stateSpec(const std::string &name,
-                              bool *zeros = nullptr) const;
+  /// Whether this device runs \p sig (a single-device function, or a mesh
+  /// function's program for this rank).
+  bool runsHere(const FunctionSignature &sig) const;
+  /// Where state \p name lives: the first function this device runs that
+  /// names it gives its piece and its global placement.
+  struct StateSlot {
+    TensorSpec local;
+    Placement global;
+    bool zeros = false;
+    bool onMesh = false;
+  };
+  StatusOr<StateSlot> stateSlot(const std::string &name) const;
+  /// This device's piece of \p whole, laid out as \p p (a partial value
+  /// lies on each axis' first device, zeros elsewhere).
+  HostTensor pieceOf(const Placement &p, const HostTensor &whole) const;
+  /// The whole tensor of which \p piece is this device's piece, laid out
+  /// as \p p: collectives every device of the mesh runs.
+  StatusOr<HostTensor> assemble(const Placement &p, HostTensor piece);
+  StatusOr<std::vector<HostTensor>>
+  stepUnchecked(const std::string &function,
+                const std::vector<HostTensor> &inputs);
 };
 
 } // namespace runtime

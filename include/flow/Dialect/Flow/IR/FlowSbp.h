@@ -25,6 +25,10 @@ namespace flow {
 struct SbpSignature {
   SmallVector<SbpDim> operands;
   SmallVector<SbpDim> results;
+  /// Valid only where every split cuts its dimension into equal pieces (a
+  /// reshape that merges or splits its split dimension: the pieces of the
+  /// operand and of the result coincide only then).
+  bool evenSplits = false;
 
   bool operator==(const SbpSignature &other) const {
     return operands == other.operands && results == other.results;

@@ -88,6 +88,18 @@ def ApplyOptimizerPass : Pass<"flow-apply-optimizer", "ModuleOp"> {
     - `max_grad_norm` (0: off): every gradient scaled by
       `min(1, max_grad_norm / (norm + 1e-6))`, where `norm` is the global
       L2 norm of all gradients (torch.nn.utils.clip_grad_norm_).
+    - `skip_nonfinite` (bool, false): a step whose loss is not finite keeps
+      every state's old value.
+    - `shard_state` (bool, false): on a mesh, ZeRO-style moments (below).
+
+    On a mesh (`flow.mesh`), a parameter's moments are laid out as the
+    parameter (its `flow.sbp`, B when absent); with `shard_state` they are
+    also split over the mesh's first axis, along the first dimension no
+    other axis splits that has at least as many elements as the axis has
+    devices. Each gradient is pinned (`flow.annotate`) to that layout
+    before clipping and the update read it, so a partial gradient is
+    reduced once: all-reduced for a replicated update, reduce-scattered for
+    a sharded one.
 
     ```mlir
     func.func @step(%x: tensor<4x8xf32>,
@@ -114,7 +126,10 @@ def PropagateSbpPass : Pass<"flow-propagate-sbp", "func::FuncOp"> {
     `flow.sbp` (B when absent) and `flow.annotate` pins its result. Each op
     records its choice as `flow.sbp` (results) and `flow.operand_sbp`
     (what each operand must be boxed to); results without a `flow.sbp` get
-    all-B, so every device receives the whole result.
+    all-B, so every device receives the whole result, except a state's next
+    value (a result whose `flow.state` names an argument), which gets that
+    argument's SBP: a training step's parameters and moments stay in the
+    layout each device keeps them in, and are updated where they lie.
 
     Marking only the batch as split gives data parallelism; marking weights
     as split gives tensor parallelism:
