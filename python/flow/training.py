@@ -205,6 +205,22 @@ class TrainStep:
                         self.module._module.get_state(name)))
 
 
+def _refuse_cumulative_batch_norm(model):
+    """Batch norm with momentum=None in training mode averages its running
+    statistics over all steps (a factor of 1/num_batches_tracked, read at
+    run time), which torch.export cannot trace: refused by name."""
+    import torch
+    for name, m in model.named_modules():
+        if isinstance(m, torch.nn.modules.batchnorm._BatchNorm) and \
+                m.training and m.track_running_stats and m.momentum is None:
+            raise FlowError(
+                f"batch norm '{name or type(m).__name__}' has momentum=None "
+                "(a cumulative average of the running statistics, whose "
+                "factor depends on the step count at run time) in training "
+                "mode: give it a momentum (PyTorch's default is 0.1), or "
+                "put it in eval mode to keep its statistics frozen")
+
+
 def _flatten(batch, program):
     """The batch's tensors as numpy arrays (flattened as torch.export
     flattened the example), and whether any was a torch tensor."""
@@ -290,6 +306,7 @@ def compile_train(model, loss_fn: Optional[Callable], example_batch, *,
     if not all(isinstance(n, str) for n in recompute):
         raise FlowError("recompute is \"elementwise\" or a list of Flow op "
                         "names such as \"flow.gelu\"")
+    _refuse_cumulative_batch_norm(model)
     # Tied parameters (GPT-2's embedding and output projection) are one
     # state, named as named_parameters() names it first; the exported
     # program may read it under any of its names.

@@ -395,6 +395,24 @@ def test_a_loss_that_is_not_a_scalar_is_refused():
                            optimizer=flow.optim.SGD(lr=0.1))
 
 
+def test_cumulative_batch_norm_is_refused_by_name():
+    """momentum=None (a cumulative average) is refused naming the module,
+    not left to torch.export's data-dependent-guard error."""
+    model = torch.nn.Sequential(torch.nn.Linear(4, 8),
+                                torch.nn.BatchNorm1d(8, momentum=None))
+    with pytest.raises(flow.FlowError, match=r"batch norm '1' has "
+                       r"momentum=None .* give it a momentum"):
+        flow.compile_train(model, lambda m, x: m(x).square().mean(),
+                           (torch.randn(16, 4),),
+                           optimizer=flow.optim.SGD(lr=0.1))
+    # In eval mode its statistics are frozen: it trains.
+    model.eval()
+    step = flow.compile_train(model, lambda m, x: m(x).square().mean(),
+                              (torch.randn(16, 4),),
+                              optimizer=flow.optim.SGD(lr=0.1))
+    step(torch.randn(16, 4))
+
+
 @pytest.mark.parametrize("kwargs,error,message", [
     (dict(sbp={"weight": "S(0)"}), "FlowError", "pass mesh="),
     (dict(shard_state=True), "FlowError", "pass mesh="),
