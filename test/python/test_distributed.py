@@ -921,3 +921,21 @@ def test_tensor_parallel_training_from_the_cli(tmp_path):
         measured = [int(b) for b in re.findall(
             rf"rank {rank} collective \d+: (\d+) bytes", result.stdout)]
         assert planned and measured == planned, (rank, planned, measured)
+
+
+@pytest.mark.parametrize("mode", ["zero", "tp"])
+def test_compile_train_transformer_with_dropout_on_a_mesh(tmp_path, mode):
+    """A 2-layer transformer LM with dropout trains on 2 ranks (data
+    parallel with ZeRO moments, or the output layer split Megatron style)
+    as in one process: the same masks are drawn on every layout."""
+    import sys
+    result = mpirun(2, [sys.executable, ROOT / "test" / "python" /
+                        "mesh_train_transformer.py", mode],
+                    cwd=tmp_path,
+                    env_extra={"PYTHONPATH": str(build_dir() / "python")})
+    assert result.returncode == 0, result.stdout + result.stderr
+    kept = [int(b) for b in re.findall(r"state bytes (\d+) of",
+                                       result.stdout)]
+    whole = [int(b) for b in re.findall(r"state bytes \d+ of (\d+)",
+                                        result.stdout)]
+    assert len(kept) == 2 and all(k < w for k, w in zip(kept, whole))
