@@ -75,7 +75,11 @@ static std::optional<int64_t> rowDim(Value v) {
 /// other; 1 when they cannot (the op combines elements across its rows).
 static int64_t opRows(Operation *op) {
   std::optional<int64_t> dim = rowDim(op->getResult(0));
-  if (!dim)
+  // A scatter writes the rows its indices name, in their order: its kernel
+  // runs as one, and element-wise consumers of its rows (an optimizer's
+  // update of an embedding's gradient) run in a kernel of their own that
+  // splits over the workgroups.
+  if (!dim || isa<ScatterNdOp>(op))
     return 1;
   int64_t d = *dim;
   bool separable =

@@ -259,3 +259,20 @@ func.func @per_row_operand(%x: tensor<256x16xf32>, %w: tensor<16x32xf32>, %s: te
   %g = flow.gelu %r : tensor<2x128x32xf32>
   return %g : tensor<2x128x32xf32>
 }
+
+// -----
+
+// A scatter writes the rows its indices name: its region runs as one, and
+// an element-wise consumer (an optimizer's update of an embedding's
+// gradient) gets a region of its own that splits into rows.
+// CHECK-LABEL: func.func @scatter_then_update
+// CHECK: %[[G:.*]] = flow.dispatch_region -> (tensor<10x4xf32>) {
+// CHECK-NEXT: flow.scatter_nd
+// CHECK: flow.dispatch_region rows = 10 -> (tensor<10x4xf32>) {
+// CHECK-NEXT: flow.add %[[G]], %{{.*}} {flow.fusion_refused = "it would make a kernel of 10 independent rows run as one"}
+func.func @scatter_then_update(%ids: tensor<6x1xi64>, %rows: tensor<6x4xf32>, %m: tensor<10x4xf32>) -> tensor<10x4xf32> {
+  %zero = flow.constant dense<0.0> : tensor<10x4xf32>
+  %g = flow.scatter_nd %zero[%ids], %rows reduction = add : (tensor<10x4xf32>, tensor<6x1xi64>, tensor<6x4xf32>) -> tensor<10x4xf32>
+  %n = flow.add %g, %m : (tensor<10x4xf32>, tensor<10x4xf32>) -> tensor<10x4xf32>
+  return %n : tensor<10x4xf32>
+}

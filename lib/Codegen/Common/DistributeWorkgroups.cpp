@@ -138,6 +138,18 @@ static bool rowsStayLocal(
     if (Operation *def = buffer.getDefiningOp();
         def && def->hasAttr(FlowDialect::getScratchAttrName()))
       continue;
+    // A buffer the kernel allocates and writes only outside the loops (a
+    // boolean operand widened from its byte before them): each workgroup's
+    // call makes its own and fills it whole before any row reads it.
+    if (Operation *def = buffer.getDefiningOp();
+        def && isa<memref::AllocOp, memref::AllocaOp>(def) &&
+        def->getBlock() == &body &&
+        llvm::all_of(ops, [&](Operation *op) {
+          auto effects = dyn_cast<MemoryEffectOpInterface>(op);
+          return op->getBlock() == &body || !effects ||
+                 !effects.hasEffect<MemoryEffects::Write>();
+        }))
+      continue;
     if (!written.contains(buffer) ||
         llvm::all_of(ops, [&](Operation *op) {
           return isa<memref::StoreOp>(op);

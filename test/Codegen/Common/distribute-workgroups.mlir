@@ -228,3 +228,58 @@ func.func @merged_rows_read_back(%in: memref<4x2xf32>, %out: memref<4x2xf32>, %s
   }
   return
 }
+
+// -----
+
+// A flag the kernel widens from its byte into a buffer of its own before
+// the loops (a boolean operand): every workgroup's call fills its own copy
+// whole before any row reads it, so the rows still split.
+// CHECK-LABEL: func.func @own_flag
+// CHECK-SAME: flow.max_workgroups = 8 : i64
+// CHECK: arith.divui
+func.func @own_flag(%flag: memref<i8>, %in: memref<8x16xf32>, %out: memref<8x16xf32>) attributes {flow.kernel, flow.workgroup_extent = 8 : i64} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  %c16 = arith.constant 16 : index
+  %zero = arith.constant 0.0 : f32
+  %alloc = memref.alloc() : memref<i1>
+  %b = memref.load %flag[] : memref<i8>
+  %t = arith.trunci %b : i8 to i1
+  memref.store %t, %alloc[] : memref<i1>
+  scf.parallel (%i, %j) = (%c0, %c0) to (%c8, %c16) step (%c1, %c1) {
+    %keep = memref.load %alloc[] : memref<i1>
+    %v = memref.load %in[%i, %j] : memref<8x16xf32>
+    %s = arith.select %keep, %v, %zero : f32
+    memref.store %s, %out[%i, %j] : memref<8x16xf32>
+    scf.reduce
+  }
+  memref.dealloc %alloc : memref<i1>
+  return
+}
+
+// -----
+
+// A buffer of its own written inside the split loop and read whole later
+// would see only its workgroup's rows: the kernel stays whole.
+// CHECK-LABEL: func.func @own_buffer_in_rows
+// CHECK-SAME: flow.max_workgroups = 1 : i64
+func.func @own_buffer_in_rows(%in: memref<8xf32>, %out: memref<8xf32>) attributes {flow.kernel, flow.workgroup_extent = 8 : i64} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c7 = arith.constant 7 : index
+  %c8 = arith.constant 8 : index
+  %alloc = memref.alloc() : memref<8xf32>
+  scf.parallel (%i) = (%c0) to (%c8) step (%c1) {
+    %v = memref.load %in[%i] : memref<8xf32>
+    memref.store %v, %alloc[%i] : memref<8xf32>
+    scf.reduce
+  }
+  scf.parallel (%i) = (%c0) to (%c8) step (%c1) {
+    %last = memref.load %alloc[%c7] : memref<8xf32>
+    memref.store %last, %out[%i] : memref<8xf32>
+    scf.reduce
+  }
+  memref.dealloc %alloc : memref<8xf32>
+  return
+}
