@@ -152,15 +152,16 @@ class TrainStep:
                 + (f"missing {missing}" if missing else "")
                 + ("; " if missing and unexpected else "")
                 + (f"unexpected {unexpected}" if unexpected else ""))
-        current = self._arrays()
+        # Checked whole before any is set (read from the executable: no
+        # state is copied or gathered for it).
         new = {}
         for name, value in state.items():
             array = _numpy(value)
-            want = current[name]
-            if array.shape != want.shape or array.dtype != want.dtype:
+            dtype, shape = self.module._module.state_type(name)
+            if array.shape != tuple(shape) or array.dtype != dtype:
                 raise FlowError(
                     f"state '{name}' is {array.dtype}{list(array.shape)}; "
-                    f"this training step's is {want.dtype}{list(want.shape)}")
+                    f"this training step's is {dtype}{list(shape)}")
             new[name] = np.array(array, order="C")
         for name, array in new.items():
             self.module._module.set_state(name, array)

@@ -245,6 +245,12 @@ public:
   py::array getState(const std::string &name) {
     return numpyArray(unwrap(session->getState(name)));
   }
+  /// (numpy dtype, shape) of state `name`, whole (as set_state takes it).
+  py::tuple stateType(const std::string &name) const {
+    rt::TensorSpec spec = unwrap(session->stateType(name));
+    return py::make_tuple(numpyDtype(spec.dtype),
+                          py::tuple(py::cast(spec.shape)));
+  }
   /// Bytes of state this process keeps (on a mesh, its pieces).
   uint64_t stateBytes() const { return session->stateBytes(); }
   /// The bytes each collective of the last call moved on this device.
@@ -537,6 +543,7 @@ PYBIND11_MODULE(_flow, m) {
       .def("state_names", &Module::stateNames)
       .def("set_state", &Module::setState, py::arg("name"), py::arg("value"))
       .def("get_state", &Module::getState, py::arg("name"))
+      .def("state_type", &Module::stateType, py::arg("name"))
       .def_property_readonly("state_bytes", &Module::stateBytes)
       .def_property_readonly("collective_bytes", &Module::collectiveBytes)
       .def("step", &Module::step, py::arg("function"), py::arg("inputs"))

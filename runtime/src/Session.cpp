@@ -562,6 +562,13 @@ StatusOr<HostTensor> Session::assemble(const Placement &p, HostTensor piece) {
   return current;
 }
 
+StatusOr<TensorSpec> Session::stateType(const std::string &name) const {
+  StatusOr<StateSlot> slot = stateSlot(name);
+  if (!slot)
+    return slot.status();
+  return slot->global.spec;
+}
+
 Status Session::setState(const std::string &name, const HostTensor &value) {
   StatusOr<StateSlot> slot = stateSlot(name);
   if (!slot)

@@ -113,6 +113,8 @@ public:
   /// A copy of state \p name's current (global) value; zeros-initialized
   /// states read as zeros before the first step.
   StatusOr<HostTensor> getState(const std::string &name);
+  /// State \p name's global dtype and shape (what setState() takes).
+  StatusOr<TensorSpec> stateType(const std::string &name) const;
   /// The bytes of state this device keeps.
   uint64_t stateBytes() const;
   /// Runs \p function with the session's state: \p inputs are its inputs
