@@ -34,6 +34,13 @@ struct CallHooks {
   /// The group a collective over these mesh axes runs on: the device's own
   /// (Device::createGroup; device addresses on CUDA) or the processes'.
   std::function<StatusOr<Group *>(const std::vector<int64_t> &)> group;
+  /// Resident state, for an executor that runs on copies in its device's
+  /// memory (Executor::ownsMemory()): per input, whether its copy from this
+  /// function's last call still holds the value (it is not copied in).
+  const std::vector<bool> *resident = nullptr;
+  /// Outputs written into their state input stay there: they are not
+  /// copied to the caller (Executor::readInput() reads them).
+  bool keepState = false;
 };
 
 class Executor {
@@ -45,6 +52,18 @@ public:
   virtual Status run(size_t function, const std::vector<ConstBuffer> &inputs,
                      const std::vector<MutableBuffer> &outputs,
                      const CallHooks &hooks) = 0;
+  /// Whether calls run on copies of their buffers in the device's own
+  /// memory (CUDA): the session then keeps its state there between steps.
+  virtual bool ownsMemory() const { return false; }
+  /// What the device's copy of input \p input of \p function holds now
+  /// (a resident state's value after the function's last call).
+  virtual Status readInput(size_t function, size_t input,
+                           const MutableBuffer &out) {
+    (void)function;
+    (void)input;
+    (void)out;
+    return Status::error("this device runs on the caller's buffers");
+  }
   /// The library kernel \p command runs on, for profiles ("" when none).
   virtual std::string libraryKernel(const Command &command) const {
     (void)command;

@@ -417,12 +417,51 @@ Status Session::run(size_t function, const std::vector<ConstBuffer> &inputs,
       in[state.input] = {out.data, out.size};
     }
   std::lock_guard<std::mutex> lock(runMutex);
+  if (Status s = releaseState(function); !s)
+    return s;
   return runInPlace(function, in, outputs);
+}
+
+Status Session::syncState(const std::string &name) {
+  auto home = stateHomes.find(name);
+  if (home == stateHomes.end() || home->second.onHost)
+    return Status::ok();
+  // A function whose last call left the state's current value in its
+  // buffer of the state's input.
+  const std::vector<FunctionSignature> &sigs = exe->functions();
+  HostTensor &value = stateValues.at(name);
+  for (size_t f : home->second.functions)
+    for (const StateSpec &state : sigs[f].state)
+      if (state.name == name) {
+        if (Status s = executor->readInput(
+                f, state.input, {value.data.data(), value.data.size()});
+            !s)
+          return Status::error("reading state '" + name +
+                               "' from the device: " + s.message());
+        home->second.onHost = true;
+        return Status::ok();
+      }
+  return Status::error("state '" + name + "' is on the device but no "
+                       "function holds it");
+}
+
+Status Session::releaseState(size_t function) {
+  for (auto &[name, home] : stateHomes) {
+    auto it = std::find(home.functions.begin(), home.functions.end(),
+                        function);
+    if (it == home.functions.end())
+      continue;
+    if (Status s = syncState(name); !s)
+      return s;
+    home.functions.erase(it);
+  }
+  return Status::ok();
 }
 
 Status Session::runInPlace(size_t function,
                            const std::vector<ConstBuffer> &inputs,
-                           const std::vector<MutableBuffer> &outputs) {
+                           const std::vector<MutableBuffer> &outputs,
+                           const std::vector<bool> *resident) {
   const Executable::Impl &impl = exe->implementation();
   const FunctionSignature &sig = impl.signatures[function];
   detail::CallHooks hooks;
@@ -433,8 +472,13 @@ Status Session::runInPlace(size_t function,
     hooks.times->resize(impl.functions[function].commands.size());
   }
   hooks.checkNumerics = checkNumerics;
+  hooks.resident = resident;
+  hooks.keepState = resident != nullptr;
   if (checkNumerics)
-    for (size_t i = 0; i < inputs.size(); ++i)
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      // (A resident state's bytes are on the device, not in inputs[i].)
+      if (resident && (*resident)[i])
+        continue;
       if (auto bad = detail::firstNonFinite(
               static_cast<const uint8_t *>(inputs[i].data), inputs[i].size,
               sig.inputs[i].dtype))
@@ -442,6 +486,7 @@ Status Session::runInPlace(size_t function,
                              "': input " + std::to_string(i) + " (" +
                              sig.inputs[i].str() + ") holds " + bad->second +
                              " at element " + std::to_string(bad->first));
+    }
   lastCollectiveBytes.clear();
   hooks.collectiveBytes = &lastCollectiveBytes;
   if (comm)
@@ -586,6 +631,7 @@ Status Session::setState(const std::string &name, const HostTensor &value) {
   } catch (const std::bad_alloc &) {
     return Status::error("out of memory setting state '" + name + "'");
   }
+  stateHomes.erase(name);
   return Status::ok();
 }
 
@@ -598,6 +644,8 @@ StatusOr<HostTensor> Session::getState(const std::string &name) {
   if (it == stateValues.end() && !slot->zeros)
     return Status::error("state '" + name + "' has no value yet: set it "
                          "first");
+  if (Status s = syncState(name); !s)
+    return s;
   try {
     HostTensor piece = it != stateValues.end() ? it->second
                                                : zerosOf(slot->local);
@@ -662,6 +710,9 @@ Session::stepUnchecked(const std::string &function,
                          " inputs besides its state, got " +
                          std::to_string(inputs.size()));
   std::lock_guard<std::mutex> lock(runMutex);
+  // A device with memory of its own keeps the state there between steps.
+  bool staged = executor->ownsMemory();
+  std::vector<bool> resident(sig.inputs.size(), false);
   std::vector<ConstBuffer> in(sig.inputs.size());
   std::vector<HostTensor *> slots(sig.inputs.size(), nullptr);
   std::vector<HostTensor> pieces(sig.inputs.size());
@@ -702,6 +753,14 @@ Session::stepUnchecked(const std::string &function,
                            spec.str());
     slots[i] = &value;
     in[i] = {value.data.data(), value.data.size()};
+    if (staged) {
+      const std::vector<size_t> &holders = stateHomes[state.name].functions;
+      resident[i] = std::find(holders.begin(), holders.end(), *index) !=
+                    holders.end();
+      if (!resident[i])
+        if (Status s = syncState(state.name); !s)
+          return s;
+    }
   }
   std::vector<HostTensor> results(sig.outputs.size());
   std::vector<MutableBuffer> out(sig.outputs.size());
@@ -718,8 +777,21 @@ Session::stepUnchecked(const std::string &function,
     results[j].data.resize(sig.outputs[j].byteSize());
     out[j] = {results[j].data.data(), results[j].data.size()};
   }
-  if (Status s = runInPlace(*index, in, out); !s)
+  if (Status s = runInPlace(*index, in, out, staged ? &resident : nullptr);
+      !s)
     return s;
+  if (staged)
+    for (const StateSpec &state : sig.state) {
+      // The call's buffer holds the state now; if the call wrote it, only
+      // that buffer does.
+      StateHome &home = stateHomes[state.name];
+      if (state.output >= 0) {
+        home.onHost = false;
+        home.functions = {*index};
+      } else if (!resident[state.input]) {
+        home.functions.push_back(*index);
+      }
+    }
   std::vector<HostTensor> untied;
   for (size_t j = 0; j < results.size(); ++j) {
     if (tied[j])

@@ -816,6 +816,8 @@ def one_process_state_bytes():
     (2, "2", "{}", "rep"),        # data parallel
     (2, "2", "{}", "zero"),       # ... with ZeRO-sharded moments
     (3, "3", "{}", "zero"),       # uneven pieces of the batch and moments
+    (4, "4", "{}", "rep"),
+    (4, "4", "{}", "zero"),
     (2, "2", S_TP, "rep"),        # Megatron: column- then row-parallel
     (4, "4", S_TP, "rep"),
     (4, "(2, 2)", S_DP_TP, "zero"),  # data x tensor parallel, ZeRO

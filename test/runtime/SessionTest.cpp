@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "../../runtime/src/Bf16.h"
+#include "../../runtime/src/StagedBuffers.h"
 #include "FbinBuilder.h"
 
 #include "flow/runtime/Session.h"
@@ -798,4 +799,187 @@ TEST(SessionTest, StateWithoutZerosMustBeSet) {
             "state 'acc' has no value: set it before the first step");
   EXPECT_EQ(session->getState("acc").status().message(),
             "state 'acc' has no value yet: set it first");
+}
+
+namespace {
+
+/// A device with memory of its own, as the CUDA device has: its executor
+/// runs each call on copies of the buffers (host allocations here, run by
+/// the CPU executor), through the StagedBuffers the CUDA executor uses,
+/// and the device counts the bytes copied in and out.
+class StagingDevice final : public Device {
+public:
+  explicit StagingDevice(std::shared_ptr<Device> cpu) : cpu(std::move(cpu)) {}
+  const DeviceInfo &info() const override { return cpu->info(); }
+  StatusOr<DeviceMemory> allocate(uint64_t bytes,
+                                  const std::string &what) override {
+    return cpu->allocate(bytes, what);
+  }
+  Status copyToDevice(uint64_t dst, const void *src, uint64_t bytes) override {
+    copiedIn += bytes;
+    return cpu->copyToDevice(dst, src, bytes);
+  }
+  Status copyToHost(void *dst, uint64_t src, uint64_t bytes) override {
+    copiedOut += bytes;
+    return cpu->copyToHost(dst, src, bytes);
+  }
+  StatusOr<std::unique_ptr<detail::Executor>>
+  createExecutor(std::shared_ptr<const Executable> exe, int threads) override;
+
+  uint64_t copiedIn = 0, copiedOut = 0;
+
+protected:
+  void release(uint64_t) override {}
+
+private:
+  std::shared_ptr<Device> cpu;
+};
+
+class StagingExecutor final : public detail::Executor {
+public:
+  StagingExecutor(std::shared_ptr<const Executable> exe, StagingDevice &device,
+                  std::unique_ptr<detail::Executor> cpu)
+      : exe(std::move(exe)), device(device), cpu(std::move(cpu)),
+        buffers(this->exe->functions().size()) {}
+  int threads() const override { return cpu->threads(); }
+  bool ownsMemory() const override { return true; }
+  Status readInput(size_t function, size_t input,
+                   const MutableBuffer &out) override {
+    return buffers[function].readInput(device, input, out);
+  }
+  Status run(size_t function, const std::vector<ConstBuffer> &inputs,
+             const std::vector<MutableBuffer> &outputs,
+             const detail::CallHooks &hooks) override {
+    const FunctionSignature &sig = exe->functions()[function];
+    detail::StagedBuffers &b = buffers[function];
+    if (Status s = b.prepare(device, sig); !s)
+      return s;
+    if (Status s = b.copyIn(device, inputs, hooks); !s)
+      return s;
+    std::vector<ConstBuffer> in;
+    std::vector<MutableBuffer> out;
+    for (size_t i = 0; i < inputs.size(); ++i)
+      in.push_back({reinterpret_cast<const void *>(b.input(i)), inputs[i].size});
+    for (size_t i = 0; i < outputs.size(); ++i)
+      out.push_back({reinterpret_cast<void *>(b.output(i)), outputs[i].size});
+    detail::CallHooks own = hooks;
+    own.resident = nullptr;
+    own.keepState = false;
+    if (Status s = cpu->run(function, in, out, own); !s)
+      return s;
+    return b.copyOut(device, sig, outputs, hooks);
+  }
+
+private:
+  std::shared_ptr<const Executable> exe;
+  StagingDevice &device;
+  std::unique_ptr<detail::Executor> cpu;
+  std::vector<detail::StagedBuffers> buffers;
+};
+
+StatusOr<std::unique_ptr<detail::Executor>>
+StagingDevice::createExecutor(std::shared_ptr<const Executable> exe,
+                              int threads) {
+  StatusOr<std::unique_ptr<detail::Executor>> inner =
+      cpu->createExecutor(exe, threads);
+  if (!inner)
+    return inner.status();
+  return std::unique_ptr<detail::Executor>(
+      new StagingExecutor(std::move(exe), *this, std::move(*inner)));
+}
+
+/// accumulatorSpec() plus `peek`, which reads `acc` without updating it.
+ExecutableSpec accumulatorAndPeekSpec() {
+  ExecutableSpec spec = accumulatorSpec();
+  FunctionSpec f;
+  f.name = "peek";
+  f.inputs = {{DType::F32, {4, 4}}};
+  f.outputs = {{DType::F32, {4, 4}}};
+  f.state = {{"acc", 0, -1, true}};
+  f.commands.push_back(CopySpec{inputRef(0, 64), outputRef(0, 64)});
+  spec.functions.push_back(f);
+  return spec;
+}
+
+} // namespace
+
+TEST(SessionTest, StateStaysInTheMemoryOfADeviceWithItsOwn) {
+  std::shared_ptr<const Executable> exe = load(accumulatorAndPeekSpec());
+  ASSERT_TRUE(exe);
+  StatusOr<std::shared_ptr<Device>> cpu = openDevice("cpu");
+  ASSERT_TRUE(cpu);
+  auto device = std::make_shared<StagingDevice>(*cpu);
+  RuntimeOptions options{1};
+  options.device = device;
+  StatusOr<std::unique_ptr<Session>> made = Session::create(exe, options);
+  ASSERT_TRUE(made) << made.status().message();
+  Session &session = **made;
+  std::vector<float> x(16);
+  for (int i = 0; i < 16; ++i)
+    x[i] = float(i);
+  // What the session's state should hold, and the bytes each call moves.
+  std::vector<float> expected(16, 0.0f);
+  auto step = [&](uint64_t in, uint64_t out) {
+    device->copiedIn = device->copiedOut = 0;
+    StatusOr<std::vector<HostTensor>> result =
+        session.step("accumulate", {f32Tensor({4, 4}, x)});
+    ASSERT_TRUE(result) << result.status().message();
+    for (int i = 0; i < 16; ++i)
+      expected[i] += x[i];
+    ASSERT_EQ(result->size(), 1u);
+    for (int i = 0; i < 16; ++i)
+      EXPECT_EQ(at((*result)[0], i), expected[i]) << i;
+    EXPECT_EQ(device->copiedIn, in);
+    EXPECT_EQ(device->copiedOut, out);
+  };
+  auto state = [&](uint64_t out) {
+    device->copiedIn = device->copiedOut = 0;
+    StatusOr<HostTensor> acc = session.getState("acc");
+    ASSERT_TRUE(acc) << acc.status().message();
+    for (int i = 0; i < 16; ++i)
+      EXPECT_EQ(at(*acc, i), expected[i]) << i;
+    EXPECT_EQ(device->copiedOut, out);
+  };
+  // The first step copies the state in (64 bytes) with x (64); later steps
+  // only x. Only the untied output (64) comes back: the state stays.
+  step(128, 64);
+  step(64, 64);
+  step(64, 64);
+  // Reading the state copies it out once; it stays on the device.
+  state(64);
+  state(0);
+  step(64, 64);
+  // A new value is copied in by the next step.
+  ASSERT_TRUE(session.setState("acc", f32Tensor({4, 4}, std::vector<float>(16, -2.0f))));
+  expected.assign(16, -2.0f);
+  step(128, 64);
+  // Another function reading the state gets its current value (read back
+  // from the step's buffer, copied into its own) ...
+  device->copiedIn = device->copiedOut = 0;
+  StatusOr<std::vector<HostTensor>> peeked = session.step("peek", {});
+  ASSERT_TRUE(peeked) << peeked.status().message();
+  EXPECT_EQ(at((*peeked)[0], 7), expected[7]);
+  EXPECT_EQ(device->copiedOut, 128u);
+  EXPECT_EQ(device->copiedIn, 64u);
+  // ... and keeps its copy until the state changes.
+  device->copiedIn = device->copiedOut = 0;
+  peeked = session.step("peek", {});
+  ASSERT_TRUE(peeked);
+  EXPECT_EQ(at((*peeked)[0], 7), expected[7]);
+  EXPECT_EQ(device->copiedIn, 0u);
+  step(64, 64);
+  peeked = session.step("peek", {});
+  ASSERT_TRUE(peeked);
+  EXPECT_EQ(at((*peeked)[0], 9), expected[9]);
+  // A call with the caller's buffers overwrites the step's copy of the
+  // state: the session reads it back first, and its state is untouched.
+  std::vector<float> mine(16, 100.0f);
+  StatusOr<std::vector<HostTensor>> ran =
+      session.run("accumulate", {f32Tensor({4, 4}, mine), f32Tensor({4, 4}, x)});
+  ASSERT_TRUE(ran) << ran.status().message();
+  EXPECT_EQ(at((*ran)[0], 3), 103.0f);
+  EXPECT_EQ(at((*ran)[1], 3), 103.0f);
+  state(0);
+  step(128, 64);
+  state(64);
 }

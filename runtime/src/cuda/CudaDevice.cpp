@@ -28,6 +28,7 @@
 #include "../Collectives.h"
 
 #include "../Executor.h"
+#include "../StagedBuffers.h"
 #include "flow/runtime/Device.h"
 
 #include <algorithm>
@@ -276,6 +277,9 @@ public:
   Status run(size_t function, const std::vector<ConstBuffer> &inputs,
              const std::vector<MutableBuffer> &outputs,
              const detail::CallHooks &hooks) override;
+  bool ownsMemory() const override { return true; }
+  Status readInput(size_t function, size_t input,
+                   const MutableBuffer &out) override;
 
 private:
   Status loadModule();
@@ -299,13 +303,8 @@ private:
   std::vector<DeviceMemory> constants;
   DeviceMemory scratch;
   /// Per function: the arena and the inputs' and outputs' device buffers,
-  /// allocated at the first call.
-  struct Buffers {
-    bool allocated = false;
-    DeviceMemory arena;
-    std::vector<DeviceMemory> inputs, outputs;
-  };
-  std::vector<Buffers> buffers;
+  /// allocated at the first call; resident state stays in its input's.
+  std::vector<detail::StagedBuffers> buffers;
   const CublasLt *lt = nullptr;
   cublasLtHandle_t ltHandle = nullptr;
   DeviceMemory workspace;
@@ -972,42 +971,17 @@ Status CudaExecutor::run(size_t function,
     return Status::error("check-numerics runs on the CPU device only");
   if (Status s = device.enter(); !s)
     return s;
-  Buffers &b = buffers[function];
-  if (!b.allocated) {
-    // (Again after a failed first call: nothing half-made is kept.)
-    b = Buffers();
-    StatusOr<DeviceMemory> arena =
-        device.allocate(sig.arenaSize, "the arena of '" + sig.name + "'");
-    if (!arena)
-      return arena.status();
-    b.arena = std::move(*arena);
-    for (size_t i = 0; i < sig.inputs.size(); ++i) {
-      StatusOr<DeviceMemory> memory = device.allocate(
-          sig.inputs[i].byteSize(), "input " + std::to_string(i));
-      if (!memory)
-        return memory.status();
-      b.inputs.push_back(std::move(*memory));
-    }
-    for (size_t i = 0; i < sig.outputs.size(); ++i) {
-      StatusOr<DeviceMemory> memory = device.allocate(
-          sig.outputs[i].byteSize(), "output " + std::to_string(i));
-      if (!memory)
-        return memory.status();
-      b.outputs.push_back(std::move(*memory));
-    }
-    b.allocated = true;
-  }
+  detail::StagedBuffers &b = buffers[function];
+  if (Status s = b.prepare(device, sig); !s)
+    return s;
+  if (Status s = b.copyIn(device, inputs, hooks); !s)
+    return s;
   DeviceFrame frame;
-  frame.arena = b.arena.address();
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    frame.inputs.push_back(b.inputs[i].address());
-    if (Status s = device.copyToDevice(b.inputs[i].address(), inputs[i].data,
-                                       inputs[i].size);
-        !s)
-      return s;
-  }
-  for (const DeviceMemory &m : b.outputs)
-    frame.outputs.push_back(m.address());
+  frame.arena = b.arena();
+  for (size_t i = 0; i < inputs.size(); ++i)
+    frame.inputs.push_back(b.input(i));
+  for (size_t i = 0; i < outputs.size(); ++i)
+    frame.outputs.push_back(b.output(i));
   for (const DeviceMemory &m : constants)
     frame.constants.push_back(m.address());
 
@@ -1069,16 +1043,16 @@ Status CudaExecutor::run(size_t function,
   destroyEvents();
   if (!status)
     return status;
-  // A state updated in place is read back from its input's buffer.
-  for (size_t i = 0; i < outputs.size(); ++i) {
-    int64_t tied = sig.tiedInput(i);
-    uint64_t from = tied >= 0 ? b.inputs[tied].address()
-                              : b.outputs[i].address();
-    if (Status s = device.copyToHost(outputs[i].data, from, outputs[i].size);
-        !s)
-      return s;
-  }
-  return Status::ok();
+  return b.copyOut(device, sig, outputs, hooks);
+}
+
+Status CudaExecutor::readInput(size_t function, size_t input,
+                               const MutableBuffer &out) {
+  if (Status s = device.enter(); !s)
+    return s;
+  if (function >= buffers.size())
+    return Status::error("no function number " + std::to_string(function));
+  return buffers[function].readInput(device, input, out);
 }
 
 StatusOr<std::unique_ptr<detail::Executor>>

@@ -197,9 +197,26 @@ private:
   /// run() after its checks, on buffers where tied states are updated in
   /// place.
   Status runInPlace(size_t function, const std::vector<ConstBuffer> &inputs,
-                    const std::vector<MutableBuffer> &outputs);
+                    const std::vector<MutableBuffer> &outputs,
+                    const std::vector<bool> *resident = nullptr);
   /// The resident state, by name (on a mesh, this device's pieces).
   std::map<std::string, HostTensor> stateValues;
+  /// On a device with memory of its own (Executor::ownsMemory()), where
+  /// each state's current value is: in `stateValues` (`onHost`) and in the
+  /// device buffers of these functions' last calls. A step that updates a
+  /// state leaves it on the device alone; it is read back only when asked
+  /// for (getState) or needed elsewhere. No entry: on the host only.
+  struct StateHome {
+    bool onHost = true;
+    std::vector<size_t> functions;
+  };
+  std::map<std::string, StateHome> stateHomes;
+  /// Makes `stateValues[name]` current (reads it back from the device).
+  Status syncState(const std::string &name);
+  /// Before a call of \p function with the caller's buffers (run()):
+  /// reads back each state only its device buffers hold, which the call
+  /// overwrites.
+  Status releaseState(size_t function);
   /// Whether this device runs \p sig (a single-device function, or a mesh
   /// function's program for this rank).
   bool runsHere(const FunctionSignature &sig) const;
