@@ -258,3 +258,92 @@ def collectives_reference(x, w1, w2):
     h = np.maximum(x @ w1, 0)
     y = h @ w2
     return [y, np.exp(y), -h, np.abs(h)]
+
+
+# ---------------------------------------------------------------------------
+# A training step: the state resident on the device between steps
+# ---------------------------------------------------------------------------
+
+#: The training case: an MLP (256 -> 512 -> tanh -> 10) with a softmax
+#: cross-entropy loss and AdamW (weight decay, clipping at norm 1), run for
+#: TRAIN_STEPS steps by `flow-run --steps` with a learning rate per step.
+TRAIN_BATCH, TRAIN_IN, TRAIN_HIDDEN, TRAIN_CLASSES = 64, 256, 512, 10
+TRAIN_STEPS = 10
+#: eps is 1e-3, not AdamW's 1e-8: an update is lr * m / (sqrt(v) + eps), so
+#: with eps = 1e-8 a gradient that sums to ~1e-9 (a few cancel out in a
+#: layer this size) moves its weight by up to lr in either direction
+#: depending on the order of the sums, and no tolerance tells a wrong
+#: kernel from a reordered sum; with 1e-3 an error of the gradient moves
+#: a weight by lr / eps times that error at most.
+TRAIN_NAMES = ["fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"]
+TRAIN_ADAMW = dict(lr=0.01, betas=(0.9, 0.999), eps=1e-3, weight_decay=0.05)
+TRAIN_MAX_NORM = 1.0
+
+
+def training_mlir() -> str:
+    b, i, h, c = TRAIN_BATCH, TRAIN_IN, TRAIN_HIDDEN, TRAIN_CLASSES
+    o = TRAIN_ADAMW
+    t = lambda *s: "tensor<" + "x".join(map(str, s)) + "xf32>"
+    return f"""func.func @step(%x: {t(b, i)},
+    %w1: {t(i, h)} {{flow.requires_grad, flow.state = "fc1.weight"}},
+    %b1: {t(h)} {{flow.requires_grad, flow.state = "fc1.bias"}},
+    %w2: {t(h, c)} {{flow.requires_grad, flow.state = "fc2.weight"}},
+    %b2: {t(c)} {{flow.requires_grad, flow.state = "fc2.bias"}},
+    %t: {t(b, c)}) -> tensor<f32>
+    attributes {{flow.optimizer = {{kind = "adamw", beta1 = {o["betas"][0]},
+      beta2 = {o["betas"][1]}, eps = {o["eps"]:.1e}, weight_decay = {o["weight_decay"]},
+      max_grad_norm = {TRAIN_MAX_NORM}}}}} {{
+  %h0 = flow.matmul %x, %w1 : ({t(b, i)}, {t(i, h)}) -> {t(b, h)}
+  %h1 = flow.add %h0, %b1 : ({t(b, h)}, {t(h)}) -> {t(b, h)}
+  %h = flow.tanh %h1 : {t(b, h)}
+  %z0 = flow.matmul %h, %w2 : ({t(b, h)}, {t(h, c)}) -> {t(b, c)}
+  %z = flow.add %z0, %b2 : ({t(b, c)}, {t(c)}) -> {t(b, c)}
+  %lp = flow.log_softmax %z axis = 1 : {t(b, c)}
+  %p = flow.mul %lp, %t : ({t(b, c)}, {t(b, c)}) -> {t(b, c)}
+  %s = flow.reduce_sum %p [0, 1] : {t(b, c)} -> tensor<f32>
+  %n = flow.constant dense<{-1.0 / b}> : tensor<f32>
+  %l = flow.mul %s, %n : (tensor<f32>, tensor<f32>) -> tensor<f32>
+  return %l : tensor<f32>
+}}
+"""
+
+
+def training_problem():
+    """The first parameters (as the step's state names them), the batches
+    (x, one-hot targets) and the learning rate of every step."""
+    i, h, c = TRAIN_IN, TRAIN_HIDDEN, TRAIN_CLASSES
+    params = {"fc1.weight": uniform("train.w1", (i, h)) / np.float32(16),
+              "fc1.bias": uniform("train.b1", (h,)) / np.float32(16),
+              "fc2.weight": uniform("train.w2", (h, c)) / np.float32(16),
+              "fc2.bias": uniform("train.b2", (c,)) / np.float32(16)}
+    batches = []
+    for k in range(TRAIN_STEPS):
+        x = uniform(f"train.x{k}", (TRAIN_BATCH, i))
+        t = np.eye(c, dtype=np.float32)[integers(f"train.t{k}", c,
+                                                 (TRAIN_BATCH,))]
+        batches.append((x, t))
+    lrs = [TRAIN_ADAMW["lr"] * 0.9 ** k for k in range(TRAIN_STEPS)]
+    return params, batches, lrs
+
+
+def training_reference(params, batches, lrs, device):
+    """torch.optim.AdamW on `device` (no TF32): the losses and the final
+    parameters."""
+    p = {k: torch.tensor(v, device=device, requires_grad=True)
+         for k, v in params.items()}
+    opt = torch.optim.AdamW([p[k] for k in TRAIN_NAMES], **TRAIN_ADAMW)
+    losses = []
+    for (x, t), lr in zip(batches, lrs):
+        for group in opt.param_groups:
+            group["lr"] = lr
+        x, t = torch.tensor(x, device=device), torch.tensor(t, device=device)
+        h = torch.tanh(x @ p["fc1.weight"] + p["fc1.bias"])
+        z = h @ p["fc2.weight"] + p["fc2.bias"]
+        loss = -(torch.log_softmax(z, 1) * t).sum() / TRAIN_BATCH
+        opt.zero_grad()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_([p[k] for k in TRAIN_NAMES],
+                                       TRAIN_MAX_NORM)
+        opt.step()
+        losses.append(float(loss.detach()))
+    return losses, {k: v.detach().cpu().numpy() for k, v in p.items()}

@@ -8,7 +8,9 @@ compiles it with flow-compile for the target, and writes into KIT:
 NAME.fbin, MODEL-DTYPE.safetensors.xz (the parameters, shared by cases of
 one model and element type), and manifest.json (each case's precision,
 tolerances, input and weight digests, or why it did not compile). Also a
-GEMM executable per element type. test/gpu/run.sh runs the kit on a GPU.
+GEMM executable per element type, the collectives' meshes, and a training
+step (train-mlp.fbin and its first state). test/gpu/run.sh runs the kit on
+a GPU.
 """
 
 import argparse
@@ -177,6 +179,20 @@ def main():
                                  args.kit / f"{name}.fbin", args)
             manifest["collectives"][name] = {
                 "n": n, **({"error": error} if error else {})}
+    # A training step run for several steps on the device's resident state
+    # (--cases train-mlp picks it alone).
+    if not chosen or "train-mlp" in chosen:
+        args.extra = []
+        entry = {"steps": cases.TRAIN_STEPS}
+        error = compile_text(cases.training_mlir(),
+                             args.kit / "train-mlp.fbin", args)
+        if error:
+            entry["error"] = error
+        else:
+            from flow.safetensors import save
+            params, _, _ = cases.training_problem()
+            save(params, str(args.kit / "train-mlp.init.safetensors"))
+        manifest["training"] = {"train-mlp": entry}
     if args.target == "cuda":
         build_kit(args.kit)
     (args.kit / "manifest.json").write_text(json.dumps(manifest, indent=1))

@@ -82,3 +82,32 @@ def test_kit_checks_collectives(tmp_path):
     done = run("-c", starter, build_dir() / "python",
                ROOT / "examples/mlp.mlir", *check)
     assert "1 results, 0 failed" in done.stdout, done.stdout
+
+
+def test_kit_checks_training(tmp_path):
+    """The training case: 10 AdamW steps by `flow-run --steps` (the state
+    resident in the session; on a GPU, in its memory) against
+    torch.optim.AdamW, and 4 + 6 steps through a saved state equal to 10.
+    A kit whose first state is not the one PyTorch starts from fails."""
+    kit = tmp_path / "kit"
+    run(ROOT / "test/gpu/prepare.py", kit, "--target", "cuda-emulated",
+        "--cases", "train-mlp")
+    manifest = json.loads((kit / "manifest.json").read_text())
+    assert manifest["training"] == {"train-mlp": {"steps": 10}}
+    check = [ROOT / "test/gpu/check.py", kit, "--device", "cpu",
+             "--flow-run", build_dir() / "bin" / "flow-run"]
+    done = run(*check, "--results", tmp_path / "ok.txt")
+    results = (tmp_path / "ok.txt").read_text()
+    assert "train-mlp              f32   pass" in results, results
+    assert "1 results, 0 failed" in done.stdout
+
+    sys.path.insert(0, str(build_dir() / "python"))
+    from flow.safetensors import load, save
+    state = load(str(kit / "train-mlp.init.safetensors"))
+    state["fc2.weight"] = state["fc2.weight"] * 1.5
+    save(state, str(kit / "train-mlp.init.safetensors"))
+    done = run(*check, "--results", tmp_path / "bad.txt", check=False)
+    assert done.returncode == 1, done.stdout + done.stderr
+    bad = (tmp_path / "bad.txt").read_text()
+    assert "train-mlp              f32   FAIL" in bad, bad
+    assert "losses differ" in bad, bad
