@@ -269,7 +269,7 @@ void mlir::flow::buildHostPipeline(OpPassManager &pm,
 
 void mlir::flow::buildKernelLinalgPipeline(OpPassManager &pm) {
   addFlowPipeline(pm, "flow-convert-to-linalg,flow-byte-booleans,linalg-generalize-named-ops,"
-                  "linalg-fuse-elementwise-ops,canonicalize,cse,"
+                  "flow-fuse-elementwise,canonicalize,cse,"
                   "flow-reassociate-reductions,flow-tile-rows,canonicalize,cse");
 }
 

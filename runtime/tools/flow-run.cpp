@@ -69,7 +69,8 @@ constexpr const char *kUsage =
     "                    $FLOW_TRUSTED_EXECUTABLES, else no allow-list)\n"
     "  --profile         with --iterations: print where the time of the timed\n"
     "                    calls went, by kind of command and the costliest\n"
-    "                    commands\n"
+    "                    commands; with --steps, of the steps after the\n"
+    "                    first (of the one step when --steps=1)\n"
     "  --check-numerics  stop at the first NaN or infinity: in an input, or\n"
     "                    written by a command (named with its kernel's ops\n"
     "                    and their source lines)\n"
@@ -223,11 +224,11 @@ int parseArgs(int argc, char **argv, Options &options) {
     return usageError("no executable given");
   if (sawWarmup && options.iterations == 0)
     return usageError("--warmup needs --iterations");
-  if (options.profile && options.iterations == 0)
-    return usageError("--profile needs --iterations");
   if ((!options.state.empty() || !options.saveState.empty()) &&
       options.steps == 0)
     options.steps = 1;
+  if (options.profile && options.iterations == 0 && options.steps == 0)
+    return usageError("--profile needs --iterations or --steps");
   if (options.steps > 0 && options.iterations > 0)
     return usageError("--steps and --iterations do not go together (each "
                       "step prints its time)");
@@ -424,6 +425,10 @@ int runSteps(const Options &options, std::shared_ptr<const Executable> exe,
         return fail(tensor.status().message());
       inputs[i] = std::move(*tensor);
     }
+    // The first step (allocations, first touches) is not profiled when
+    // others follow.
+    if (options.profile && step == (options.steps > 1 ? 1 : 0))
+      (*session)->setProfiling(true);
     Clock::time_point start = Clock::now();
     results = (*session)->step(function, inputs);
     std::chrono::duration<double, std::milli> elapsed = Clock::now() - start;
@@ -438,6 +443,9 @@ int runSteps(const Options &options, std::shared_ptr<const Executable> exe,
       printf(", result 0 = %.8g", element<float>((*results)[0].data.data(), 0));
     printf("\n");
   }
+  if (options.profile && writer)
+    printProfile((*session)->profile(),
+                 options.steps > 1 ? options.steps - 1 : 1);
   // The bytes each collective of the last step moved on this device.
   if (options.stats && comm)
     for (size_t i = 0; i < (*session)->collectiveBytes().size(); ++i)

@@ -333,6 +333,21 @@ def test_cli_trains_over_npy_batches_and_resumes(tmp_path):
     for name, value in final.items():
         np.testing.assert_array_equal(resumed[name], value, err_msg=name)
 
+    # --profile with --steps: where the steps after the first went, and the
+    # same losses.
+    proc = subprocess.run(
+        [str(tool("flow-run")), str(fbin), "--steps=3", "--profile",
+         f"--state={tmp_path / 'init.safetensors'}",
+         f"--input={tmp_path}/xall_{{step}}.npy",
+         f"--input={tmp_path}/tall_{{step}}.npy", f"--input={tmp_path}/lr.npy"],
+        capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert re.search(r"^profile: \S+ ms per call in commands$", proc.stdout,
+                     re.M), proc.stdout
+    assert re.search(r"^  dispatch +\d+ commands", proc.stdout, re.M)
+    printed = [float(v) for v in re.findall(r"result 0 = (\S+)", proc.stdout)]
+    assert printed == losses[:3]
+
 
 def test_cli_training_errors(tmp_path):
     import subprocess

@@ -8,6 +8,7 @@
 #define FLOW_CODEGEN_COMMON_PASSES_H
 
 #include "flow/Dialect/Flow/IR/FlowDialect.h"
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"

@@ -74,6 +74,35 @@ def DistributeWorkgroupsPass : Pass<"flow-distribute-workgroups", "ModuleOp"> {
                            "::mlir::scf::SCFDialect"];
 }
 
+def FuseElementwisePass : Pass<"flow-fuse-elementwise", "ModuleOp"> {
+  let summary = "Fuses each kernel's element-wise linalg ops into as few "
+                "loop nests as their iteration spaces allow";
+  let description = [{
+    Runs on kernels in linalg form. First the patterns of
+    `linalg-fuse-elementwise-ops` (an element-wise producer with one reader
+    fused into it; one with several is computed again in each, as
+    upstream does; reshapes folded by expansion; constants folded). Then,
+    in a kernel without reductions, element-wise ops left side by side over
+    the same iteration space are merged into one multi-result
+    `linalg.generic`, built where the later one is (so the earlier one's
+    results must not be read before it): one pass over memory instead of
+    one per op, and after `canonicalize` and `cse` a value both computed is
+    computed once. An optimizer's update (the second moment read by the
+    weight's update and written back as state) was three loop nests over
+    the same rows. Kernels with reductions are left to `flow-tile-rows`.
+
+    ```mlir
+    %p = linalg.generic ... ins(%a, %c) { addf, mulf }   // 4x8
+    %r = linalg.generic ... ins(%a, %b) { addf, subf }   // 4x8
+    // becomes
+    %f:2 = linalg.generic ... ins(%a, %c, %a, %b) { addf, mulf, addf, subf }
+    ```
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect",
+                           "::mlir::tensor::TensorDialect",
+                           "::mlir::affine::AffineDialect"];
+}
+
 def ReassociateReductionsPass
     : Pass<"flow-reassociate-reductions", "ModuleOp"> {
   let summary = "Lets floating-point reductions be summed in any order, so "
