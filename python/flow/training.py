@@ -93,8 +93,20 @@ class TrainStep:
         self._parameter_names = [n for _, n in program.state_arguments]
         self._names = list(module._module.state_names())
         for name, tensor in program.initial_state.items():
-            module._module.set_state(name, np.array(_numpy(tensor),
-                                                    order="C"))
+            try:
+                module._module.set_state(name, np.array(_numpy(tensor),
+                                                        order="C"))
+            except FlowError as e:
+                if "differs between processes" not in str(e):
+                    raise
+                # On a mesh every process gives the same first state.
+                hint = ("pass seed= to compile_train, or call "
+                        "torch.manual_seed with the same seed in every "
+                        "process" if name == "rng.seed" else
+                        "build the model with the same weights in every "
+                        "process (torch.manual_seed with the same seed "
+                        "before building it, or load the same weights)")
+                raise FlowError(f"{e}; {hint}") from None
 
     def __call__(self, *batch):
         leaves, as_torch = _flatten(batch, self.program)

@@ -194,7 +194,88 @@ Status checkPieces(const FunctionSignature &sig,
   return check("output", sig.outputs, sig.globalOutputs);
 }
 
+/// A 64-bit digest of \p t's type and bytes, to compare between ranks:
+/// one multiply per 8 bytes (several GB/s), never a cryptographic hash.
+uint64_t digest(const HostTensor &t) {
+  auto mix = [](uint64_t h, uint64_t v) {
+    h ^= v + 0x9E3779B97F4A7C15ull + (h << 6) + (h >> 2);
+    return h * 0xBF58476D1CE4E5B9ull;
+  };
+  uint64_t h = mix(0x243F6A8885A308D3ull, static_cast<uint64_t>(t.dtype));
+  for (int64_t d : t.shape)
+    h = mix(h, static_cast<uint64_t>(d));
+  const uint8_t *p = t.data.data();
+  size_t n = t.data.size(), words = n / 8;
+  uint64_t lanes[4] = {h, h ^ 1, h ^ 2, h ^ 3};
+  size_t i = 0;
+  // Four independent lanes keep the multiplier busy.
+  for (; i + 4 <= words; i += 4)
+    for (int k = 0; k < 4; ++k) {
+      uint64_t v;
+      std::memcpy(&v, p + 8 * (i + k), 8);
+      lanes[k] = (lanes[k] ^ v) * 0x9FB21C651E98DF25ull;
+      lanes[k] ^= lanes[k] >> 29;
+    }
+  for (; i < words; ++i) {
+    uint64_t v;
+    std::memcpy(&v, p + 8 * i, 8);
+    lanes[0] = (lanes[0] ^ v) * 0x9FB21C651E98DF25ull;
+    lanes[0] ^= lanes[0] >> 29;
+  }
+  uint64_t tail = 0;
+  if (n % 8)
+    std::memcpy(&tail, p + 8 * words, n % 8);
+  for (uint64_t lane : lanes)
+    h = mix(h, lane);
+  return mix(mix(h, tail), n);
+}
+
 } // namespace
+
+Status Session::checkSameOnEveryRank(
+    const std::vector<std::string> &names,
+    const std::vector<const HostTensor *> &values) {
+  auto all = groups.find(allAxes());
+  if (!comm || all == groups.end())
+    return Status::ok();
+  Group &g = *all->second;
+  size_t n = values.size();
+  std::vector<uint64_t> mine(n), every(n * g.size());
+  for (size_t i = 0; i < n; ++i)
+    mine[i] = digest(*values[i]);
+  if (Status s = g.allGather(mine.data(), every.data(),
+                             std::vector<size_t>(g.size(), n * 8));
+      !s)
+    return Status::error("comparing " + names.front() +
+                         " between the processes: " + s.message());
+  // Every rank compares the same table, so all fail or none does.
+  for (int r = 1; r < g.size(); ++r)
+    for (size_t i = 0; i < n; ++i)
+      if (every[r * n + i] != every[i])
+        return Status::error(
+            names[i] + " differs between processes (rank " +
+            std::to_string(r) +
+            "'s is not rank 0's): every process of a mesh passes the same "
+            "whole (global) tensor");
+  return Status::ok();
+}
+
+Status Session::checkSameInputs(const std::vector<HostTensor> &inputs) {
+  std::vector<std::string> names;
+  std::vector<const HostTensor *> values;
+  for (const HostTensor &t : inputs) {
+    names.push_back("input " + std::to_string(values.size()));
+    values.push_back(&t);
+  }
+  return checkSameOnEveryRank(names, values);
+}
+
+std::vector<int64_t> Session::allAxes() const {
+  std::vector<int64_t> axes(exe->mesh().size());
+  for (size_t a = 0; a < axes.size(); ++a)
+    axes[a] = static_cast<int64_t>(a);
+  return axes;
+}
 
 Session::Session(std::shared_ptr<const Executable> executable,
                  std::shared_ptr<Device> device,
@@ -270,6 +351,8 @@ Status Session::makeGroups() {
   std::set<std::vector<int64_t>> sets, collectiveSets;
   for (size_t a = 0; a < mesh.size(); ++a)
     sets.insert({static_cast<int64_t>(a)});
+  // And all of them (checking that the processes pass the same inputs).
+  sets.insert(allAxes());
   for (const detail::Function &f : exe->implementation().functions)
     for (const detail::Command &c : f.commands)
       if (const auto *col = std::get_if<detail::CollectiveCommand>(&c)) {
@@ -626,6 +709,10 @@ Status Session::setState(const std::string &name, const HostTensor &value) {
                          given.str() + " (" +
                          std::to_string(value.data.size()) + " bytes)");
   std::lock_guard<std::mutex> lock(runMutex);
+  if (slot->onMesh)
+    if (Status s = checkSameOnEveryRank({"state '" + name + "'"}, {&value});
+        !s)
+      return s;
   try {
     stateValues[name] = slot->onMesh ? pieceOf(slot->global, value) : value;
   } catch (const std::bad_alloc &) {
@@ -710,6 +797,10 @@ Session::stepUnchecked(const std::string &function,
                          " inputs besides its state, got " +
                          std::to_string(inputs.size()));
   std::lock_guard<std::mutex> lock(runMutex);
+  if (onMesh) {
+    if (Status s = checkSameInputs(inputs); !s)
+      return s;
+  }
   // A device with memory of its own keeps the state there between steps.
   bool staged = executor->ownsMemory();
   std::vector<bool> resident(sig.inputs.size(), false);
@@ -850,8 +941,11 @@ Session::runGlobalUnchecked(const std::string &function,
       return Status::error("input " + std::to_string(i) + ": expected " +
                            p.spec.str() + ", got " +
                            TensorSpec{inputs[i].dtype, inputs[i].shape}.str());
-    local[i] = pieceOf(p, inputs[i]);
   }
+  if (Status s = checkSameInputs(inputs); !s)
+    return s;
+  for (size_t i = 0; i < inputs.size(); ++i)
+    local[i] = pieceOf(sig.globalInputs[i], inputs[i]);
   std::vector<ConstBuffer> in;
   for (const HostTensor &t : local)
     in.push_back({t.data.data(), t.data.size()});

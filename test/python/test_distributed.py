@@ -792,6 +792,82 @@ def test_python_rank_that_stops_ends_the_job(tmp_path):
     print(f"python, 2 ranks: ended {took:.2f} s after the start")
 
 
+DIFFERENT_INPUTS = '''
+import sys
+import numpy as np
+import torch
+import flow
+
+torch.manual_seed(0)
+model = torch.nn.Sequential(torch.nn.Linear(6, 4))
+x = torch.randn(4, 6)
+compiled = flow.compile(model, (x,), mesh=2, sbp={0: flow.sbp.split(0)})
+rank = compiled.module.rank
+same = compiled(x)
+print(f"rank {rank} same inputs ran", flush=True)
+if rank == 1:
+    x = x.clone()
+    x[3, 5] += 1e-3  # a row rank 1 does not even hold
+try:
+    compiled(x)
+    print(f"rank {rank} ran different inputs", flush=True)
+except flow.FlowError as e:
+    print(f"rank {rank} refused: {e}", flush=True)
+# A training step's batch, and a state each process sets.
+y = torch.randint(0, 4, (4,))
+step = flow.compile_train(model, lambda m, a, b: torch.nn.functional.cross_entropy(m(a), b),
+                          (x, y), optimizer=flow.optim.SGD(lr=0.1), mesh=2)
+try:
+    step(x, y)
+    print(f"rank {rank} stepped with different inputs", flush=True)
+except flow.FlowError as e:
+    print(f"rank {rank} step refused: {e}", flush=True)
+state = step.state_dict()
+state["0.weight"] = state["0.weight"] + rank
+try:
+    step.load_state_dict(state)
+    print(f"rank {rank} loaded different states", flush=True)
+except flow.FlowError as e:
+    print(f"rank {rank} load refused: {e}", flush=True)
+# A model built with other weights in each process.
+torch.manual_seed(rank)
+other = torch.nn.Sequential(torch.nn.Linear(6, 4))
+try:
+    flow.compile_train(other, lambda m, a, b: torch.nn.functional.cross_entropy(m(a), b),
+                       (x, y), optimizer=flow.optim.SGD(lr=0.1), mesh=2)
+    print(f"rank {rank} compiled different weights", flush=True)
+except flow.FlowError as e:
+    print(f"rank {rank} compile refused: {e}", flush=True)
+'''
+
+
+def test_processes_must_pass_the_same_global_inputs(tmp_path):
+    """Every process passes the whole inputs; a process passing other
+    values (even in a piece it does not hold) gets a clear error on every
+    rank instead of a silently wrong result, for calls, training steps and
+    states set."""
+    import sys
+    script = tmp_path / "differ.py"
+    script.write_text(DIFFERENT_INPUTS)
+    result = mpirun(2, [sys.executable, script], cwd=tmp_path,
+                    env_extra={"PYTHONPATH": str(build_dir() / "python")})
+    out = result.stdout
+    assert result.returncode == 0, out + result.stderr
+    for r in (0, 1):
+        assert f"rank {r} same inputs ran" in out, out
+        assert (f"rank {r} refused: input 0 differs between processes (rank 1's "
+                "is not rank 0's): every process of a mesh passes the same "
+                "whole (global) tensor") in out, out
+        assert f"rank {r} step refused: input 0 differs between processes" \
+            in out, out
+        assert f"rank {r} load refused: state '0.weight' differs between " \
+            "processes" in out, out
+        assert re.search(rf"rank {r} compile refused: state '0\.(weight|bias)' "
+                         r"differs between processes .*; build the model "
+                         r"with the same weights in every process", out), out
+    assert "different" not in out.replace("differs", ""), out
+
+
 # ---------------------------------------------------------------------------
 # flow.compile_train(mesh=...): each rank keeps its pieces of the state
 # ---------------------------------------------------------------------------

@@ -194,6 +194,16 @@ private:
   runGlobalUnchecked(const std::string &function,
                      const std::vector<HostTensor> &inputs);
   StatusOr<Group *> group(const std::vector<int64_t> &axes);
+  /// Every mesh axis, in order (the group of all devices).
+  std::vector<int64_t> allAxes() const;
+  /// An error when \p values (meant to be the same whole tensors in every
+  /// process) differ between the processes: a 64-bit digest of each,
+  /// gathered from every device. \p names names them ("input 0",
+  /// "state 'w'"). Collective; nothing without a mesh.
+  Status checkSameOnEveryRank(const std::vector<std::string> &names,
+                              const std::vector<const HostTensor *> &values);
+  /// checkSameOnEveryRank() of a call's inputs ("input 0", ...).
+  Status checkSameInputs(const std::vector<HostTensor> &inputs);
   /// run() after its checks, on buffers where tied states are updated in
   /// place.
   Status runInPlace(size_t function, const std::vector<ConstBuffer> &inputs,
