@@ -343,8 +343,11 @@ def compile(model: Any, example_args=(), example_kwargs=None, *,
 
     `mesh` (an int or a shape like (2, 2)) compiles for a device mesh, one
     process per device: run the script under `mpirun -np N`. `sbp` places
-    inputs on it, by input name or position: {"x": flow.sbp.split(0)}, or
-    a tuple of per-axis SBPs on an nd mesh; Flow places everything else.
+    inputs on it, by input name or position: {"x": flow.sbp.split(0)}, and
+    weights by their name in the model ({"fc1.weight": flow.sbp.split(0)}:
+    a torch Linear's weight is [out, in], so split(0) is column-parallel
+    and split(1) row-parallel); a tuple of per-axis SBPs on an nd mesh;
+    Flow places everything else.
     Every process passes the global inputs and gets the global outputs.
     `timeout` (seconds; 0: none) bounds how long a collective, or the start
     or end of the job, waits for a peer: past it the job ends with an
@@ -362,7 +365,8 @@ def compile(model: Any, example_args=(), example_kwargs=None, *,
     value (`compiled.module.check_numerics` turns it on and off).
     """
     if sbp and mesh is None:
-        raise FlowError("sbp= places inputs on a mesh: pass mesh=")
+        raise FlowError("sbp= places inputs and weights on a mesh: pass "
+                        "mesh=")
     placements = (sbp, _mesh_shape(mesh)) if sbp else None
     keep = parameters is not None
     archive = os.fspath(parameters) if keep else None

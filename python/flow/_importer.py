@@ -52,6 +52,8 @@ class GraphImporter:
         self.env: Dict[Any, Any] = {}
         #: id(constant) -> the name it is stored under in the archive.
         self.names: Dict[int, str] = {}
+        #: Weights `placements` placed by name (annotated where read).
+        self.placed_parameters: set = set()
         self.unsupported: List[Tuple[str, str, str, str]] = []
         self.node = None
 
@@ -79,7 +81,15 @@ class GraphImporter:
             if dtype and NUMPY_TO_FLOW.get(array.dtype.name) != dtype:
                 array = array.astype(numpy_dtype(dtype))
                 name = None
-            return self.e.constant(array, name or self.folded_name())
+            v = self.e.constant(array, name or self.folded_name())
+            sbp = self._parameter_sbp(name)
+            if sbp is not None:
+                # A weight placed by name (sbp= in inference: weights are
+                # parameters, not arguments): pinned where it is read.
+                v = self.e.op("flow.annotate", [v],
+                              {"mesh": "@mesh", "sbp": sbp},
+                              result=(v.shape, v.dtype))
+            return v
         if isinstance(x, (bool, int, float)):
             if dtype is None:
                 dtype = ("i1" if isinstance(x, bool) else
@@ -88,6 +98,18 @@ class GraphImporter:
         if x is None:
             raise Unsupported("a required input is missing")
         raise Unsupported(f"argument of type {type(x).__name__}")
+
+    def _parameter_sbp(self, name: Optional[str]) -> Optional[str]:
+        """The SBP (attribute text) `placements` gives weight `name`, when
+        it names a weight that is not an argument."""
+        if not self.placements or name is None:
+            return None
+        sbps = self.placements[0] or {}
+        if name not in sbps or name in getattr(self, "argument_names", ()):
+            return None
+        from .sbp import _attr
+        self.placed_parameters.add(name)
+        return _attr(sbps[name], len(self.placements[1]))
 
     def folded_name(self) -> str:
         """The archive name of a constant the current node computed."""
@@ -151,7 +173,8 @@ class GraphImporter:
         if self.placements:
             from .sbp import argument_sbps
             sbps, mesh = self.placements[:2]
-            sbps = dict(sbps or {})
+            sbps = {k: v for k, v in dict(sbps or {}).items()
+                    if k not in self.placed_parameters}
             default = self.placements[2] if len(self.placements) > 2 \
                 else None
             positions = list(input_positions if input_positions is not None
@@ -162,8 +185,11 @@ class GraphImporter:
                             self.e.arguments[index].shape:
                         sbps[i] = default
             self.e.mesh(mesh)
+            weights = sorted({n for n in self.names.values()
+                              if isinstance(n, str)})
             for index, attr in argument_sbps(list(input_names), sbps,
-                                             len(mesh), positions).items():
+                                             len(mesh), positions,
+                                             weights).items():
                 self.e.argument_attribute(index, "flow.sbp", attr)
         if not self.e.parameters:
             return self.e.module(results, None), ""

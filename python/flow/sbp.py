@@ -47,11 +47,14 @@ def _attr(value: Union[str, Sequence[str]], rank: int) -> str:
 def argument_sbps(names: List[Optional[str]],
                   placements: Dict[Union[str, int], object],
                   mesh_rank: int,
-                  positions: Optional[List[int]] = None) -> Dict[int, str]:
+                  positions: Optional[List[int]] = None,
+                  weights: Sequence[str] = ()) -> Dict[int, str]:
     """The `flow.sbp` attribute (MLIR text) of each placed argument, by
     argument index. `names` names each argument (None: no name);
     `placements` names arguments by name or by input position, position i
-    being argument `positions[i]` (default: argument i)."""
+    being argument `positions[i]` (default: argument i). `weights` (the
+    weights the program reads) only name what else could be placed in the
+    error for an unknown name."""
     if positions is None:
         positions = list(range(len(names)))
     out = {}
@@ -62,7 +65,9 @@ def argument_sbps(names: List[Optional[str]],
             index = names.index(key) if key in names else None
         if index is None:
             known = [n for n in names if n is not None]
+            also = (f" and the weights {list(weights)}" if weights and
+                    isinstance(key, str) else "")
             raise ValueError(f"sbp names input {key!r}; the inputs are "
-                             f"{known}")
+                             f"{known}{also}")
         out[index] = _attr(value, mesh_rank)
     return out

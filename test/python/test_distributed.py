@@ -325,6 +325,7 @@ def test_bad_mesh_flag(tmp_path):
 # ---------------------------------------------------------------------------
 
 SCRIPT = '''
+import re
 import sys
 import numpy as np
 import torch
@@ -343,14 +344,25 @@ with torch.no_grad():
 assert isinstance(y, torch.Tensor) and y.shape == want.shape
 err = float((y - want).abs().max() / want.abs().max())
 print(f"rank {compiled.module.rank} err {err:.3g}", flush=True)
+if compiled.module.rank == 0:
+    print("annotate count",
+          len(set(re.findall(r"= flow.annotate (%[^ ]+) as", compiled.program.text))))
 sys.exit(0 if err < 1e-5 else 1)
 '''
+
+
+MEGATRON = ('{"0.weight": flow.sbp.split(0), "0.bias": flow.sbp.split(0), '
+            '"2.weight": flow.sbp.split(1)}')
 
 
 @pytest.mark.parametrize("ranks,mesh,sbp", [
     (2, "2", '{"input": flow.sbp.split(0)}'),
     (2, "2", '{}'),
     (4, "(2, 2)", '{0: (flow.sbp.split(0), flow.sbp.broadcast)}'),
+    # Weights placed by name (torch Linear weights are [out, in]): column-
+    # then row-parallel.
+    (2, "2", MEGATRON),
+    (3, "3", MEGATRON),
 ])
 def test_python_under_mpirun(tmp_path, ranks, mesh, sbp):
     import sys
@@ -364,9 +376,14 @@ def test_python_under_mpirun(tmp_path, ranks, mesh, sbp):
     # Every rank checked its global outputs (a failing one exits 1).
     seen = sorted(re.findall(r"rank (\d+) err", result.stdout))
     assert seen == [str(r) for r in range(ranks)], result.stdout
+    if "weight" in sbp:
+        # The weights' pins are in the program: the first layer's product
+        # is split by columns, the second a partial sum, reduced once.
+        assert "annotate count 3" in result.stdout, result.stdout
 
 
 TRAIN_SCRIPT = '''
+import re
 import sys
 import numpy as np
 sys.path.insert(0, sys.argv[2])
@@ -790,6 +807,27 @@ def test_python_rank_that_stops_ends_the_job(tmp_path):
     assert re.search(rf"flow: error: rank 0: all-gather #\d+ timed out after "
                      rf"{TIMEOUT} s; rank 1 did not respond", err), err
     print(f"python, 2 ranks: ended {took:.2f} s after the start")
+
+
+def test_sbp_names_weights_or_says_which_there_are():
+    """sbp= in inference places inputs and weights by name; a name that is
+    neither lists both (no MPI needed: the import refuses it)."""
+    import torch
+    from flow import sbp as S
+    from flow.torch_import import import_program
+    model = torch.nn.Sequential(torch.nn.Linear(6, 4), torch.nn.ReLU(),
+                                torch.nn.Linear(4, 2))
+    x = torch.randn(3, 6)
+    with pytest.raises(ValueError) as e:
+        import_program(model, (x,), placements=({"0.wieght": S.split(0)},
+                                                (2,)))
+    assert str(e.value) == (
+        "sbp names input '0.wieght'; the inputs are ['input'] and the "
+        "weights ['0.bias', '0.weight', '2.bias', '2.weight']")
+    program = import_program(model, (x,), placements=(
+        {"0.weight": S.split(0), "input": S.broadcast}, (2,)))
+    assert re.search(r'flow\.annotate %\S+ as #flow\.sbp<\[S\(0\)\]> on '
+                     r'@mesh : tensor<4x6xf32>', program.text), program.text
 
 
 DIFFERENT_INPUTS = '''
