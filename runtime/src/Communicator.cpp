@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "flow/runtime/Communicator.h"
+#include "flow/runtime/Npy.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -15,6 +16,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <mutex>
 #include <numeric>
 #include <string>
@@ -576,6 +578,34 @@ Status reductionArgs(DType dtype, Reduction op, MPI_Datatype &type,
   return Status::ok();
 }
 
+/// The most elements (or bytes) one MPI call is given, counts and
+/// displacements alike: MPI's `int`. FLOW_TEST_MPI_MAX_COUNT lowers it, so
+/// that tests run the chunked paths on small tensors.
+size_t maxCount() {
+  static const size_t limit = [] {
+    size_t most = static_cast<size_t>(std::numeric_limits<int>::max());
+    if (const char *value = std::getenv("FLOW_TEST_MPI_MAX_COUNT")) {
+      char *end = nullptr;
+      unsigned long long v = std::strtoull(value, &end, 10);
+      if (end != value && *end == 0 && v >= 4 && v < most)
+        most = static_cast<size_t>(v);
+    }
+    return most;
+  }();
+  return limit;
+}
+
+/// Whether \p counts, and their running sums, fit one MPI call.
+bool fitsOneCall(const std::vector<size_t> &counts) {
+  size_t total = 0;
+  for (size_t c : counts) {
+    if (c > maxCount())
+      return false;
+    total += c;
+  }
+  return total <= maxCount();
+}
+
 std::vector<int> toInts(const std::vector<size_t> &counts,
                         std::vector<int> &displs) {
   std::vector<int> out(counts.size());
@@ -621,13 +651,27 @@ public:
     MPI_Op mpiOp = MPI_SUM;
     if (Status s = reductionArgs(dtype, op, type, mpiOp); !s)
       return s;
-    MPI_Request request;
-    int rc = MPI_Iallreduce(MPI_IN_PLACE, data, static_cast<int>(count), type,
-                            mpiOp, comm, &request);
-    return finish(rc, request, Activity::AllReduce, "all-reduce");
+    // Past MPI's int, one call per chunk.
+    size_t bytes = dtypeSize(dtype);
+    for (size_t done = 0; done < count || done == 0; done += maxCount()) {
+      size_t n = std::min(count - done, maxCount());
+      MPI_Request request;
+      int rc = MPI_Iallreduce(MPI_IN_PLACE,
+                              static_cast<uint8_t *>(data) + done * bytes,
+                              static_cast<int>(n), type, mpiOp, comm,
+                              &request);
+      if (Status s = finish(rc, request, Activity::AllReduce, "all-reduce");
+          !s)
+        return s;
+      if (count == 0)
+        break;
+    }
+    return Status::ok();
   }
   Status allGather(const void *send, void *recv,
                    const std::vector<size_t> &counts) override {
+    if (!fitsOneCall(counts))
+      return allGatherInChunks(send, recv, counts);
     std::vector<int> displs;
     std::vector<int> c = toInts(counts, displs);
     MPI_Request request;
@@ -642,6 +686,8 @@ public:
     MPI_Op mpiOp = MPI_SUM;
     if (Status s = reductionArgs(dtype, op, type, mpiOp); !s)
       return s;
+    if (!fitsOneCall(counts))
+      return reduceScatterInChunks(send, recv, counts, dtype, type, mpiOp);
     std::vector<int> displs;
     std::vector<int> c = toInts(counts, displs);
     MPI_Request request;
@@ -651,6 +697,22 @@ public:
   }
   Status allToAll(const void *send, const std::vector<size_t> &sendCounts,
                   void *recv, const std::vector<size_t> &recvCounts) override {
+    // The members' counts differ: they agree on whether one call takes
+    // them all (and on the longest block) first.
+    uint64_t need[2] = {0, 0};
+    for (const std::vector<size_t> *counts : {&sendCounts, &recvCounts}) {
+      for (size_t c : *counts)
+        need[0] = std::max<uint64_t>(need[0], c);
+      need[1] |= !fitsOneCall(*counts);
+    }
+    MPI_Request agree;
+    if (Status s = finish(MPI_Iallreduce(MPI_IN_PLACE, need, 2, MPI_UINT64_T,
+                                         MPI_MAX, comm, &agree),
+                          agree, Activity::AllToAll, "all-to-all");
+        !s)
+      return s;
+    if (need[1])
+      return allToAllInChunks(send, sendCounts, recv, recvCounts, need[0]);
     std::vector<int> sd, rd;
     std::vector<int> sc = toInts(sendCounts, sd), rc_ = toInts(recvCounts, rd);
     MPI_Request request;
@@ -660,6 +722,116 @@ public:
   }
 
 private:
+  // Collectives past MPI's int counts, in rounds of calls that fit it.
+
+  /// Each member's block broadcast from it, a chunk at a time.
+  Status allGatherInChunks(const void *send, void *recv,
+                           const std::vector<size_t> &counts) {
+    auto *out = static_cast<uint8_t *>(recv);
+    std::vector<size_t> at(counts.size(), 0);
+    for (size_t i = 1; i < counts.size(); ++i)
+      at[i] = at[i - 1] + counts[i - 1];
+    if (counts[myRank] && out + at[myRank] != send)
+      std::memmove(out + at[myRank], send, counts[myRank]);
+    for (int r = 0; r < mySize; ++r)
+      for (size_t done = 0; done < counts[r]; done += maxCount()) {
+        size_t n = std::min(counts[r] - done, maxCount());
+        MPI_Request request;
+        int rc = MPI_Ibcast(out + at[r] + done, static_cast<int>(n), MPI_BYTE,
+                            r, comm, &request);
+        if (Status s = finish(rc, request, Activity::AllGather, "all-gather");
+            !s)
+          return s;
+      }
+    return Status::ok();
+  }
+
+  /// Round j reduces elements [j*C, (j+1)*C) of every member's block (C so
+  /// that a round's blocks fit one call), through a staged send buffer.
+  Status reduceScatterInChunks(const void *send, void *recv,
+                               const std::vector<size_t> &counts, DType dtype,
+                               MPI_Datatype type, MPI_Op op) {
+    size_t bytes = dtypeSize(dtype),
+           chunk = std::max<size_t>(1, maxCount() / counts.size());
+    size_t longest = *std::max_element(counts.begin(), counts.end());
+    std::vector<uint8_t> stage;
+    for (size_t start = 0; start < longest; start += chunk) {
+      std::vector<int> c(counts.size());
+      size_t staged = 0, from = 0;
+      for (size_t i = 0; i < counts.size(); ++i) {
+        size_t n = counts[i] > start ? std::min(counts[i] - start, chunk) : 0;
+        c[i] = static_cast<int>(n);
+        staged += n;
+      }
+      stage.resize(staged * bytes);
+      staged = 0;
+      for (size_t i = 0; i < counts.size(); ++i) {
+        if (c[i])
+          std::memcpy(stage.data() + staged * bytes,
+                      static_cast<const uint8_t *>(send) +
+                          (from + start) * bytes,
+                      c[i] * bytes);
+        staged += c[i];
+        from += counts[i];
+      }
+      MPI_Request request;
+      int rc = MPI_Ireduce_scatter(
+          stage.data(), static_cast<uint8_t *>(recv) + start * bytes, c.data(),
+          type, op, comm, &request);
+      if (Status s =
+              finish(rc, request, Activity::ReduceScatter, "reduce-scatter");
+          !s)
+        return s;
+    }
+    return Status::ok();
+  }
+
+  /// Round j exchanges bytes [j*C, (j+1)*C) of every block, staged.
+  /// \p longest: the longest block of any member (they agree on it).
+  Status allToAllInChunks(const void *send,
+                          const std::vector<size_t> &sendCounts, void *recv,
+                          const std::vector<size_t> &recvCounts,
+                          size_t longest) {
+    size_t p = sendCounts.size(), chunk = std::max<size_t>(1, maxCount() / p);
+    std::vector<size_t> sendAt(p, 0), recvAt(p, 0);
+    for (size_t i = 1; i < p; ++i) {
+      sendAt[i] = sendAt[i - 1] + sendCounts[i - 1];
+      recvAt[i] = recvAt[i - 1] + recvCounts[i - 1];
+    }
+    auto window = [&](size_t count, size_t start) {
+      return count > start ? std::min(count - start, chunk) : size_t(0);
+    };
+    std::vector<uint8_t> out, in;
+    for (size_t start = 0; start < longest; start += chunk) {
+      std::vector<size_t> sc(p), rc(p);
+      for (size_t i = 0; i < p; ++i) {
+        sc[i] = window(sendCounts[i], start);
+        rc[i] = window(recvCounts[i], start);
+      }
+      std::vector<int> sd, rd;
+      std::vector<int> sci = toInts(sc, sd), rci = toInts(rc, rd);
+      out.resize(std::accumulate(sc.begin(), sc.end(), size_t(0)));
+      in.resize(std::accumulate(rc.begin(), rc.end(), size_t(0)));
+      for (size_t i = 0; i < p; ++i)
+        if (sc[i])
+          std::memcpy(out.data() + sd[i],
+                      static_cast<const uint8_t *>(send) + sendAt[i] + start,
+                      sc[i]);
+      MPI_Request request;
+      int code = MPI_Ialltoallv(out.data(), sci.data(), sd.data(), MPI_BYTE,
+                                in.data(), rci.data(), rd.data(), MPI_BYTE,
+                                comm, &request);
+      if (Status s = finish(code, request, Activity::AllToAll, "all-to-all");
+          !s)
+        return s;
+      for (size_t i = 0; i < p; ++i)
+        if (rc[i])
+          std::memcpy(static_cast<uint8_t *>(recv) + recvAt[i] + start,
+                      in.data() + rd[i], rc[i]);
+    }
+    return Status::ok();
+  }
+
   /// Waits for a started collective (the arguments it reads live in the
   /// caller's frame until then).
   Status finish(int rc, MPI_Request &request, Activity activity,
