@@ -652,8 +652,9 @@ public:
     if (Status s = reductionArgs(dtype, op, type, mpiOp); !s)
       return s;
     // Past MPI's int, one call per chunk.
-    size_t bytes = dtypeSize(dtype);
-    for (size_t done = 0; done < count || done == 0; done += maxCount()) {
+    // (An empty one is still one call: every member makes the same calls.)
+    size_t bytes = dtypeSize(dtype), done = 0;
+    do {
       size_t n = std::min(count - done, maxCount());
       MPI_Request request;
       int rc = MPI_Iallreduce(MPI_IN_PLACE,
@@ -663,9 +664,8 @@ public:
       if (Status s = finish(rc, request, Activity::AllReduce, "all-reduce");
           !s)
         return s;
-      if (count == 0)
-        break;
-    }
+      done += n;
+    } while (done < count);
     return Status::ok();
   }
   Status allGather(const void *send, void *recv,

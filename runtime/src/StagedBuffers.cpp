@@ -22,22 +22,23 @@ Status StagedBuffers::prepare(Device &device, const FunctionSignature &sig) {
   if (!arena)
     return arena.status();
   arenaMemory = std::move(*arena);
-  for (size_t i = 0; i < sig.inputs.size(); ++i) {
-    StatusOr<DeviceMemory> memory = device.allocate(
-        sig.inputs[i].byteSize(),
-        "input " + std::to_string(i) + " of '" + sig.name + "'");
-    if (!memory)
-      return memory.status();
-    inputs.push_back(std::move(*memory));
-  }
-  for (size_t i = 0; i < sig.outputs.size(); ++i) {
-    StatusOr<DeviceMemory> memory = device.allocate(
-        sig.outputs[i].byteSize(),
-        "output " + std::to_string(i) + " of '" + sig.name + "'");
-    if (!memory)
-      return memory.status();
-    outputs.push_back(std::move(*memory));
-  }
+  auto allocateAll = [&](const std::vector<TensorSpec> &specs,
+                         const char *kind,
+                         std::vector<DeviceMemory> &out) -> Status {
+    for (size_t i = 0; i < specs.size(); ++i) {
+      StatusOr<DeviceMemory> memory = device.allocate(
+          specs[i].byteSize(), std::string(kind) + " " + std::to_string(i) +
+                                   " of '" + sig.name + "'");
+      if (!memory)
+        return memory.status();
+      out.push_back(std::move(*memory));
+    }
+    return Status::ok();
+  };
+  if (Status s = allocateAll(sig.inputs, "input", inputs); !s)
+    return s;
+  if (Status s = allocateAll(sig.outputs, "output", outputs); !s)
+    return s;
   allocated = true;
   return Status::ok();
 }

@@ -428,32 +428,19 @@ def main():
                          else "cpu")}
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        for name, entry in manifest["cases"].items():
-            try:
-                check_case(args, name, entry, args.kit, work, clock, results)
-            except subprocess.TimeoutExpired:
-                results[-1]["status"] = "FAIL"
-                results[-1]["why"] = "flow-run ran out of the time budget"
-            print(table(results[-1:]), flush=True)
-        for name, entry in manifest["gemm"].items():
-            check_gemm(args, name, entry, args.kit, work, clock, results)
-            print(table(results[-1:]), flush=True)
-        for name, entry in manifest.get("training", {}).items():
-            try:
-                check_training(args, name, entry, args.kit, work, clock,
-                               results)
-            except subprocess.TimeoutExpired:
-                results[-1]["status"] = "FAIL"
-                results[-1]["why"] = "flow-run ran out of the time budget"
-            print(table(results[-1:]), flush=True)
-        for name, entry in manifest.get("collectives", {}).items():
-            try:
-                check_collectives(args, name, entry, args.kit, work, clock,
-                                  results)
-            except subprocess.TimeoutExpired:
-                results[-1]["status"] = "FAIL"
-                results[-1]["why"] = "mpirun ran out of the time budget"
-            print(table(results[-1:]), flush=True)
+        # Each section's checker, and what ran out of time when one did.
+        sections = [("cases", check_case, "flow-run"),
+                    ("gemm", check_gemm, "flow-run"),
+                    ("training", check_training, "flow-run"),
+                    ("collectives", check_collectives, "mpirun")]
+        for section, check, runner in sections:
+            for name, entry in manifest.get(section, {}).items():
+                try:
+                    check(args, name, entry, args.kit, work, clock, results)
+                except subprocess.TimeoutExpired:
+                    results[-1]["status"] = "FAIL"
+                    results[-1]["why"] = f"{runner} ran out of the time budget"
+                print(table(results[-1:]), flush=True)
     args.results.write_text(
         "\n".join(f"{k}: {v}" for k, v in header.items()) + "\n\n" +
         table(results) + "\n\n" +
