@@ -19,6 +19,7 @@ driver does the rest the same way for both:
 from __future__ import annotations
 
 import os
+import re
 import tempfile
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
@@ -110,6 +111,30 @@ class GraphImporter:
         from .sbp import _attr
         self.placed_parameters.add(name)
         return _attr(sbps[name], len(self.placements[1]))
+
+    def _parameter_sbp_of(self, name: Optional[str]):
+        """The SBP `placements` gives weight `name` (None: not placed)."""
+        if not self.placements or name is None:
+            return None
+        if name in getattr(self, "argument_names", ()):
+            return None
+        return (self.placements[0] or {}).get(name)
+
+    def place_like(self, source: str, name: str, permutation) -> None:
+        """Places weight `name`, the weight `source` with its dimensions
+        permuted (dimension i is source dimension permutation[i]), as
+        `source` is placed: a split follows its dimension."""
+        sbp = self._parameter_sbp_of(source)
+        entries = [sbp] if isinstance(sbp, str) else list(sbp)
+        moved = []
+        for e in entries:
+            m = re.fullmatch(r"S\((\d+)\)", e)
+            moved.append(f"S({permutation.index(int(m.group(1)))})"
+                         if m and int(m.group(1)) < len(permutation) else e)
+        placed = dict(self.placements[0])
+        placed[name] = moved[0] if isinstance(sbp, str) else tuple(moved)
+        self.placements = (placed, *self.placements[1:])
+        self.placed_parameters.add(source)
 
     def folded_name(self) -> str:
         """The archive name of a constant the current node computed."""

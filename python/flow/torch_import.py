@@ -401,6 +401,18 @@ class _TorchImporter(GraphImporter):
         target = node.target
         if target is operator.getitem:
             return args[0][args[1]]
+        # A weight placed by name (sbp=) keeps its placement: a permutation
+        # of it folds into a weight placed alike (a split follows its
+        # dimension); anything else is computed in the program, from the
+        # placed weight.
+        placed = next((self.names[id(x)] for x in
+                       torch.utils._pytree.tree_leaves((args, kwargs))
+                       if isinstance(x, torch.Tensor) and id(x) in self.names
+                       and self._parameter_sbp_of(self.names[id(x)])
+                       is not None), None)
+        permutation = _permutation(target, args) if placed else None
+        if placed and permutation is None:
+            return None
         try:
             with torch.no_grad():
                 result = target(*args, **kwargs)
@@ -416,7 +428,28 @@ class _TorchImporter(GraphImporter):
             if isinstance(r, torch.Tensor) and id(r) not in self.names:
                 base = f"{source}.{op}" if source else f"folded.{node.name}"
                 self.names[id(r)] = base if i == 0 else f"{base}.{i}"
+        if placed:
+            self.place_like(placed, self.names[id(result)], permutation)
         return result
+
+
+def _permutation(target, args) -> Optional[List[int]]:
+    """The dimension order of a permuting op (result dimension i is input
+    dimension p[i]); None for any other op."""
+    name = str(target)
+    rank = args[0].dim() if hasattr(args[0], "dim") else None
+    if rank is None:
+        return None
+    if name in ("aten.permute.default", "aten.permute_copy.default"):
+        return [int(d) % rank for d in args[1]]
+    if name in ("aten.t.default", "aten.t_copy.default") and rank == 2:
+        return [1, 0]
+    if name in ("aten.transpose.int", "aten.transpose_copy.int"):
+        p = list(range(rank))
+        a, b = int(args[1]) % rank, int(args[2]) % rank
+        p[a], p[b] = p[b], p[a]
+        return p
+    return None
 
 
 def _op_key(target) -> str:

@@ -34,12 +34,18 @@ ARGS = {
     "vp": ("7", "f32", "positive"),
     "w": ("7x5", "f32", "any"),
     "b3": ("3x5x7", "f32", "any"),
+    # Attention heads: 6 heads of 7 cut evenly over 2 and 3 devices.
+    "heads": ("2x6x7", "f32", "any"),
+    "hidden": ("2x42", "f32", "any"),
     "img": ("2x4x5x5", "f32", "any"),
     "f": ("6x4x3x3", "f32", "any"),
     "fg": ("8x2x3x3", "f32", "any"),
     "fd": ("4x1x3x3", "f32", "any"),
     "t": ("9x7", "f32", "any"),
     "ids": ("3x2", "i64", "ids9"),
+    # Out of range: gathers clamp them, on every layout alike.
+    "idso": ("3x2", "i32", "ids_out"),
+    "tgt": ("5x1", "i64", "ids7"),
     "idx": ("5x7", "i64", "ids7"),
     "rows": ("3x1", "i64", "ids5"),
     "ru": ("3x7", "f32", "any"),
@@ -141,8 +147,14 @@ OPS = [
      "flow.transpose {0} [1, 0] : tensor<5x7xf32> -> tensor<7x5xf32>"),
     ("reshape", ["b3"], "3x35xf32",
      "flow.reshape {0} : tensor<3x5x7xf32> -> tensor<3x35xf32>"),
+    ("reshape_split_heads", ["hidden"], "2x6x7xf32",
+     "flow.reshape {0} : tensor<2x42xf32> -> tensor<2x6x7xf32>"),
+    ("reshape_merge_heads", ["heads"], "2x42xf32",
+     "flow.reshape {0} : tensor<2x6x7xf32> -> tensor<2x42xf32>"),
     ("gather", ["t", "ids"], "3x2x7xf32",
      "flow.gather {0}[{1}] axis = 0 : (tensor<9x7xf32>, tensor<3x2xi64>) -> tensor<3x2x7xf32>"),
+    ("gather_clamped", ["t", "idso"], "3x2x7xf32",
+     "flow.gather {0}[{1}] axis = 0 : (tensor<9x7xf32>, tensor<3x2xi32>) -> tensor<3x2x7xf32>"),
     ("concat", ["x", "x"], "5x14xf32",
      "flow.concat {0}, {1} axis = 1 : (tensor<5x7xf32>, tensor<5x7xf32>) -> tensor<5x14xf32>"),
     ("broadcast_to", ["v"], "5x7xf32",
@@ -189,6 +201,24 @@ CHAINS = [
     %g = flow.gelu %n : tensor<5x7xf32>
     %out = flow.mul %g, {0} : (tensor<5x7xf32>, tensor<5x7xf32>) -> tensor<5x7xf32>""",
      [("S(0)", "B", "B"), ("S(1)", "S(0)", "S(0)"), ("B", "S(0)", "B")]),
+    # Vocabulary parallel: an embedding from a table split by rows, and a
+    # cross-entropy over logits split by classes (log-softmax with partial
+    # statistics, the target's logit a partial sum).
+    ("vocab_embedding", ["t", "ids"], "3x2x7xf32", """
+    %e = flow.gather {0}[{1}] axis = 0 : (tensor<9x7xf32>, tensor<3x2xi64>) -> tensor<3x2x7xf32>
+    %out = flow.mul %e, %e : (tensor<3x2x7xf32>, tensor<3x2x7xf32>) -> tensor<3x2x7xf32>""",
+     [("S(0)", "B"), ("S(1)", "S(0)")]),
+    ("vocab_cross_entropy", ["x", "tgt"], "f32", """
+    %l = flow.log_softmax {0} axis = 1 : tensor<5x7xf32>
+    %t = flow.gather_elements %l[{1}] axis = 1 : (tensor<5x7xf32>, tensor<5x1xi64>) -> tensor<5x1xf32>
+    %n = flow.neg %t : tensor<5x1xf32>
+    %out = flow.reduce_mean %n [0, 1] : tensor<5x1xf32> -> tensor<f32>""",
+     [("S(1)", "B"), ("S(0)", "S(0)")]),
+    ("norm_over_split", ["x", "v", "v"], "5x7xf32", """
+    %n = flow.layer_norm {0} weight {1} bias {2} axis = 1 epsilon = 1.0e-05 : (tensor<5x7xf32>, tensor<7xf32>, tensor<7xf32>) -> tensor<5x7xf32>
+    %r = flow.rms_norm %n weight {1} axis = 1 epsilon = 1.0e-05 : (tensor<5x7xf32>, tensor<7xf32>) -> tensor<5x7xf32>
+    %out = flow.softmax %r axis = 1 : tensor<5x7xf32>""",
+     [("S(1)", "S(0)", "S(0)"), ("S(0)", "B", "B")]),
     ("int_div_sum", ["xi", "vi"], "7xi32", """
     %d = flow.div {0}, {1} : (tensor<5x7xi32>, tensor<7xi32>) -> tensor<5x7xi32>
     %out = flow.reduce_sum %d [0] : tensor<5x7xi32> -> tensor<7xi32>""",
@@ -211,7 +241,8 @@ CHAINS = [
 MESHES = [(2,), (3,), (2, 2)]
 
 SBP = re.compile(r"S\((\d+)\)|B|P\(max\)|P")
-RULE = re.compile(r"\(\[([^\]]*)\] -> \[([^\]]*)\]\)")
+# A rule marked "even" holds only where its splits cut equal pieces.
+RULE = re.compile(r"\(\[([^\]]*)\] -> \[([^\]]*)\]( even)?\)")
 
 
 def shape_of(arg):
@@ -226,9 +257,9 @@ def tensor_type(arg):
 def parse_rules(remark):
     """[(operand SBPs, result SBPs)] from a print-rules remark."""
     rules = []
-    for operands, results in RULE.findall(remark):
+    for operands, results, even in RULE.findall(remark):
         split = lambda s: [t.strip() for t in s.split(",") if t.strip()]
-        rules.append((split(operands), split(results)))
+        rules.append((split(operands), split(results), bool(even)))
     return rules
 
 
@@ -251,8 +282,9 @@ def op_rules(flow_opt):
     return {OPS[i][0]: parse_rules(r) for i, r in enumerate(remarks)}
 
 
-def pieces_ok(sbp_nd, shape, mesh):
-    """Every split no longer than the dimension it cuts (nested splits)."""
+def pieces_ok(sbp_nd, shape, mesh, even=False):
+    """Every split no longer than the dimension it cuts (nested splits),
+    and with `even`, cutting it into equal pieces."""
     pieces = [1] * len(shape)
     for axis, sbp in enumerate(sbp_nd):
         m = re.fullmatch(r"S\((\d+)\)", sbp)
@@ -261,7 +293,8 @@ def pieces_ok(sbp_nd, shape, mesh):
             if d >= len(shape):
                 return False
             pieces[d] *= mesh[axis]
-    return all(p <= n for p, n in zip(pieces, shape))
+    return all(p <= n and (not even or n % p == 0)
+               for p, n in zip(pieces, shape))
 
 
 def sbp_attr(sbp_nd):
@@ -281,10 +314,11 @@ def cases(rules, mesh):
             operands = [[combo[a][0][i] for a in range(len(mesh))]
                         for i in range(len(args))]
             results = [combo[a][1][0] for a in range(len(mesh))]
-            if not all(pieces_ok(s, shape_of(a), mesh)
+            even = any(rule[2] for rule in combo)
+            if not all(pieces_ok(s, shape_of(a), mesh, even)
                        for s, a in zip(operands, args)):
                 continue
-            if not pieces_ok(results, result_shape(result), mesh):
+            if not pieces_ok(results, result_shape(result), mesh, even):
                 continue
             # Two operands that are the same value need the same SBP.
             seen = {}
@@ -316,8 +350,22 @@ def cases(rules, mesh):
     return out
 
 
+def pin_signature(body, operands, results):
+    """`body` (one op) with its signature pinned (flow.operand_sbp and
+    flow.sbp), so that propagation keeps it whatever it costs."""
+    attrs = ("flow.operand_sbp = [" +
+             ", ".join(f"#flow.sbp<[{', '.join(o)}]>" for o in operands) +
+             f"], flow.sbp = [#flow.sbp<[{', '.join(results)}]>]")
+    own = re.search(r" \{([a-z_, ]+)\} :", body)
+    if own:
+        return body[:own.start()] + f" {{{own.group(1)}, {attrs}}} :" + \
+            body[own.end():]
+    return body.replace(" : ", f" {{{attrs}}} : ", 1)
+
+
 def module_text(case_list, mesh):
-    """The mesh module (mesh given) or the one-device module (mesh None)."""
+    """The mesh module (mesh given) or the one-device module (mesh None).
+    In the mesh module each op case pins its signature."""
     lines = []
     if mesh:
         lines.append(f"flow.mesh @m [{', '.join(map(str, mesh))}]")
@@ -328,6 +376,8 @@ def module_text(case_list, mesh):
             params.append(f"%a{j}: {tensor_type(a)}{attr}")
         rattr = " " + sbp_attr(results) if mesh and results else ""
         fattr = " attributes {flow.mesh = @m}" if mesh else ""
+        if mesh and results:
+            body = pin_signature(body, operands, results)
         lines.append(
             f"func.func @{fname}({', '.join(params)}) -> "
             f"(tensor<{result}>{rattr}){fattr} {{\n  {body.strip()}\n"
@@ -358,6 +408,8 @@ def inputs_for(args, seed):
             v = rng.integers(0, 7, dims)
         elif kind == "ids5":
             v = rng.integers(0, 5, dims)
+        elif kind == "ids_out":
+            v = rng.integers(-3, 12, dims)
         else:
             v = rng.integers(0, 2, dims).astype(bool)
         dtype = {"f32": np.float32, "f16": np.float16, "i32": np.int32,

@@ -28,9 +28,9 @@ func.func @rules(%x: tensor<4x8xf32>, %v: tensor<8xf32>, %w: tensor<8x6xf32>,
   %6 = flow.reduce_sum %x [1] : tensor<4x8xf32> -> tensor<4xf32>
   // CHECK: remark: rules: ([B] -> [B]) ([S(0)] -> [P(max)]) ([S(1)] -> [S(1)]) ([P(max)] -> [P(max)])
   %7 = flow.reduce_max %x [0] {keepdims} : tensor<4x8xf32> -> tensor<1x8xf32>
-  // CHECK: remark: rules: ([B] -> [B]) ([S(0)] -> [S(0)])
+  // CHECK: remark: rules: ([B] -> [B]) ([S(0)] -> [S(0)]) ([S(1)] -> [S(1)])
   %8 = flow.softmax %x axis = 1 : tensor<4x8xf32>
-  // CHECK: remark: rules: ([B, B, B] -> [B]) ([S(0), B, B] -> [S(0)])
+  // CHECK: remark: rules: ([B, B, B] -> [B]) ([S(0), B, B] -> [S(0)]) ([S(1), S(0), S(0)] -> [S(1)])
   %9 = flow.layer_norm %x weight %v bias %v axis = 1 epsilon = 1.0e-05
       : (tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
   // CHECK: remark: rules: ([B, B] -> [B]) ([S(0), B] -> [S(0)]) ([B, S(0)] -> [S(1)]) ([S(1), S(1)] -> [P])
@@ -40,9 +40,9 @@ func.func @rules(%x: tensor<4x8xf32>, %v: tensor<8xf32>, %w: tensor<8x6xf32>,
   %11 = flow.transpose %x [1, 0] : tensor<4x8xf32> -> tensor<8x4xf32>
   // Reshape keeps the split of a dimension it keeps, and of the major
   // dimension of a group it merges (4x8 -> 32), where the pieces are equal.
-  // CHECK: remark: rules: ([B] -> [B]) ([P] -> [P]) ([S(0)] -> [S(0)]) ([S(1)] -> [S(1)]){{$}}
+  // CHECK: remark: rules: ([B] -> [B]) ([P] -> [P]) ([S(0)] -> [S(0)]) ([S(1)] -> [S(1)] even){{$}}
   %12 = flow.reshape %b3 : tensor<2x4x8xf32> -> tensor<2x32xf32>
-  // CHECK: remark: rules: ([B, B] -> [B]) ([B, S(0)] -> [S(0)]) ([B, S(1)] -> [S(1)]) ([S(1), B] -> [S(2)])
+  // CHECK: remark: rules: ([B, B] -> [B]) ([B, S(0)] -> [S(0)]) ([B, S(1)] -> [S(1)]) ([S(1), B] -> [S(2)]) ([S(0), B] -> [P])
   %13 = flow.gather %t[%ids] axis = 0 : (tensor<10x8xf32>, tensor<2x3xi64>) -> tensor<2x3x8xf32>
   // CHECK: remark: rules: ([B, B] -> [B]) ([S(0), S(0)] -> [S(0)]) ([P, P] -> [P])
   %14 = flow.concat %x, %x axis = 1 : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x16xf32>
@@ -105,9 +105,9 @@ func.func @more(%x: tensor<4x8xf32>, %i: tensor<4x8xi32>, %c: tensor<4x8xi1>, %v
       : tensor<2x4x6x6xf32> -> tensor<2x4x3x3x6x6xf32>
   // CHECK: remark: rules: ([B] -> [B]) ([S(0)] -> [P]) ([S(1)] -> [S(0)]) ([P] -> [P])
   %20 = flow.reduce_mean %x [0] : tensor<4x8xf32> -> tensor<8xf32>
-  // CHECK: remark: rules: ([B] -> [B]) ([S(1)] -> [S(1)])
+  // CHECK: remark: rules: ([B] -> [B]) ([S(1)] -> [S(1)]) ([S(0)] -> [S(0)])
   %21 = flow.log_softmax %x axis = 0 : tensor<4x8xf32>
-  // CHECK: remark: rules: ([B, B] -> [B]) ([S(0), B] -> [S(0)])
+  // CHECK: remark: rules: ([B, B] -> [B]) ([S(0), B] -> [S(0)]) ([S(1), S(0)] -> [S(1)])
   %22 = flow.rms_norm %x weight %v axis = 1 epsilon = 1.0e-05 : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
   // CHECK: remark: rules: ([B, B, B, B, B] -> [B]) ([S(0), B, B, B, B] -> [S(0)]) ([S(2), B, B, B, B] -> [S(2)]) ([S(3), B, B, B, B] -> [S(3)]) ([S(1), S(0), S(0), S(0), S(0)] -> [S(1)])
   %23 = flow.batch_norm %img, %s, %s, %s, %s epsilon = 1.0e-05
@@ -135,7 +135,7 @@ func.func @more(%x: tensor<4x8xf32>, %i: tensor<4x8xi32>, %c: tensor<4x8xi1>, %v
   %an = flow.argmin %x axis = 0 {keepdims} : tensor<4x8xf32> -> tensor<1x8xi64>
   // Indices split along the axis read a whole input; in another dimension
   // input and indices split together.
-  // CHECK: remark: rules: ([B, B] -> [B]) ([S(0), S(0)] -> [S(0)]) ([B, S(1)] -> [S(1)])
+  // CHECK: remark: rules: ([B, B] -> [B]) ([S(0), S(0)] -> [S(0)]) ([B, S(1)] -> [S(1)]) ([S(1), B] -> [P])
   %ge = flow.gather_elements %x[%i] axis = 1 : (tensor<4x8xf32>, tensor<4x8xi32>) -> tensor<4x8xf32>
   // CHECK: remark: rules: ([B] -> [B]) ([S(1)] -> [S(1)]) ([P] -> [P])
   %28 = flow.pad %x low = [1, 0] high = [0, 0] value = 0.0 : tensor<4x8xf32> -> tensor<5x8xf32>

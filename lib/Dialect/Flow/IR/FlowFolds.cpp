@@ -160,6 +160,54 @@ struct FoldTransposeIntoMatmulRhs : OpRewritePattern<MatmulOp> {
 };
 } // namespace
 
+namespace {
+/// reshape(matmul(reshape(a), reshape(b))) -> matmul(a, b) where the inner
+/// reshapes merge the same leading (batch) dimensions of `a` and `b` into
+/// one and the outer reshape splits them back: a batched product over the
+/// original batch dimensions (torch's decomposition of a 4-D `@` into
+/// `bmm`). Keeping the dimensions lets a split of the inner one of them
+/// (attention heads) pass through the product.
+struct UnflattenBatchedMatmul : OpRewritePattern<ReshapeOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(ReshapeOp op,
+                                PatternRewriter &rewriter) const override {
+    auto matmul = op.getInput().getDefiningOp<MatmulOp>();
+    if (!matmul || !matmul->hasOneUse())
+      return rewriter.notifyMatchFailure(op, "not the only reader of a matmul");
+    auto flat = cast<RankedTensorType>(matmul.getType());
+    auto out = cast<RankedTensorType>(op.getType());
+    int64_t rank = out.getRank();
+    if (flat.getRank() != 3 || rank < 4 ||
+        out.getShape().take_back(2) != flat.getShape().take_back(2))
+      return rewriter.notifyMatchFailure(op, "not [N, m, n] -> [..., m, n]");
+    ArrayRef<int64_t> batch = out.getShape().drop_back(2);
+    SmallVector<Value> unflat;
+    for (Value operand : {matmul.getLhs(), matmul.getRhs()}) {
+      auto reshape = operand.getDefiningOp<ReshapeOp>();
+      if (!reshape)
+        return rewriter.notifyMatchFailure(op, "operand is not a reshape");
+      auto in = cast<RankedTensorType>(reshape.getInput().getType());
+      auto merged = cast<RankedTensorType>(reshape.getType());
+      if (in.getRank() != rank || in.getShape().drop_back(2) != batch ||
+          in.getShape().take_back(2) != merged.getShape().take_back(2))
+        return rewriter.notifyMatchFailure(op, "operand merges other dims");
+      unflat.push_back(reshape.getInput());
+    }
+    auto product = MatmulOp::create(
+        rewriter, matmul.getLoc(), out, unflat[0], unflat[1],
+        matmul.getTransposeLhsAttr(), matmul.getTransposeRhsAttr(),
+        matmul.getAccumulateF32Attr());
+    rewriter.replaceOp(op, product.getResult());
+    return success();
+  }
+};
+} // namespace
+
+void ReshapeOp::getCanonicalizationPatterns(RewritePatternSet &results,
+                                            MLIRContext *context) {
+  results.add<UnflattenBatchedMatmul>(context);
+}
+
 void MatmulOp::getCanonicalizationPatterns(RewritePatternSet &results,
                                            MLIRContext *context) {
   results.add<FoldTransposeIntoMatmulRhs>(context);

@@ -91,6 +91,13 @@ Rules broadcasting(Operation *op) {
 
 namespace mlir {
 namespace flow {
+
+bool isReducible(Type type) {
+  Type element = cast<RankedTensorType>(type).getElementType();
+  return element.isF32() || element.isF64() ||
+         (isa<IntegerType>(element) && !element.isInteger(1));
+}
+
 namespace {
 
 // Structure: placed by propagation itself, or not at all.
@@ -285,33 +292,62 @@ Rules sbpRules(ArgminOp op) { return argReduceRules(op); }
 Rules sbpRules(ReduceMeanOp op) { return reductionRules(op, P); }
 Rules sbpRules(ReduceMaxOp op) { return reductionRules(op, PMax); }
 
-// Normalizations: splits before the normalized axes; parameters whole.
-Rules sbpRules(SoftmaxOp op) {
+// Normalizations. Splits of the other axes pass through. Over a split
+// normalized axis each device computes partial statistics of its piece
+// (a maximum and a sum for softmax, sums for the norms) and reduces them
+// across the splitting mesh axes itself (its partition hook): one small
+// all-reduce per statistic, priced by `statisticsBytes`.
+double elementBytes(Type type) {
+  Type element = cast<RankedTensorType>(type).getElementType();
+  return element.isInteger(1) ? 1 : element.getIntOrFloatBitWidth() / 8;
+}
+/// Marks `sig` as reducing `count` statistics of `input` over dimensions
+/// [from, to) across the mesh axis.
+void reducesStatistics(SbpSignature &sig, Value input, int64_t from,
+                       int64_t to, int count) {
+  RankedTensorType t = typeOf(input);
+  double rows = static_cast<double>(t.getNumElements());
+  for (int64_t d = from; d < to; ++d)
+    rows /= static_cast<double>(t.getDimSize(d));
+  sig.statisticsCount = count;
+  sig.statisticsBytes = rows * elementBytes(t);
+}
+template <typename Op> Rules softmaxRules(Op op) {
   Rules rules = start(op);
+  int64_t axis = op.getAxis();
   for (int64_t i = 0, e = typeOf(op.getInput()).getRank(); i < e; ++i)
-    if (i != op.getAxis())
+    if (i != axis)
       rules.push_back({{S(i)}, {S(i)}});
+  if (isReducible(op.getInput().getType())) {
+    SbpSignature split{{S(axis)}, {S(axis)}};
+    reducesStatistics(split, op.getInput(), axis, axis + 1, 2);
+    rules.push_back(split);
+  }
   return rules;
 }
-Rules sbpRules(LogSoftmaxOp op) {
+Rules sbpRules(SoftmaxOp op) { return softmaxRules(op); }
+Rules sbpRules(LogSoftmaxOp op) { return softmaxRules(op); }
+/// Norms over [axis, rank): the leading dimensions split with the weight
+/// and bias whole; a normalized dimension splits with the matching
+/// dimension of the weight and bias (`stats` sums reduced across devices).
+template <typename Op> Rules normRules(Op op, int stats) {
   Rules rules = start(op);
-  for (int64_t i = 0, e = typeOf(op.getInput()).getRank(); i < e; ++i)
-    if (i != op.getAxis())
-      rules.push_back({{S(i)}, {S(i)}});
-  return rules;
-}
-template <typename Op> Rules leadingSplits(Op op, int64_t axis) {
-  Rules rules = start(op);
-  for (int64_t i = 0; i < axis; ++i) {
-    SbpSignature sig = uniform(op, B);
+  int64_t axis = op.getAxis(), rank = typeOf(op.getInput()).getRank();
+  for (int64_t i = 0; i < rank; ++i) {
+    SbpSignature sig = uniform(op, i < axis ? B : S(i - axis));
     sig.operands[0] = S(i);
     sig.results[0] = S(i);
+    if (i >= axis) {
+      if (!isReducible(op.getInput().getType()))
+        continue;
+      reducesStatistics(sig, op.getInput(), axis, rank, stats);
+    }
     rules.push_back(sig);
   }
   return rules;
 }
-Rules sbpRules(LayerNormOp op) { return leadingSplits(op, op.getAxis()); }
-Rules sbpRules(RmsNormOp op) { return leadingSplits(op, op.getAxis()); }
+Rules sbpRules(LayerNormOp op) { return normRules(op, 2); }
+Rules sbpRules(RmsNormOp op) { return normRules(op, 1); }
 Rules sbpRules(BatchNormOp op) {
   Rules rules = start(op);
   for (int64_t i : {0, 2, 3})
@@ -430,6 +466,9 @@ Rules sbpRules(GatherElementsOp op) {
     else if (input.getDimSize(d) == indices.getDimSize(d))
       rules.push_back({{S(d), S(d)}, {S(d)}});
   }
+  // The input split along the axis (vocabulary-parallel logits): each
+  // device takes the elements it holds and zeros elsewhere, a partial sum.
+  rules.push_back({{S(axis), B}, {P}});
   return rules;
 }
 Rules sbpRules(ScatterNdOp op) {
@@ -454,6 +493,10 @@ Rules sbpRules(GatherOp op) {
   for (int64_t j = 0, e = typeOf(op.getInput()).getRank(); j < e; ++j)
     if (j != axis)
       rules.push_back({{S(j), B}, {S(j < axis ? j : j - 1 + indexRank)}});
+  // The table split along the gathered axis (a vocabulary-parallel
+  // embedding): each device gathers the rows it holds and zeros elsewhere,
+  // a partial sum.
+  rules.push_back({{S(axis), B}, {P}});
   return rules;
 }
 Rules sbpRules(PadOp op) {
@@ -499,14 +542,6 @@ double computeCost(Operation *op) {
   return elements(op->getResult(0));
 }
 
-/// True if the runtime's collectives can reduce elements of \p type (a
-/// partial value must be reduced some day).
-bool isReducible(Type type) {
-  Type element = cast<RankedTensorType>(type).getElementType();
-  return element.isF32() || element.isF64() ||
-         (isa<IntegerType>(element) && !element.isInteger(1));
-}
-
 /// \p rules without those that make or take a partial value of a type that
 /// cannot be reduced (f16, bf16, i1).
 Rules reducibleOnly(Operation *op, Rules rules) {
@@ -529,6 +564,12 @@ struct SbpModel : SbpOpInterface::ExternalModel<SbpModel<Op>, Op> {
     return reducibleOnly(op, sbpRules(cast<Op>(op)));
   }
   double getComputeCost(Operation *op) const { return computeCost(op); }
+  FailureOr<SmallVector<Value>> partition(Operation *op, OpBuilder &b,
+                                          ValueRange operands,
+                                          TypeRange resultTypes,
+                                          const DevicePlace &place) const {
+    return partitionOnDevice(op, b, operands, resultTypes, place);
+  }
 };
 
 template <typename... Ops> void attach(MLIRContext *context) {
@@ -584,6 +625,9 @@ static bool isEvenSbp(ArrayRef<SbpDim> sbp, RankedTensorType type,
   return true;
 }
 
+static double collectiveCost(SbpDim from, SbpDim to, double bytes,
+                             int64_t p);
+
 SmallVector<NdSbpSignature>
 mlir::flow::getNdSbpSignatures(Operation *op, ArrayRef<int64_t> meshShape) {
   auto iface = dyn_cast<SbpOpInterface>(op);
@@ -610,6 +654,25 @@ mlir::flow::getNdSbpSignatures(Operation *op, ArrayRef<int64_t> meshShape) {
     bool even = llvm::any_of(choice, [&](size_t c) {
       return rules[c].evenSplits;
     });
+    // The op's own all-reduces of statistics, along each axis whose rule
+    // has them: every group along the axis reduces its share.
+    for (unsigned axis = 0; axis < rank; ++axis) {
+      const SbpSignature &rule = rules[choice[axis]];
+      double bytes = rule.statisticsBytes;
+      if (rule.statisticsCount == 0)
+        continue;
+      double groups = 1;
+      for (unsigned other = 0; other < rank; ++other)
+        if (other != axis) {
+          groups *= static_cast<double>(meshShape[other]);
+          if (sig.operands[0][other].isSplit())
+            bytes /= static_cast<double>(meshShape[other]);
+        }
+      sig.collectiveCost +=
+          rule.statisticsCount * groups *
+          collectiveCost(SbpDim::partialSum(), SbpDim::broadcast(),
+                                  bytes, meshShape[axis]);
+    }
     bool valid = true;
     for (auto [v, sbp] : llvm::zip(op->getOperands(), sig.operands))
       valid &= isValidSbp(sbp, typeOf(v), meshShape) &&
@@ -629,6 +692,14 @@ mlir::flow::getNdSbpSignatures(Operation *op, ArrayRef<int64_t> meshShape) {
 }
 
 namespace {
+/// The fixed cost of one collective call, in the units of the traffic
+/// costs (bytes summed over a group's devices), per device: about one
+/// small collective's latency on the CPU preset (1-2 us measured by
+/// bench/mesh_call_overhead.py) at a few GB/s. It makes one all-reduce
+/// cheaper than a reduce-scatter and an all-gather of the same bytes, and
+/// keeps tiny values from being cut up and gathered again.
+constexpr double kCallLatencyBytes = 4096;
+
 /// 1-D boxing cost for T bytes on p devices (SBP.md's table).
 double directCost(SbpDim from, SbpDim to, double bytes, int64_t p) {
   double inf = std::numeric_limits<double>::infinity();
@@ -655,6 +726,16 @@ double directCost(SbpDim from, SbpDim to, double bytes, int64_t p) {
   return inf; // P(sum) <-> P(max): through B
 }
 } // namespace
+
+/// directCost plus the per-call latency of the collective it runs (none
+/// for the local steps out of B).
+static double collectiveCost(SbpDim from, SbpDim to, double bytes,
+                             int64_t p) {
+  double traffic = directCost(from, to, bytes, p);
+  if (from == to || from.isBroadcast())
+    return traffic;
+  return traffic + static_cast<double>(p) * kCallLatencyBytes;
+}
 
 std::optional<SmallVector<SbpDim>>
 mlir::flow::boxingRoute1D(SbpDim from, SbpDim to, int64_t rank) {
@@ -694,7 +775,8 @@ double mlir::flow::boxingCost(ArrayRef<SbpDim> from, ArrayRef<SbpDim> to,
       for (unsigned other = 0; other < meshShape.size(); ++other)
         if (other != axis)
           groups *= static_cast<double>(meshShape[other]);
-      total += groups * directCost(current[axis], step, share, meshShape[axis]);
+      total += groups *
+               collectiveCost(current[axis], step, share, meshShape[axis]);
       current[axis] = step;
     }
   }

@@ -188,12 +188,21 @@ FailureOr<Value> DeviceWriter::box(OpBuilder &b, Value global, Value local,
     if (undo[axis])
       undoLater(axis, cur[axis].dim);
   }
+  // An outer axis that will make a split of dimension `dim` (after the
+  // undoing): an inner axis cannot hold a piece of `dim` before it does.
+  auto outerMakes = [&](unsigned axis, int64_t dim) {
+    for (unsigned outer = 0; outer < axis; ++outer)
+      if (to[outer].isSplit() && to[outer].dim == dim && cur[outer] != to[outer])
+        return true;
+    return false;
+  };
   for (int axis = static_cast<int>(cur.size()) - 1; axis >= 0; --axis) {
     if (!undo[axis])
       continue;
     SbpDim target = to[axis].isSplit() && to[axis] != cur[axis] &&
                             !splitElsewhere(cur, axis, to[axis].dim) &&
-                            !splitElsewhere(cur, axis, cur[axis].dim)
+                            !splitElsewhere(cur, axis, cur[axis].dim) &&
+                            !outerMakes(axis, to[axis].dim)
                         ? to[axis]
                         : SbpDim::broadcast();
     FailureOr<Value> v = step(b, global, local, cur, axis, target, loc);
@@ -304,64 +313,25 @@ FailureOr<func::FuncOp> DeviceWriter::write(OpBuilder &moduleBuilder,
     for (auto [r, s] : llvm::zip(op.getResults(), resultSbps))
       types.push_back(localType(r, cast<SbpAttr>(s).getDims()));
 
-    Operation *local = nullptr;
-    // A mean over a split axis: this device's sum over the global count,
-    // a partial sum.
-    auto mean = dyn_cast<ReduceMeanOp>(op);
-    bool meanOverSplit =
-        mean && llvm::any_of(cast<SbpAttr>(operandSbp[0]).getDims(),
-                             [&](SbpDim d) {
-                               return d.isSplit() &&
-                                      llvm::is_contained(mean.getAxes(), d.dim);
-                             });
-    if (meanOverSplit) {
-      auto in = cast<RankedTensorType>(mean.getInput().getType());
-      int64_t count = 1;
-      for (int64_t a : mean.getAxes())
-        count *= in.getDimSize(a);
-      auto resultType = cast<RankedTensorType>(types[0]);
-      Value sum = ReduceSumOp::create(b, loc, resultType, operands[0],
-                                      mean.getAxes(), mean.getKeepdims());
-      auto scalarType = RankedTensorType::get({}, resultType.getElementType());
-      Value scale = ConstantOp::create(
-          b, loc,
-          DenseElementsAttr::get(
-              scalarType, b.getFloatAttr(resultType.getElementType(),
-                                         1.0 / static_cast<double>(count))));
-      local = MulOp::create(b, loc, resultType, sum, scale);
-    } else {
-      OperationState state(loc, op.getName());
-      state.addOperands(operands);
-      state.addTypes(types);
-      for (NamedAttribute attr : op.getAttrs())
-        if (attr.getName() != sbpName &&
-            attr.getName() != FlowDialect::getOperandSbpAttrName())
-          state.addAttribute(attr.getName(), attr.getValue());
-      // A slice keeps a split only of a dimension it takes whole: its limit
-      // there is the piece's length.
-      if (auto slice = dyn_cast<SliceOp>(op)) {
-        auto in = cast<RankedTensorType>(operands[0].getType());
-        SmallVector<int64_t> limits = llvm::to_vector(slice.getLimits());
-        for (int64_t d = 0, e = in.getRank(); d < e; ++d)
-          if (in.getDimSize(d) != slice.getInput().getType().getDimSize(d))
-            limits[d] = in.getDimSize(d);
-        state.attributes.set(slice.getLimitsAttrName(),
-                             b.getDenseI64ArrayAttr(limits));
-      }
-      local = b.create(state);
-    }
-    if (auto reshape = dyn_cast<ReshapeOp>(local)) {
-      auto in = cast<RankedTensorType>(reshape.getInput().getType());
-      auto out = cast<RankedTensorType>(reshape.getType());
-      if (in.getNumElements() != out.getNumElements())
-        return op.emitError("cannot partition this reshape: the device's "
-                            "piece of the operand has ")
-               << in.getNumElements() << " elements but its piece of the "
-               << "result has " << out.getNumElements()
-               << " (an uneven split the reshape does not keep)";
-    }
-    for (auto [r, l, s] :
-         llvm::zip(op.getResults(), local->getResults(), resultSbps)) {
+    SmallVector<NdSbp> operandLayouts, resultLayouts;
+    for (Attribute a : operandSbp)
+      operandLayouts.push_back(NdSbp(cast<SbpAttr>(a).getDims()));
+    for (Attribute a : resultSbps)
+      resultLayouts.push_back(NdSbp(cast<SbpAttr>(a).getDims()));
+    DevicePlace place{mesh.getSymName(), meshShape, coords, operandLayouts,
+                      resultLayouts};
+    auto iface = dyn_cast<SbpOpInterface>(op);
+    if (!iface)
+      return op.emitError("has no SBP rules: it cannot be partitioned");
+    FailureOr<SmallVector<Value>> local =
+        iface.partition(b, operands, types, place);
+    if (failed(local))
+      return failure();
+    for (auto [l, t] : llvm::zip_equal(*local, types))
+      if (l.getType() != t)
+        return op.emitError("partitioned into a piece of type ")
+               << l.getType() << " where the layout gives " << t;
+    for (auto [r, l, s] : llvm::zip(op.getResults(), *local, resultSbps)) {
       map.map(r, l);
       sbpOf[r] = NdSbp(cast<SbpAttr>(s).getDims());
     }

@@ -5,7 +5,8 @@
 // Greedy, in program order: every op takes, among its valid nd signatures,
 // the one whose operands are cheapest to box into from the SBPs they have
 // (ties: the one that splits the op's work the most). SBPs pinned by
-// function arguments and flow.annotate are kept; function results take
+// function arguments and flow.annotate are kept, and so is a signature
+// written on an op (flow.operand_sbp and flow.sbp, as this pass writes it); function results take
 // their `flow.sbp` (B by default: every device gets the whole result).
 //
 //===----------------------------------------------------------------------===//
@@ -90,7 +91,7 @@ struct PropagateSbpPass
           InFlightDiagnostic remark = op.emitRemark("rules:");
           for (const SbpSignature &r : iface.getSbpRules())
             remark << " (" << str(r.operands) << " -> " << str(r.results)
-                   << ")";
+                   << (r.evenSplits ? " even" : "") << ")";
         }
       }
       SmallVector<NdSbpSignature> candidates =
@@ -99,6 +100,34 @@ struct PropagateSbpPass
         op.emitError("has no SBP signature: it cannot be placed on a mesh");
         return signalPassFailure();
       }
+      // A signature written on the op (flow.operand_sbp and flow.sbp) is
+      // kept: it must be one of the op's.
+      const NdSbpSignature *pinned = nullptr;
+      auto pinnedOperands =
+          op.getAttrOfType<ArrayAttr>(FlowDialect::getOperandSbpAttrName());
+      auto pinnedResults = op.getAttrOfType<ArrayAttr>(sbpName);
+      if (pinnedOperands || pinnedResults) {
+        auto same = [](ArrayAttr attrs, ArrayRef<NdSbp> sbps) {
+          if (!attrs || attrs.size() != sbps.size())
+            return false;
+          for (auto [a, s] : llvm::zip(attrs, sbps)) {
+            auto sbp = dyn_cast<SbpAttr>(a);
+            if (!sbp || NdSbp(sbp.getDims()) != s)
+              return false;
+          }
+          return true;
+        };
+        for (const NdSbpSignature &sig : candidates)
+          if (same(pinnedOperands, sig.operands) &&
+              same(pinnedResults, sig.results))
+            pinned = &sig;
+        if (!pinned) {
+          op.emitError("the SBP signature written on the op is not one of "
+                       "its signatures on this mesh (print them with "
+                       "--flow-propagate-sbp=print-rules)");
+          return signalPassFailure();
+        }
+      }
       double bestBoxing = std::numeric_limits<double>::infinity();
       double bestCompute = bestBoxing;
       const NdSbpSignature *best = nullptr;
@@ -106,7 +135,9 @@ struct PropagateSbpPass
       if (auto iface = dyn_cast<SbpOpInterface>(op))
         compute = iface.getComputeCost();
       for (const NdSbpSignature &sig : candidates) {
-        double boxing = 0;
+        if (pinned && &sig != pinned)
+          continue;
+        double boxing = sig.collectiveCost;
         for (auto [operand, want] : llvm::zip(op.getOperands(), sig.operands))
           boxing += boxingCost(sbp[operand], want,
                                cast<RankedTensorType>(operand.getType()),

@@ -644,6 +644,7 @@ def Flow_ReshapeOp : Flow_Op<"reshape", [Pure, SameOperandsAndResultElementType]
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
   let hasVerifier = 1;
   let hasFolder = 1;
+  let hasCanonicalizer = 1;
 }
 
 def Flow_TransposeOp : Flow_Op<"transpose", [Pure, InferTypeOpAdaptor,

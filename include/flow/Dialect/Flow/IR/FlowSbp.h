@@ -15,6 +15,7 @@
 
 #include "flow/Dialect/Flow/IR/FlowAttrs.h"
 #include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Builders.h"
 #include "mlir/IR/OpDefinition.h"
 #include "llvm/ADT/SmallVector.h"
 
@@ -29,6 +30,11 @@ struct SbpSignature {
   /// reshape that merges or splits its split dimension: the pieces of the
   /// operand and of the result coincide only then).
   bool evenSplits = false;
+  /// The all-reduces of partial statistics (maxima, sums) the op runs
+  /// across this mesh axis itself under this rule (softmax or a norm over a
+  /// split axis), and the bytes of each for the whole tensor.
+  int statisticsCount = 0;
+  double statisticsBytes = 0;
 
   bool operator==(const SbpSignature &other) const {
     return operands == other.operands && results == other.results;
@@ -42,6 +48,9 @@ using NdSbp = SmallVector<SbpDim, 2>;
 struct NdSbpSignature {
   SmallVector<NdSbp> operands;
   SmallVector<NdSbp> results;
+  /// The cost (in boxingCost's units) of the collectives the op runs itself
+  /// under this signature: all-reduces of its partial statistics.
+  double collectiveCost = 0;
 };
 
 /// The all-B nd-SBP of a mesh of rank `rank`.
@@ -78,6 +87,37 @@ void localPiece(ArrayRef<int64_t> globalShape, ArrayRef<SbpDim> sbp,
                 ArrayRef<int64_t> meshShape, ArrayRef<int64_t> coords,
                 SmallVectorImpl<int64_t> &shape,
                 SmallVectorImpl<int64_t> &offset);
+
+/// Where one device of a mesh sits, for writing an op of a global program as
+/// that device's op (SbpOpInterface::partition): the mesh, the device's
+/// coordinates, and the nd-SBP of each operand and result of the op.
+struct DevicePlace {
+  StringRef mesh;
+  ArrayRef<int64_t> meshShape;
+  ArrayRef<int64_t> coords;
+  ArrayRef<NdSbp> operands;
+  ArrayRef<NdSbp> results;
+
+  /// The mesh axes whose splits cut dimension `dim` of a value laid out as
+  /// `sbp`, in mesh order.
+  SmallVector<int64_t> axesSplitting(ArrayRef<SbpDim> sbp, int64_t dim) const;
+  /// The offset and length of this device's piece of dimension `dim` of a
+  /// `global` tensor laid out as `sbp`.
+  std::pair<int64_t, int64_t> piece(RankedTensorType global,
+                                    ArrayRef<SbpDim> sbp, int64_t dim) const;
+};
+
+/// The default partition of an op: the same op on the device's pieces, its
+/// results typed `resultTypes` (ops whose rules need more implement their
+/// own in FlowPartition.cpp).
+FailureOr<SmallVector<Value>> partitionOnDevice(Operation *op, OpBuilder &b,
+                                                ValueRange operands,
+                                                TypeRange resultTypes,
+                                                const DevicePlace &place);
+
+/// True if the runtime's collectives can reduce elements of `type` (a
+/// partial value must be reduced some day).
+bool isReducible(Type type);
 
 /// Attaches the SBP rules to every flow op (called by the dialect).
 void registerSbpInterfaceModels(MLIRContext *context);

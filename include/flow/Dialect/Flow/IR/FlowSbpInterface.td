@@ -32,6 +32,20 @@ def Flow_SbpOpInterface : OpInterface<"SbpOpInterface"> {
         contractions, result elements otherwise.
       }],
       "double", "getComputeCost", (ins)>,
+    InterfaceMethod<[{
+        Writes the op for one device of a partitioned program: `operands`
+        are the device's pieces laid out as the chosen signature asks
+        (`place.operands`), `resultTypes` the types of its pieces of the
+        results (`place.results`). Most ops are the same op on pieces; an op
+        whose attributes speak of global sizes or positions rewrites them in
+        local terms, and an op reducing over a split dimension computes its
+        partial statistics and reduces them across the splitting mesh axes
+        here. Returns the device's results.
+      }],
+      "::mlir::FailureOr<::llvm::SmallVector<::mlir::Value>>", "partition",
+      (ins "::mlir::OpBuilder &":$builder, "::mlir::ValueRange":$operands,
+           "::mlir::TypeRange":$resultTypes,
+           "const ::mlir::flow::DevicePlace &":$place)>,
   ];
 }
 
