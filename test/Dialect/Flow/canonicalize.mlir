@@ -218,3 +218,38 @@ func.func @batch_transpose_stays(%b: tensor<3x4x5xf32>, %v: tensor<5x3x6xf32>) -
   %z = flow.matmul %b, %vt : (tensor<3x4x5xf32>, tensor<3x5x6xf32>) -> tensor<3x4x6xf32>
   return %z : tensor<3x4x6xf32>
 }
+
+// -----
+
+// torch's `@` of 4-D tensors arrives as bmm between reshapes that merge the
+// batch dimensions: the product runs on the batch dimensions themselves
+// (so a split of the heads passes through it).
+// CHECK-LABEL: func.func @unflatten_batched_matmul
+// CHECK-SAME: (%[[Q:.*]]: tensor<2x4x8x16xf32>, %[[K:.*]]: tensor<2x4x8x16xf32>)
+// CHECK-NEXT: %[[P:.*]] = flow.matmul %[[Q]], %[[K]] {transpose_rhs} : (tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>) -> tensor<2x4x8x8xf32>
+// CHECK-NEXT: return %[[P]]
+func.func @unflatten_batched_matmul(%q: tensor<2x4x8x16xf32>, %k: tensor<2x4x8x16xf32>) -> tensor<2x4x8x8xf32> {
+  %0 = flow.reshape %q : tensor<2x4x8x16xf32> -> tensor<8x8x16xf32>
+  %1 = flow.reshape %k : tensor<2x4x8x16xf32> -> tensor<8x8x16xf32>
+  %2 = flow.matmul %0, %1 {transpose_rhs} : (tensor<8x8x16xf32>, tensor<8x8x16xf32>) -> tensor<8x8x8xf32>
+  %3 = flow.reshape %2 : tensor<8x8x8xf32> -> tensor<2x4x8x8xf32>
+  return %3 : tensor<2x4x8x8xf32>
+}
+
+// -----
+
+// Not when an operand merges other dimensions, or the result is read flat.
+// CHECK-LABEL: func.func @keep_flat_matmul
+// CHECK: flow.matmul %{{.*}}, %{{.*}} : (tensor<8x8x16xf32>, tensor<8x16x8xf32>) -> tensor<8x8x8xf32>
+// CHECK: flow.matmul %{{.*}}, %{{.*}} : (tensor<8x8x16xf32>, tensor<8x16x8xf32>) -> tensor<8x8x8xf32>
+func.func @keep_flat_matmul(%q: tensor<2x4x8x16xf32>, %k: tensor<8x16x8xf32>, %f: tensor<4x2x8x16xf32>)
+    -> (tensor<2x4x8x8xf32>, tensor<2x4x8x8xf32>, tensor<8x8x8xf32>) {
+  %0 = flow.reshape %q : tensor<2x4x8x16xf32> -> tensor<8x8x16xf32>
+  %1 = flow.matmul %0, %k : (tensor<8x8x16xf32>, tensor<8x16x8xf32>) -> tensor<8x8x8xf32>
+  %2 = flow.reshape %1 : tensor<8x8x8xf32> -> tensor<2x4x8x8xf32>
+  %3 = flow.reshape %f : tensor<4x2x8x16xf32> -> tensor<8x8x16xf32>
+  %4 = flow.reshape %k : tensor<8x16x8xf32> -> tensor<8x16x8xf32>
+  %5 = flow.matmul %3, %k : (tensor<8x8x16xf32>, tensor<8x16x8xf32>) -> tensor<8x8x8xf32>
+  %6 = flow.reshape %5 : tensor<8x8x8xf32> -> tensor<2x4x8x8xf32>
+  return %2, %6, %5 : tensor<2x4x8x8xf32>, tensor<2x4x8x8xf32>, tensor<8x8x8xf32>
+}

@@ -187,3 +187,18 @@ func.func @state(%w: tensor<8x4xf32> {flow.sbp = #flow.sbp<[S(0)]>, flow.state =
     attributes {flow.mesh = @m} {
   return %w, %m : tensor<8x4xf32>, tensor<8xf32>
 }
+
+// -----
+
+// [B, S(1)] -> [S(0), S(0)] on 2x2: the outer axis makes a split of the
+// dimension the inner axis will split too, so the inner split is undone
+// (gathered), not moved first; then both are made, outer first.
+// CHECK-LABEL: func.func @nested_make_r0(%arg0: tensor<8x3xf32>) -> tensor<2x6xf32>
+// CHECK: %[[G:.*]] = flow.all_gather %arg0 on @m axes = [1] dim = 1 : tensor<8x3xf32> -> tensor<8x6xf32>
+// CHECK: %[[O:.*]] = flow.slice %[[G]] starts = [0, 0] limits = [4, 6]
+// CHECK: flow.slice %[[O]] starts = [0, 0] limits = [2, 6]
+flow.mesh @m [2, 2]
+func.func @nested_make(%x: tensor<8x6xf32> {flow.sbp = #flow.sbp<[B, S(1)]>})
+    -> (tensor<8x6xf32> {flow.sbp = #flow.sbp<[S(0), S(0)]>}) attributes {flow.mesh = @m} {
+  return %x : tensor<8x6xf32>
+}

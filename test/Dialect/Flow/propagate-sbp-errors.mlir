@@ -16,3 +16,23 @@ func.func @collective_in_global_program(%x: tensor<8xf32>) -> tensor<8xf32> attr
   %0 = flow.all_reduce sum %x on @a axes = [0] : tensor<8xf32>
   return %0 : tensor<8xf32>
 }
+
+// -----
+
+flow.mesh @a [2]
+func.func @pinned_signature_not_a_rule(%x: tensor<8x6xf32>) -> tensor<8x6xf32> attributes {flow.mesh = @a} {
+  // A softmax cannot read S(0) and write S(1).
+  // expected-error @+1 {{the SBP signature written on the op is not one of its signatures on this mesh}}
+  %0 = flow.softmax %x axis = 1 {flow.operand_sbp = [#flow.sbp<[S(0)]>], flow.sbp = [#flow.sbp<[S(1)]>]} : tensor<8x6xf32>
+  return %0 : tensor<8x6xf32>
+}
+
+// -----
+
+flow.mesh @a [4]
+func.func @pinned_reshape_uneven(%x: tensor<2x6x7xf32>) -> tensor<2x42xf32> attributes {flow.mesh = @a} {
+  // 6 heads do not cut into 4 equal pieces: the merge cannot keep the split.
+  // expected-error @+1 {{the SBP signature written on the op is not one of its signatures on this mesh}}
+  %0 = flow.reshape %x {flow.operand_sbp = [#flow.sbp<[S(1)]>], flow.sbp = [#flow.sbp<[S(1)]>]} : tensor<2x6x7xf32> -> tensor<2x42xf32>
+  return %0 : tensor<2x42xf32>
+}

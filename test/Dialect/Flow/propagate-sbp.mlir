@@ -127,3 +127,35 @@ func.func @merge_split(%x: tensor<8x4x6xf32> {flow.sbp = #flow.sbp<[S(0)]>},
   %1 = flow.reshape %y : tensor<3x4xf32> -> tensor<12xf32>
   return %0, %1 : tensor<32x6xf32>, tensor<12xf32>
 }
+
+// -----
+
+// A signature written on an op is kept even where another is cheaper: the
+// softmax keeps its split axis (partial statistics) though an all-to-all
+// of this small input would cost less.
+// CHECK-LABEL: func.func @pinned_signature
+// CHECK: flow.softmax %arg0 axis = 1 {flow.operand_sbp = [#flow.sbp<[S(1)]>], flow.sbp = [#flow.sbp<[S(1)]>]}
+flow.mesh @m [2]
+func.func @pinned_signature(%x: tensor<4x8xf32> {flow.sbp = #flow.sbp<[S(1)]>}) -> tensor<4x8xf32>
+    attributes {flow.mesh = @m} {
+  %0 = flow.softmax %x axis = 1 {flow.operand_sbp = [#flow.sbp<[S(1)]>], flow.sbp = [#flow.sbp<[S(1)]>]} : tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+// Softmax over a split axis: with a long axis the two small all-reduces of
+// its statistics cost less than moving the input to another split.
+// CHECK-LABEL: func.func @softmax_statistics
+// CHECK: flow.softmax %arg0 axis = 1 {flow.operand_sbp = [#flow.sbp<[S(1)]>], flow.sbp = [#flow.sbp<[S(1)]>]}
+// Without statistics a short axis moves: all-to-all to a split of rows.
+// CHECK: flow.softmax %arg1 axis = 1 {flow.operand_sbp = [#flow.sbp<[S(0)]>], flow.sbp = [#flow.sbp<[S(0)]>]}
+flow.mesh @m [2]
+func.func @softmax_statistics(%x: tensor<4x4096xf32> {flow.sbp = #flow.sbp<[S(1)]>},
+                              %y: tensor<4096x8xf32> {flow.sbp = #flow.sbp<[S(1)]>})
+    -> (tensor<4x4096xf32> {flow.sbp = #flow.sbp<[S(1)]>}, tensor<4096x8xf32> {flow.sbp = #flow.sbp<[S(0)]>})
+    attributes {flow.mesh = @m} {
+  %0 = flow.softmax %x axis = 1 : tensor<4x4096xf32>
+  %1 = flow.softmax %y axis = 1 : tensor<4096x8xf32>
+  return %0, %1 : tensor<4x4096xf32>, tensor<4096x8xf32>
+}
