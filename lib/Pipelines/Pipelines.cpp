@@ -226,7 +226,7 @@ static void recordPlacements(ModuleOp module, CompileReport &report) {
 
 void mlir::flow::buildFlowPlacePipeline(OpPassManager &pm) {
   addFlowPipeline(pm, "inline,flow-autodiff,flow-apply-optimizer,canonicalize,"
-                      "cse,func.func(flow-propagate-sbp)");
+                      "func.func(flow-propagate-sbp)");
 }
 
 void mlir::flow::buildFlowGraphPipeline(OpPassManager &pm,

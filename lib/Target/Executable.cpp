@@ -11,6 +11,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "flow/Target/Executable.h"
+
+#include <set>
 #include "flow/Target/Target.h"
 #include "flow/Dialect/Flow/IR/FlowOps.h"
 #include "flow/runtime/Checksum.h"
@@ -115,6 +117,12 @@ struct ConstantEntry {
   std::vector<uint8_t> data;
   std::string parameter;
   RankedTensorType type;
+  /// A parameter's piece (both empty: the whole tensor).
+  std::vector<int64_t> pieceOffsets, pieceOf;
+  /// The mesh devices whose programs read it; `everyRank` when a program
+  /// of every device (or of no mesh) does.
+  std::set<int64_t> ranks;
+  bool everyRank = false;
 };
 
 /// The executable's constants; parameters are shared by every use.
@@ -234,14 +242,25 @@ LogicalResult FunctionWriter::buffer(Operation &op, int64_t arenaBytes) {
     if (!fitsU32(constants.entries.size()))
       return parameter.emitError("an executable holds at most 2^32-1 "
                                  "constants");
-    // One entry per name and element type: a bf16 use of an f32 weight
-    // (mixed precision) is converted by the runtime at load.
+    // One entry per name, element type and piece: a bf16 use of an f32
+    // weight (mixed precision) is converted by the runtime at load.
     std::string key = parameter.getName().str() + "@";
-    llvm::raw_string_ostream(key) << type.getElementType();
+    llvm::raw_string_ostream os(key);
+    os << type.getElementType();
+    if (auto offsets = parameter.getPieceOffsets()) {
+      os << "@piece";
+      for (int64_t o : *offsets)
+        os << "," << o;
+    }
     auto [it, inserted] =
         constants.parameterIndex.try_emplace(key, constants.entries.size());
     if (inserted) {
-      constants.entries.push_back({{}, parameter.getName().str(), type});
+      ConstantEntry entry{{}, parameter.getName().str(), type, {}, {}, {}};
+      if (auto offsets = parameter.getPieceOffsets()) {
+        entry.pieceOffsets = offsets->vec();
+        entry.pieceOf = parameter.getPieceOf()->vec();
+      }
+      constants.entries.push_back(std::move(entry));
       stats.parameterBytes += storageBytes(type);
     } else if (constants.entries[it->second].type != type) {
       return parameter.emitError("parameter '")
@@ -249,6 +268,14 @@ LogicalResult FunctionWriter::buffer(Operation &op, int64_t arenaBytes) {
              << " here and " << constants.entries[it->second].type
              << " elsewhere";
     }
+    ConstantEntry &entry = constants.entries[it->second];
+    auto ranks = parameter->getParentOfType<func::FuncOp>()
+                     ->getAttrOfType<DenseI64ArrayAttr>(
+                         FlowDialect::getRanksAttrName());
+    if (ranks)
+      entry.ranks.insert(ranks.asArrayRef().begin(), ranks.asArrayRef().end());
+    else
+      entry.everyRank = true;
     slots[parameter.getResult()] = {fb::Space::Constant, it->second, 0};
     return success();
   }
@@ -675,8 +702,14 @@ FailureOr<std::vector<uint8_t>> mlir::flow::writeExecutable(
       std::vector<int64_t> shape = entry.type.getShape().vec();
       auto type = fb::CreateTensorTypeDirect(
           fbb, *dtypeOf(entry.type.getElementType()), &shape);
-      constantTables.push_back(
-          fb::CreateConstant(fbb, 0, fbb.CreateString(entry.parameter), type));
+      std::vector<int64_t> ranks;
+      if (!entry.everyRank)
+        ranks.assign(entry.ranks.begin(), entry.ranks.end());
+      constantTables.push_back(fb::CreateConstant(
+          fbb, 0, fbb.CreateString(entry.parameter), type,
+          entry.pieceOffsets.empty() ? 0 : fbb.CreateVector(entry.pieceOffsets),
+          entry.pieceOf.empty() ? 0 : fbb.CreateVector(entry.pieceOf),
+          ranks.empty() ? 0 : fbb.CreateVector(ranks)));
       continue;
     }
     const std::vector<uint8_t> &data = entry.data;

@@ -88,6 +88,13 @@ class CompiledModule:
         """This process' device in the mesh (0 without a mesh)."""
         return self._module.rank
 
+    @property
+    def parameter_bytes(self) -> int:
+        """Bytes of weights this process holds: on a mesh, its own pieces
+        of split weights (read once from the archive when loaded) and the
+        weights it reads whole."""
+        return self._module.parameter_bytes
+
     def __call__(self, *inputs, function=None):
         inputs = [x if isinstance(x, np.ndarray) else _to_array(x, i)
                   for i, x in enumerate(inputs)]
@@ -96,6 +103,23 @@ class CompiledModule:
             return tuple(self._module.run_global(self._pick(function),
                                                  list(inputs)))
         return tuple(self._module.run(self._pick(function), list(inputs)))
+
+    def local(self, *pieces, function=None):
+        """Runs this process' program of a mesh executable on its own pieces
+        of the inputs (as OneFlow's `to_global` takes local tensors): each
+        process passes the piece its device holds under the input's SBP
+        (`local_signature()` gives the shapes) and gets its pieces of the
+        outputs (whole outputs where their SBP is B). No global input is
+        sliced and nothing checks that the pieces fit together: they are
+        the caller's. Without a mesh this is a call."""
+        pieces = [x if isinstance(x, np.ndarray) else _to_array(x, i)
+                  for i, x in enumerate(pieces)]
+        return tuple(self._module.run(self._pick(function), list(pieces)))
+
+    def local_signature(self, function=None):
+        """(inputs, outputs) of this process' program: its pieces' dtypes
+        and shapes."""
+        return self._module.local_signature(self._pick(function))
 
     def _pick(self, function):
         if function is not None:
@@ -292,6 +316,15 @@ class CompiledModel:
         if program.out_spec is None:
             return tuple(out_leaves)
         return pytree.tree_unflatten(out_leaves, program.out_spec)
+
+    def local(self, *tensors):
+        """Runs this process' program on its pieces of the inputs, in the
+        program's input order (CompiledModule.local); torch tensors in give
+        torch tensors out."""
+        as_torch = any(_is_torch_tensor(t) for t in tensors)
+        outputs = self.module.local(
+            *[_to_array(t, i) for i, t in enumerate(tensors)])
+        return tuple(_to_torch(o) for o in outputs) if as_torch else outputs
 
     def _call_onnx(self, args, kwargs):
         names = self.program.input_names

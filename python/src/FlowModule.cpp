@@ -266,10 +266,16 @@ public:
   }
 
   bool hasMesh() const { return !session->executable().mesh().empty(); }
+  /// Bytes of weights this process holds (its pieces of split weights).
+  uint64_t parameterBytes() const {
+    return session->executable().boundParameterBytes();
+  }
 
   /// (inputs, outputs) of `name`, each a list of (dtype name, shape).
   py::tuple signature(const std::string &name) const {
-    const rt::FunctionSignature &sig = lookup(name);
+    return signatureOf(lookup(name));
+  }
+  static py::tuple signatureOf(const rt::FunctionSignature &sig) {
     auto list = [](const std::vector<rt::TensorSpec> &specs) {
       py::list out;
       for (const rt::TensorSpec &s : specs)
@@ -282,7 +288,9 @@ public:
 
   /// Runs `name` on numpy arrays; returns new numpy arrays.
   py::list run(const std::string &name, const std::vector<py::array> &args) {
-    size_t index = unwrap(session->executable().findFunction(name));
+    // On a mesh: this device's program, on its pieces.
+    size_t index =
+        unwrap(session->executable().findFunction(name, session->rank()));
     const rt::FunctionSignature &sig = session->executable().functions()[index];
     if (args.size() != sig.inputs.size())
       throw FlowError("function '" + name + "' takes " +
@@ -375,6 +383,16 @@ private:
     size_t index = unwrap(session->executable().findFunction(name));
     return session->executable().functions()[index];
   }
+
+public:
+  /// (inputs, outputs) of this device's program of `name`: its pieces.
+  py::tuple localSignature(const std::string &name) const {
+    size_t index =
+        unwrap(session->executable().findFunction(name, session->rank()));
+    return signatureOf(session->executable().functions()[index]);
+  }
+
+private:
 
   std::unique_ptr<rt::Session> session;
   std::string error;
@@ -535,6 +553,7 @@ PYBIND11_MODULE(_flow, m) {
       .def_property_readonly("functions", &Module::functions)
       .def_property_readonly("threads", &Module::threads)
       .def("signature", &Module::signature, py::arg("function"))
+      .def("local_signature", &Module::localSignature, py::arg("function"))
       .def("run", &Module::run, py::arg("function"), py::arg("inputs"))
       .def("set_check_numerics", &Module::setCheckNumerics, py::arg("on"))
       .def("run_global", &Module::runGlobal, py::arg("function"),
@@ -547,5 +566,6 @@ PYBIND11_MODULE(_flow, m) {
       .def_property_readonly("state_bytes", &Module::stateBytes)
       .def_property_readonly("collective_bytes", &Module::collectiveBytes)
       .def("step", &Module::step, py::arg("function"), py::arg("inputs"))
-      .def_property_readonly("has_mesh", &Module::hasMesh);
+      .def_property_readonly("has_mesh", &Module::hasMesh)
+      .def_property_readonly("parameter_bytes", &Module::parameterBytes);
 }

@@ -144,7 +144,6 @@ CollectivePlan detail::planCollective(const CollectiveCommand &cmd,
       c.rowBytes = c.srcPitch = c.dstPitch = plan.count * elem;
       plan.pack.push_back(c);
     }
-    plan.moved = plan.count * elem;
     return plan;
   }
   case CollectiveCommand::AllGather: {
@@ -166,7 +165,6 @@ CollectivePlan detail::planCollective(const CollectiveCommand &cmd,
       at += plan.recvCounts.back();
     }
     plan.recvStageBytes = plan.recv == Buffer::RecvStage ? at : 0;
-    plan.moved = at;
     return plan;
   }
   case CollectiveCommand::ReduceScatter: {
@@ -189,7 +187,6 @@ CollectivePlan detail::planCollective(const CollectiveCommand &cmd,
     }
     plan.recvCounts = plan.sendCounts;
     plan.sendStageBytes = plan.send == Buffer::SendStage ? at : 0;
-    plan.moved = at;
     return plan;
   }
   case CollectiveCommand::AllToAll: {
@@ -224,7 +221,6 @@ CollectivePlan detail::planCollective(const CollectiveCommand &cmd,
       at += bytes;
     }
     plan.recvStageBytes = plan.recv == Buffer::RecvStage ? at : 0;
-    plan.moved = at;
     return plan;
   }
   }
@@ -249,11 +245,8 @@ Status detail::runPrimitive(const CollectiveCommand &cmd,
 }
 
 Status detail::runCollective(const CollectiveCommand &cmd, Group &group,
-                             const uint8_t *input, uint8_t *output,
-                             uint64_t *bytes) {
+                             const uint8_t *input, uint8_t *output) {
   CollectivePlan plan = planCollective(cmd, group.size());
-  if (bytes)
-    *bytes = plan.moved;
   std::vector<uint8_t> sendStage(plan.sendStageBytes),
       recvStage(plan.recvStageBytes);
   auto address = [&](Buffer b) -> uint8_t * {

@@ -56,8 +56,6 @@ struct CollectivePlan {
   /// and from (`recvCounts`) each member.
   uint64_t count = 0;
   std::vector<size_t> sendCounts, recvCounts;
-  /// Bytes the primitive moves through this member (its report figure).
-  uint64_t moved = 0;
 };
 
 CollectivePlan planCollective(const CollectiveCommand &cmd, int64_t size);
@@ -70,8 +68,7 @@ Status runPrimitive(const CollectiveCommand &cmd, const CollectivePlan &plan,
 /// Runs `cmd` over `group` from this device's `input` to its `output`
 /// (host memory).
 Status runCollective(const CollectiveCommand &cmd, Group &group,
-                     const uint8_t *input, uint8_t *output,
-                     uint64_t *bytes = nullptr);
+                     const uint8_t *input, uint8_t *output);
 
 } // namespace detail
 } // namespace runtime

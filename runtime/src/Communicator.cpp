@@ -7,6 +7,8 @@
 #include "flow/runtime/Communicator.h"
 #include "flow/runtime/Npy.h"
 
+#include "Bf16.h"
+
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
@@ -44,11 +46,13 @@ class SelfGroup : public Group {
 public:
   int rank() const override { return 0; }
   int size() const override { return 1; }
-  Status allReduce(void *, size_t, DType, Reduction) override {
+  Status allReduce(void *, size_t count, DType dtype, Reduction) override {
+    countBytes(count * dtypeSize(dtype));
     return Status::ok();
   }
   Status allGather(const void *send, void *recv,
                    const std::vector<size_t> &counts) override {
+    countBytes(counts[0]);
     if (counts[0] && send != recv)
       std::memmove(recv, send, counts[0]);
     return Status::ok();
@@ -57,12 +61,14 @@ public:
                        const std::vector<size_t> &counts, DType dtype,
                        Reduction) override {
     size_t bytes = counts[0] * dtypeSize(dtype);
+    countBytes(bytes);
     if (bytes && send != recv)
       std::memmove(recv, send, bytes);
     return Status::ok();
   }
   Status allToAll(const void *send, const std::vector<size_t> &sendCounts,
                   void *recv, const std::vector<size_t> &) override {
+    countBytes(sendCounts[0]);
     if (sendCounts[0] && send != recv)
       std::memmove(recv, send, sendCounts[0]);
     return Status::ok();
@@ -569,11 +575,47 @@ bool mpiType(DType dtype, MPI_Datatype &out) {
   }
 }
 
+/// MPI has no 16-bit floats: f16 and bf16 elements travel as 16-bit
+/// words and reduce with user operations that widen each pair to f32,
+/// combine them and round back to nearest even (as NCCL reduces them). A
+/// maximum with a NaN is NaN, as flow.maximum.
+template <float (*Widen)(uint16_t), uint16_t (*Round)(float), bool Max>
+void reduceHalves(void *in, void *inout, int *length, MPI_Datatype *) {
+  const auto *a = static_cast<const uint16_t *>(in);
+  auto *b = static_cast<uint16_t *>(inout);
+  for (int i = 0; i < *length; ++i) {
+    float x = Widen(a[i]), y = Widen(b[i]);
+    float r = Max ? (std::isnan(x) || std::isnan(y) ? x + y : std::max(x, y))
+                  : x + y;
+    b[i] = Round(r);
+  }
+}
+
+/// The user operation reducing `dtype` (f16 or bf16), made once.
+MPI_Op halfOp(DType dtype, Reduction op) {
+  static MPI_Op ops[2][2] = {};
+  static std::once_flag made;
+  std::call_once(made, [] {
+    using namespace detail;
+    MPI_Op_create(&reduceHalves<widenF16, roundToF16, false>, 1, &ops[0][0]);
+    MPI_Op_create(&reduceHalves<widenF16, roundToF16, true>, 1, &ops[0][1]);
+    MPI_Op_create(&reduceHalves<widenBf16, roundToBf16, false>, 1, &ops[1][0]);
+    MPI_Op_create(&reduceHalves<widenBf16, roundToBf16, true>, 1, &ops[1][1]);
+  });
+  return ops[dtype == DType::BF16][op == Reduction::Max];
+}
+
 Status reductionArgs(DType dtype, Reduction op, MPI_Datatype &type,
                      MPI_Op &mpiOp) {
+  if (dtype == DType::F16 || dtype == DType::BF16) {
+    type = MPI_UINT16_T;
+    mpiOp = halfOp(dtype, op);
+    return Status::ok();
+  }
   if (!mpiType(dtype, type))
     return Status::error(std::string("reductions over ") + dtypeName(dtype) +
-                         " tensors are not supported (every numeric type but f16 and bf16 is)");
+                         " tensors are not supported (numbers are; booleans "
+                         "are not)");
   mpiOp = op == Reduction::Max ? MPI_MAX : MPI_SUM;
   return Status::ok();
 }
@@ -657,6 +699,7 @@ public:
     do {
       size_t n = std::min(count - done, maxCount());
       MPI_Request request;
+      countBytes(n * bytes);
       int rc = MPI_Iallreduce(MPI_IN_PLACE,
                               static_cast<uint8_t *>(data) + done * bytes,
                               static_cast<int>(n), type, mpiOp, comm,
@@ -674,6 +717,7 @@ public:
       return allGatherInChunks(send, recv, counts);
     std::vector<int> displs;
     std::vector<int> c = toInts(counts, displs);
+    countBytes(std::accumulate(counts.begin(), counts.end(), size_t(0)));
     MPI_Request request;
     int rc = MPI_Iallgatherv(send, c[myRank], MPI_BYTE, recv, c.data(),
                              displs.data(), MPI_BYTE, comm, &request);
@@ -690,6 +734,8 @@ public:
       return reduceScatterInChunks(send, recv, counts, dtype, type, mpiOp);
     std::vector<int> displs;
     std::vector<int> c = toInts(counts, displs);
+    countBytes(std::accumulate(counts.begin(), counts.end(), size_t(0)) *
+               dtypeSize(dtype));
     MPI_Request request;
     int rc =
         MPI_Ireduce_scatter(send, recv, c.data(), type, mpiOp, comm, &request);
@@ -715,6 +761,7 @@ public:
       return allToAllInChunks(send, sendCounts, recv, recvCounts, need[0]);
     std::vector<int> sd, rd;
     std::vector<int> sc = toInts(sendCounts, sd), rc_ = toInts(recvCounts, rd);
+    countBytes(std::accumulate(sendCounts.begin(), sendCounts.end(), size_t(0)));
     MPI_Request request;
     int rc = MPI_Ialltoallv(send, sc.data(), sd.data(), MPI_BYTE, recv,
                             rc_.data(), rd.data(), MPI_BYTE, comm, &request);
@@ -736,6 +783,7 @@ private:
     for (int r = 0; r < mySize; ++r)
       for (size_t done = 0; done < counts[r]; done += maxCount()) {
         size_t n = std::min(counts[r] - done, maxCount());
+        countBytes(n);
         MPI_Request request;
         int rc = MPI_Ibcast(out + at[r] + done, static_cast<int>(n), MPI_BYTE,
                             r, comm, &request);
@@ -774,6 +822,7 @@ private:
         staged += c[i];
         from += counts[i];
       }
+      countBytes(staged * bytes);
       MPI_Request request;
       int rc = MPI_Ireduce_scatter(
           stage.data(), static_cast<uint8_t *>(recv) + start * bytes, c.data(),
@@ -817,6 +866,7 @@ private:
           std::memcpy(out.data() + sd[i],
                       static_cast<const uint8_t *>(send) + sendAt[i] + start,
                       sc[i]);
+      countBytes(out.size());
       MPI_Request request;
       int code = MPI_Ialltoallv(out.data(), sci.data(), sd.data(), MPI_BYTE,
                                 in.data(), rci.data(), rd.data(), MPI_BYTE,

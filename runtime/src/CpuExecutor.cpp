@@ -617,12 +617,13 @@ Status CpuExecutor::run(size_t function, const std::vector<ConstBuffer> &inputs,
       StatusOr<Group *> g = hooks.group(col->meshAxes);
       if (!g)
         return g.status();
-      uint64_t bytes = 0;
+      // The bytes the communicator itself handed to its transport.
+      uint64_t before = (*g)->bytesPassed();
       Status s = detail::runCollective(
           *col, **g, static_cast<const uint8_t *>(frame.pointer(col->input)),
-          static_cast<uint8_t *>(frame.pointer(col->output)), &bytes);
+          static_cast<uint8_t *>(frame.pointer(col->output)));
       if (hooks.collectiveBytes)
-        hooks.collectiveBytes->push_back(bytes);
+        hooks.collectiveBytes->push_back((*g)->bytesPassed() - before);
       if (!s)
         return Status::error("function '" + sig.name + "': " + s.message());
     } else {

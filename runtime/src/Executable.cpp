@@ -452,6 +452,31 @@ Status Checker::verifyConstants() {
         return s;
       constant.parameter = name->str();
       constant.size = bytes;
+      auto longs = [](const flatbuffers::Vector<int64_t> *v) {
+        return v ? std::vector<int64_t>(v->begin(), v->end())
+                 : std::vector<int64_t>();
+      };
+      if (!isAligned(entry->piece_offsets()) || !isAligned(entry->piece_of()) ||
+          !isAligned(entry->ranks()))
+        return misaligned(ctx + ": piece or ranks");
+      constant.pieceOffsets = longs(entry->piece_offsets());
+      constant.pieceOf = longs(entry->piece_of());
+      constant.ranks = longs(entry->ranks());
+      const std::vector<int64_t> &shape = constant.spec.shape;
+      if (!constant.pieceOffsets.empty() || !constant.pieceOf.empty()) {
+        bool ok = constant.pieceOffsets.size() == shape.size() &&
+                  constant.pieceOf.size() == shape.size();
+        for (size_t d = 0; ok && d < shape.size(); ++d)
+          ok = constant.pieceOffsets[d] >= 0 &&
+               constant.pieceOffsets[d] <= constant.pieceOf[d] - shape[d];
+        if (!ok)
+          return Status::error(ctx + ": parameter '" +
+                               printable(name->str()) +
+                               "' has a piece outside its tensor");
+      }
+      for (int64_t r : constant.ranks)
+        if (r < 0)
+          return Status::error(ctx + ": invalid rank " + std::to_string(r));
     } else if (data && data->size() > 0) {
       constant.data = data->data();
       constant.size = data->size();
@@ -808,12 +833,11 @@ Status Checker::verifyCollective(const std::string &ctx,
   }
   if ((out.kind == detail::CollectiveCommand::AllReduce ||
        out.kind == detail::CollectiveCommand::ReduceScatter) &&
-      (out.dtype == DType::F16 || out.dtype == DType::BF16 ||
-       out.dtype == DType::I1))
+      out.dtype == DType::I1)
     return Status::error(ctx + ": reductions over " +
                          std::string(dtypeName(out.dtype)) +
-                         " tensors are not supported (every numeric type but "
-                         "f16 and bf16 is)");
+                         " tensors are not supported (numbers are; booleans "
+                         "are not)");
   TensorSpec in{out.dtype, out.inputShape}, o{out.dtype, out.outputShape};
   uint64_t inBytes = 0, outBytes = 0;
   if (!mulOk(static_cast<uint64_t>(in.numElements()), dtypeSize(out.dtype),
@@ -1448,6 +1472,91 @@ Status Checker::verifyCopy(const std::string &ctx, const fbs::Copy &cmd,
   return Status::ok();
 }
 
+} // namespace
+
+Status detail::bindParameter(Executable::Impl &impl, Constant &constant) {
+  const SafeTensor &tensor = *constant.source;
+  const std::vector<int64_t> &shape = constant.spec.shape;
+  bool narrow = tensor.dtype == DType::F32 && constant.spec.dtype == DType::BF16;
+  bool whole = constant.pieceOf.empty();
+  if (whole && !narrow &&
+      reinterpret_cast<uintptr_t>(tensor.data) % AlignedBuffer::kAlignment ==
+          0) {
+    constant.data = tensor.data; // read in place
+    constant.source = nullptr;
+    return Status::ok();
+  }
+  // A piece, a conversion or a misaligned tensor: copied once, here.
+  AlignedBuffer copy;
+  if (!copy.allocate(constant.size))
+    return Status::error("out of memory reading parameter '" +
+                         printable(constant.parameter) + "' (" +
+                         std::to_string(constant.size) + " bytes)");
+  size_t from = narrow ? sizeof(float) : dtypeSize(constant.spec.dtype);
+  size_t to = dtypeSize(constant.spec.dtype);
+  std::vector<int64_t> offsets = constant.pieceOffsets, of = constant.pieceOf;
+  if (whole) {
+    offsets.assign(shape.size(), 0);
+    of = shape;
+  }
+  // Row by row of the last dimension: the odometer runs over the others.
+  size_t rank = shape.size();
+  int64_t rowLength = rank ? shape[rank - 1] : 1;
+  int64_t rows = 1;
+  for (size_t d = 0; d + 1 < rank; ++d)
+    rows *= shape[d];
+  std::vector<int64_t> index(rank, 0);
+  uint8_t *out = copy.data();
+  for (int64_t row = 0; row < rows && rowLength > 0; ++row) {
+    int64_t start = 0;
+    for (size_t d = 0; d < rank; ++d)
+      start = start * of[d] + offsets[d] + index[d];
+    const uint8_t *in = tensor.data + static_cast<size_t>(start) * from;
+    if (!narrow) {
+      std::memcpy(out, in, static_cast<size_t>(rowLength) * to);
+    } else {
+      for (int64_t i = 0; i < rowLength; ++i) {
+        float value;
+        std::memcpy(&value, in + i * sizeof(float), sizeof value);
+        uint16_t half = roundToBf16(value);
+        std::memcpy(out + i * 2, &half, sizeof half);
+      }
+    }
+    out += static_cast<size_t>(rowLength) * to;
+    for (int64_t d = static_cast<int64_t>(rank) - 2; d >= 0; --d) {
+      if (++index[d] < shape[d])
+        break;
+      index[d] = 0;
+    }
+  }
+  constant.data = copy.data();
+  constant.source = nullptr;
+  impl.constantCopies.push_back(std::move(copy));
+  return Status::ok();
+}
+
+Status Executable::bindRank(int64_t rank) const {
+  std::lock_guard<std::mutex> lock(impl->bindMutex);
+  for (detail::Constant &constant : impl->constants)
+    if (constant.source &&
+        std::find(constant.ranks.begin(), constant.ranks.end(), rank) !=
+            constant.ranks.end())
+      if (Status s = detail::bindParameter(*impl, constant); !s)
+        return s;
+  return Status::ok();
+}
+
+size_t Executable::boundParameterBytes() const {
+  std::lock_guard<std::mutex> lock(impl->bindMutex);
+  size_t bytes = 0;
+  for (const detail::Constant &constant : impl->constants)
+    if (!constant.parameter.empty() && constant.data)
+      bytes += constant.size;
+  return bytes;
+}
+
+namespace {
+
 Status Checker::bindParameters() {
   std::vector<detail::Constant *> wanted;
   for (detail::Constant &constant : impl.constants)
@@ -1482,35 +1591,27 @@ Status Checker::bindParameters() {
                    printable(constant->parameter) + "'";
       continue;
     }
-    std::string want = constant->spec.str();
-    // An f32 weight the executable reads as bf16 (mixed precision) is
-    // converted once, here, rounding to nearest even.
-    bool narrow = tensor->supported && tensor->dtype == DType::F32 &&
-                  constant->spec.dtype == DType::BF16 &&
-                  tensor->shape == constant->spec.shape;
-    if (!narrow &&
-        (!tensor->supported || tensor->dtype != constant->spec.dtype ||
-         tensor->shape != constant->spec.shape))
-      return Status::error(path + ": parameter '" +
-                           printable(constant->parameter) + "' is " +
-                           tensor->str() + " but the executable needs " + want);
-    if (!narrow) {
-      constant->data = tensor->data;
-      continue;
-    }
-    size_t count = tensor->size / sizeof(float);
-    AlignedBuffer bf16;
-    if (!bf16.allocate(count * 2))
-      return Status::error("out of memory converting parameter '" +
-                           printable(constant->parameter) + "' to bf16");
-    for (size_t i = 0; i < count; ++i) {
-      float value;
-      std::memcpy(&value, tensor->data + i * sizeof(float), sizeof value);
-      uint16_t half = detail::roundToBf16(value);
-      std::memcpy(bf16.data() + i * 2, &half, sizeof half);
-    }
-    constant->data = bf16.data();
-    impl.constantCopies.push_back(std::move(bf16));
+    // The archive holds the whole tensor a piece is cut from. An f32
+    // weight the executable reads as bf16 (mixed precision) is converted
+    // when bound, rounding to nearest even.
+    const std::vector<int64_t> &whole = constant->pieceOf.empty()
+                                            ? constant->spec.shape
+                                            : constant->pieceOf;
+    bool narrow = tensor->dtype == DType::F32 &&
+                  constant->spec.dtype == DType::BF16;
+    if (!tensor->supported ||
+        (!narrow && tensor->dtype != constant->spec.dtype) ||
+        tensor->shape != whole)
+      return Status::error(
+          path + ": parameter '" + printable(constant->parameter) + "' is " +
+          tensor->str() + " but the executable needs " +
+          TensorSpec{narrow ? DType::F32 : constant->spec.dtype, whole}.str());
+    constant->source = tensor;
+    // Parameters of some devices only are bound by the Session of one of
+    // them (bindRank): a process holds its own pieces, not every device's.
+    if (constant->ranks.empty())
+      if (Status s = detail::bindParameter(impl, *constant); !s)
+        return s;
   }
   if (numMissing)
     return Status::error(path + ": " + std::to_string(numMissing) +

@@ -19,6 +19,7 @@
 #include "flow/runtime/SafeTensors.h"
 #include "flow/runtime/Communicator.h"
 
+#include <mutex>
 #include <variant>
 
 namespace flow {
@@ -163,13 +164,32 @@ struct Function {
 };
 
 struct Constant {
+  /// Null for a parameter only other devices' programs read (not bound in
+  /// this process).
   const uint8_t *data = nullptr;
   size_t size = 0;
   /// Set for a parameter: its name in the archive and its type.
   std::string parameter;
   TensorSpec spec;
+  /// A parameter's piece: the block of spec.shape at `pieceOffsets` in the
+  /// archive's tensor of shape `pieceOf` (both empty: the whole tensor).
+  std::vector<int64_t> pieceOffsets, pieceOf;
+  /// The mesh devices whose programs read it (empty: every device).
+  std::vector<int64_t> ranks;
+  /// The archive's tensor, until the parameter is bound (a parameter of
+  /// some devices only is bound by the Session of one of them).
+  const SafeTensor *source = nullptr;
 };
 
+} // namespace detail
+
+struct Executable::Impl;
+
+namespace detail {
+/// Points `constant` (a parameter whose archive tensor is `source`) at its
+/// bytes: in place in the mapped archive, or a copy made once (a piece, a
+/// conversion to bf16, or a tensor the archive did not align).
+Status bindParameter(Executable::Impl &impl, Constant &constant);
 } // namespace detail
 
 struct Executable::Impl {
@@ -190,6 +210,8 @@ struct Executable::Impl {
   std::vector<int64_t> mesh;
   /// The mapped parameter archive parameters point into.
   std::unique_ptr<SafeTensorsFile> parameters;
+  /// Serializes binding the parameters of a device (Executable::bindRank).
+  std::mutex bindMutex;
   /// CPU: each kernel's entry point.
   std::vector<detail::KernelFn> kernels;
   /// Each kernel's symbol, for profiles and messages.

@@ -309,6 +309,16 @@ Session::create(std::shared_ptr<const Executable> executable,
     }
     device = std::move(*opened);
   }
+  // A mesh executable: this process' device binds its own parameters
+  // (its pieces of split weights) before the executor reads them.
+  std::shared_ptr<Communicator> comm;
+  if (!executable->mesh().empty()) {
+    comm = options.communicator ? options.communicator
+                                : std::shared_ptr<Communicator>(
+                                      createSingleProcessCommunicator());
+    if (Status s = executable->bindRank(comm->rank()); !s)
+      return s;
+  }
   StatusOr<std::unique_ptr<detail::Executor>> executor =
       device->createExecutor(executable, options.threads);
   if (!executor)
@@ -320,10 +330,7 @@ Session::create(std::shared_ptr<const Executable> executable,
     int64_t devices = 1;
     for (int64_t d : mesh)
       devices *= d;
-    session->comm = options.communicator
-                        ? options.communicator
-                        : std::shared_ptr<Communicator>(
-                              createSingleProcessCommunicator());
+    session->comm = std::move(comm);
     if (session->comm->size() != devices)
       return Status::error(
           "the executable runs on a mesh of " + std::to_string(devices) +
@@ -423,7 +430,10 @@ std::vector<Session::CommandProfile> Session::profile() const {
 StatusOr<std::vector<HostTensor>>
 Session::run(const std::string &function,
              const std::vector<HostTensor> &inputs) {
-  StatusOr<size_t> index = exe->findFunction(function);
+  // On a mesh, a global function's name runs this device's program.
+  StatusOr<size_t> index = exe->mesh().empty()
+                               ? exe->findFunction(function)
+                               : exe->findFunction(function, deviceRank);
   if (!index)
     return index.status();
   const FunctionSignature &sig = exe->functions()[*index];

@@ -343,7 +343,8 @@ with torch.no_grad():
     want = model(x)
 assert isinstance(y, torch.Tensor) and y.shape == want.shape
 err = float((y - want).abs().max() / want.abs().max())
-sys.stdout.write(f"rank {compiled.module.rank} err {err:.3g}\\n")
+sys.stdout.write(f"rank {compiled.module.rank} err {err:.3g} "
+                 f"weights {compiled.module.parameter_bytes}\\n")
 sys.stdout.flush()
 if compiled.module.rank == 0:
     pins = set(re.findall(r"= flow.annotate (%[^ ]+) as", compiled.program.text))
@@ -382,6 +383,66 @@ def test_python_under_mpirun(tmp_path, ranks, mesh, sbp):
         # The weights' pins are in the program: the first layer's product
         # is split by columns, the second a partial sum, reduced once.
         assert "annotate count 3" in result.stdout, result.stdout
+        # Each process holds its pieces of the split weights (64 rows of
+        # fc1's weight, 64 columns of fc2's: 160 bytes a row, the first
+        # 64 mod p ranks one row more; the biases are small enough to be
+        # constants in the program), not the 10240 bytes of both.
+        held = {int(r): int(b) for r, b in
+                re.findall(r"rank (\d+) err \S+ weights (\d+)",
+                           result.stdout)}
+        for rank, held_bytes in held.items():
+            rows = 64 // ranks + (rank < 64 % ranks)
+            assert held_bytes == rows * 160, held
+
+
+LOCAL_SCRIPT = '''
+import sys
+import numpy as np
+import torch
+import flow
+
+torch.manual_seed(0)
+model = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.GELU(),
+                            torch.nn.Linear(64, 8)).eval()
+x = torch.randn(9, 32)
+compiled = flow.compile(model, (x,), mesh=int(sys.argv[1]),
+                        sbp={"input": flow.sbp.split(0),
+                             "0.weight": flow.sbp.split(0)})
+rank = compiled.module.rank
+(inputs, outputs) = compiled.module.local_signature()
+rows = inputs[0][1][0]
+start = sum(9 // int(sys.argv[1]) + (r < 9 % int(sys.argv[1]))
+            for r in range(rank))
+# Each process passes only its rows; the result is whole (B) everywhere.
+(y,) = compiled.local(x[start:start + rows])
+with torch.no_grad():
+    want = model(x)
+err = float((y - want).abs().max() / want.abs().max())
+try:
+    compiled.local(x)
+    sys.exit("a whole input passed as a piece was accepted")
+except flow.FlowError as e:
+    assert f"expected f32[{rows},32], got shape (9, 32)" in str(e), str(e)
+sys.stdout.write(f"rank {rank} rows {rows} err {err:.3g}\\n")
+sys.stdout.flush()
+sys.exit(0 if err < 1e-5 else 1)
+'''
+
+
+@pytest.mark.parametrize("ranks", [2, 3])
+def test_local_pieces_in(tmp_path, ranks):
+    """Each process passes its own piece of a split input (OneFlow's
+    to_global from local tensors): no global input, no slicing."""
+    import sys
+    script = tmp_path / "local.py"
+    script.write_text(LOCAL_SCRIPT)
+    result = mpirun(ranks, [sys.executable, script, str(ranks)],
+                    cwd=tmp_path,
+                    env_extra={"PYTHONPATH": str(build_dir() / "python")})
+    assert result.returncode == 0, result.stdout + result.stderr
+    seen = sorted(re.findall(r"rank (\d+) rows (\d+) err", result.stdout))
+    assert seen == [(str(r), str(9 // ranks + (r < 9 % ranks)))
+                    for r in range(ranks)], result.stdout
 
 
 # Tensor parallelism as experts write it: a transformer block in its
@@ -711,6 +772,58 @@ def test_boxing_routes_at_run_time(tmp_path, route, chunked):
     # A partial input is the value on the first device and zeros elsewhere,
     # so the global value is x either way.
     np.testing.assert_array_equal(got, -x)
+
+
+HALF_SCRIPT = '''
+import sys
+import ml_dtypes
+import numpy as np
+import flow
+
+dtype = sys.argv[1]
+np_dtype = {"f16": np.float16, "bf16": ml_dtypes.bfloat16}[dtype]
+t = lambda shape: "tensor<" + "x".join(map(str, shape)) + "x" + dtype + ">"
+text = (
+    "flow.mesh @m [2]\\n"
+    f"func.func @f(%x: {t((5, 6))} {{flow.sbp = #flow.sbp<[S(1)]>}}, "
+    f"%w: {t((6, 7))} {{flow.sbp = #flow.sbp<[S(0)]>}}) -> "
+    f"({t((5, 7))}, {t((5, 7))} {{flow.sbp = #flow.sbp<[S(0)]>}}, "
+    f"{t((5, 1))}) attributes {{flow.mesh = @m}} {{\\n"
+    f"  %y = flow.matmul %x, %w : ({t((5, 6))}, {t((6, 7))}) -> {t((5, 7))}\\n"
+    f"  %m = flow.reduce_max %x [1] {{keepdims}} : {t((5, 6))} -> {t((5, 1))}\\n"
+    f"  return %y, %y, %m : {t((5, 7))}, {t((5, 7))}, {t((5, 1))}\\n"
+    "}\\n")
+module = flow.compile_mlir(text, mesh=2, threads=1)
+rng = np.random.default_rng(0)
+# Small integers: every product and sum is exact in f16 and bf16, so the
+# partial sums reduced across the processes must give the exact product.
+x = rng.integers(-3, 4, (5, 6)).astype(np_dtype)
+w = rng.integers(-3, 4, (6, 7)).astype(np_dtype)
+y, y_rows, m = module(x, w)
+want = x.astype(np.float32) @ w.astype(np.float32)
+assert y.dtype == np_dtype and m.dtype == np_dtype
+np.testing.assert_array_equal(y.astype(np.float32), want)
+np.testing.assert_array_equal(y_rows.astype(np.float32), want)
+np.testing.assert_array_equal(m.astype(np.float32),
+                              x.astype(np.float32).max(1, keepdims=True))
+print("rank", module.rank, "reduced", dtype, flush=True)
+'''
+
+
+@pytest.mark.parametrize("dtype", ["f16", "bf16"])
+def test_half_precision_partial_sums_reduce(tmp_path, dtype):
+    """f16 and bf16 partial sums and maxima (a matmul over split inner
+    dimensions, a row maximum over split columns) are reduced by the
+    communicator: an all-reduce, a reduce-scatter and a maximum, each
+    widening pairs to f32 and rounding back."""
+    import sys
+    require("ml_dtypes")
+    script = tmp_path / "half.py"
+    script.write_text(HALF_SCRIPT)
+    result = mpirun(2, [sys.executable, script, dtype], cwd=tmp_path,
+                    env_extra={"PYTHONPATH": str(build_dir() / "python")})
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.count(f"reduced {dtype}") == 2, result.stdout
 
 
 # ---------------------------------------------------------------------------

@@ -130,6 +130,44 @@ def test_load_a_saved_executable_with_its_archive(tmp_path):
         flow.load(tmp_path / "m.fbin")
 
 
+def test_parameter_pieces_are_read_once_at_load(tmp_path):
+    """A piece of a parameter (a device's piece of a split weight, or a
+    slice of a weight, folded) is copied out of the archive when the
+    executable is loaded: inner and outer blocks of a 3-D tensor, a piece
+    converted to bf16, and a piece that lies outside the archive's tensor
+    (a mismatched archive) refused naming the parameter."""
+    import flow
+    from flow import safetensors
+    w = np.arange(4 * 6 * 5, dtype=np.float32).reshape(4, 6, 5) / 7
+    safetensors.save({"w": w}, str(tmp_path / "w.safetensors"))
+    text = """module attributes {flow.parameters = "w.safetensors"} {
+  func.func @main(%x: tensor<f32>) -> (tensor<2x3x4xf32>, tensor<4x6x2xf32>, tensor<1x6x5xbf16>, tensor<2x2x5xf32>) {
+    %a = flow.parameter "w" piece [1, 2, 1] of [4, 6, 5] : tensor<2x3x4xf32>
+    %b = flow.parameter "w" piece [0, 0, 3] of [4, 6, 5] : tensor<4x6x2xf32>
+    %c = flow.parameter "w" piece [3, 0, 0] of [4, 6, 5] : tensor<1x6x5xbf16>
+    %w = flow.parameter "w" : tensor<4x6x5xf32>
+    %d = flow.slice %w starts = [2, 4, 0] limits = [4, 6, 5] strides = [1, 1, 1] : tensor<4x6x5xf32> -> tensor<2x2x5xf32>
+    %ya = flow.mul %a, %x : (tensor<2x3x4xf32>, tensor<f32>) -> tensor<2x3x4xf32>
+    %yd = flow.mul %d, %x : (tensor<2x2x5xf32>, tensor<f32>) -> tensor<2x2x5xf32>
+    return %ya, %b, %c, %yd : tensor<2x3x4xf32>, tensor<4x6x2xf32>, tensor<1x6x5xbf16>, tensor<2x2x5xf32>
+  }
+}"""
+    module = flow.compile_mlir(text, base_directory=str(tmp_path))
+    # The slice folded into a piece: only pieces are held.
+    assert module.parameter_bytes == 4 * (24 + 48 + 20) + 2 * 30
+    a, b, c, d = module(np.float32(2))
+    np.testing.assert_array_equal(a, 2 * w[1:3, 2:5, 1:5])
+    np.testing.assert_array_equal(b, w[:, :, 3:5])
+    import ml_dtypes
+    np.testing.assert_array_equal(c, w[3:4].astype(ml_dtypes.bfloat16))
+    np.testing.assert_array_equal(d, 2 * w[2:4, 4:6])
+    safetensors.save({"w": w[:, :4]}, str(tmp_path / "w.safetensors"))
+    with pytest.raises(flow.FlowError,
+                       match=r"parameter 'w' is F32\[4,4,5\] but the "
+                             r"executable needs f32\[4,6,5\]"):
+        flow.CompiledModule(module.executable, base_directory=str(tmp_path))
+
+
 def test_dlpack_inputs():
     torch = require("torch")
     import flow

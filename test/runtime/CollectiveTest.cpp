@@ -85,9 +85,9 @@ TEST(CollectiveTest, RefusesBadCollectives) {
 
   spec = gatherSpec({2});
   collective(spec).kind = fbs::CollectiveKind::AllReduce;
-  collective(spec).dtype = DType::F16;
+  collective(spec).dtype = DType::I1;
   collective(spec).outputShape = {4, 3};
-  EXPECT_LOAD_ERROR(spec, "reductions over f16 tensors are not supported");
+  EXPECT_LOAD_ERROR(spec, "reductions over i1 tensors are not supported");
 
   spec = gatherSpec({2});
   collective(spec).kind = fbs::CollectiveKind::AllToAll;

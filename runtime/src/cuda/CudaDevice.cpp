@@ -570,6 +570,11 @@ Status CudaExecutor::load() {
   // Persistent state: every constant resident on the device.
   for (size_t c = 0; c < impl.constants.size(); ++c) {
     const detail::Constant &constant = impl.constants[c];
+    if (!constant.data && constant.size) {
+      // Another device's parameter (a piece this process never reads).
+      constants.emplace_back();
+      continue;
+    }
     std::string what = constant.parameter.empty()
                            ? "constant " + std::to_string(c)
                            : "parameter '" + constant.parameter + "'";
@@ -853,8 +858,6 @@ Status CudaExecutor::runCollective(const detail::CollectiveCommand &cmd,
   if (!group)
     return group.status();
   detail::CollectivePlan plan = detail::planCollective(cmd, (*group)->size());
-  if (hooks.collectiveBytes)
-    hooks.collectiveBytes->push_back(plan.moved);
   Stages &stage = stages[&cmd];
   for (auto [memory, bytes, what] :
        {std::tuple{&stage.send, plan.sendStageBytes, "send"},
@@ -917,11 +920,15 @@ Status CudaExecutor::runCollective(const detail::CollectiveCommand &cmd,
   for (const detail::StridedCopy &c : plan.pack)
     if (Status s = copy(c); !s)
       return s;
+  // The bytes the communicator itself handed to NCCL.
+  uint64_t before = (*group)->bytesPassed();
   if (Status s = detail::runPrimitive(
           cmd, plan, **group, reinterpret_cast<const void *>(address(plan.send)),
           reinterpret_cast<void *>(address(plan.recv)));
       !s)
     return s;
+  if (hooks.collectiveBytes)
+    hooks.collectiveBytes->push_back((*group)->bytesPassed() - before);
   for (const detail::StridedCopy &c : plan.unpack)
     if (Status unpacked = copy(c); !unpacked)
       return unpacked;

@@ -104,6 +104,7 @@ public:
     std::optional<ncclDataType_t> type = ncclReductionType(dtype);
     if (!type)
       return unsupported(dtype);
+    countBytes(count * dtypeSize(dtype));
     return nccl.check(nccl.ncclAllReduce(data, data, count, *type, redOp(op),
                                          comm, stream),
                       "NCCL all-reduce");
@@ -111,6 +112,7 @@ public:
 
   Status allGather(const void *send, void *recv,
                    const std::vector<size_t> &counts) override {
+    countBytes(offset(counts, members));
     if (equal(counts))
       return nccl.check(nccl.ncclAllGather(send, recv, counts[me], ncclUint8,
                                            comm, stream),
@@ -131,6 +133,7 @@ public:
     std::optional<ncclDataType_t> type = ncclReductionType(dtype);
     if (!type)
       return unsupported(dtype);
+    countBytes(offset(counts, members) * dtypeSize(dtype));
     if (equal(counts))
       return nccl.check(nccl.ncclReduceScatter(send, recv, counts[me], *type,
                                                redOp(op), comm, stream),
@@ -156,6 +159,7 @@ public:
 
   Status allToAll(const void *send, const std::vector<size_t> &sendCounts,
                   void *recv, const std::vector<size_t> &recvCounts) override {
+    countBytes(offset(sendCounts, members));
     return exchange(
         [&](int peer) {
           return std::pair{static_cast<const void *>(

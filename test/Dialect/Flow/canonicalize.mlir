@@ -253,3 +253,18 @@ func.func @keep_flat_matmul(%q: tensor<2x4x8x16xf32>, %k: tensor<8x16x8xf32>, %f
   %6 = flow.reshape %5 : tensor<8x8x8xf32> -> tensor<2x4x8x8xf32>
   return %2, %6, %5 : tensor<2x4x8x8xf32>, tensor<2x4x8x8xf32>, tensor<8x8x8xf32>
 }
+
+// -----
+
+// A reshape repeating an earlier one of the same value reads the earlier
+// one (three projections of one flattened activation); other shapes stay.
+// CHECK-LABEL: func.func @repeated_reshape
+// CHECK: %[[R:.*]] = flow.reshape %arg0 : tensor<2x8x4xf32> -> tensor<16x4xf32>
+// CHECK-NEXT: %[[O:.*]] = flow.reshape %arg0 : tensor<2x8x4xf32> -> tensor<8x8xf32>
+// CHECK-NEXT: return %[[R]], %[[R]], %[[O]]
+func.func @repeated_reshape(%x: tensor<2x8x4xf32>) -> (tensor<16x4xf32>, tensor<16x4xf32>, tensor<8x8xf32>) {
+  %0 = flow.reshape %x : tensor<2x8x4xf32> -> tensor<16x4xf32>
+  %1 = flow.reshape %x : tensor<2x8x4xf32> -> tensor<16x4xf32>
+  %2 = flow.reshape %x : tensor<2x8x4xf32> -> tensor<8x8xf32>
+  return %0, %1, %2 : tensor<16x4xf32>, tensor<16x4xf32>, tensor<8x8xf32>
+}

@@ -1178,3 +1178,23 @@ func.func @f(%seed: tensor<i64>, %offset: tensor<i64>) -> tensor<4xf16> {
   %0 = flow.random_uniform %seed, %offset stream = 0 : tensor<4xf16>
   return %0 : tensor<4xf16>
 }
+
+// -----
+
+module attributes {flow.parameters = "w.safetensors"} {
+func.func @piece_outside_its_tensor() -> tensor<3x4xf32> {
+  // expected-error @+1 {{piece [6, 9) does not lie in a dimension of 8}}
+  %w = flow.parameter "w" piece [6, 0] of [8, 4] : tensor<3x4xf32>
+  return %w : tensor<3x4xf32>
+}
+}
+
+// -----
+
+module attributes {flow.parameters = "w.safetensors"} {
+func.func @piece_of_other_rank() -> tensor<3x4xf32> {
+  // expected-error @+1 {{piece offsets and shape need one entry per dimension of the result}}
+  %w = flow.parameter "w" piece [2] of [8] : tensor<3x4xf32>
+  return %w : tensor<3x4xf32>
+}
+}

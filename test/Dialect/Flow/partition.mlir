@@ -202,3 +202,25 @@ func.func @nested_make(%x: tensor<8x6xf32> {flow.sbp = #flow.sbp<[B, S(1)]>})
     -> (tensor<8x6xf32> {flow.sbp = #flow.sbp<[S(0), S(0)]>}) attributes {flow.mesh = @m} {
   return %x : tensor<8x6xf32>
 }
+
+// -----
+
+// A weight placed split: each device reads its piece of the parameter
+// (bound once at load) instead of slicing the whole weight every call, and
+// the whole weight is no longer read.
+// CHECK-LABEL: func.func @weight_piece_r0
+// CHECK-NOT: flow.parameter "w" :
+// CHECK: flow.parameter "w" piece [0, 0] of [8, 6] : tensor<8x3xf32>
+// CHECK-NOT: flow.slice
+// CHECK-LABEL: func.func @weight_piece_r1
+// CHECK: flow.parameter "w" piece [0, 3] of [8, 6] : tensor<8x3xf32>
+module attributes {flow.parameters = "w.safetensors"} {
+flow.mesh @m [2]
+func.func @weight_piece(%x: tensor<4x8xf32>) -> (tensor<4x6xf32> {flow.sbp = #flow.sbp<[S(1)]>})
+    attributes {flow.mesh = @m} {
+  %w = flow.parameter "w" {flow.operand_sbp = [], flow.sbp = [#flow.sbp<[B]>]} : tensor<8x6xf32>
+  %y = flow.matmul %x, %w {flow.operand_sbp = [#flow.sbp<[B]>, #flow.sbp<[S(1)]>], flow.sbp = [#flow.sbp<[S(1)]>]}
+      : (tensor<4x8xf32>, tensor<8x6xf32>) -> tensor<4x6xf32>
+  return %y : tensor<4x6xf32>
+}
+}

@@ -158,14 +158,18 @@ func.func @refused(%x: tensor<4x8xf32>, %h: tensor<4x8xf16>, %i: tensor<4x8xi32>
   // Integer division rounds each piece: no (P, B) -> P.
   // CHECK: remark: rules: ([B, B] -> [B]) ([S(0), B] -> [S(0)]) ([S(1), S(0)] -> [S(1)]){{$}}
   %0 = flow.div %i, %vi : (tensor<4x8xi32>, tensor<8xi32>) -> tensor<4x8xi32>
-  // A cast to f32 keeps partial sums; from f16 there are none to keep.
+  // A cast to f32 keeps partial sums (widening an f16 loses nothing).
   // CHECK: remark: rules: ([B] -> [B]) ([S(0)] -> [S(0)]) ([S(1)] -> [S(1)]) ([P] -> [P])
   %1 = flow.cast %x : tensor<4x8xf32> to tensor<4x8xf32>
-  // CHECK: remark: rules: ([B] -> [B]) ([S(0)] -> [S(0)]) ([S(1)] -> [S(1)]){{$}}
+  // CHECK: remark: rules: ([B] -> [B]) ([S(0)] -> [S(0)]) ([S(1)] -> [S(1)]) ([P] -> [P]){{$}}
   %2 = flow.cast %h : tensor<4x8xf16> to tensor<4x8xf32>
-  // f16 partial sums cannot be reduced: a mean over axis 0 needs it whole.
-  // CHECK: remark: rules: ([B] -> [B]) ([S(1)] -> [S(0)]){{$}}
+  // f16 partial sums are reduced by the communicator (widened to f32 per
+  // pair): a mean over a split axis leaves one.
+  // CHECK: remark: rules: ([B] -> [B]) ([S(0)] -> [P]) ([S(1)] -> [S(0)]) ([P] -> [P]){{$}}
   %3 = flow.reduce_mean %h [0] : tensor<4x8xf16> -> tensor<8xf16>
+  // A narrowing cast rounds each piece: no P passes it.
+  // CHECK: remark: rules: ([B] -> [B]) ([S(0)] -> [S(0)]) ([S(1)] -> [S(1)]){{$}}
+  %6 = flow.cast %x : tensor<4x8xf32> to tensor<4x8xf16>
   // Grouped and depthwise convolutions split only the batch.
   // CHECK: remark: rules: ([B, B] -> [B]) ([S(0), B] -> [S(0)]){{$}}
   %4 = flow.conv2d %img, %g strides = [1, 1] padding = [1, 1, 1, 1] dilations = [1, 1] groups = 2

@@ -203,9 +203,58 @@ struct UnflattenBatchedMatmul : OpRewritePattern<ReshapeOp> {
 };
 } // namespace
 
+namespace {
+/// slice(parameter) with unit strides -> the parameter's piece: the block
+/// is read once when the executable is loaded instead of copied per call
+/// (a device's piece of a split weight).
+struct SliceOfParameter : OpRewritePattern<SliceOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(SliceOp op,
+                                PatternRewriter &rewriter) const override {
+    auto parameter = op.getInput().getDefiningOp<ParameterOp>();
+    if (!parameter)
+      return rewriter.notifyMatchFailure(op, "input is not a parameter");
+    if (llvm::any_of(op.getStrides(), [](int64_t s) { return s != 1; }))
+      return rewriter.notifyMatchFailure(op, "strided");
+    rewriter.replaceOp(op, createParameterPiece(rewriter, op.getLoc(),
+                                                parameter, op.getStarts(),
+                                                op.getType()));
+    return success();
+  }
+};
+} // namespace
+
+void SliceOp::getCanonicalizationPatterns(RewritePatternSet &results,
+                                          MLIRContext *context) {
+  results.add<SliceOfParameter>(context);
+}
+
+namespace {
+/// A reshape that repeats an earlier one (the same value, the same shape)
+/// reads the earlier one: a view is free, and several consumers of one view
+/// (q, k and v reading the flattened activations) then need it boxed once
+/// on a mesh. (General CSE would also merge what recompute duplicated.)
+struct MergeRepeatedReshape : OpRewritePattern<ReshapeOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(ReshapeOp op,
+                                PatternRewriter &rewriter) const override {
+    for (Operation *user : op.getInput().getUsers()) {
+      auto earlier = dyn_cast<ReshapeOp>(user);
+      if (earlier && earlier != op && earlier.getType() == op.getType() &&
+          earlier->getBlock() == op->getBlock() &&
+          earlier->isBeforeInBlock(op) && earlier->getAttrs() == op->getAttrs()) {
+        rewriter.replaceOp(op, earlier.getResult());
+        return success();
+      }
+    }
+    return rewriter.notifyMatchFailure(op, "no earlier equal reshape");
+  }
+};
+} // namespace
+
 void ReshapeOp::getCanonicalizationPatterns(RewritePatternSet &results,
                                             MLIRContext *context) {
-  results.add<UnflattenBatchedMatmul>(context);
+  results.add<UnflattenBatchedMatmul, MergeRepeatedReshape>(context);
 }
 
 void MatmulOp::getCanonicalizationPatterns(RewritePatternSet &results,

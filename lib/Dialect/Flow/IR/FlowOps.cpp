@@ -159,10 +159,49 @@ static LogicalResult checkSizes(ArrayRef<int64_t> values, size_t size,
 // MeshOp
 //===----------------------------------------------------------------------===//
 
+/// A parameter's piece: both attributes or neither; the block at
+/// `offsets` of `shape` inside the archive's tensor of shape `of`.
+static LogicalResult verifyPiece(Operation *op,
+                                 std::optional<ArrayRef<int64_t>> offsets,
+                                 std::optional<ArrayRef<int64_t>> of,
+                                 ArrayRef<int64_t> shape) {
+  if (!offsets && !of)
+    return success();
+  if (!offsets || !of)
+    return op->emitOpError("needs both the piece's offsets and the shape "
+                           "it is a piece of");
+  if (offsets->size() != shape.size() || of->size() != shape.size())
+    return op->emitOpError("piece offsets and shape need one entry per "
+                           "dimension of the result");
+  for (auto [o, n, whole] : llvm::zip(*offsets, shape, *of))
+    if (o < 0 || o + n > whole)
+      return op->emitOpError("piece [")
+             << o << ", " << o + n << ") does not lie in a dimension of "
+             << whole;
+  return success();
+}
+
+ParameterOp mlir::flow::createParameterPiece(OpBuilder &b, Location loc,
+                                             ParameterOp parameter,
+                                             ArrayRef<int64_t> starts,
+                                             RankedTensorType type) {
+  SmallVector<int64_t> offsets(starts);
+  SmallVector<int64_t> of(parameter.getType().getShape());
+  if (auto outer = parameter.getPieceOffsets()) {
+    for (auto [o, base] : llvm::zip(offsets, *outer))
+      o += base;
+    of.assign(parameter.getPieceOf()->begin(), parameter.getPieceOf()->end());
+  }
+  return ParameterOp::create(b, loc, type, parameter.getNameAttr(),
+                             b.getDenseI64ArrayAttr(offsets),
+                             b.getDenseI64ArrayAttr(of));
+}
+
 LogicalResult ParameterOp::verify() {
   if (getName().empty())
     return emitOpError("needs a non-empty parameter name");
-  return success();
+  return verifyPiece(*this, getPieceOffsets(), getPieceOf(),
+                     getType().getShape());
 }
 
 LogicalResult MeshOp::verify() {
@@ -1125,6 +1164,9 @@ LogicalResult HostConstantOp::verify() {
 LogicalResult HostParameterOp::verify() {
   if (getName().empty())
     return emitOpError() << "needs a parameter name";
+  if (failed(verifyPiece(*this, getPieceOffsets(), getPieceOf(),
+                         getType().getShape())))
+    return failure();
   return verifyIdentityLayout(*this, getType());
 }
 

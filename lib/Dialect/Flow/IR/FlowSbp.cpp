@@ -94,7 +94,7 @@ namespace flow {
 
 bool isReducible(Type type) {
   Type element = cast<RankedTensorType>(type).getElementType();
-  return element.isF32() || element.isF64() ||
+  return isa<FloatType>(element) ||
          (isa<IntegerType>(element) && !element.isInteger(1));
 }
 
@@ -543,7 +543,7 @@ double computeCost(Operation *op) {
 }
 
 /// \p rules without those that make or take a partial value of a type that
-/// cannot be reduced (f16, bf16, i1).
+/// cannot be reduced (i1).
 Rules reducibleOnly(Operation *op, Rules rules) {
   auto partialOk = [](ArrayRef<SbpDim> dims, TypeRange types) {
     for (auto [d, t] : llvm::zip(dims, types))

@@ -206,8 +206,10 @@ LogicalResult ScheduleBuilder::build() {
       map.map(c.getResult(), HostConstantOp::create(
                                  b, loc, bufferType(c.getType()), c.getValue()));
     } else if (auto p = dyn_cast<ParameterOp>(op)) {
-      map.map(p.getResult(), HostParameterOp::create(
-                                 b, loc, bufferType(p.getType()), p.getName()));
+      map.map(p.getResult(),
+              HostParameterOp::create(b, loc, bufferType(p.getType()),
+                                      p.getNameAttr(), p.getPieceOffsetsAttr(),
+                                      p.getPieceOfAttr()));
     } else if (auto r = dyn_cast<ReshapeOp>(op)) {
       map.map(r.getResult(),
               HostViewOp::create(b, loc, bufferType(r.getType()),

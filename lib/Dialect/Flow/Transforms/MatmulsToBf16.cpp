@@ -81,7 +81,9 @@ struct MatmulsToBf16Pass
       result = ReshapeOp::create(b, loc, asBf16(v.getType()), source);
     } else if (auto parameter = v.getDefiningOp<ParameterOp>()) {
       result = ParameterOp::create(b, loc, asBf16(v.getType()),
-                                   parameter.getNameAttr());
+                                   parameter.getNameAttr(),
+                                   parameter.getPieceOffsetsAttr(),
+                                   parameter.getPieceOfAttr());
     } else if (auto constant = v.getDefiningOp<ConstantOp>();
                constant && constantValues(constant)) {
       std::vector<float> values = *constantValues(constant);

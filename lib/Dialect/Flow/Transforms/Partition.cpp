@@ -11,7 +11,8 @@
 //
 //   S(d) -> B     flow.all_gather        P -> B      flow.all_reduce
 //   P -> S(d)     flow.reduce_scatter    S(i)->S(j)  flow.all_to_all
-//   B -> S(d)     flow.slice of this device's piece (no traffic)
+//   B -> S(d)     flow.slice of this device's piece (no traffic); of a
+//                 weight, the parameter's piece, read once at load
 //   B -> P(sum)   the value on the axis' first device, zeros elsewhere
 //   B -> P(max)   the value itself
 //   other pairs   through B
@@ -26,6 +27,7 @@
 #include "flow/Dialect/Flow/Transforms/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/Support/raw_ostream.h"
 
 namespace mlir {
@@ -146,7 +148,12 @@ FailureOr<Value> DeviceWriter::step(OpBuilder &b, Value global, Value local,
       limits.push_back(starts.back() + newShape[d]);
       strides.push_back(1);
     }
-    out = SliceOp::create(b, loc, type, local, starts, limits, strides);
+    if (auto parameter = local.getDefiningOp<ParameterOp>()) {
+      // A weight's piece is read once at load, not sliced every call.
+      out = createParameterPiece(b, loc, parameter, starts, type);
+    } else {
+      out = SliceOp::create(b, loc, type, local, starts, limits, strides);
+    }
   } else if (from.isBroadcast() && to.kind == SbpKind::PartialSum) {
     if (coords[axis] == 0) {
       out = local;
@@ -404,6 +411,12 @@ struct PartitionPass : flow::impl::PartitionPassBase<PartitionPass> {
       if (failed(func))
         return failure();
       mergeIdenticalCollectives(*func);
+      // What boxing left unread (a whole weight whose piece is read
+      // instead) goes: the device would load it for nothing.
+      for (Operation &op : llvm::make_early_inc_range(
+               llvm::reverse((*func).getBody().front())))
+        if (isOpTriviallyDead(&op))
+          op.erase();
       // Compare bodies with the name blanked out.
       (*func).setSymName("__flow_device");
       std::string text;

@@ -63,6 +63,20 @@ public:
   virtual Status allToAll(const void *send,
                           const std::vector<size_t> &sendCounts, void *recv,
                           const std::vector<size_t> &recvCounts) = 0;
+
+  /// The bytes of tensor data this member has handed to its transport
+  /// (MPI, NCCL, a copy for a group of one) in collectives so far, counted
+  /// by the implementation at each call it makes, rounds of a large
+  /// collective included: an all-reduce's buffer, what an all-gather
+  /// receives, what a reduce-scatter or an all-to-all sends. Control
+  /// messages (an all-to-all's agreement on its rounds) are not data.
+  uint64_t bytesPassed() const { return passed; }
+
+protected:
+  void countBytes(uint64_t bytes) { passed += bytes; }
+
+private:
+  uint64_t passed = 0;
 };
 
 class Communicator {

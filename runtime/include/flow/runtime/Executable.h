@@ -149,6 +149,17 @@ public:
   /// The functions, in file order.
   const std::vector<FunctionSignature> &functions() const;
 
+  /// Binds the parameters the programs of mesh device `rank` read that are
+  /// not read by every device (each device's pieces of split weights),
+  /// copying each piece out of the archive once. A Session of a mesh
+  /// executable calls it for its rank; the other devices' pieces are never
+  /// read in this process.
+  Status bindRank(int64_t rank) const;
+
+  /// Bytes of parameters bound in this process (pieces and whole weights;
+  /// ones read in place from the mapped archive included).
+  size_t boundParameterBytes() const;
+
   /// The names of the functions, in file order.
   std::vector<std::string> functionNames() const;
 

@@ -78,7 +78,10 @@ public:
   int threads() const;
 
   /// Runs \p function on \p inputs, which must match its signature in count,
-  /// dtype and shape, and returns its outputs.
+  /// dtype and shape, and returns its outputs. On a mesh, the name of a
+  /// global function runs this device's program: \p inputs are this
+  /// device's pieces (its local inputs, as OneFlow's `to_global` takes
+  /// them) and the outputs are its pieces of the results.
   StatusOr<std::vector<HostTensor>> run(const std::string &function,
                                         const std::vector<HostTensor> &inputs);
 

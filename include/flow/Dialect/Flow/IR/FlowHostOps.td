@@ -57,13 +57,20 @@ def Flow_HostParameterOp : Flow_HostOp<"parameter", [Pure]> {
     The tensor called `name` in the safetensors archive the module's
     `flow.parameters` attribute names; the runtime maps it at load time.
 
+    With `piece [offsets] of [shape]`, the block of the archive's tensor
+    (of that shape) at `offsets` (flow.parameter's piece).
+
     ```mlir
     %w = flow.host.parameter "fc1.weight" : memref<784x256xf32>
     ```
   }];
-  let arguments = (ins StrAttr:$name);
+  let arguments = (ins StrAttr:$name,
+                       OptionalAttr<DenseI64ArrayAttr>:$piece_offsets,
+                       OptionalAttr<DenseI64ArrayAttr>:$piece_of);
   let results = (outs Flow_HostBuffer:$result);
-  let assemblyFormat = "$name attr-dict `:` type($result)";
+  let assemblyFormat = [{
+    $name (`piece` $piece_offsets^ `of` $piece_of)? attr-dict `:` type($result)
+  }];
   let hasVerifier = 1;
 }
 

@@ -43,6 +43,13 @@ bool isElementwise(Operation *op);
 /// `flow.annotate` and `flow.host.view`, which move no data.
 Value bufferRoot(Value v);
 
+/// The block of `parameter` (a parameter, or a piece of one) at `starts`
+/// with `type`'s shape, as a piece of the same archive tensor.
+ParameterOp createParameterPiece(OpBuilder &b, Location loc,
+                                 ParameterOp parameter,
+                                 ArrayRef<int64_t> starts,
+                                 RankedTensorType type);
+
 /// True for the commands of a host schedule (what takes a schedule
 /// position): dispatch, gemm, copy and collective.
 bool isHostCommand(Operation *op);

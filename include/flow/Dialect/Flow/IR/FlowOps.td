@@ -90,6 +90,11 @@ def Flow_ParameterOp : Flow_Op<"parameter", [Pure]> {
     weights are kept out of the IR this way: importers emit a parameter for
     every weight above a few hundred bytes.
 
+    With `piece [offsets] of [shape]`, the result is the block of the
+    archive's tensor (of that shape) starting at `offsets`: a device's piece
+    of a split weight, read once when the executable is loaded (a slice of
+    a parameter folds into one).
+
     ```mlir
     module attributes {flow.parameters = "mlp.safetensors"} {
       func.func @main(%x: tensor<1x784xf32>) -> tensor<1x256xf32> {
@@ -98,11 +103,16 @@ def Flow_ParameterOp : Flow_Op<"parameter", [Pure]> {
         return %y : tensor<1x256xf32>
       }
     }
+    %half = flow.parameter "fc1.weight" piece [0, 128] of [784, 256] : tensor<784x128xf32>
     ```
   }];
-  let arguments = (ins StrAttr:$name);
+  let arguments = (ins StrAttr:$name,
+                       OptionalAttr<DenseI64ArrayAttr>:$piece_offsets,
+                       OptionalAttr<DenseI64ArrayAttr>:$piece_of);
   let results = (outs Flow_Tensor:$result);
-  let assemblyFormat = "$name attr-dict `:` type($result)";
+  let assemblyFormat = [{
+    $name (`piece` $piece_offsets^ `of` $piece_of)? attr-dict `:` type($result)
+  }];
   let hasVerifier = 1;
 }
 
@@ -722,6 +732,7 @@ def Flow_SliceOp : Flow_Op<"slice", [Pure, InferTypeOpAdaptor,
     $input `starts` `=` $starts `limits` `=` $limits `strides` `=` $strides
     attr-dict `:` type($input) `->` type($result)
   }];
+  let hasCanonicalizer = 1;
 }
 
 def Flow_ReverseOp : Flow_Op<"reverse", [Pure, SameOperandsAndResultType,
