@@ -26,6 +26,7 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -81,7 +82,7 @@ def models():
     }
 
 
-def worker(name, ranks, calls, repeats):
+def worker(name, ranks, calls, repeats, out):
     import torch
     import flow
     torch.manual_seed(0)
@@ -104,10 +105,12 @@ def worker(name, ranks, calls, repeats):
             compiled(x)
         times.append((time.perf_counter() - start) / calls * 1e3)
     whole = sum(p.numel() * p.element_size() for p in model.parameters())
-    print(json.dumps({"rank": compiled.module.rank,
-                      "weights": compiled.module.parameter_bytes,
-                      "whole": whole, "ms": statistics.median(times),
-                      "err": err}), flush=True)
+    # One file per rank (mpirun may merge the ranks' printed lines).
+    with open(f"{out}.{compiled.module.rank}", "w") as f:
+        json.dump({"rank": compiled.module.rank,
+                   "weights": compiled.module.parameter_bytes,
+                   "whole": whole, "ms": statistics.median(times),
+                   "err": err}, f)
 
 
 def run(name, ranks, args):
@@ -115,18 +118,22 @@ def run(name, ranks, args):
            if k not in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")}
     env.update(MPI_ENV)
     env["PYTHONPATH"] = os.path.join(args.build, "python")
-    command = [sys.executable, __file__, "--worker", name, "--ranks",
-               str(ranks), "--calls", str(args.calls), "--repeats",
-               str(args.repeats)]
-    if ranks > 1:
-        command = ["mpirun", "-np", str(ranks)] + command
-    done = subprocess.run(command, capture_output=True, text=True, env=env,
-                          timeout=1800)
-    if done.returncode != 0:
-        sys.exit(done.stderr[-4000:] or done.stdout[-4000:])
-    lines = [json.loads(l) for l in done.stdout.splitlines()
-             if l.startswith("{")]
-    return sorted(lines, key=lambda r: r["rank"])
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "result")
+        command = [sys.executable, __file__, "--worker", name, "--ranks",
+                   str(ranks), "--calls", str(args.calls), "--repeats",
+                   str(args.repeats), "--out", out]
+        if ranks > 1:
+            command = ["mpirun", "-np", str(ranks)] + command
+        done = subprocess.run(command, capture_output=True, text=True,
+                              env=env, timeout=1800)
+        if done.returncode != 0:
+            sys.exit(done.stderr[-4000:] or done.stdout[-4000:])
+        rows = []
+        for rank in range(ranks):
+            with open(f"{out}.{rank}") as f:
+                rows.append(json.load(f))
+    return rows
 
 
 def main():
@@ -135,11 +142,13 @@ def main():
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--ranks", default="1,2,4")
     parser.add_argument("--worker")
+    parser.add_argument("--out")
     parser.add_argument("--build", default=os.environ.get(
         "FLOW_BUILD_DIR", os.path.join(ROOT, "build")))
     args = parser.parse_args()
     if args.worker:
-        return worker(args.worker, int(args.ranks), args.calls, args.repeats)
+        return worker(args.worker, int(args.ranks), args.calls, args.repeats,
+                      args.out)
     print("| model | processes x threads | ms per call | weights per rank, "
           "bytes | of the whole | max error vs eager |")
     print("|---|---|---|---|---|---|")
