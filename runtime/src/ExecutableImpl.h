@@ -183,8 +183,6 @@ struct Constant {
 
 } // namespace detail
 
-struct Executable::Impl;
-
 namespace detail {
 /// Points `constant` (a parameter whose archive tensor is `source`) at its
 /// bytes: in place in the mapped archive, or a copy made once (a piece, a
