@@ -279,29 +279,15 @@ Results partitionOp(RmsNormOp op, OpBuilder &b, ValueRange operands,
   return SmallVector<Value>{y};
 }
 
-/// A gather from a table split along the gathered axis (a vocabulary-
-/// parallel embedding): the rows this device holds, zeros for the others
-/// (a partial sum).
-Results partitionOp(GatherOp op, OpBuilder &b, ValueRange operands,
-                    TypeRange types, const DevicePlace &place) {
-  int64_t axis = op.getAxis();
-  if (place.axesSplitting(place.operands[0], axis).empty())
-    return partitionDefault(op, b, operands, types, place);
-  Local l{b, op.getLoc(), place};
-  RankedTensorType table = typeOf(op.getInput());
-  auto [offset, size] = place.piece(table, place.operands[0], axis);
-  auto [index, held] =
-      l.localIndex(operands[1], table.getDimSize(axis), offset, size);
-  Value rows = GatherOp::create(b, l.loc, types[0], operands[0], index,
-                                op.getAxisAttr());
-  return SmallVector<Value>{l.zeroUnheld(rows, held, axis)};
-}
-
-/// gather_elements from an input split along the axis (the target's logit
-/// in a vocabulary-parallel cross-entropy): the elements this device holds,
-/// zeros for the others (a partial sum).
-Results partitionOp(GatherElementsOp op, OpBuilder &b, ValueRange operands,
-                    TypeRange types, const DevicePlace &place) {
+/// A gather (or gather_elements) from an input split along the indexed
+/// axis: a vocabulary-parallel embedding, or the target's logit of a
+/// vocabulary-parallel cross-entropy. Each device takes what it holds and
+/// zeros for the rest (a partial sum); the mask of held indices broadcasts
+/// along the result from dimension `maskAt`.
+template <typename Op>
+Results partitionTake(Op op, OpBuilder &b, ValueRange operands,
+                      TypeRange types, const DevicePlace &place,
+                      int64_t maskAt) {
   int64_t axis = op.getAxis();
   if (place.axesSplitting(place.operands[0], axis).empty())
     return partitionDefault(op, b, operands, types, place);
@@ -310,9 +296,19 @@ Results partitionOp(GatherElementsOp op, OpBuilder &b, ValueRange operands,
   auto [offset, size] = place.piece(input, place.operands[0], axis);
   auto [index, held] =
       l.localIndex(operands[1], input.getDimSize(axis), offset, size);
-  Value taken = GatherElementsOp::create(b, l.loc, types[0], operands[0],
-                                         index, op.getAxisAttr());
-  return SmallVector<Value>{l.zeroUnheld(taken, held, 0)};
+  Value taken = Op::create(b, l.loc, types[0], operands[0], index,
+                           op.getAxisAttr());
+  return SmallVector<Value>{l.zeroUnheld(taken, held, maskAt)};
+}
+Results partitionOp(GatherOp op, OpBuilder &b, ValueRange operands,
+                    TypeRange types, const DevicePlace &place) {
+  // The result is input[:axis] + indices + input[axis + 1:].
+  return partitionTake(op, b, operands, types, place, op.getAxis());
+}
+Results partitionOp(GatherElementsOp op, OpBuilder &b, ValueRange operands,
+                    TypeRange types, const DevicePlace &place) {
+  // The result is shaped like the indices.
+  return partitionTake(op, b, operands, types, place, 0);
 }
 
 } // namespace
