@@ -17,6 +17,7 @@ added; a wrong rule gives a wrong answer here, not in a user's model.
 """
 
 import itertools
+import math
 import json
 import pathlib
 import re
@@ -41,6 +42,7 @@ ARGS = {
     "f": ("6x4x3x3", "f32", "any"),
     "fg": ("8x2x3x3", "f32", "any"),
     "fd": ("4x1x3x3", "f32", "any"),
+    "fp": ("6x4x1x1", "f32", "any"),
     "t": ("9x7", "f32", "any"),
     "ids": ("3x2", "i64", "ids9"),
     # Out of range: gathers clamp them, on every layout alike.
@@ -232,6 +234,13 @@ CHAINS = [
     ("f16_mean", ["xh"], "7xf16", """
     %out = flow.reduce_mean {0} [0] : tensor<5x7xf16> -> tensor<7xf16>""",
      [("S(0)",), ("S(1)",)]),
+    # A separable convolution (depthwise, then pointwise) with the depthwise
+    # filters split by channel: whole groups per device, then partial sums.
+    ("separable_conv", ["img", "fd", "fp"], "2x6x5x5xf32", """
+    %d = flow.conv2d {0}, {1} strides = [1, 1] padding = [1, 1, 1, 1] dilations = [1, 1] groups = 4 : (tensor<2x4x5x5xf32>, tensor<4x1x3x3xf32>) -> tensor<2x4x5x5xf32>
+    %r = flow.relu %d : tensor<2x4x5x5xf32>
+    %out = flow.conv2d %r, {2} strides = [1, 1] padding = [0, 0, 0, 0] dilations = [1, 1] groups = 1 : (tensor<2x4x5x5xf32>, tensor<6x4x1x1xf32>) -> tensor<2x6x5x5xf32>""",
+     [("B", "S(0)", "B"), ("S(1)", "S(0)", "S(1)"), ("S(0)", "B", "B")]),
     ("cast_chain", ["x", "w"], "5x5xf16", """
     %m = flow.matmul {0}, {1} : (tensor<5x7xf32>, tensor<7x5xf32>) -> tensor<5x5xf32>
     %out = flow.cast %m : tensor<5x5xf32> to tensor<5x5xf16>""",
@@ -242,7 +251,8 @@ MESHES = [(2,), (3,), (2, 2)]
 
 SBP = re.compile(r"S\((\d+)\)|B|P\(max\)|P")
 # A rule marked "even" holds only where its splits cut equal pieces.
-RULE = re.compile(r"\(\[([^\]]*)\] -> \[([^\]]*)\]( even)?\)")
+RULE = re.compile(
+    r"\(\[([^\]]*)\] -> \[([^\]]*)\]( even)?(?: in (\d+) blocks)?\)")
 
 
 def shape_of(arg):
@@ -255,11 +265,13 @@ def tensor_type(arg):
 
 
 def parse_rules(remark):
-    """[(operand SBPs, result SBPs)] from a print-rules remark."""
+    """[(operand SBPs, result SBPs, even, blocks)] from a print-rules
+    remark (blocks: 0, or the groups a split must keep whole)."""
     rules = []
-    for operands, results, even in RULE.findall(remark):
+    for operands, results, even, blocks in RULE.findall(remark):
         split = lambda s: [t.strip() for t in s.split(",") if t.strip()]
-        rules.append((split(operands), split(results), bool(even)))
+        rules.append((split(operands), split(results), bool(even),
+                      int(blocks or 0)))
     return rules
 
 
@@ -315,6 +327,11 @@ def cases(rules, mesh):
                         for i in range(len(args))]
             results = [combo[a][1][0] for a in range(len(mesh))]
             even = any(rule[2] for rule in combo)
+            # Rules that split whole groups: the pieces divide the groups.
+            blocks = [rule[3] for rule in combo]
+            if any(blocks) and max(blocks) % math.prod(
+                    m for m, b in zip(mesh, blocks) if b) != 0:
+                continue
             if not all(pieces_ok(s, shape_of(a), mesh, even)
                        for s, a in zip(operands, args)):
                 continue

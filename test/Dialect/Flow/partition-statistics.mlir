@@ -1,7 +1,7 @@
 // RUN: flow-opt %s -split-input-file --flow-partition | FileCheck %s
 
-// The partition hooks of ops that reduce over a split dimension or index
-// a split one (signatures written by hand, as flow-propagate-sbp writes
+// The partition hooks of ops that reduce over a split dimension, index a
+// split one or group their channels (signatures written by hand, as flow-propagate-sbp writes
 // them). Uneven pieces: 7 over 3 devices is 3, 2, 2.
 
 // Softmax over its split axis: the row maximum and the sum of exponentials
@@ -131,4 +131,40 @@ func.func @target_logit(%l: tensor<4x7xf32> {flow.sbp = #flow.sbp<[S(1)]>}, %t: 
       {flow.operand_sbp = [#flow.sbp<[S(1)]>, #flow.sbp<[B]>], flow.sbp = [#flow.sbp<[P]>]}
       : (tensor<4x7xf32>, tensor<4x1xi32>) -> tensor<4x1xf32>
   return %0 : tensor<4x1xf32>
+}
+
+// -----
+
+// A grouped convolution over split channels: each device convolves its
+// whole groups (4 groups of 2 channels on 2 devices: 2 groups each, the
+// op's `groups` in local terms).
+// CHECK-LABEL: func.func @grouped_conv(%arg0: tensor<2x4x6x6xf32>, %arg1: tensor<6x2x3x3xf32>, %arg2: tensor<6xf32>) -> tensor<2x6x6x6xf32>
+// CHECK-SAME: flow.ranks = array<i64: 0, 1>
+// CHECK: flow.conv2d %arg0, %arg1, %arg2 {{.*}} groups = 2 : (tensor<2x4x6x6xf32>, tensor<6x2x3x3xf32>, tensor<6xf32>) -> tensor<2x6x6x6xf32>
+flow.mesh @m [2]
+func.func @grouped_conv(%x: tensor<2x8x6x6xf32> {flow.sbp = #flow.sbp<[S(1)]>},
+                        %w: tensor<12x2x3x3xf32> {flow.sbp = #flow.sbp<[S(0)]>},
+                        %b: tensor<12xf32> {flow.sbp = #flow.sbp<[S(0)]>})
+    -> (tensor<2x12x6x6xf32> {flow.sbp = #flow.sbp<[S(1)]>}) attributes {flow.mesh = @m} {
+  %0 = flow.conv2d %x, %w, %b strides = [1, 1] padding = [1, 1, 1, 1] dilations = [1, 1] groups = 4
+      {flow.operand_sbp = [#flow.sbp<[S(1)]>, #flow.sbp<[S(0)]>, #flow.sbp<[S(0)]>], flow.sbp = [#flow.sbp<[S(1)]>]}
+      : (tensor<2x8x6x6xf32>, tensor<12x2x3x3xf32>, tensor<12xf32>) -> tensor<2x12x6x6xf32>
+  return %0 : tensor<2x12x6x6xf32>
+}
+
+// -----
+
+// Depthwise on a 2x2 mesh, channels split over both axes: 8 groups in 4
+// pieces of 2.
+// CHECK-LABEL: func.func @depthwise(%arg0: tensor<1x2x5x5xf32>, %arg1: tensor<2x1x3x3xf32>) -> tensor<1x2x5x5xf32>
+// CHECK-SAME: flow.ranks = array<i64: 0, 1, 2, 3>
+// CHECK: flow.conv2d %arg0, %arg1 {{.*}} groups = 2 :
+flow.mesh @m2 [2, 2]
+func.func @depthwise(%x: tensor<1x8x5x5xf32> {flow.sbp = #flow.sbp<[S(1), S(1)]>},
+                     %w: tensor<8x1x3x3xf32> {flow.sbp = #flow.sbp<[S(0), S(0)]>})
+    -> (tensor<1x8x5x5xf32> {flow.sbp = #flow.sbp<[S(1), S(1)]>}) attributes {flow.mesh = @m2} {
+  %0 = flow.conv2d %x, %w strides = [1, 1] padding = [1, 1, 1, 1] dilations = [1, 1] groups = 8
+      {flow.operand_sbp = [#flow.sbp<[S(1), S(1)]>, #flow.sbp<[S(0), S(0)]>], flow.sbp = [#flow.sbp<[S(1), S(1)]>]}
+      : (tensor<1x8x5x5xf32>, tensor<8x1x3x3xf32>) -> tensor<1x8x5x5xf32>
+  return %0 : tensor<1x8x5x5xf32>
 }

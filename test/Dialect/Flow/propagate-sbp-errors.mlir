@@ -36,3 +36,15 @@ func.func @pinned_reshape_uneven(%x: tensor<2x6x7xf32>) -> tensor<2x42xf32> attr
   %0 = flow.reshape %x {flow.operand_sbp = [#flow.sbp<[S(1)]>], flow.sbp = [#flow.sbp<[S(1)]>]} : tensor<2x6x7xf32> -> tensor<2x42xf32>
   return %0 : tensor<2x42xf32>
 }
+
+// -----
+
+flow.mesh @a [4]
+func.func @pinned_conv_cuts_groups(%x: tensor<1x8x4x4xf32>, %w: tensor<8x4x1x1xf32>) -> tensor<1x8x4x4xf32> attributes {flow.mesh = @a} {
+  // 2 groups cannot be shared by 4 devices whole.
+  // expected-error @+1 {{the SBP signature written on the op is not one of its signatures on this mesh}}
+  %0 = flow.conv2d %x, %w strides = [1, 1] padding = [0, 0, 0, 0] dilations = [1, 1] groups = 2
+      {flow.operand_sbp = [#flow.sbp<[S(1)]>, #flow.sbp<[S(0)]>], flow.sbp = [#flow.sbp<[S(1)]>]}
+      : (tensor<1x8x4x4xf32>, tensor<8x4x1x1xf32>) -> tensor<1x8x4x4xf32>
+  return %0 : tensor<1x8x4x4xf32>
+}

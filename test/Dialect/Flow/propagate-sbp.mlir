@@ -50,9 +50,11 @@ func.func @tensor_parallel(%x: tensor<8x16xf32>,
 // CHECK: flow.matmul {{.*}} {flow.operand_sbp = [#flow.sbp<[S(0), B]>, #flow.sbp<[B, S(1)]>], flow.sbp = [#flow.sbp<[S(0), S(1)]>]}
 // CHECK: flow.relu {{.*}} flow.sbp = [#flow.sbp<[S(0), S(1)]>]
 // CHECK: flow.matmul {{.*}} {flow.operand_sbp = [#flow.sbp<[S(0), S(1)]>, #flow.sbp<[B, S(0)]>], flow.sbp = [#flow.sbp<[S(0), P]>]}
-// The partial sums are reduce-scattered (cheaper than all-reduced) into a
-// split softmax can take.
-// CHECK: flow.softmax {{.*}} {flow.operand_sbp = [#flow.sbp<[S(0), S(0)]>], flow.sbp = [#flow.sbp<[S(0), S(0)]>]}
+// The partial sums are all-reduced once: greedy placement alone
+// reduce-scatters them into a split softmax (half an all-reduce's bytes)
+// and all-gathers the result (the other half, and one call more); the
+// refinement sees the result's users and moves the softmax to [S(0), B].
+// CHECK: flow.softmax {{.*}} {flow.operand_sbp = [#flow.sbp<[S(0), B]>], flow.sbp = [#flow.sbp<[S(0), B]>]}
 flow.mesh @mesh2d [2, 2]
 func.func @two_d(%x: tensor<8x16xf32> {flow.sbp = #flow.sbp<[S(0), B]>},
                  %w1: tensor<16x32xf32> {flow.sbp = #flow.sbp<[B, S(1)]>},
@@ -158,4 +160,24 @@ func.func @softmax_statistics(%x: tensor<4x4096xf32> {flow.sbp = #flow.sbp<[S(1)
   %0 = flow.softmax %x axis = 1 : tensor<4x4096xf32>
   %1 = flow.softmax %y axis = 1 : tensor<4096x8xf32>
   return %0, %1 : tensor<4x4096xf32>, tensor<4096x8xf32>
+}
+
+// -----
+
+// A separable convolution with the depthwise filters split by channel:
+// whole groups per device, then the pointwise convolution over split input
+// channels leaves partial sums (nothing moves before the result).
+// CHECK-LABEL: func.func @separable
+// CHECK: flow.conv2d {{.*}} groups = 4 {flow.operand_sbp = [#flow.sbp<[S(1)]>, #flow.sbp<[S(0)]>], flow.sbp = [#flow.sbp<[S(1)]>]}
+// CHECK: flow.relu {{.*}} {flow.operand_sbp = [#flow.sbp<[S(1)]>], flow.sbp = [#flow.sbp<[S(1)]>]}
+// CHECK: flow.conv2d {{.*}} groups = 1 {flow.operand_sbp = [#flow.sbp<[S(1)]>, #flow.sbp<[S(1)]>], flow.sbp = [#flow.sbp<[P]>]}
+flow.mesh @sep [2]
+func.func @separable(%x: tensor<2x4x5x5xf32>,
+                     %fd: tensor<4x1x3x3xf32> {flow.sbp = #flow.sbp<[S(0)]>},
+                     %fp: tensor<6x4x1x1xf32> {flow.sbp = #flow.sbp<[S(1)]>})
+    -> tensor<2x6x5x5xf32> attributes {flow.mesh = @sep} {
+  %d = flow.conv2d %x, %fd strides = [1, 1] padding = [1, 1, 1, 1] dilations = [1, 1] groups = 4 : (tensor<2x4x5x5xf32>, tensor<4x1x3x3xf32>) -> tensor<2x4x5x5xf32>
+  %r = flow.relu %d : tensor<2x4x5x5xf32>
+  %out = flow.conv2d %r, %fp strides = [1, 1] padding = [0, 0, 0, 0] dilations = [1, 1] groups = 1 : (tensor<2x4x5x5xf32>, tensor<6x4x1x1xf32>) -> tensor<2x6x5x5xf32>
+  return %out : tensor<2x6x5x5xf32>
 }

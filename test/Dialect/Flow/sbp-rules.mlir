@@ -170,11 +170,13 @@ func.func @refused(%x: tensor<4x8xf32>, %h: tensor<4x8xf16>, %i: tensor<4x8xi32>
   // A narrowing cast rounds each piece: no P passes it.
   // CHECK: remark: rules: ([B] -> [B]) ([S(0)] -> [S(0)]) ([S(1)] -> [S(1)]){{$}}
   %6 = flow.cast %x : tensor<4x8xf32> to tensor<4x8xf16>
-  // Grouped and depthwise convolutions split only the batch.
-  // CHECK: remark: rules: ([B, B] -> [B]) ([S(0), B] -> [S(0)]){{$}}
+  // Grouped and depthwise convolutions split whole groups: channels of the
+  // input, weight rows and output channels together, where the pieces
+  // divide the groups.
+  // CHECK: remark: rules: ([B, B] -> [B]) ([S(0), B] -> [S(0)]) ([S(1), S(0)] -> [S(1)] even in 2 blocks){{$}}
   %4 = flow.conv2d %img, %g strides = [1, 1] padding = [1, 1, 1, 1] dilations = [1, 1] groups = 2
       : (tensor<2x4x6x6xf32>, tensor<8x2x3x3xf32>) -> tensor<2x8x6x6xf32>
-  // CHECK: remark: rules: ([B, B] -> [B]) ([S(0), B] -> [S(0)]){{$}}
+  // CHECK: remark: rules: ([B, B] -> [B]) ([S(0), B] -> [S(0)]) ([S(1), S(0)] -> [S(1)] even in 4 blocks){{$}}
   %5 = flow.conv2d %img, %d strides = [1, 1] padding = [1, 1, 1, 1] dilations = [1, 1] groups = 4
       : (tensor<2x4x6x6xf32>, tensor<4x1x3x3xf32>) -> tensor<2x4x6x6xf32>
   return

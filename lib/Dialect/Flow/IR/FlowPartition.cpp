@@ -311,6 +311,24 @@ Results partitionOp(GatherElementsOp op, OpBuilder &b, ValueRange operands,
   return partitionTake(op, b, operands, types, place, 0);
 }
 
+/// A grouped convolution over split channels: the device's groups.
+Results partitionOp(Conv2dOp conv, OpBuilder &b, ValueRange operands,
+                    TypeRange types, const DevicePlace &place) {
+  int64_t global = typeOf(conv.getInput()).getDimSize(1);
+  int64_t local = typeOf(operands[0]).getDimSize(1);
+  if (conv.getGroups() == 1 || local == global)
+    return partitionDefault(conv, b, operands, types, place);
+  int64_t perGroup = global / conv.getGroups();
+  if (local % perGroup != 0)
+    return conv.emitError("cannot partition this convolution: the device's ")
+           << local << " input channels are not whole groups of "
+           << perGroup;
+  Operation *piece = cloneOnPieces(conv, b, operands, types);
+  piece->setAttr(conv.getGroupsAttrName(),
+                 b.getI64IntegerAttr(local / perGroup));
+  return results(piece);
+}
+
 } // namespace
 
 FailureOr<SmallVector<Value>>
@@ -318,7 +336,7 @@ mlir::flow::partitionOnDevice(Operation *op, OpBuilder &b, ValueRange operands,
                               TypeRange types, const DevicePlace &place) {
   return llvm::TypeSwitch<Operation *, Results>(op)
       .Case<ReduceMeanOp, SliceOp, ReshapeOp, SoftmaxOp, LogSoftmaxOp,
-            LayerNormOp, RmsNormOp, GatherOp, GatherElementsOp>(
+            LayerNormOp, RmsNormOp, GatherOp, GatherElementsOp, Conv2dOp>(
           [&](auto typed) {
             return partitionOp(typed, b, operands, types, place);
           })

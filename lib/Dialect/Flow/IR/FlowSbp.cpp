@@ -216,13 +216,19 @@ Rules sbpRules(Conv2dOp op) {
   };
   // Data parallel over the batch; with one group, output channels over the
   // weight's rows, and input channels give partial sums (the bias counted
-  // once: its P is free to make from B). With groups, a piece of the
-  // output channels reads its own groups' input channels and a local op
-  // would need fewer groups: only the batch splits.
+  // once: its P is free to make from B). With groups (depthwise included),
+  // whole groups split: a device convolves its groups' input channels with
+  // their weights into their output channels, where the pieces divide the
+  // groups evenly.
   rules.push_back(sig(S(0), B, B, S(0)));
   if (op.getGroups() == 1) {
     rules.push_back(sig(B, S(0), S(0), S(1)));
     rules.push_back(sig(S(1), S(1), P, P));
+  } else {
+    SbpSignature grouped = sig(S(1), S(0), S(0), S(1));
+    grouped.evenSplits = true;
+    grouped.blocks = op.getGroups();
+    rules.push_back(grouped);
   }
   return rules;
 }
@@ -654,6 +660,13 @@ mlir::flow::getNdSbpSignatures(Operation *op, ArrayRef<int64_t> meshShape) {
     bool even = llvm::any_of(choice, [&](size_t c) {
       return rules[c].evenSplits;
     });
+    // Rules that split whole blocks: the pieces must divide the blocks.
+    int64_t blockPieces = 1, blocks = 0;
+    for (unsigned axis = 0; axis < rank; ++axis)
+      if (int64_t b = rules[choice[axis]].blocks; b > 0) {
+        blockPieces *= meshShape[axis];
+        blocks = b;
+      }
     // The op's own all-reduces of statistics, along each axis whose rule
     // has them: every group along the axis reduces its share.
     for (unsigned axis = 0; axis < rank; ++axis) {
@@ -673,7 +686,7 @@ mlir::flow::getNdSbpSignatures(Operation *op, ArrayRef<int64_t> meshShape) {
           collectiveCost(SbpDim::partialSum(), SbpDim::broadcast(),
                                   bytes, meshShape[axis]);
     }
-    bool valid = true;
+    bool valid = blocks == 0 || blocks % blockPieces == 0;
     for (auto [v, sbp] : llvm::zip(op->getOperands(), sig.operands))
       valid &= isValidSbp(sbp, typeOf(v), meshShape) &&
                (!even || isEvenSbp(sbp, typeOf(v), meshShape));

@@ -30,6 +30,10 @@ struct SbpSignature {
   /// reshape that merges or splits its split dimension: the pieces of the
   /// operand and of the result coincide only then).
   bool evenSplits = false;
+  /// When positive, every split dimension is made of this many equal blocks
+  /// a piece must hold whole (a grouped convolution's groups): valid only
+  /// where the pieces, over all mesh axes using such a rule, divide it.
+  int64_t blocks = 0;
   /// The all-reduces of partial statistics (maxima, sums) the op runs
   /// across this mesh axis itself under this rule (softmax or a norm over a
   /// split axis), and the bytes of each for the whole tensor.

@@ -122,7 +122,15 @@ def PropagateSbpPass : Pass<"flow-propagate-sbp", "func::FuncOp"> {
     per-axis rules from `SbpOpInterface`, multiplied over the mesh axes and
     filtered by size), the one whose operands are cheapest to box into
     from the SBPs they already have; ties go to the signature that splits
-    the op's work over the most devices. Function arguments keep their
+    the op's work over the most devices. Then a refinement looks at users
+    too: an op moves to another of its signatures, alone or with its users
+    (each re-placed at its best for the op's new signature), when that
+    lowers the boxing cost of the values it touches as their users want them
+    (a value is boxed once per distinct layout wanted; ties go to the
+    smaller compute share), sweeping until no move helps. It turns a
+    reduce-scatter and an all-gather around a norm into one all-reduce, and
+    a result pinned split pulls the split back to the inputs where nothing
+    needs to move. Function arguments keep their
     `flow.sbp` (B when absent) and `flow.annotate` pins its result. Each op
     records its choice as `flow.sbp` (results) and `flow.operand_sbp`
     (what each operand must be boxed to); results without a `flow.sbp` get
@@ -148,10 +156,14 @@ def PropagateSbpPass : Pass<"flow-propagate-sbp", "func::FuncOp"> {
   }];
   let options = [
     Option<"printRules", "print-rules", "bool", /*default=*/"false",
-           "Emit a remark listing each op's per-axis rules (for tests)">
+           "Emit a remark listing each op's per-axis rules (for tests)">,
+    Option<"refine", "refine", "bool", /*default=*/"true",
+           "Improve the greedy placement by single-op moves">
   ];
   let statistics = [
-    Statistic<"numOpsPlaced", "ops-placed", "Number of ops given an SBP">
+    Statistic<"numOpsPlaced", "ops-placed", "Number of ops given an SBP">,
+    Statistic<"numOpsMoved", "ops-moved",
+              "Number of moves the refinement made">
   ];
   let dependentDialects = ["::mlir::flow::FlowDialect"];
 }
