@@ -1,13 +1,17 @@
-"""Data-parallel throughput on 1, 2 and 4 MPI ranks (one process per
-device), and the communication volume per step against the formula.
+"""Data-parallel throughput on 2 and 4 MPI ranks (one process per device)
+against one process using all the cores, and the communication volume per
+step against the formula.
 
     python bench/distributed.py [--repeats 3] [--iterations 20]
 
 The MLP (784-1024-1024-10, batch 256) and the encoder layer (batch 8,
 sequence 128, width 256) are global programs with only the batch marked
 S(0); `flow-compile --mesh=N` partitions them and `mpirun -np N flow-run`
-runs them with one thread per rank. Throughput is samples per second from
-the median call time (medians of `repeats` runs). The only collective of
+runs them with one thread per rank. The baseline is the unpartitioned
+program in one process with one thread per core (what a user runs without
+a mesh); one process of one thread is shown too. Speed-up is against the
+baseline. Throughput is samples per second from the median call time
+(medians of `repeats` runs). The only collective of
 data-parallel inference gathers the result: T (N - 1) bytes in all for a
 result of T bytes (SBP.md's S -> B cost), T (N - 1) / N per rank; the
 runtime's count (flow-run --stats) is printed next to the formula.
@@ -38,8 +42,8 @@ def with_batch_split(text):
                   text, count=1)
 
 
-def run(ranks, fbin, inputs, iterations, stats=False):
-    cmd = [str(BIN / "flow-run"), str(fbin), *inputs, "--threads=1",
+def run(ranks, fbin, inputs, iterations, stats=False, threads=1):
+    cmd = [str(BIN / "flow-run"), str(fbin), *inputs, f"--threads={threads}",
            f"--iterations={iterations}", "--warmup=3"]
     if stats:
         cmd.append("--stats")
@@ -64,8 +68,9 @@ def main():
         256, 256 * 10 * 4)]
     enc, shapes = encoder_mlir(8, 128, 256, 4, 1024)
     models.append(("encoder b8 s128 d256", enc, shapes, 8, 8 * 128 * 256 * 4))
-    print("| model | ranks | ms per step | samples/s | speed-up | gathered "
-          "bytes per rank (formula) | measured |")
+    cores = os.cpu_count()
+    print("| model | processes x threads | ms per step | samples/s | "
+          "speed-up | gathered bytes per rank (formula) | measured |")
     print("|---|---|---|---|---|---|---|")
     rng = np.random.default_rng(0)
     with tempfile.TemporaryDirectory() as tmp:
@@ -77,7 +82,7 @@ def main():
                 np.save(path, (rng.standard_normal(s) * 0.1).astype(np.float32))
                 inputs.append(f"--input={path}")
             base = None
-            for ranks in (1, 2, 4):
+            for ranks, threads in ((1, cores), (1, 1), (2, 1), (4, 1)):
                 src = tmp / "m.mlir"
                 src.write_text(with_batch_split(text) if ranks > 1 else text)
                 fbin = tmp / f"m{ranks}.fbin"
@@ -88,13 +93,13 @@ def main():
                 moved = []
                 for _ in range(args.repeats):
                     t, moved = run(ranks, fbin, inputs, args.iterations,
-                                   stats=ranks > 1)
+                                   stats=ranks > 1, threads=threads)
                     times.append(t)
                 ms = statistics.median(times)
                 base = base or ms
                 formula = result_bytes * (ranks - 1) // ranks
                 measured = sum(moved) - (result_bytes // ranks if moved else 0)
-                print(f"| {name} | {ranks} | {ms:.2f} | {batch * 1000 / ms:.0f} "
+                print(f"| {name} | {ranks} x {threads} | {ms:.2f} | {batch * 1000 / ms:.0f} "
                       f"| {base / ms:.2f} | {formula} | "
                       f"{measured if ranks > 1 else 0} |", flush=True)
 

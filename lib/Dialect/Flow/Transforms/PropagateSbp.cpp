@@ -45,6 +45,14 @@ static std::string str(ArrayRef<SbpDim> sbp) {
   return s;
 }
 
+/// What one flop of a device's compute weighs against one byte a
+/// collective moves, for the refinement: the CPU/MPI figures of this
+/// machine, about 5 GB/s between ranks over shared memory against about
+/// 125 GFLOP/s of f32 GEMM per core (reference: MLIR22.md's measured
+/// peak). A mesh description with per-axis bandwidth and per-device
+/// throughput replaces it (the auto-parallel work).
+constexpr double kBytesPerFlop = 5.0 / 125.0;
+
 namespace {
 /// An op's signatures on the mesh and the one chosen.
 struct Placed {
@@ -211,7 +219,8 @@ struct PropagateSbpPass
     // its users (each then taking its best signature given the op's new
     // one: a norm and the reshape after it move as one); it is made when
     // it lowers the boxing of the values it touches as their users want
-    // them (ties: the compute shares). A value is boxed once per distinct
+    // them plus the ops' compute (a weight's gradient is not computed
+    // whole on every device to save its all-reduce). A value is boxed once per distinct
     // layout its users want (flow-partition emits identical collectives
     // once). Every move lowers the plan's total cost, so this ends.
     auto wanted = [&](OpOperand &use) -> std::optional<NdSbp> {
@@ -245,8 +254,14 @@ struct PropagateSbpPass
            llvm::zip(op->getResults(), placed.signature().results))
         sbp[result] = s;
     };
-    // The boxing and compute the ops' choices decide.
+    // The boxing and compute the ops' choices decide, in the boxing's
+    // units: each device's share of the compute at kBytesPerFlop (times the
+    // devices, as the boxing sums what every device moves), then the
+    // compute alone to break ties.
     using Cost = std::pair<double, double>;
+    double devices = 1;
+    for (int64_t n : meshShape)
+      devices *= static_cast<double>(n);
     auto costOf = [&](ArrayRef<Operation *> ops) {
       SetVector<Value> touched;
       Cost cost{0, 0};
@@ -259,6 +274,7 @@ struct PropagateSbpPass
       }
       for (Value value : touched)
         cost.first += valueCost(value);
+      cost.first += cost.second * devices * kBytesPerFlop;
       return cost;
     };
     auto better = [](Cost a, Cost b) {

@@ -126,8 +126,9 @@ def PropagateSbpPass : Pass<"flow-propagate-sbp", "func::FuncOp"> {
     too: an op moves to another of its signatures, alone or with its users
     (each re-placed at its best for the op's new signature), when that
     lowers the boxing cost of the values it touches as their users want them
-    (a value is boxed once per distinct layout wanted; ties go to the
-    smaller compute share), sweeping until no move helps. It turns a
+    (a value is boxed once per distinct layout wanted) plus the ops'
+    compute shares, weighed at a fixed bytes-per-flop rate, sweeping until
+    no move helps. It turns a
     reduce-scatter and an all-gather around a norm into one all-reduce, and
     a result pinned split pulls the split back to the inputs where nothing
     needs to move. Function arguments keep their
