@@ -46,12 +46,13 @@ static std::string str(ArrayRef<SbpDim> sbp) {
 }
 
 /// What one flop of a device's compute weighs against one byte a
-/// collective moves, for the refinement: the CPU/MPI figures of this
-/// machine, about 5 GB/s between ranks over shared memory against about
-/// 125 GFLOP/s of f32 GEMM per core (reference: MLIR22.md's measured
-/// peak). A mesh description with per-axis bandwidth and per-device
-/// throughput replaces it (the auto-parallel work).
-constexpr double kBytesPerFlop = 5.0 / 125.0;
+/// collective moves per device, for the refinement: the CPU/MPI figures of
+/// this machine, about 0.5 GB/s per rank (an all-reduce of 32 MB between 2
+/// ranks takes 62 ms, an all-gather of 16 MB pieces about 20 ms) against
+/// about 125 GFLOP/s of f32 GEMM per core (MLIR22.md's measured peak). A
+/// mesh description with per-axis bandwidth and per-device throughput
+/// replaces it (the auto-parallel work).
+constexpr double kBytesPerFlop = 0.5 / 125.0;
 
 namespace {
 /// An op's signatures on the mesh and the one chosen.
@@ -255,9 +256,9 @@ struct PropagateSbpPass
         sbp[result] = s;
     };
     // The boxing and compute the ops' choices decide, in the boxing's
-    // units: each device's share of the compute at kBytesPerFlop (times the
-    // devices, as the boxing sums what every device moves), then the
-    // compute alone to break ties.
+    // units: each device's share of the compute at kBytesPerFlop, times the
+    // devices (the boxing sums what every device moves), then the compute
+    // alone to break ties.
     using Cost = std::pair<double, double>;
     double devices = 1;
     for (int64_t n : meshShape)
