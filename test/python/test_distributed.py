@@ -10,6 +10,7 @@ Oversubscribed on 2 cores, which is fine: correctness, not speed.
 """
 
 import json
+import math
 import os
 import re
 import subprocess
@@ -504,7 +505,8 @@ S0, S1 = flow.sbp.split(0), flow.sbp.split(1)
 megatron = {f"attn.{n}.{w}": S0 for n in "qkv" for w in ("weight", "bias")}
 megatron.update({"attn.o.weight": S1, "fc1.weight": S0, "fc1.bias": S0,
                  "fc2.weight": S1})
-case, ranks = sys.argv[1], int(sys.argv[2])
+case = sys.argv[1]
+mesh = tuple(int(n) for n in sys.argv[2].split("x"))
 if case == "block":
     model, sbp = Block().eval(), megatron
     args = (torch.randn(2, 8, E),)
@@ -513,7 +515,14 @@ else:
     sbp = {"block." + k: v for k, v in megatron.items()}
     sbp.update({"emb.weight": S0, "head.weight": S0})
     args = (torch.randint(0, V, (2, 8)), torch.randint(0, V, (2, 8)))
-compiled = flow.compile(model, args, mesh=ranks, sbp=sbp)
+if len(mesh) == 2:
+    # Data parallel over the first axis (the batch of 2), Megatron over
+    # the second.
+    B = flow.sbp.broadcast
+    sbp = {k: (B, v) for k, v in sbp.items()}
+    sbp.update({i: (S0, B) for i in range(len(args))})
+compiled = flow.compile(model, args, mesh=mesh if len(mesh) > 1 else mesh[0],
+                        sbp=sbp)
 got = compiled(*args)
 with torch.no_grad():
     want = model(*args)
@@ -527,13 +536,14 @@ sys.exit(0 if err < 1e-5 else 1)
 '''
 
 
-def collectives_of(program, ranks, tmp_path):
-    """The report's collectives of `program` compiled for `ranks`."""
+def collectives_of(program, mesh, tmp_path):
+    """The report's collectives of `program` compiled for `mesh` ("2",
+    "2x2"), in the first device program that has any."""
     src = tmp_path / "global.mlir"
     src.write_text(program)
     report = tmp_path / "report.json"
     proc = subprocess.run([str(tool("flow-compile")), str(src), "-o",
-                           str(tmp_path / "p.fbin"), f"--mesh={ranks}",
+                           str(tmp_path / "p.fbin"), f"--mesh={mesh}",
                            f"--report={report}"],
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr
@@ -543,39 +553,55 @@ def collectives_of(program, ranks, tmp_path):
             if c["function"] == first]
 
 
-@pytest.mark.parametrize("case,ranks", [("block", 2), ("block", 4),
-                                        ("lm", 2), ("lm", 4)])
-def test_tensor_parallel_transformer_under_mpirun(tmp_path, case, ranks):
+@pytest.mark.parametrize("case,mesh", [
+    (case, mesh) for case in ("block", "lm")
+    for mesh in ("2", "3", "4", "2x2")])
+def test_tensor_parallel_transformer_under_mpirun(tmp_path, case, mesh):
     import sys
+    ranks = math.prod(int(n) for n in mesh.split("x"))
     script = tmp_path / "tp.py"
     script.write_text(TP_SCRIPT)
     program = tmp_path / "program.mlir"
-    result = mpirun(ranks, [sys.executable, script, case, str(ranks),
+    result = mpirun(ranks, [sys.executable, script, case, mesh,
                             program], cwd=tmp_path,
                     env_extra={"PYTHONPATH": str(build_dir() / "python")})
     assert result.returncode == 0, result.stdout + result.stderr
     seen = sorted(re.findall(r"rank (\d+) err", result.stdout))
     assert seen == [str(r) for r in range(ranks)], result.stdout
-    ops = collectives_of(program.read_text(), ranks, tmp_path)
+    ops = collectives_of(program.read_text(), mesh, tmp_path)
     # The heads stay split from the column-parallel projections through
     # the attention to the row-parallel one: the collectives carry the
     # block's activations ([2, 8, 64] f32, 4096 bytes) or less. (Before
     # the heads' reshape rule and the unflattened batched products, the
     # attention alone moved its heads in four all-to-alls.)
-    kinds = [k for k, _ in ops]
     assert max(b for _, b in ops) <= 4096, ops
-    if case == "block":
+    # On 2x2 the batch of 2 is split over the first axis: each Megatron
+    # group of 2 reduces half the activations.
+    data = 2 if mesh == "2x2" else 1
+    if case == "block" and mesh == "3":
+        # 4 heads cannot be cut in 3: q, k and v are gathered, then the
+        # row-parallel products are reduced.
+        assert ops == [("all_gather", 4096)] * 3 + \
+            [("all_reduce", 4096)] * 2, ops
+    elif case == "block":
         # As an expert writes it: exactly one all-reduce per attention and
-        # per MLP, of the block's activations. (Greedy placement alone
+        # per MLP, of the block's activations (greedy placement alone
         # reduce-scattered around the second norm and all-gathered after
         # it, and on 4 ranks added an all-to-all; the refinement moves the
-        # norm with the reshape after it.)
-        assert ops == [("all_reduce", 4096), ("all_reduce", 4096)], ops
+        # norm with the reshape after it); on 2x2 the result's batch halves
+        # are gathered over the first axis.
+        want = [("all_reduce", 4096 // data)] * 2
+        assert ops == want + ([("all_gather", 4096)] if data > 1 else []), ops
     else:
         # Vocabulary parallel: neither the table nor the logits ([16, 1000]
-        # f32, 64000 bytes) move; the log-softmax reduces its row maximum
-        # and row sum (16 rows, 64 bytes each) across the devices.
-        assert sum(1 for k, b in ops if k == "all_reduce" and b == 64) == 2, ops
+        # f32, 64000 bytes) move; the embedding's partial rows, the
+        # attention and the MLP are reduced once each, and the log-softmax
+        # reduces its row maximum and row sum (16 rows, 64 bytes each;
+        # 8 rows per group on 2x2) across the devices.
+        acts = [b for k, b in ops if k == "all_reduce" and b == 4096 // data]
+        assert len(acts) == 3, ops
+        assert sum(1 for k, b in ops
+                   if k == "all_reduce" and b == 64 // data) == 2, ops
 
 
 TRAIN_SCRIPT = '''
