@@ -48,7 +48,7 @@ static std::string str(ArrayRef<SbpDim> sbp) {
 /// What one flop of a device's compute weighs against one byte a
 /// collective moves per device, for the refinement: the CPU/MPI figures of
 /// this machine, about 0.5 GB/s per rank (an all-reduce of 32 MB between 2
-/// ranks takes 62 ms, an all-gather of 16 MB pieces about 20 ms) against
+/// ranks takes about 65 ms, an all-gather of 16 MB pieces about 20 ms) against
 /// about 125 GFLOP/s of f32 GEMM per core (MLIR22.md's measured peak). A
 /// mesh description with per-axis bandwidth and per-device throughput
 /// replaces it (the auto-parallel work).
