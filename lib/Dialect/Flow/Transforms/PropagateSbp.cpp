@@ -6,10 +6,10 @@
 // the one whose operands are cheapest to box into from the SBPs they have
 // (ties: the one that splits the op's work the most); then single-op moves
 // that lower the plan's boxing cost as users want the values, until none
-// helps. SBPs pinned by
-// function arguments and flow.annotate are kept, and so is a signature
-// written on an op (flow.operand_sbp and flow.sbp, as this pass writes it); function results take
-// their `flow.sbp` (B by default: every device gets the whole result).
+// helps. SBPs pinned by function arguments and flow.annotate are kept, and
+// so is a signature written on an op (flow.operand_sbp and flow.sbp, as
+// this pass writes it); function results take their `flow.sbp` (B by
+// default: every device gets the whole result).
 //
 //===----------------------------------------------------------------------===//
 
@@ -48,8 +48,8 @@ static std::string str(ArrayRef<SbpDim> sbp) {
 /// What one flop of a device's compute weighs against one byte a
 /// collective moves per device, for the refinement: the CPU/MPI figures of
 /// this machine, about 0.5 GB/s per rank (an all-reduce of 32 MB between 2
-/// ranks takes about 65 ms, an all-gather of 16 MB pieces about 20 ms) against
-/// about 125 GFLOP/s of f32 GEMM per core (MLIR22.md's measured peak). A
+/// ranks takes about 65 ms, an all-gather of 16 MB pieces about 20 ms)
+/// against about 125 GFLOP/s of f32 GEMM per core (MLIR22.md's peak). A
 /// mesh description with per-axis bandwidth and per-device throughput
 /// replaces it (the auto-parallel work).
 constexpr double kBytesPerFlop = 0.5 / 125.0;
@@ -221,9 +221,10 @@ struct PropagateSbpPass
     // one: a norm and the reshape after it move as one); it is made when
     // it lowers the boxing of the values it touches as their users want
     // them plus the ops' compute (a weight's gradient is not computed
-    // whole on every device to save its all-reduce). A value is boxed once per distinct
-    // layout its users want (flow-partition emits identical collectives
-    // once). Every move lowers the plan's total cost, so this ends.
+    // whole on every device to save its all-reduce). A value is boxed once
+    // per distinct layout its users want (flow-partition emits identical
+    // collectives once). Every move lowers the plan's total cost, so this
+    // ends.
     auto wanted = [&](OpOperand &use) -> std::optional<NdSbp> {
       Operation *user = use.getOwner();
       if (auto annotate = dyn_cast<AnnotateOp>(user))
@@ -315,7 +316,9 @@ struct PropagateSbpPass
       if (group.size() == 1)
         return false;
       llvm::sort(group.begin() + 1, group.end(),
-                 [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
+                 [](Operation *a, Operation *b) {
+                   return a->isBeforeInBlock(b);
+                 });
       auto snapshot = [&] {
         SmallVector<unsigned> choices;
         for (Operation *member : group)
