@@ -4,9 +4,9 @@
 //
 // Greedy, in program order: every op takes, among its valid nd signatures,
 // the one whose operands are cheapest to box into from the SBPs they have
-// (ties: the one that splits the op's work the most); then single-op moves
-// that lower the plan's boxing cost as users want the values, until none
-// helps. SBPs pinned by function arguments and flow.annotate are kept, and
+// (ties: the one that splits the op's work the most); then moves of one op,
+// or of one op with its users, that lower the plan's cost (the boxing of
+// values as their users want them, and compute), until none helps. SBPs pinned by function arguments and flow.annotate are kept, and
 // so is a signature written on an op (flow.operand_sbp and flow.sbp, as
 // this pass writes it); function results take their `flow.sbp` (B by
 // default: every device gets the whole result).
@@ -127,6 +127,15 @@ struct PropagateSbpPass
       return share;
     };
 
+    // Gives `op` its signature `i`: its results take their SBPs.
+    auto choose = [&](Operation *op, unsigned i) {
+      Placed &placed = placedOps[op];
+      placed.chosen = i;
+      for (auto [result, s] :
+           llvm::zip(op->getResults(), placed.signature().results))
+        sbp[result] = s;
+    };
+
     // Greedy, in program order.
     SmallVector<Operation *> order;
     for (Operation &op : func.getBody().front()) {
@@ -210,9 +219,7 @@ struct PropagateSbpPass
           }
         }
       }
-      for (auto [result, s] :
-           llvm::zip(op.getResults(), placed.signature().results))
-        sbp[result] = s;
+      choose(&op, placed.chosen);
     }
 
     // Refinement: greedy placement sees an op's operands but not its
@@ -248,13 +255,6 @@ struct PropagateSbpPass
         cost += boxingCost(sbp[value], *want, type, meshShape);
       }
       return cost;
-    };
-    auto choose = [&](Operation *op, unsigned i) {
-      Placed &placed = placedOps[op];
-      placed.chosen = i;
-      for (auto [result, s] :
-           llvm::zip(op->getResults(), placed.signature().results))
-        sbp[result] = s;
     };
     // The boxing and compute the ops' choices decide, in the boxing's
     // units: each device's share of the compute at kBytesPerFlop, times the
@@ -391,6 +391,5 @@ struct PropagateSbpPass
       if (!func.getResultAttr(i, sbpName))
         func.setResultAttr(i, sbpName, toAttr(ctx, resultSbp[i]));
   }
-
 };
 } // namespace

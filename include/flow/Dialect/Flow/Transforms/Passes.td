@@ -128,10 +128,9 @@ def PropagateSbpPass : Pass<"flow-propagate-sbp", "func::FuncOp"> {
     lowers the boxing cost of the values it touches as their users want them
     (a value is boxed once per distinct layout wanted) plus the ops'
     compute shares, weighed at a fixed bytes-per-flop rate, sweeping until
-    no move helps. It turns a
-    reduce-scatter and an all-gather around a norm into one all-reduce, and
-    a result pinned split pulls the split back to the inputs where nothing
-    needs to move. Function arguments keep their
+    no move helps. It turns a reduce-scatter and an all-gather around a norm
+    into one all-reduce, and a result pinned split pulls the split back to
+    the inputs where nothing needs to move. Function arguments keep their
     `flow.sbp` (B when absent) and `flow.annotate` pins its result. Each op
     records its choice as `flow.sbp` (results) and `flow.operand_sbp`
     (what each operand must be boxed to); results without a `flow.sbp` get
@@ -159,7 +158,7 @@ def PropagateSbpPass : Pass<"flow-propagate-sbp", "func::FuncOp"> {
     Option<"printRules", "print-rules", "bool", /*default=*/"false",
            "Emit a remark listing each op's per-axis rules (for tests)">,
     Option<"refine", "refine", "bool", /*default=*/"true",
-           "Improve the greedy placement by single-op moves">
+           "Improve the greedy placement by moves of an op alone or with its users">
   ];
   let statistics = [
     Statistic<"numOpsPlaced", "ops-placed", "Number of ops given an SBP">,
