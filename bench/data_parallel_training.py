@@ -14,6 +14,12 @@ configuration runs in processes of its own; its time is the median over
 `repeats` x `steps` steps after one warm-up step, on rank 0's clock (the
 loss of every step is all-reduced, so the ranks finish a step together).
 
+Overlap: Flow's gradient all-reduces start as soon as each gradient is
+computed and run on a communication thread while the rest of the backward
+pass runs (flow-overlap-collectives); "Flow 2x1 in place" runs the same
+executable with FLOW_ASYNC_COLLECTIVES=0, each collective where it starts,
+and "overlap" is its time over the overlapped one.
+
 Collective bytes per step: "modeled" is what the compile plans for rank
 0's program (each collective of the partitioned IR, counted as the compile
 report counts it: the tensor it gathers, exchanges or reduces, per
@@ -119,13 +125,14 @@ def child(args):
         print("RESULT " + json.dumps(result), flush=True)
 
 
-def launch(args, engine, ranks, model, port):
+def launch(args, engine, ranks, model, port, extra_env=None):
     cmd = [sys.executable, os.path.abspath(__file__), "--child", engine,
            "--model", model, "--batch", str(args.batch), "--seq",
            str(args.seq), "--steps", str(args.steps), "--repeats",
            str(args.repeats), "--build", args.build, "--port", str(port)]
     env = {k: v for k, v in os.environ.items()
            if k not in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")}
+    env.update(extra_env or {})
     if ranks > 1:
         env.update(MPI_ENV)
         cmd = ["mpirun", "-np", str(ranks), "--bind-to", "core"] + cmd
@@ -154,18 +161,21 @@ def main():
         return child(args)
     print(f"batch {args.batch} x seq {args.seq}, AdamW; 1 process x 2 "
           "threads vs 2 ranks x 1 thread (ms per step, median)")
-    print("| model | Flow 1x2 | Flow 2x1 | speed-up | eager 1x2 | DDP 2x1 "
-          "| speed-up | DDP / Flow 2x1 | collective MiB/step measured / "
-          "modeled; gradients MiB |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("| model | Flow 1x2 | Flow 2x1 | speed-up | Flow 2x1 in place | "
+          "overlap | eager 1x2 | DDP 2x1 | speed-up | DDP / Flow 2x1 | "
+          "collective MiB/step measured / modeled / gradients |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for i, model in enumerate(args.models.split(",")):
         one = launch(args, "flow", 1, model, 0)
         two = launch(args, "flow", 2, model, 0)
+        inline = launch(args, "flow", 2, model, 0,
+                        {"FLOW_ASYNC_COLLECTIVES": "0"})
         eager = launch(args, "torch", 1, model, 0)
         ddp = launch(args, "torch", 2, model, args.port + i)
         mib = 1 << 20
         print(f"| {model} | {one['ms']:.0f} | {two['ms']:.0f} | "
-              f"{one['ms'] / two['ms']:.2f} | {eager['ms']:.0f} | "
+              f"{one['ms'] / two['ms']:.2f} | {inline['ms']:.0f} | "
+              f"{inline['ms'] / two['ms']:.2f} | {eager['ms']:.0f} | "
               f"{ddp['ms']:.0f} | {eager['ms'] / ddp['ms']:.2f} | "
               f"{ddp['ms'] / two['ms']:.2f} | "
               f"{two['measured'] / mib:.1f} / {two['modeled'] / mib:.1f} / "

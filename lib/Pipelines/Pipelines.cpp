@@ -263,7 +263,10 @@ void mlir::flow::buildHostPipeline(OpPassManager &pm,
                       (options.blockedConvLayouts
                            ? "flow-library-pools,flow-choose-conv-layouts,"
                            : "") +
-                      "flow-tie-state,flow-plan-memory{in-place=" +
+                      "flow-tie-state," +
+                      (options.overlapCollectives ? "flow-overlap-collectives,"
+                                                  : "") +
+                      "flow-plan-memory{in-place=" +
                       (options.inPlace ? "1" : "0") + "}");
 }
 
@@ -352,6 +355,11 @@ struct HostPipelineCLOptions
       *this, "allow-tf32",
       llvm::cl::desc("Let f32 library GEMMs multiply in TF32"),
       llvm::cl::init(false)};
+  Option<bool> overlapCollectives{
+      *this, "overlap-collectives",
+      llvm::cl::desc("Start collectives early and wait for them where their "
+                     "results are needed"),
+      llvm::cl::init(true)};
 };
 struct KernelCudaCLOptions : public PassPipelineOptions<KernelCudaCLOptions> {
   Option<std::string> arch{*this, "arch",
@@ -396,7 +404,8 @@ void mlir::flow::registerCompilerPipelines() {
           buildHostPipeline(pm, {o.inPlace, o.gemmEpilogues,
                                  o.convEpilogues, o.bf16Convs,
                                  o.blockedConvLayouts,
-                                 o.libraryGemmEpilogues, o.allowTf32});
+                                 o.libraryGemmEpilogues, o.allowTf32,
+                                 o.overlapCollectives});
         });
     PassPipelineRegistration<>(
         "flow-kernel-linalg-pipeline",
@@ -557,6 +566,7 @@ FailureOr<CompileResult> mlir::flow::compile(ModuleOp module,
     host.libraryGemmEpilogues =
         options.fusion && target->hasGemmLibraryEpilogues();
     host.allowTf32 = options.cuda.allowTf32;
+    host.overlapCollectives = options.overlapCollectives;
     if (failed(runPipeline(module, "flow-host-pipeline", timing,
                            [&](OpPassManager &pm) {
                              buildHostPipeline(pm, host);
@@ -659,6 +669,7 @@ void CompileReport::writeJson(raw_ostream &os) const {
       {"constant_bytes", executable.constantBytes},
       {"parameter_bytes", executable.parameterBytes},
       {"collectives", executable.numCollectives},
+      {"async_collectives", executable.numAsyncCollectives},
       {"placements",
        [&] {
          llvm::json::Array list;
@@ -677,7 +688,8 @@ void CompileReport::writeJson(raw_ostream &os) const {
            list.push_back(llvm::json::Object{{"function", c.function},
                                              {"op", c.op},
                                              {"mesh_axes", std::move(axes)},
-                                             {"bytes_per_device", c.bytes}});
+                                             {"bytes_per_device", c.bytes},
+                                             {"async", c.async}});
          }
          return list;
        }()},

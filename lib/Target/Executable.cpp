@@ -457,11 +457,13 @@ FunctionWriter::collective(HostCollectiveOp op) {
                                       "reduce_scatter", "all_to_all"};
   stats.collectives.push_back(
       {op->getParentOfType<func::FuncOp>().getSymName().str(),
-       names[static_cast<int>(op.getKind())], meshAxes, bytes});
+       names[static_cast<int>(op.getKind())], meshAxes, bytes,
+       op.getAsync()});
+  stats.numAsyncCollectives += op.getAsync();
   return fb::CreateCollectiveDirect(
              fbb, kind, reduction, &meshAxes, *dtype, &inShape, &outShape,
              op.getDim().value_or(0), op.getSplitDim().value_or(0),
-             op.getConcatDim().value_or(0), &in, &out)
+             op.getConcatDim().value_or(0), &in, &out, op.getAsync())
       .Union();
 }
 
@@ -522,6 +524,8 @@ FunctionWriter::write(func::FuncOp func) {
 
   std::vector<flatbuffers::Offset<void>> commands;
   std::vector<fb::Command> commandTypes;
+  // Each collective's position among the commands, for its wait.
+  llvm::DenseMap<Operation *, uint32_t> collectiveAt;
   for (Operation &op : body) {
     if (isa<HostArenaOp, HostViewOp, func::ReturnOp>(op))
       continue;
@@ -560,9 +564,16 @@ FunctionWriter::write(func::FuncOp func) {
       auto command = collective(c);
       if (failed(command))
         return failure();
+      collectiveAt[c] = static_cast<uint32_t>(commands.size());
       commands.push_back(*command);
       commandTypes.push_back(fb::Command::Collective);
       ++stats.numCollectives;
+    } else if (auto wait = dyn_cast<HostWaitOp>(op)) {
+      auto at = collectiveAt.find(wait.getCollective());
+      if (at == collectiveAt.end())
+        return op.emitError("waits for no asynchronous collective");
+      commands.push_back(fb::CreateWait(fbb, at->second).Union());
+      commandTypes.push_back(fb::Command::Wait);
     } else if (failed(buffer(op, arenaBytes))) {
       return failure();
     }

@@ -11,6 +11,12 @@
 
 #include "Collectives.h"
 
+#include <condition_variable>
+#include <cstdlib>
+#include <deque>
+#include <mutex>
+#include <thread>
+
 #include <cstring>
 
 using namespace flow::runtime;
@@ -279,4 +285,111 @@ Status detail::runCollective(const CollectiveCommand &cmd, Group &group,
   for (const StridedCopy &c : plan.unpack)
     copy(c);
   return Status::ok();
+}
+
+bool detail::asyncCollectivesEnabled() {
+  const char *value = std::getenv("FLOW_ASYNC_COLLECTIVES");
+  return !value || std::string(value) != "0";
+}
+
+struct detail::CollectiveQueue::Task {
+  const CollectiveCommand *cmd;
+  Group *group;
+  const uint8_t *input;
+  uint8_t *output;
+  // Set by the communication thread.
+  bool done = false;
+  Status status = Status::ok();
+  uint64_t bytes = 0;
+};
+
+struct detail::CollectiveQueue::State {
+  std::mutex mutex;
+  std::condition_variable wake, finished;
+  /// Started and not yet waited for, in start order; `next` is the first
+  /// the thread has not taken.
+  std::deque<Task> tasks;
+  size_t next = 0;
+  bool failed = false, stop = false;
+  std::thread thread;
+};
+
+detail::CollectiveQueue::CollectiveQueue() = default;
+
+detail::CollectiveQueue::~CollectiveQueue() {
+  if (!state)
+    return;
+  {
+    std::lock_guard<std::mutex> lock(state->mutex);
+    state->stop = true;
+  }
+  state->wake.notify_one();
+  state->thread.join();
+}
+
+void detail::CollectiveQueue::work() {
+  State &s = *state;
+  std::unique_lock<std::mutex> lock(s.mutex);
+  while (true) {
+    s.wake.wait(lock, [&] { return s.stop || s.next < s.tasks.size(); });
+    if (s.next == s.tasks.size())
+      return; // stopped with nothing left
+    // Tasks are appended at the back and removed from the front only once
+    // done, so the reference stays valid unlocked.
+    Task &task = s.tasks[s.next++];
+    bool skip = s.failed;
+    lock.unlock();
+    if (skip) {
+      task.status = Status::error(
+          "not run: a collective started before it failed");
+    } else {
+      uint64_t before = task.group->bytesPassed();
+      task.status =
+          runCollective(*task.cmd, *task.group, task.input, task.output);
+      task.bytes = task.group->bytesPassed() - before;
+    }
+    lock.lock();
+    task.done = true;
+    s.failed |= !task.status;
+    s.finished.notify_all();
+  }
+}
+
+uint64_t detail::CollectiveQueue::start(const CollectiveCommand &cmd,
+                                        Group &group, const uint8_t *input,
+                                        uint8_t *output) {
+  if (!state) {
+    state = std::make_unique<State>();
+    state->thread = std::thread([this] { work(); });
+  }
+  {
+    std::lock_guard<std::mutex> lock(state->mutex);
+    state->tasks.push_back(Task{&cmd, &group, input, output});
+  }
+  state->wake.notify_one();
+  return ++started;
+}
+
+Status detail::CollectiveQueue::wait(uint64_t ticket,
+                                     std::vector<uint64_t> *bytes) {
+  Status first = Status::ok();
+  if (!state || ticket <= waited)
+    return first;
+  State &s = *state;
+  std::unique_lock<std::mutex> lock(s.mutex);
+  while (waited < ticket) {
+    s.finished.wait(lock, [&] { return s.tasks.front().done; });
+    Task &task = s.tasks.front();
+    if (bytes)
+      bytes->push_back(task.bytes);
+    if (first && !task.status)
+      first = task.status;
+    s.tasks.pop_front();
+    --s.next;
+    ++waited;
+  }
+  // A failure spoils only the collectives started with it.
+  if (s.tasks.empty())
+    s.failed = false;
+  return first;
 }

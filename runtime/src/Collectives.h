@@ -70,6 +70,48 @@ Status runPrimitive(const CollectiveCommand &cmd, const CollectivePlan &plan,
 Status runCollective(const CollectiveCommand &cmd, Group &group,
                      const uint8_t *input, uint8_t *output);
 
+/// Whether asynchronous collectives may run on a thread of their own:
+/// FLOW_ASYNC_COLLECTIVES=0 runs them where they start (for comparisons);
+/// a group that must be called from the thread that made it says so.
+bool asyncCollectivesEnabled();
+
+/// A process' collectives in flight: a communication thread runs them one
+/// at a time in the order they were started, so the members of a group,
+/// starting the same collectives in the same order, meet in each. The
+/// thread starts with the first collective and ends with the queue. Only
+/// the thread that owns the queue starts and waits; the buffers of a
+/// collective stay untouched (its input unwritten) until it is waited for.
+class CollectiveQueue {
+public:
+  CollectiveQueue();
+  CollectiveQueue(const CollectiveQueue &) = delete;
+  CollectiveQueue &operator=(const CollectiveQueue &) = delete;
+  ~CollectiveQueue();
+
+  /// Starts `cmd` over `group` (runCollective); returns its ticket
+  /// (1, 2, ... in start order).
+  uint64_t start(const CollectiveCommand &cmd, Group &group,
+                 const uint8_t *input, uint8_t *output);
+  /// Waits until the collective with `ticket` and every one started before
+  /// it have finished. Appends the bytes each of those not yet reported
+  /// passed to its transport to `bytes` (if not null), in start order;
+  /// returns the first error among them (an error, and the collectives
+  /// after a failed one do not run).
+  Status wait(uint64_t ticket, std::vector<uint64_t> *bytes);
+  /// Waits for every collective started; as wait().
+  Status drain(std::vector<uint64_t> *bytes) { return wait(started, bytes); }
+  /// Collectives started and not yet waited for.
+  bool busy() const { return waited < started; }
+
+private:
+  struct Task;
+  void work();
+
+  struct State;
+  std::unique_ptr<State> state;
+  uint64_t started = 0, waited = 0;
+};
+
 } // namespace detail
 } // namespace runtime
 } // namespace flow

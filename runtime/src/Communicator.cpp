@@ -46,6 +46,7 @@ class SelfGroup : public Group {
 public:
   int rank() const override { return 0; }
   int size() const override { return 1; }
+  bool callableFromAnyThread() const override { return true; }
   Status allReduce(void *, size_t count, DType dtype, Reduction) override {
     countBytes(count * dtypeSize(dtype));
     return Status::ok();
@@ -209,8 +210,9 @@ std::string describe(Activity activity, uint64_t number) {
 constexpr int kProbeTag = 1;
 constexpr int kAnswerTag = 2;
 
-/// This process' part of the MPI job. Only the thread that calls MPI
-/// (MPI_THREAD_FUNNELED) touches it.
+/// This process' part of the MPI job. Only the thread calling MPI touches
+/// it: one at a time (MPI_THREAD_SERIALIZED: the main thread, or the
+/// runtime's communication thread while collectives are in flight).
 struct WorldState {
   /// Seconds a wait may last; 0: forever.
   double timeout = kDefaultCollectiveTimeout;
@@ -219,6 +221,8 @@ struct WorldState {
   MPI_Comm probes = MPI_COMM_NULL;
   int rank = 0;
   int size = 1;
+  /// The thread support MPI provides (MPI_THREAD_*).
+  int threadLevel = 0;
   /// Collectives started so far; numbers them in messages.
   uint64_t collectives = 0;
   /// What this rank waits in now.
@@ -686,6 +690,9 @@ public:
   }
   int rank() const override { return myRank; }
   int size() const override { return mySize; }
+  bool callableFromAnyThread() const override {
+    return state().threadLevel >= MPI_THREAD_SERIALIZED;
+  }
 
   Status allReduce(void *data, size_t count, DType dtype,
                    Reduction op) override {
@@ -968,7 +975,10 @@ flow::runtime::mpiWorld(const MpiOptions &options) {
     // MPI_Init waits for every process of the job to start.
     watch("MPI startup (MPI_Init)", rankFromEnvironment());
     int provided = 0;
-    int rc = MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
+    // Serialized: the communication thread runs collectives in flight
+    // while the main thread makes no MPI call.
+    int rc =
+        MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided);
     if (rc != MPI_SUCCESS) {
       Watchdog::get().disarm();
       return mpiError("initialization", rc);
@@ -981,6 +991,8 @@ flow::runtime::mpiWorld(const MpiOptions &options) {
   }
   MPI_Comm_rank(MPI_COMM_WORLD, &w.rank);
   MPI_Comm_size(MPI_COMM_WORLD, &w.size);
+  // Whoever initialized MPI chose the level (a Python MPI package may have).
+  MPI_Query_thread(&w.threadLevel);
   int rc = MPI_Comm_dup(MPI_COMM_WORLD, &w.probes);
   Watchdog::get().disarm();
   if (rc != MPI_SUCCESS)

@@ -511,6 +511,9 @@ private:
   std::vector<DeviceMemory> arenas;
   /// Constant GEMM operands packed for Flow's kernels, by command.
   PackedWeights packedWeights;
+  /// Collectives in flight (async ones, and the collectives started after
+  /// them, which queue behind them).
+  detail::CollectiveQueue collectives;
 };
 
 Status CpuExecutor::run(size_t function, const std::vector<ConstBuffer> &inputs,
@@ -530,6 +533,17 @@ Status CpuExecutor::run(size_t function, const std::vector<ConstBuffer> &inputs,
               impl.constants};
   const std::vector<detail::Command> &commands =
       impl.functions[function].commands;
+  // Collectives in flight when a command fails finish before the call
+  // returns (they use its buffers); their bytes are reported in order.
+  std::vector<uint64_t> *bytes = hooks.collectiveBytes;
+  struct Drain {
+    detail::CollectiveQueue &queue;
+    std::vector<uint64_t> *bytes;
+    ~Drain() { (void)queue.drain(bytes); }
+  } drain{collectives, bytes};
+  // Each async collective's ticket, by command position.
+  std::vector<uint64_t> tickets;
+  const bool asyncAllowed = detail::asyncCollectivesEnabled();
   std::vector<std::pair<double, uint64_t>> *times = hooks.times;
   using Clock = std::chrono::steady_clock;
   Clock::time_point last = times ? Clock::now() : Clock::time_point();
@@ -617,14 +631,34 @@ Status CpuExecutor::run(size_t function, const std::vector<ConstBuffer> &inputs,
       StatusOr<Group *> g = hooks.group(col->meshAxes);
       if (!g)
         return g.status();
-      // The bytes the communicator itself handed to its transport.
-      uint64_t before = (*g)->bytesPassed();
-      Status s = detail::runCollective(
-          *col, **g, static_cast<const uint8_t *>(frame.pointer(col->input)),
-          static_cast<uint8_t *>(frame.pointer(col->output)));
-      if (hooks.collectiveBytes)
-        hooks.collectiveBytes->push_back((*g)->bytesPassed() - before);
+      const auto *in = static_cast<const uint8_t *>(frame.pointer(col->input));
+      auto *out = static_cast<uint8_t *>(frame.pointer(col->output));
+      // Checking numerics reads every output as it is written: no overlap.
+      bool async = col->async && asyncAllowed && !hooks.checkNumerics &&
+                   (*g)->callableFromAnyThread();
+      Status s = Status::ok();
+      if (async) {
+        tickets.resize(commands.size());
+        tickets[index] = collectives.start(*col, **g, in, out);
+      } else if (collectives.busy()) {
+        // Behind the ones in flight, on the same thread, in order.
+        s = collectives.wait(collectives.start(*col, **g, in, out), bytes);
+      } else {
+        // The bytes the communicator itself handed to its transport.
+        uint64_t before = (*g)->bytesPassed();
+        s = detail::runCollective(*col, **g, in, out);
+        if (bytes)
+          bytes->push_back((*g)->bytesPassed() - before);
+      }
       if (!s)
+        return Status::error("function '" + sig.name + "': " + s.message());
+    } else if (const auto *wait =
+                   std::get_if<detail::WaitCommand>(&command)) {
+      // Zero for a collective that ran where it started (nothing to wait
+      // for).
+      uint64_t ticket =
+          wait->collective < tickets.size() ? tickets[wait->collective] : 0;
+      if (Status s = collectives.wait(ticket, bytes); !s)
         return Status::error("function '" + sig.name + "': " + s.message());
     } else {
       const auto &copy = std::get<detail::CopyCommand>(command);

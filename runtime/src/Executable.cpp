@@ -176,6 +176,15 @@ private:
   Status verifyGpuKernels();
   Status verifyConstants();
   Status verifyFunction(size_t index);
+  /// Each wait names an earlier async collective, once; each async
+  /// collective is waited for; no command in between writes its input or
+  /// touches its output.
+  Status verifyWaits(const std::string &ctx,
+                     const std::vector<detail::Command> &commands);
+  /// The buffers `command` reads and writes.
+  void commandBuffers(const detail::Command &command,
+                      std::vector<detail::BufferRef> &reads,
+                      std::vector<detail::BufferRef> &writes);
   Status verifyTensor(const fbs::TensorType *type, const std::string &what,
                       TensorSpec &spec, uint64_t &bytes);
   Status verifyCommand(const std::string &ctx, fbs::Command type,
@@ -580,6 +589,8 @@ Status Checker::verifyFunction(size_t index) {
       return Status::error(cmdCtx + " is marked a GEMM epilogue but does "
                                     "not follow a gemm command");
   }
+  if (Status s = verifyWaits(ctx, decoded.commands); !s)
+    return s;
   if (!isAligned(function->ranks()))
     return misaligned(ctx + ": ranks");
   if (const auto *ranks = function->ranks()) {
@@ -759,6 +770,7 @@ Status Checker::verifyCollective(const std::string &ctx,
   if (kind > static_cast<uint8_t>(fbs::CollectiveKind::MAX))
     return Status::error(ctx + ": invalid kind " + std::to_string(kind));
   out.kind = static_cast<detail::CollectiveCommand::Kind>(kind);
+  out.async = cmd.async();
   auto reduction = static_cast<uint8_t>(cmd.reduction());
   if (reduction > static_cast<uint8_t>(fbs::Reduction::MAX))
     return Status::error(ctx + ": invalid reduction");
@@ -852,6 +864,96 @@ Status Checker::verifyCollective(const std::string &ctx,
   return Status::ok();
 }
 
+void Checker::commandBuffers(const detail::Command &command,
+                             std::vector<detail::BufferRef> &reads,
+                             std::vector<detail::BufferRef> &writes) {
+  reads.clear();
+  writes.clear();
+  if (const auto *d = std::get_if<detail::DispatchCommand>(&command)) {
+    // The kernel's last bindings are its outputs (kernel indices were
+    // checked with the command).
+    size_t outputs = d->bindings.size();
+    if (const auto *kernels = file.kernels();
+        kernels && d->kernel < kernels->size())
+      outputs = std::min<size_t>(outputs,
+                                 kernels->Get(d->kernel)->num_outputs());
+    size_t inputs = d->bindings.size() - outputs;
+    reads.assign(d->bindings.begin(), d->bindings.begin() + inputs);
+    writes.assign(d->bindings.begin() + inputs, d->bindings.end());
+  } else if (const auto *g = std::get_if<detail::GemmCommand>(&command)) {
+    reads = {g->a, g->b};
+    if (g->hasBias)
+      reads.push_back(g->bias);
+    writes = {g->c};
+  } else if (const auto *c = std::get_if<detail::ConvCommand>(&command)) {
+    reads = {c->input, c->filter};
+    if (c->hasBias)
+      reads.push_back(c->bias);
+    if (c->hasResidual)
+      reads.push_back(c->residual);
+    writes = {c->output};
+  } else if (const auto *p = std::get_if<detail::PoolCommand>(&command)) {
+    reads = {p->input};
+    writes = {p->output};
+  } else if (const auto *c = std::get_if<detail::CopyCommand>(&command)) {
+    reads = {c->src};
+    writes = {c->dst};
+  } else if (const auto *c =
+                 std::get_if<detail::CollectiveCommand>(&command)) {
+    reads = {c->input};
+    writes = {c->output};
+  }
+}
+
+Status Checker::verifyWaits(const std::string &ctx,
+                            const std::vector<detail::Command> &commands) {
+  auto overlap = [](const detail::BufferRef &a, const detail::BufferRef &b) {
+    return a.space == b.space && a.index == b.index && a.size > 0 &&
+           b.size > 0 && a.offset < b.offset + b.size &&
+           b.offset < a.offset + a.size;
+  };
+  std::vector<bool> waited(commands.size(), false);
+  std::vector<detail::BufferRef> reads, writes;
+  for (size_t i = 0; i < commands.size(); ++i) {
+    const auto *wait = std::get_if<detail::WaitCommand>(&commands[i]);
+    if (!wait)
+      continue;
+    std::string where = ctx + " command " + std::to_string(i) + " (wait)";
+    size_t c = wait->collective;
+    const auto *col =
+        c < i ? std::get_if<detail::CollectiveCommand>(&commands[c]) : nullptr;
+    if (!col || !col->async)
+      return Status::error(where + " waits for command " + std::to_string(c) +
+                           ", which is not an earlier asynchronous "
+                           "collective");
+    if (waited[c])
+      return Status::error(where + " waits for command " + std::to_string(c) +
+                           " a second time");
+    waited[c] = true;
+    for (size_t j = c + 1; j < i; ++j) {
+      commandBuffers(commands[j], reads, writes);
+      bool clash = false;
+      for (const detail::BufferRef &w : writes)
+        clash |= overlap(w, col->input) || overlap(w, col->output);
+      for (const detail::BufferRef &r : reads)
+        clash |= overlap(r, col->output);
+      if (clash)
+        return Status::error(
+            ctx + " command " + std::to_string(j) + " uses the buffers of "
+            "collective " + std::to_string(c) + " while it is in flight "
+            "(before its wait, command " + std::to_string(i) + ")");
+    }
+  }
+  for (size_t c = 0; c < commands.size(); ++c) {
+    const auto *col = std::get_if<detail::CollectiveCommand>(&commands[c]);
+    if (col && col->async && !waited[c])
+      return Status::error(ctx + " command " + std::to_string(c) +
+                           " is an asynchronous collective that no command "
+                           "waits for");
+  }
+  return Status::ok();
+}
+
 Status Checker::verifyCommand(const std::string &ctx, fbs::Command type,
                               const void *value, detail::Command &out) {
   if (type == fbs::Command::NONE || !value)
@@ -889,6 +991,12 @@ Status Checker::verifyCommand(const std::string &ctx, fbs::Command type,
     return verifyPool(ctx + " (avg_pool)",
                       *static_cast<const fbs::AvgPool *>(value),
                       std::get<detail::PoolCommand>(out));
+  case fbs::Command::Wait:
+    // Which collective it waits for is checked with the function's other
+    // commands (verifyWaits).
+    out = detail::WaitCommand{
+        static_cast<const fbs::Wait *>(value)->collective()};
+    return Status::ok();
   default:
     return Status::error(ctx + " has unknown command type " +
                          std::to_string(static_cast<int>(type)));

@@ -90,6 +90,16 @@ struct CollectiveCommand {
   std::vector<int64_t> inputShape, outputShape;
   int64_t dim = 0, splitDim = 0, concatDim = 0;
   BufferRef input, output;
+  /// Runs while the next commands do, up to its WaitCommand.
+  bool async = false;
+};
+
+/// Waits for the async collective at position `collective` of the
+/// function's commands. Checked at load: an earlier async collective,
+/// waited for once, and no command in between writes its input or touches
+/// its output.
+struct WaitCommand {
+  size_t collective = 0;
 };
 
 /// A convolution on the convolution library (shapes, sizes and layouts
@@ -156,8 +166,9 @@ struct GpuKernel {
   std::vector<uint64_t> scratchOffsets;
 };
 
-using Command = std::variant<DispatchCommand, GemmCommand, CopyCommand,
-                             CollectiveCommand, ConvCommand, PoolCommand>;
+using Command =
+    std::variant<DispatchCommand, GemmCommand, CopyCommand, CollectiveCommand,
+                 ConvCommand, PoolCommand, WaitCommand>;
 
 struct Function {
   std::vector<Command> commands;

@@ -130,9 +130,13 @@ void detail::describeCommand(const Executable::Impl &impl,
   } else if (const auto *c = std::get_if<detail::CopyCommand>(&command)) {
     kind = "copy";
     what = std::to_string(c->src.size) + " bytes";
+  } else if (const auto *w = std::get_if<detail::WaitCommand>(&command)) {
+    kind = "wait";
+    what = "for command " + std::to_string(w->collective);
   } else {
-    kind = "collective";
-    what = std::to_string(std::get<detail::CollectiveCommand>(command).kind);
+    const auto &c = std::get<detail::CollectiveCommand>(command);
+    kind = c.async ? "collective (async)" : "collective";
+    what = std::to_string(c.kind);
   }
 }
 

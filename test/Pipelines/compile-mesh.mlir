@@ -35,8 +35,10 @@ func.func @forward(%x: tensor<8x16xf32> {flow.sbp = #flow.sbp<[S(0)]>}, %w: tens
 // HOST: flow.host.collective all_gather %[[S]] -> %[[OUT]] on @mesh axes = [0] {dim = 0 : i64} : memref<4x32xf32> -> memref<8x32xf32>
 // HOST-NEXT: return
 
+// REPORT: "async_collectives": 0,
 // REPORT: "collective_ops": [
-// REPORT: "bytes_per_device": 1024,
+// REPORT: "async": false,
+// REPORT-NEXT: "bytes_per_device": 1024,
 // REPORT-NEXT: "function": "forward",
 // REPORT-NEXT: "mesh_axes": [
 // REPORT-NEXT: 0

@@ -124,13 +124,13 @@ def test_run_wrong_version(tmp_path, add_fbin):
     root = int.from_bytes(data[0:4], "little")
     vtable = root - int.from_bytes(data[root:root + 4], "little", signed=True)
     field = int.from_bytes(data[vtable + 4:vtable + 6], "little")
-    assert int.from_bytes(data[root + field:root + field + 4], "little") == 10
+    assert int.from_bytes(data[root + field:root + field + 4], "little") == 11
     data[root + field:root + field + 4] = (7).to_bytes(4, "little")
     path = tmp_path / "v7.fbin"
     path.write_bytes(bytes(data))
     rc, err = run([tool("flow-run"), path])
     assert rc == 1 and ("unsupported format version 7 (this runtime reads "
-                        "version 10; recompile the model with this Flow)") in err
+                        "version 11; recompile the model with this Flow)") in err
 
 
 def test_kernels_for_another_cpu(tmp_path):

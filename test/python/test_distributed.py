@@ -143,7 +143,7 @@ def test_mlp_data_parallel(tmp_path, ranks):
     # One program for every device, one collective: the result's gather.
     assert report["collective_ops"] == [
         {"function": "forward", "op": "all_gather", "mesh_axes": [0],
-         "bytes_per_device": 16 * 10 * 4}]
+         "bytes_per_device": 16 * 10 * 4, "async": False}]
 
 
 def test_mlp_data_parallel_uneven(tmp_path):
@@ -1247,23 +1247,13 @@ def test_compile_train_on_a_mesh(tmp_path, ranks, mesh, sbp, state):
         assert all(b < 0.75 * whole for b, _ in kept.values()), kept
 
 
-def test_tensor_parallel_training_from_the_cli(tmp_path):
-    """A Megatron-style training step (fc1 split by columns, fc2 by rows)
-    through flow-compile and `flow-run --steps` under mpirun -np 2: the
-    losses and the saved state are one process's, the split weights stay
-    split between steps (the state is tied in place on every rank), and
-    each collective moves the bytes the compile report plans."""
+def write_cli_training(tmp_path):
+    """Writes test_optimizers' problem for `flow-run --steps` into
+    `tmp_path` (the initial state, 3 batches, the learning rate); returns
+    the batches and flags(out), the flags of a run saving its state to
+    `out`."""
     import test_optimizers as T
-    from flow.safetensors import load, save
-    optimizer = T.CASES["adamw-settings-clipped"][0]
-    single = T.STEP.format(optimizer=optimizer)
-    text = "flow.mesh @mesh [2]\n" + single.replace(
-        "attributes {flow.optimizer",
-        "attributes {flow.mesh = @mesh, flow.optimizer")
-    text = with_sbp(text, {"w1": "S(1)", "b1": "S(0)", "w2": "S(0)"})
-    one = compile_text(single, tmp_path / "one.fbin")
-    tp = compile_text(text, tmp_path / "tp.fbin",
-                      f"--report={tmp_path / 'r.json'}")
+    from flow.safetensors import save
     params, batches, _ = T.problem(steps=3)
     save(params, str(tmp_path / "init.safetensors"))
     for i, (x, t) in enumerate(batches):
@@ -1278,11 +1268,33 @@ def test_tensor_parallel_training_from_the_cli(tmp_path):
                 f"--input={tmp_path}/t{{step}}.npy",
                 f"--input={tmp_path / 'lr.npy'}",
                 f"--save-state={tmp_path / out}", "--threads=1"]
+    return batches, flags
 
-    def losses(stdout):
-        return [float(v) for v in
-                re.findall(r"^step \d+: .* result 0 = (\S+)$", stdout, re.M)]
 
+def losses(stdout):
+    """The losses rank 0 printed, one per `flow-run --steps` step."""
+    return [float(v) for v in
+            re.findall(r"^step \d+: .* result 0 = (\S+)$", stdout, re.M)]
+
+
+def test_tensor_parallel_training_from_the_cli(tmp_path):
+    """A Megatron-style training step (fc1 split by columns, fc2 by rows)
+    through flow-compile and `flow-run --steps` under mpirun -np 2: the
+    losses and the saved state are one process's, the split weights stay
+    split between steps (the state is tied in place on every rank), and
+    each collective moves the bytes the compile report plans."""
+    import test_optimizers as T
+    from flow.safetensors import load
+    optimizer = T.CASES["adamw-settings-clipped"][0]
+    single = T.STEP.format(optimizer=optimizer)
+    text = "flow.mesh @mesh [2]\n" + single.replace(
+        "attributes {flow.optimizer",
+        "attributes {flow.mesh = @mesh, flow.optimizer")
+    text = with_sbp(text, {"w1": "S(1)", "b1": "S(0)", "w2": "S(0)"})
+    one = compile_text(single, tmp_path / "one.fbin")
+    tp = compile_text(text, tmp_path / "tp.fbin",
+                      f"--report={tmp_path / 'r.json'}")
+    batches, flags = write_cli_training(tmp_path)
     alone = subprocess.run([str(tool("flow-run")), str(one), *flags("one.st")],
                            capture_output=True, text=True, timeout=120)
     assert alone.returncode == 0, alone.stderr
@@ -1317,6 +1329,87 @@ def test_tensor_parallel_training_from_the_cli(tmp_path):
         measured = [int(b) for b in re.findall(
             rf"rank {rank} collective \d+: (\d+) bytes", result.stdout)]
         assert planned and measured == planned, (rank, planned, measured)
+
+
+def test_data_parallel_training_overlaps_its_all_reduces(tmp_path):
+    """A data-parallel training step (the batch split, weights whole) on 2
+    ranks: each gradient's all-reduce is asynchronous, started right after
+    the gradient's product and waited for just before the optimizer reads
+    it, with commands between the two; the run gives one process's losses
+    and state, bit for bit the same as running every collective where it
+    starts (FLOW_ASYNC_COLLECTIVES=0), and moves the bytes the report
+    plans."""
+    import test_optimizers as T
+    from flow.safetensors import load
+    optimizer = T.CASES["adamw-settings-clipped"][0]
+    single = T.STEP.format(optimizer=optimizer)
+    text = "flow.mesh @mesh [2]\n" + single.replace(
+        "attributes {flow.optimizer",
+        "attributes {flow.mesh = @mesh, flow.optimizer")
+    text = with_sbp(text, {"x": "S(0)", "t": "S(0)"})
+    one = compile_text(single, tmp_path / "one.fbin")
+    dp = compile_text(text, tmp_path / "dp.fbin",
+                      f"--report={tmp_path / 'r.json'}")
+    report = json.loads((tmp_path / "r.json").read_text())
+    reductions = [c for c in report["collective_ops"]
+                  if c["op"] == "all_reduce"]
+    # The four weight gradients (and the loss) are reduced; the gradients'
+    # reductions overlap the rest of the backward pass.
+    gradients = {12 * 24 * 4, 24 * 4, 24 * 5 * 4, 5 * 4}
+    overlapped = [c for c in reductions
+                  if c["async"] and c["bytes_per_device"] in gradients]
+    assert len(overlapped) >= 3, reductions
+    assert report["async_collectives"] == sum(
+        c["async"] for c in report["collective_ops"])
+
+    host = subprocess.run(
+        [str(tool("flow-compile")), str(tmp_path / "dp.mlir"),
+         "--compile-to=host", "-o", "-"],
+        capture_output=True, text=True, timeout=120)
+    assert host.returncode == 0, host.stderr
+    body = host.stdout[host.stdout.index("func.func @step"):]
+    body = body[:body.index("\n  }\n")].splitlines()
+    started = {}
+    for i, line in enumerate(body):
+        m = re.search(r"flow\.host\.collective \w+ (%\w+) -> (%\w+) .* async",
+                      line)
+        if m:
+            started[(m[1], m[2])] = i
+        m = re.search(r"flow\.host\.wait (%\w+) -> (%\w+)", line)
+        if m:
+            begin = started.pop((m[1], m[2]))
+            between = [l for l in body[begin + 1:i]
+                       if re.search(r"flow\.host\.(dispatch|gemm)", l)]
+            assert between, body[begin:i + 1]
+    assert not started, started
+
+    batches, flags = write_cli_training(tmp_path)
+    alone = subprocess.run([str(tool("flow-run")), str(one), *flags("one.st")],
+                           capture_output=True, text=True, timeout=120)
+    assert alone.returncode == 0, alone.stderr
+    result = mpirun(2, [tool("flow-run"), dp, *flags("dp.st"), "--stats"])
+    assert result.returncode == 0, result.stderr
+    inline = mpirun(2, [tool("flow-run"), dp, *flags("inline.st")],
+                    env_extra={"FLOW_ASYNC_COLLECTIVES": "0"})
+    assert inline.returncode == 0, inline.stderr
+    assert len(losses(result.stdout)) == len(batches)
+    np.testing.assert_allclose(losses(result.stdout), losses(alone.stdout),
+                               rtol=1e-5)
+    assert losses(inline.stdout) == losses(result.stdout)
+    want, got = load(str(tmp_path / "one.st")), load(str(tmp_path / "dp.st"))
+    same = load(str(tmp_path / "inline.st"))
+    assert sorted(want) == sorted(got) == sorted(same)
+    for name in want:
+        np.testing.assert_allclose(got[name], want[name], rtol=1e-4,
+                                   atol=1e-6, err_msg=name)
+        np.testing.assert_array_equal(same[name], got[name], err_msg=name)
+    # Rank 0's program (the ranks' programs differ where the loss's
+    # partial sums start on the first device).
+    planned = [c["bytes_per_device"] for c in report["collective_ops"]
+               if c["function"] in ("step", "step_r0")]
+    measured = [int(b) for b in re.findall(
+        r"rank 0 collective \d+: (\d+) bytes", result.stdout)]
+    assert planned and measured == planned
 
 
 @pytest.mark.parametrize("mode", ["zero", "tp"])

@@ -16,9 +16,15 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <mutex>
 #include <random>
+#include <thread>
 
 #include <sys/wait.h>
 
@@ -141,6 +147,245 @@ TEST(CollectiveTest, RunsOnAMeshOfOne) {
   auto bad = (*session)->runGlobal("forward", {x});
   ASSERT_FALSE(bad);
   EXPECT_EQ(bad.status().message(), "input 0: expected f32[4,3], got f32[3,4]");
+}
+
+namespace {
+
+/// forward(x: f32[4], y: f32[4]) -> (f32[4], f32[4]) on a mesh of one: an
+/// async all-reduce of x into output 0, a copy of y into output 1 while
+/// it is in flight, then the wait.
+ExecutableSpec asyncSpec() {
+  ExecutableSpec spec;
+  spec.mesh = {1};
+  FunctionSpec f;
+  f.name = "forward";
+  f.inputs = {{DType::F32, {4}}, {DType::F32, {4}}};
+  f.outputs = {{DType::F32, {4}}, {DType::F32, {4}}};
+  f.ranks = {0};
+  CollectiveSpec c;
+  c.kind = fbs::CollectiveKind::AllReduce;
+  c.inputShape = c.outputShape = {4};
+  c.input = inputRef(0, 16);
+  c.output = outputRef(0, 16);
+  c.async = true;
+  CopySpec copy;
+  copy.src = inputRef(1, 16);
+  copy.dst = outputRef(1, 16);
+  f.commands = {c, copy, WaitSpec{0}};
+  spec.functions.push_back(f);
+  return spec;
+}
+
+/// A group of one whose all-reduce waits until the test releases it (or 30
+/// seconds pass), adding 1 to every element so its work is seen.
+class GatedGroup : public Group {
+public:
+  int rank() const override { return 0; }
+  int size() const override { return 1; }
+  bool callableFromAnyThread() const override { return anyThread; }
+  Status allReduce(void *data, size_t count, DType, Reduction) override {
+    std::unique_lock<std::mutex> lock(mutex);
+    entered = true;
+    changed.notify_all();
+    changed.wait_for(lock, std::chrono::seconds(30), [&] { return open; });
+    for (size_t i = 0; i < count; ++i)
+      static_cast<float *>(data)[i] += 1;
+    countBytes(count * 4);
+    return Status::ok();
+  }
+  Status allGather(const void *send, void *recv,
+                   const std::vector<size_t> &counts) override {
+    std::memmove(recv, send, counts[0]);
+    return Status::ok();
+  }
+  Status reduceScatter(const void *, void *, const std::vector<size_t> &,
+                       DType, Reduction) override {
+    return Status::error("unused");
+  }
+  Status allToAll(const void *, const std::vector<size_t> &, void *,
+                  const std::vector<size_t> &) override {
+    return Status::error("unused");
+  }
+  void release() {
+    std::lock_guard<std::mutex> lock(mutex);
+    open = true;
+    changed.notify_all();
+  }
+  /// Waits until the all-reduce has started.
+  bool waitEntered() {
+    std::unique_lock<std::mutex> lock(mutex);
+    return changed.wait_for(lock, std::chrono::seconds(10),
+                            [&] { return entered; });
+  }
+
+  bool anyThread = true;
+
+private:
+  std::mutex mutex;
+  std::condition_variable changed;
+  bool open = false, entered = false;
+};
+
+class GatedCommunicator : public Communicator {
+public:
+  explicit GatedCommunicator(bool anyThread) : anyThread(anyThread) {}
+  int rank() const override { return 0; }
+  int size() const override { return 1; }
+  StatusOr<std::unique_ptr<Group>> split(int, int) override {
+    auto g = std::make_unique<GatedGroup>();
+    g->anyThread = anyThread;
+    groups.push_back(g.get());
+    return std::unique_ptr<Group>(std::move(g));
+  }
+  [[noreturn]] void abort(int code) override { std::exit(code); }
+  bool anyThread;
+  std::vector<GatedGroup *> groups;
+};
+
+/// asyncSpec's function called on a thread of its own, over a
+/// GatedCommunicator: inputs x = 1..4, y = 10..13, outputs r and z.
+struct GatedRun {
+  std::shared_ptr<GatedCommunicator> comm;
+  std::unique_ptr<Session> session;
+  std::vector<float> r = std::vector<float>(4, 0),
+                     z = std::vector<float>(4, 0);
+  Status status = Status::ok();
+  std::thread call;
+
+  /// Loads and starts the call; an error if the session cannot be made.
+  Status start(bool anyThread) {
+    auto exe = Executable::loadBytes(build(asyncSpec()));
+    if (!exe)
+      return exe.status();
+    comm = std::make_shared<GatedCommunicator>(anyThread);
+    RuntimeOptions options;
+    options.threads = 1;
+    options.communicator = comm;
+    auto made = Session::create(std::move(*exe), options);
+    if (!made)
+      return made.status();
+    session = std::move(*made);
+    if (comm->groups.empty())
+      return Status::error("the session made no group");
+    call = std::thread([this] {
+      static const float x[4] = {1, 2, 3, 4}, y[4] = {10, 11, 12, 13};
+      status = session->run(0, {{x, 16}, {y, 16}},
+                            {{r.data(), 16}, {z.data(), 16}});
+    });
+    return Status::ok();
+  }
+  /// Lets the all-reduce go and waits for the call to return.
+  void finish() {
+    for (GatedGroup *g : comm->groups)
+      g->release();
+    if (call.joinable())
+      call.join();
+  }
+  ~GatedRun() {
+    if (call.joinable())
+      finish();
+  }
+};
+
+/// Reads `f` while another thread may write it.
+float readRacy(const float &f) {
+  int32_t bits = __atomic_load_n(reinterpret_cast<const int32_t *>(&f),
+                                 __ATOMIC_ACQUIRE);
+  float v;
+  std::memcpy(&v, &bits, sizeof v);
+  return v;
+}
+
+} // namespace
+
+TEST(CollectiveTest, AsyncCollectiveRunsWhileTheNextCommandsDo) {
+  GatedRun run;
+  Status started = run.start(/*anyThread=*/true);
+  ASSERT_TRUE(started) << started.message();
+  // The all-reduce is held; the copy after it still runs (within 5 s, far
+  // less than the hold).
+  bool copied = false;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (!copied && std::chrono::steady_clock::now() < deadline) {
+    copied = readRacy(run.z[3]) == 13.0f;
+    if (!copied)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  run.finish();
+  EXPECT_TRUE(copied) << "the copy waited for the all-reduce before it";
+  ASSERT_TRUE(run.status) << run.status.message();
+  EXPECT_EQ(run.r, (std::vector<float>{2, 3, 4, 5}));
+  EXPECT_EQ(run.z, (std::vector<float>{10, 11, 12, 13}));
+  EXPECT_EQ(run.session->collectiveBytes(), std::vector<uint64_t>{16});
+}
+
+TEST(CollectiveTest, AsyncCollectiveRunsInPlaceWhereTheGroupAsks) {
+  // A group that must be called from its own thread: the collective runs
+  // where it starts, so the copy after it waits for it.
+  GatedRun run;
+  Status started = run.start(/*anyThread=*/false);
+  ASSERT_TRUE(started) << started.message();
+  bool entered = false;
+  for (GatedGroup *g : run.comm->groups)
+    entered |= g->waitEntered();
+  ASSERT_TRUE(entered);
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(readRacy(run.z[3]), 0.0f) << "the copy ran before the collective";
+  run.finish();
+  ASSERT_TRUE(run.status) << run.status.message();
+  EXPECT_EQ(run.r, (std::vector<float>{2, 3, 4, 5}));
+  EXPECT_EQ(run.z, (std::vector<float>{10, 11, 12, 13}));
+}
+
+TEST(CollectiveTest, RefusesBadWaits) {
+  ExecutableSpec spec = asyncSpec();
+  auto &commands = spec.functions[0].commands;
+  // A wait for a collective that is not async.
+  std::get<CollectiveSpec>(commands[0]).async = false;
+  EXPECT_LOAD_ERROR(spec, "function 'forward' command 2 (wait) waits for command 0, "
+                          "which is not an earlier asynchronous collective");
+  spec = asyncSpec();
+  spec.functions[0].commands[2] = WaitSpec{1};
+  EXPECT_LOAD_ERROR(spec, "function 'forward' command 2 (wait) waits for command 1, "
+                          "which is not an earlier asynchronous collective");
+  spec = asyncSpec();
+  spec.functions[0].commands[2] = WaitSpec{7};
+  EXPECT_LOAD_ERROR(spec, "waits for command 7, which is not an earlier");
+  // Waited twice, or never.
+  spec = asyncSpec();
+  spec.functions[0].commands.push_back(WaitSpec{0});
+  EXPECT_LOAD_ERROR(spec, "function 'forward' command 3 (wait) waits for command 0 "
+                          "a second time");
+  spec = asyncSpec();
+  spec.functions[0].commands.pop_back();
+  EXPECT_LOAD_ERROR(spec, "function 'forward' command 0 is an asynchronous "
+                          "collective that no command waits for");
+  // A command in flight writing the collective's input or reading its
+  // output.
+  spec = asyncSpec();
+  {
+    // x copied into the arena, reduced from there, and the arena
+    // overwritten while the reduction is in flight.
+    FunctionSpec &f = spec.functions[0];
+    f.arenaSize = 16;
+    CopySpec stage;
+    stage.src = inputRef(0, 16);
+    stage.dst = arenaRef(0, 16);
+    std::get<CollectiveSpec>(f.commands[0]).input = arenaRef(0, 16);
+    std::get<CopySpec>(f.commands[1]).dst = arenaRef(0, 16);
+    f.commands.insert(f.commands.begin(), stage);
+    f.commands.back() = WaitSpec{1};
+  }
+  EXPECT_LOAD_ERROR(spec, "function 'forward' command 2 uses the buffers of "
+                          "collective 1 while it is in flight (before its "
+                          "wait, command 3)");
+  spec = asyncSpec();
+  std::get<CopySpec>(spec.functions[0].commands[1]).src = outputRef(0, 16);
+  EXPECT_LOAD_ERROR(spec, "command 1 uses the buffers of collective 0");
+  // Reading the input in flight is fine.
+  spec = asyncSpec();
+  std::get<CopySpec>(spec.functions[0].commands[1]).src = inputRef(0, 16);
+  EXPECT_TRUE(Executable::loadBytes(build(spec)));
 }
 
 TEST(CollectiveTest, CorruptMeshExecutablesNeverCrash) {

@@ -149,9 +149,9 @@ TEST(ExecutableTest, RejectsNonExecutables) {
 
 TEST(ExecutableTest, RejectsVersionAndTarget) {
   ExecutableSpec spec = sampleSpec();
-  spec.version = 11;
-  EXPECT_LOAD_ERROR(spec, "unsupported format version 11 (this runtime reads "
-                          "version 10");
+  spec.version = 12;
+  EXPECT_LOAD_ERROR(spec, "unsupported format version 12 (this runtime reads "
+                          "version 11");
   spec.version = 0;
   EXPECT_LOAD_ERROR(spec, "unsupported format version 0");
   // CUDA executables load (DeviceTest); their devices are checked when a
@@ -625,7 +625,7 @@ TEST(ExecutableTest, RefusesOlderFormatVersions) {
   ExecutableSpec spec = sampleSpec();
   spec.version = 5;
   EXPECT_LOAD_ERROR(spec, "unsupported format version 5 (this runtime reads "
-                          "version 10; recompile the model with this Flow)");
+                          "version 11; recompile the model with this Flow)");
 }
 
 TEST(ExecutableTest, RefusesKernelsForAnotherCpu) {

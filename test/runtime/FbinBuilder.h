@@ -97,6 +97,12 @@ struct CollectiveSpec {
   std::vector<int64_t> inputShape, outputShape;
   int64_t dim = 0, splitDim = 0, concatDim = 0;
   std::optional<RefSpec> input, output;
+  bool async = false;
+};
+
+/// Waits for the async collective at command position `collective`.
+struct WaitSpec {
+  uint32_t collective = 0;
 };
 
 struct ConvSpec {
@@ -125,7 +131,7 @@ struct PoolSpec {
 
 using CommandSpec =
     std::variant<DispatchSpec, GemmSpec, CopySpec, RawCommandSpec,
-                 CollectiveSpec, ConvSpec, PoolSpec>;
+                 CollectiveSpec, ConvSpec, PoolSpec, WaitSpec>;
 
 /// An entry of a function's state table.
 struct StateEntry {
@@ -272,8 +278,11 @@ inline std::vector<uint8_t> build(const ExecutableSpec &spec) {
                 fbb, c->kind, c->reduction, &c->meshAxes,
                 static_cast<fbs::DType>(c->dtype), &c->inputShape,
                 &c->outputShape, c->dim, c->splitDim, c->concatDim,
-                ref(c->input, in), ref(c->output, out))
+                ref(c->input, in), ref(c->output, out), c->async)
                 .Union());
+      } else if (const auto *w = std::get_if<WaitSpec>(&command)) {
+        commandTypes.push_back(fbs::Command::Wait);
+        commands.push_back(fbs::CreateWait(fbb, w->collective).Union());
       } else if (const auto *c = std::get_if<ConvSpec>(&command)) {
         fbs::BufferRef in, filter, bias, residual, out;
         commandTypes.push_back(fbs::Command::Conv);

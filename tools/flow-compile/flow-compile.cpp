@@ -85,6 +85,12 @@ static cl::opt<std::string> precision(
     cl::desc("f32 (default), or bf16: matrix products and convolutions read "
              "bf16 operands and sum in f32; everything else stays f32"),
     cl::init("f32"));
+static cl::opt<bool> overlapCollectives(
+    "overlap-collectives",
+    cl::desc("Mesh programs: start each collective as early as its operand "
+             "allows and run it while the next commands do, waiting where "
+             "its result is needed (default on)"),
+    cl::init(true));
 static cl::opt<bool> gemmEpilogues(
     "gemm-epilogues",
     cl::desc("Run element-wise kernels tile by tile with the GEMM before "
@@ -341,6 +347,7 @@ int main(int argc, char **argv) {
   options.fusion = fusion == "on";
   options.inPlace = inPlace;
   options.gemmEpilogues = gemmEpilogues;
+  options.overlapCollectives = overlapCollectives;
   options.precision = precision;
   if (!meshShape.empty()) {
     std::optional<std::vector<int64_t>> shape = parseMeshShape(meshShape);

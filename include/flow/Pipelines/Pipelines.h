@@ -85,6 +85,9 @@ struct CompileOptions {
   /// Run element-wise kernels tile by tile with the GEMM before them
   /// (flow-fuse-gemm-epilogues); off by default (it measured no faster).
   bool gemmEpilogues = false;
+  /// Start collectives early and run them while later commands do
+  /// (flow-overlap-collectives).
+  bool overlapCollectives = true;
   /// When not empty, public functions without a `flow.mesh` run on a new
   /// mesh of this shape (`--mesh=4`, `--mesh=2x2`).
   std::vector<int64_t> mesh;
@@ -147,7 +150,8 @@ void registerCompilerPasses();
 /// flow-graph-pipeline{fusion library-matmul library-conv max-columns-bytes
 /// bf16 narrow-library-matmul symmetric-conv-library}, flow-host-pipeline{in-place gemm-epilogues
 /// conv-epilogues bf16-convs blocked-conv-layouts library-gemm-epilogues
-/// allow-tf32}, flow-kernel-linalg-pipeline, flow-kernel-bufferize-pipeline,
+/// allow-tf32 overlap-collectives}, flow-kernel-linalg-pipeline,
+/// flow-kernel-bufferize-pipeline,
 /// flow-kernel-cpu-llvm-pipeline{expand-bf16}. The kernel pipelines run on a module of
 /// kernels (what `--compile-to=host` prints after its host schedules, and
 /// what each later phase prints).
@@ -191,6 +195,8 @@ struct HostPipelineOptions {
   bool libraryGemmEpilogues = false;
   /// Mark f32 library GEMMs `allow_tf32` (--allow-tf32).
   bool allowTf32 = false;
+  /// flow-overlap-collectives (--overlap-collectives).
+  bool overlapCollectives = true;
 };
 /// The phases' pipelines, as compile() runs them.
 void buildFlowPlacePipeline(OpPassManager &pm);

@@ -69,13 +69,17 @@ struct ExecutableStats {
   int64_t numCopies = 0;
   int64_t constantBytes = 0;
   int64_t numCollectives = 0;
-  /// Every collective: its device program, op, mesh axes and the bytes
-  /// each device exchanges through it (all-gather, all-to-all: the whole
-  /// result; all-reduce, reduce-scatter: the tensor reduced).
+  /// Collectives in flight while later commands run (flow.host.wait).
+  int64_t numAsyncCollectives = 0;
+  /// Every collective: its device program, op, mesh axes, the bytes each
+  /// device exchanges through it (all-gather, all-to-all: the whole
+  /// result; all-reduce, reduce-scatter: the tensor reduced), and whether
+  /// it runs while later commands do.
   struct Collective {
     std::string function, op;
     std::vector<int64_t> meshAxes;
     int64_t bytes = 0;
+    bool async = false;
   };
   std::vector<Collective> collectives;
   /// Bytes each device receives from its collectives (their outputs).

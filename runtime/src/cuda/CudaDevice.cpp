@@ -1024,7 +1024,10 @@ Status CudaExecutor::run(size_t function,
       status = runCollective(*col, frame, hooks);
     else if (const auto *conv = std::get_if<detail::ConvCommand>(&command))
       status = runConv(*conv, frame);
-    else if (const auto *copy = std::get_if<detail::CopyCommand>(&command))
+    else if (std::holds_alternative<detail::WaitCommand>(command)) {
+      // NCCL runs on the compute stream, in command order: the wait has
+      // nothing left to do (no overlap on CUDA yet).
+    } else if (const auto *copy = std::get_if<detail::CopyCommand>(&command))
       status = copy->src.size == 0
                    ? Status::ok()
                    : d.check(d.cuMemcpyDtoDAsync(frame.address(copy->dst),

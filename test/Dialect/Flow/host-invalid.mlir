@@ -142,6 +142,64 @@ func.func @collective_pieces(%a: memref<4xf32>, %b: memref<6xf32>) {
 
 // -----
 
+flow.mesh @mesh [2]
+func.func @async_unwaited(%a: memref<4xf32>, %b: memref<4xf32>) {
+  // expected-error @+1 {{is asynchronous but no flow.host.wait after it waits for it}}
+  flow.host.collective all_reduce %a -> %b on @mesh axes = [0] async {reduction = 0 : i32} : memref<4xf32> -> memref<4xf32>
+  return
+}
+
+// -----
+
+flow.mesh @mesh [2]
+func.func @wait_for_nothing(%a: memref<4xf32>, %b: memref<4xf32>) {
+  flow.host.collective all_reduce %a -> %b on @mesh axes = [0] {reduction = 0 : i32} : memref<4xf32> -> memref<4xf32>
+  // expected-error @+1 {{waits for no asynchronous collective}}
+  flow.host.wait %a -> %b : memref<4xf32> -> memref<4xf32>
+  return
+}
+
+// -----
+
+flow.mesh @mesh [2]
+func.func private @k(tensor<4xf32>) -> tensor<4xf32>
+func.func @wait_too_late(%a: memref<4xf32>, %b: memref<4xf32>, %c: memref<4xf32>) {
+  flow.host.collective all_reduce %a -> %b on @mesh axes = [0] async {reduction = 0 : i32} : memref<4xf32> -> memref<4xf32>
+  // A kernel may read the input in flight, not the output.
+  flow.host.dispatch @k(%a) outs(%c) : (memref<4xf32>) -> (memref<4xf32>)
+  // expected-note @+1 {{this command}}
+  flow.host.dispatch @k(%b) outs(%c) : (memref<4xf32>) -> (memref<4xf32>)
+  // expected-error @+1 {{waits too late: a command before it uses the buffers of the collective in flight}}
+  flow.host.wait %a -> %b : memref<4xf32> -> memref<4xf32>
+  return
+}
+
+// -----
+
+flow.mesh @mesh [2]
+func.func private @k(tensor<4xf32>) -> tensor<4xf32>
+func.func @input_written_in_flight(%a: memref<4xf32>, %b: memref<4xf32>, %c: memref<4xf32>) {
+  flow.host.collective all_reduce %a -> %b on @mesh axes = [0] async {reduction = 0 : i32} : memref<4xf32> -> memref<4xf32>
+  // expected-note @+1 {{this command}}
+  flow.host.dispatch @k(%c) outs(%a) : (memref<4xf32>) -> (memref<4xf32>)
+  // expected-error @+1 {{waits too late}}
+  flow.host.wait %a -> %b : memref<4xf32> -> memref<4xf32>
+  return
+}
+
+// -----
+
+flow.mesh @mesh [2]
+func.func @waited_twice(%a: memref<4xf32>, %b: memref<4xf32>) {
+  flow.host.collective all_reduce %a -> %b on @mesh axes = [0] async {reduction = 0 : i32} : memref<4xf32> -> memref<4xf32>
+  flow.host.wait %a -> %b : memref<4xf32> -> memref<4xf32>
+  // expected-error @+1 {{waits for a collective already waited for}}
+  flow.host.wait %a -> %b : memref<4xf32> -> memref<4xf32>
+  return
+}
+
+// -----
+
 func.func @layout(%a: memref<4xf32, strided<[2]>>) {
   // expected-error @+1 {{must have the identity layout}}
   %v = flow.host.view %a : memref<4xf32, strided<[2]>> -> memref<2x2xf32>

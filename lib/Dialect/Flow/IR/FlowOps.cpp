@@ -14,6 +14,7 @@
 #include "mlir/IR/OpImplementation.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallSet.h"
+#include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/CheckedArithmetic.h"
 
 #include <limits>
@@ -1463,7 +1464,61 @@ LogicalResult HostCollectiveOp::verify() {
   if (kind == CollectiveKind::all_reduce &&
       getInput().getType().getShape() != getOutput().getType().getShape())
     return emitOpError() << "all_reduce keeps the shape";
+  if (getAsync()) {
+    bool waited = false;
+    for (Operation *n = getOperation()->getNextNode(); n && !waited;
+         n = n->getNextNode())
+      if (auto wait = dyn_cast<HostWaitOp>(n))
+        waited = wait.getInput() == getInput() &&
+                 wait.getOutput() == getOutput();
+    if (!waited)
+      return emitOpError("is asynchronous but no flow.host.wait after it "
+                         "waits for it");
+  }
   return verifyCollective(*this, getMeshAxes(), dims);
+}
+
+/// Whether host command `op` writes `buffer` (through a view of its root),
+/// or with `!writesOnly` reads or writes it.
+static bool touches(Operation *op, Value buffer, bool writesOnly) {
+  Value root = bufferRoot(buffer);
+  auto same = [&](Value v) { return bufferRoot(v) == root; };
+  if (writesOnly)
+    return llvm::any_of(hostCommandWrites(op), same);
+  return llvm::any_of(op->getOperands(), same);
+}
+
+HostCollectiveOp HostWaitOp::getCollective() {
+  for (Operation *p = getOperation()->getPrevNode(); p; p = p->getPrevNode())
+    if (auto c = dyn_cast<HostCollectiveOp>(p))
+      if (c.getAsync() && c.getInput() == getInput() &&
+          c.getOutput() == getOutput())
+        return c;
+  return nullptr;
+}
+
+LogicalResult HostWaitOp::verify() {
+  HostCollectiveOp collective = getCollective();
+  if (!collective)
+    return emitOpError("waits for no asynchronous collective: none before it "
+                       "in its block reads ")
+           << "its input and writes its output";
+  // Between the two, the buffers are the collective's.
+  for (Operation *p = collective->getNextNode(); p != getOperation();
+       p = p->getNextNode()) {
+    if (auto wait = dyn_cast<HostWaitOp>(p))
+      if (wait.getInput() == getInput() && wait.getOutput() == getOutput())
+        return emitOpError("waits for a collective already waited for");
+    if (!isHostCommand(p) || isa<HostWaitOp>(p))
+      continue;
+    if (touches(p, getOutput(), /*writesOnly=*/false) ||
+        touches(p, getInput(), /*writesOnly=*/true))
+      return emitOpError("waits too late: a command before it uses the "
+                         "buffers of the collective in flight")
+                 .attachNote(p->getLoc())
+             << "this command";
+  }
+  return success();
 }
 
 LogicalResult
@@ -1549,7 +1604,22 @@ int64_t mlir::flow::storageBytes(ShapedType type) {
 
 bool mlir::flow::isHostCommand(Operation *op) {
   return isa<HostDispatchOp, HostGemmOp, HostConvOp, HostMaxPoolOp,
-             HostAvgPoolOp, HostCopyOp, HostCollectiveOp>(op);
+             HostAvgPoolOp, HostCopyOp, HostCollectiveOp, HostWaitOp>(op);
+}
+
+SmallVector<Value> mlir::flow::hostCommandWrites(Operation *op) {
+  return TypeSwitch<Operation *, SmallVector<Value>>(op)
+      .Case([](HostDispatchOp d) {
+        return SmallVector<Value>(d.getOutputs().begin(),
+                                  d.getOutputs().end());
+      })
+      .Case<HostGemmOp, HostConvOp, HostMaxPoolOp, HostAvgPoolOp>(
+          [](auto c) { return SmallVector<Value>{c.getOut()}; })
+      .Case([](HostCopyOp c) { return SmallVector<Value>{c.getTarget()}; })
+      .Case([](HostCollectiveOp c) {
+        return SmallVector<Value>{c.getOutput()};
+      })
+      .Default([](Operation *) { return SmallVector<Value>(); });
 }
 
 HostDispatchOp mlir::flow::soleEpilogueReader(Operation *producer, Value out,

@@ -64,6 +64,13 @@ public:
                           const std::vector<size_t> &sendCounts, void *recv,
                           const std::vector<size_t> &recvCounts) = 0;
 
+  /// Whether the primitives may be called from a thread other than the
+  /// one that made the group (one thread at a time): then the runtime runs
+  /// asynchronous collectives on a communication thread while the next
+  /// commands compute; otherwise where they start. MPI allows it at
+  /// MPI_THREAD_SERIALIZED or above.
+  virtual bool callableFromAnyThread() const { return false; }
+
   /// The bytes of tensor data this member has handed to its transport
   /// (MPI, NCCL, a copy for a group of one) in collectives so far, counted
   /// by the implementation at each call it makes, rounds of a large

@@ -387,6 +387,12 @@ def Flow_HostCollectiveOp : Flow_HostOp<"collective", [
     `dim` for all_gather and reduce_scatter, `split_dim` and `concat_dim`
     for all_to_all.
 
+    An `async` collective only starts here: the commands after it run
+    while it is in flight, up to its `flow.host.wait` (set by
+    `flow-overlap-collectives`). The runtime runs a process' collectives in
+    program order, one at a time, so every device of a group meets them in
+    the same order.
+
     ```mlir
     flow.host.collective all_gather %x -> %out on @mesh axes = [0] {dim = 0 : i64}
         : memref<4x32xf32> -> memref<8x32xf32>
@@ -398,10 +404,39 @@ def Flow_HostCollectiveOp : Flow_HostOp<"collective", [
                        OptionalAttr<Flow_ReductionKindAttr>:$reduction,
                        OptionalAttr<Flow_I64Attr>:$dim,
                        OptionalAttr<Flow_I64Attr>:$split_dim,
-                       OptionalAttr<Flow_I64Attr>:$concat_dim);
+                       OptionalAttr<Flow_I64Attr>:$concat_dim,
+                       UnitAttr:$async);
   let assemblyFormat = [{
-    $kind $input `->` $output `on` $mesh `axes` `=` $mesh_axes attr-dict
-    `:` type($input) `->` type($output)
+    $kind $input `->` $output `on` $mesh `axes` `=` $mesh_axes
+    (`async` $async^)? attr-dict `:` type($input) `->` type($output)
+  }];
+  let hasVerifier = 1;
+}
+
+def Flow_HostWaitOp : Flow_HostOp<"wait"> {
+  let summary = "waits for an asynchronous collective to finish";
+  let description = [{
+    Waits until the `async` `flow.host.collective` before it in the same
+    block that reads `input` and writes `output` has finished: after the
+    wait, `output` holds the result and `input` may be written again. Until
+    then both buffers are the collective's (no command between the two
+    writes `input` or touches `output`; the memory plan keeps both alive
+    up to here). Every asynchronous collective has exactly one wait.
+
+    ```mlir
+    flow.host.collective all_reduce %g -> %r on @mesh axes = [0] async {reduction = 0 : i32}
+        : memref<256xf32> -> memref<256xf32>
+    flow.host.dispatch @step_k3(%a) outs(%b) : (memref<64xf32>) -> (memref<64xf32>)
+    flow.host.wait %g -> %r : memref<256xf32> -> memref<256xf32>
+    ```
+  }];
+  let arguments = (ins Flow_HostBuffer:$input, Flow_HostBuffer:$output);
+  let assemblyFormat = [{
+    $input `->` $output attr-dict `:` type($input) `->` type($output)
+  }];
+  let extraClassDeclaration = [{
+    /// The asynchronous collective this waits for, or null.
+    HostCollectiveOp getCollective();
   }];
   let hasVerifier = 1;
 }

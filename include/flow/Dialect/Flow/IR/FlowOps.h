@@ -51,8 +51,12 @@ ParameterOp createParameterPiece(OpBuilder &b, Location loc,
                                  RankedTensorType type);
 
 /// True for the commands of a host schedule (what takes a schedule
-/// position): dispatch, gemm, copy and collective.
+/// position): dispatch, gemm, conv, pools, copy, collective and wait.
 bool isHostCommand(Operation *op);
+
+/// The buffers host command `op` writes (its destinations); the rest of its
+/// buffer operands it only reads. A wait writes none itself.
+SmallVector<Value> hostCommandWrites(Operation *op);
 
 /// The command before `op` in its host schedule, past buffer ops; null if
 /// none.

@@ -654,6 +654,61 @@ def PlanMemoryPass : Pass<"flow-plan-memory", "ModuleOp"> {
   let dependentDialects = ["::mlir::flow::FlowDialect"];
 }
 
+def OverlapCollectivesPass : Pass<"flow-overlap-collectives", "ModuleOp"> {
+  let summary = "Starts collectives early and waits for them late";
+  let description = [{
+    Runs on host schedules before `flow-plan-memory`. A collective placed
+    by `flow-partition` sits just before the op that needs its result, so
+    the devices compute, then communicate, then compute again. This pass
+    lets them overlap:
+
+    1. A collective whose output is no larger than its input (all-reduce,
+       reduce-scatter, all-to-all) moves up to just after the last command
+       it depends on: the one writing its input, or one using its output
+       buffer. It never moves above another collective, so every device
+       still meets the collectives in the same order. A data-parallel
+       step's gradient all-reduces then start as soon as each gradient is
+       computed instead of all at the end. All-gathers stay where they are
+       (moved up, a gathered weight would stay alive longer).
+    2. A collective with at least one command between it and the first
+       command that reads its output or writes its input becomes `async`,
+       and a `flow.host.wait` is put before that command (or before the
+       return). The runtime runs the collective on a communication thread
+       while the commands in between run.
+
+    First, an all-reduce whose input is a transient buffer that nothing
+    reads after it reduces in place (its output is its input): a gradient
+    in flight then holds one buffer, not two, and no copy is made. The
+    memory plan keeps the buffers of a collective in flight alive up to
+    its wait. `hoist=false` keeps every collective in its place (no step
+    1).
+
+    ```mlir
+    flow.host.gemm %dy, %x -> %gw ...
+    flow.host.gemm %dy, %w -> %dx ...
+    flow.host.collective all_reduce %gw -> %r on @mesh axes = [0] {reduction = 0 : i32} ...
+    flow.host.dispatch @sgd(%w, %r) outs(%w2) ...
+    // becomes
+    flow.host.gemm %dy, %x -> %gw ...
+    flow.host.collective all_reduce %gw -> %gw on @mesh axes = [0] async {reduction = 0 : i32} ...
+    flow.host.gemm %dy, %w -> %dx ...
+    flow.host.wait %gw -> %gw ...
+    flow.host.dispatch @sgd(%w, %gw) outs(%w2) ...
+    ```
+  }];
+  let options = [
+    Option<"hoist", "hoist", "bool", /*default=*/"true",
+           "Move reductions up to just after what they depend on">
+  ];
+  let statistics = [
+    Statistic<"numInPlace", "in-place", "All-reduces written over their input">,
+    Statistic<"numHoisted", "hoisted", "Collectives moved up">,
+    Statistic<"numAsync", "async", "Collectives made asynchronous">,
+    Statistic<"numOverlapped", "overlapped-commands", "Commands that run while a collective is in flight">
+  ];
+  let dependentDialects = ["::mlir::flow::FlowDialect"];
+}
+
 def TieStatePass : Pass<"flow-tie-state", "ModuleOp"> {
   let summary = "Writes each state's next value into its input buffer, in place";
   let description = [{
