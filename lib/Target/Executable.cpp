@@ -117,8 +117,10 @@ struct ConstantEntry {
   std::vector<uint8_t> data;
   std::string parameter;
   RankedTensorType type;
-  /// A parameter's piece (both empty: the whole tensor).
+  /// A parameter's piece (both empty: the whole tensor), or with `pieceSbp`
+  /// the running device's piece of a tensor of shape `pieceOf`.
   std::vector<int64_t> pieceOffsets, pieceOf;
+  std::vector<SbpDim> pieceSbp;
   /// The mesh devices whose programs read it; `everyRank` when a program
   /// of every device (or of no mesh) does.
   std::set<int64_t> ranks;
@@ -252,6 +254,9 @@ LogicalResult FunctionWriter::buffer(Operation &op, int64_t arenaBytes) {
       for (int64_t o : *offsets)
         os << "," << o;
     }
+    // Pieces by SBP of uneven splits differ in shape between devices.
+    if (SbpAttr sbp = parameter.getPieceSbpAttr())
+      os << "@" << sbp << "@" << type;
     auto [it, inserted] =
         constants.parameterIndex.try_emplace(key, constants.entries.size());
     if (inserted) {
@@ -259,6 +264,10 @@ LogicalResult FunctionWriter::buffer(Operation &op, int64_t arenaBytes) {
       if (auto offsets = parameter.getPieceOffsets()) {
         entry.pieceOffsets = offsets->vec();
         entry.pieceOf = parameter.getPieceOf()->vec();
+      }
+      if (SbpAttr sbp = parameter.getPieceSbpAttr()) {
+        entry.pieceSbp.assign(sbp.getDims().begin(), sbp.getDims().end());
+        entry.pieceOf = parameter.getPieceSbpOf()->vec();
       }
       constants.entries.push_back(std::move(entry));
       stats.parameterBytes += storageBytes(type);
@@ -716,11 +725,15 @@ FailureOr<std::vector<uint8_t>> mlir::flow::writeExecutable(
       std::vector<int64_t> ranks;
       if (!entry.everyRank)
         ranks.assign(entry.ranks.begin(), entry.ranks.end());
+      std::vector<fb::SbpEntry> sbp;
+      for (SbpDim d : entry.pieceSbp)
+        sbp.emplace_back(static_cast<fb::SbpKind>(d.kind), d.dim);
       constantTables.push_back(fb::CreateConstant(
           fbb, 0, fbb.CreateString(entry.parameter), type,
           entry.pieceOffsets.empty() ? 0 : fbb.CreateVector(entry.pieceOffsets),
           entry.pieceOf.empty() ? 0 : fbb.CreateVector(entry.pieceOf),
-          ranks.empty() ? 0 : fbb.CreateVector(ranks)));
+          ranks.empty() ? 0 : fbb.CreateVector(ranks),
+          sbp.empty() ? 0 : fbb.CreateVectorOfStructs(sbp)));
       continue;
     }
     const std::vector<uint8_t> &data = entry.data;

@@ -472,7 +472,30 @@ Status Checker::verifyConstants() {
       constant.pieceOf = longs(entry->piece_of());
       constant.ranks = longs(entry->ranks());
       const std::vector<int64_t> &shape = constant.spec.shape;
-      if (!constant.pieceOffsets.empty() || !constant.pieceOf.empty()) {
+      if (const auto *sbp = entry->piece_sbp()) {
+        // The offsets are the binding device's (bindRank).
+        bool ok = constant.pieceOffsets.empty() &&
+                  constant.pieceOf.size() == shape.size() &&
+                  sbp->size() == impl.mesh.size();
+        for (size_t d = 0; ok && d < shape.size(); ++d)
+          ok = shape[d] >= 0 && shape[d] <= constant.pieceOf[d];
+        for (size_t a = 0; ok && a < sbp->size(); ++a) {
+          const fbs::SbpEntry *e = sbp->Get(a);
+          ok = (e->kind() == fbs::SbpKind::Split &&
+                e->dim() >= 0 && e->dim() < (int64_t)shape.size()) ||
+               e->kind() == fbs::SbpKind::Broadcast;
+          if (ok)
+            constant.pieceSbp.push_back(
+                {e->kind() == fbs::SbpKind::Split ? SbpEntry::Split
+                                                  : SbpEntry::Broadcast,
+                 e->dim()});
+        }
+        if (!ok)
+          return Status::error(ctx + ": parameter '" +
+                               printable(name->str()) +
+                               "' has an invalid piece by SBP");
+      } else if (!constant.pieceOffsets.empty() ||
+                 !constant.pieceOf.empty()) {
         bool ok = constant.pieceOffsets.size() == shape.size() &&
                   constant.pieceOf.size() == shape.size();
         for (size_t d = 0; ok && d < shape.size(); ++d)
@@ -1645,12 +1668,44 @@ Status detail::bindParameter(Executable::Impl &impl, Constant &constant) {
 
 Status Executable::bindRank(int64_t rank) const {
   std::lock_guard<std::mutex> lock(impl->bindMutex);
-  for (detail::Constant &constant : impl->constants)
-    if (constant.source &&
-        std::find(constant.ranks.begin(), constant.ranks.end(), rank) !=
-            constant.ranks.end())
+  for (detail::Constant &constant : impl->constants) {
+    bool mine = constant.ranks.empty() ||
+                std::find(constant.ranks.begin(), constant.ranks.end(),
+                          rank) != constant.ranks.end();
+    if (!mine || constant.parameter.empty())
+      continue;
+    if (!constant.pieceSbp.empty()) {
+      // This device's piece: its offsets from its coordinates.
+      if (constant.boundRank >= 0 && constant.boundRank != rank)
+        return Status::error("parameter '" + printable(constant.parameter) +
+                             "' is bound for device " +
+                             std::to_string(constant.boundRank) +
+                             ", not " + std::to_string(rank));
+      if (constant.boundRank == rank)
+        continue;
+      std::vector<int64_t> coords(impl->mesh.size()), shape, offset;
+      int64_t rest = rank;
+      for (size_t a = impl->mesh.size(); a-- > 0;) {
+        coords[a] = rest % impl->mesh[a];
+        rest /= impl->mesh[a];
+      }
+      localPiece(constant.pieceOf, constant.pieceSbp, impl->mesh, coords,
+                 shape, offset);
+      if (shape != constant.spec.shape)
+        return Status::error(
+            "parameter '" + printable(constant.parameter) + "': device " +
+            std::to_string(rank) + "'s piece is " +
+            TensorSpec{constant.spec.dtype, shape}.str() +
+            " but its program reads " + constant.spec.str());
+      constant.pieceOffsets = offset;
+      constant.boundRank = rank;
+    } else if (constant.ranks.empty()) {
+      continue; // bound at load
+    }
+    if (constant.source)
       if (Status s = detail::bindParameter(*impl, constant); !s)
         return s;
+  }
   return Status::ok();
 }
 
@@ -1717,7 +1772,7 @@ Status Checker::bindParameters() {
     constant->source = tensor;
     // Parameters of some devices only are bound by the Session of one of
     // them (bindRank): a process holds its own pieces, not every device's.
-    if (constant->ranks.empty())
+    if (constant->ranks.empty() && constant->pieceSbp.empty())
       if (Status s = detail::bindParameter(impl, *constant); !s)
         return s;
   }

@@ -185,6 +185,11 @@ struct Constant {
   /// A parameter's piece: the block of spec.shape at `pieceOffsets` in the
   /// archive's tensor of shape `pieceOf` (both empty: the whole tensor).
   std::vector<int64_t> pieceOffsets, pieceOf;
+  /// A piece by SBP: the binding device's piece of the `pieceOf` tensor
+  /// under this SBP on the mesh; `pieceOffsets` is set when a rank binds
+  /// it (`boundRank`).
+  std::vector<SbpEntry> pieceSbp;
+  int64_t boundRank = -1;
   /// The mesh devices whose programs read it (empty: every device).
   std::vector<int64_t> ranks;
   /// The archive's tensor, until the parameter is bound (a parameter of

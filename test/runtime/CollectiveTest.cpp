@@ -12,6 +12,7 @@
 
 #include "../../runtime/src/Collectives.h"
 #include "FbinBuilder.h"
+#include "flow/runtime/SafeTensors.h"
 #include "flow/runtime/Session.h"
 
 #include <gtest/gtest.h>
@@ -386,6 +387,91 @@ TEST(CollectiveTest, RefusesBadWaits) {
   spec = asyncSpec();
   std::get<CopySpec>(spec.functions[0].commands[1]).src = inputRef(0, 16);
   EXPECT_TRUE(Executable::loadBytes(build(spec)));
+}
+
+namespace {
+
+/// Rank `r` of `n` processes whose groups are groups of one (for programs
+/// without collectives).
+class LoneCommunicator : public Communicator {
+public:
+  LoneCommunicator(int r, int n) : r(r), n(n) {}
+  int rank() const override { return r; }
+  int size() const override { return n; }
+  StatusOr<std::unique_ptr<Group>> split(int, int) override {
+    return std::unique_ptr<Group>(new GatedGroup());
+  }
+  [[noreturn]] void abort(int code) override { std::exit(code); }
+  int r, n;
+};
+
+/// forward() -> f32[2,3] on a mesh of 2, run by both devices: copies the
+/// device's piece (rows split) of parameter "w" of the archive, f32[rows,
+/// 3], to the output.
+ExecutableSpec splitParameterSpec(const std::string &archive, int64_t rows) {
+  ExecutableSpec spec;
+  spec.mesh = {2};
+  spec.parameterArchive = archive;
+  spec.parameters = {{"w", {DType::F32, {2, 3}}, {rows, 3},
+                      {fbs::SbpEntry(fbs::SbpKind::Split, 0)}}};
+  FunctionSpec f;
+  f.name = "forward";
+  f.outputs = {{DType::F32, {2, 3}}};
+  f.ranks = {0, 1};
+  f.commands = {CopySpec{constantRef(0, 24), outputRef(0, 24)}};
+  spec.functions.push_back(f);
+  return spec;
+}
+
+} // namespace
+
+TEST(CollectiveTest, EachDeviceBindsItsPieceOfASplitParameter) {
+  std::string path = ::testing::TempDir() + "/split-parameter.safetensors";
+  HostTensor w;
+  w.dtype = DType::F32;
+  w.shape = {4, 3};
+  std::vector<float> values(12);
+  for (int i = 0; i < 12; ++i)
+    values[i] = static_cast<float>(i);
+  w.data.resize(48);
+  std::memcpy(w.data.data(), values.data(), 48);
+  ASSERT_TRUE(writeSafeTensors(path, {{"w", w}}));
+  // One program for both devices; each reads its own rows.
+  for (int rank : {0, 1}) {
+    auto exe = Executable::loadBytes(build(splitParameterSpec(path, 4)));
+    ASSERT_TRUE(exe) << exe.status().message();
+    RuntimeOptions options;
+    options.threads = 1;
+    options.communicator = std::make_shared<LoneCommunicator>(rank, 2);
+    auto session = Session::create(std::move(*exe), options);
+    ASSERT_TRUE(session) << session.status().message();
+    std::vector<float> out(6, -1);
+    Status s = (*session)->run(0, {}, {{out.data(), 24}});
+    ASSERT_TRUE(s) << s.message();
+    EXPECT_EQ(out, std::vector<float>(values.begin() + 6 * rank,
+                                      values.begin() + 6 * rank + 6))
+        << "rank " << rank;
+  }
+  // Rows 5 split in 2 give device 0 three rows, not the program's two.
+  HostTensor five = w;
+  five.shape = {5, 3};
+  five.data.resize(60, 0);
+  ASSERT_TRUE(writeSafeTensors(path, {{"w", five}}));
+  auto exe = Executable::loadBytes(build(splitParameterSpec(path, 5)));
+  ASSERT_TRUE(exe) << exe.status().message();
+  RuntimeOptions options;
+  options.threads = 1;
+  options.communicator = std::make_shared<LoneCommunicator>(0, 2);
+  auto session = Session::create(std::move(*exe), options);
+  ASSERT_FALSE(session);
+  EXPECT_EQ(session.status().message(),
+            "parameter 'w': device 0's piece is f32[3,3] but its program "
+            "reads f32[2,3]");
+  // A piece by SBP that is not a split or broadcast is refused at load.
+  ExecutableSpec bad = splitParameterSpec(path, 4);
+  bad.parameters[0].pieceSbp = {fbs::SbpEntry(fbs::SbpKind::PartialSum, 0)};
+  EXPECT_LOAD_ERROR(bad, "parameter 'w' has an invalid piece by SBP");
+  std::remove(path.c_str());
 }
 
 TEST(CollectiveTest, CorruptMeshExecutablesNeverCrash) {

@@ -174,6 +174,9 @@ struct KernelSpec {
 struct ParameterSpec {
   std::string name;
   TypeSpec type;
+  /// A piece by SBP: the binding device's piece of a `pieceOf` tensor.
+  std::vector<int64_t> pieceOf;
+  std::vector<fbs::SbpEntry> pieceSbp;
 };
 
 struct ExecutableSpec {
@@ -396,8 +399,10 @@ inline std::vector<uint8_t> build(const ExecutableSpec &spec) {
   for (const ParameterSpec &p : spec.parameters) {
     auto type = fbs::CreateTensorTypeDirect(
         fbb, static_cast<fbs::DType>(p.type.dtype), &p.type.shape);
-    constants.push_back(
-        fbs::CreateConstant(fbb, 0, fbb.CreateString(p.name), type));
+    constants.push_back(fbs::CreateConstant(
+        fbb, 0, fbb.CreateString(p.name), type, 0,
+        p.pieceOf.empty() ? 0 : fbb.CreateVector(p.pieceOf), 0,
+        p.pieceSbp.empty() ? 0 : fbb.CreateVectorOfStructs(p.pieceSbp)));
   }
   auto constantsVector = fbb.CreateVector(constants);
   flatbuffers::Offset<flatbuffers::String> archive;

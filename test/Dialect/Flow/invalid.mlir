@@ -1198,3 +1198,33 @@ func.func @piece_of_other_rank() -> tensor<3x4xf32> {
   return %w : tensor<3x4xf32>
 }
 }
+
+// -----
+
+module attributes {flow.parameters = "w.safetensors"} {
+func.func @sbp_piece_partial() -> tensor<8x4xf32> {
+  // expected-error @+1 {{a piece by SBP splits or broadcasts; a parameter is never partial}}
+  %w = flow.parameter "w" sbp #flow.sbp<[P]> of [8, 4] : tensor<8x4xf32>
+  return %w : tensor<8x4xf32>
+}
+}
+
+// -----
+
+module attributes {flow.parameters = "w.safetensors"} {
+func.func @sbp_piece_unsplit_dimension() -> tensor<4x2xf32> {
+  // expected-error @+1 {{dimension 1 (2) is not a piece of 4 under #flow.sbp<[S(0)]>}}
+  %w = flow.parameter "w" sbp #flow.sbp<[S(0)]> of [8, 4] : tensor<4x2xf32>
+  return %w : tensor<4x2xf32>
+}
+}
+
+// -----
+
+module attributes {flow.parameters = "w.safetensors"} {
+func.func @sbp_piece_bad_dimension() -> tensor<8x4xf32> {
+  // expected-error @+1 {{splits dimension 2 of a rank-2 result}}
+  %w = flow.parameter "w" sbp #flow.sbp<[S(2)]> of [8, 4] : tensor<8x4xf32>
+  return %w : tensor<8x4xf32>
+}
+}

@@ -45,3 +45,21 @@ module attributes {flow.parameters = "w.safetensors"} {
     return %p, %s, %t, %u : tensor<3x4xf32>, tensor<8x2xf32>, tensor<2x3xf32>, tensor<4x4xf32>
   }
 }
+
+// -----
+
+// A device's piece by SBP round-trips; a slice of it stays a slice (its
+// offsets are the device's, known when the runtime binds it).
+// CHECK-LABEL: func.func @by_sbp
+// CHECK: flow.parameter "w" sbp <[S(0)]> of [8, 4] : tensor<4x4xf32>
+// CANON-LABEL: func.func @by_sbp
+// CANON: flow.parameter "w" sbp <[S(0)]> of [8, 4] : tensor<4x4xf32>
+// CANON: flow.slice
+module attributes {flow.parameters = "w.safetensors"} {
+  flow.mesh @m [2]
+  func.func @by_sbp() -> tensor<2x4xf32> attributes {flow.mesh = @m} {
+    %p = flow.parameter "w" sbp <[S(0)]> of [8, 4] : tensor<4x4xf32>
+    %t = flow.slice %p starts = [1, 0] limits = [3, 4] strides = [1, 1] : tensor<4x4xf32> -> tensor<2x4xf32>
+    return %t : tensor<2x4xf32>
+  }
+}

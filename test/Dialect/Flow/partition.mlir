@@ -206,14 +206,15 @@ func.func @nested_make(%x: tensor<8x6xf32> {flow.sbp = #flow.sbp<[B, S(1)]>})
 // -----
 
 // A weight placed split: each device reads its piece of the parameter
-// (bound once at load) instead of slicing the whole weight every call, and
-// the whole weight is no longer read.
-// CHECK-LABEL: func.func @weight_piece_r0
+// (bound once at load, from its coordinates) instead of slicing the whole
+// weight every call, and the whole weight is no longer read. Both devices
+// run one program.
+// CHECK-LABEL: func.func @weight_piece(
+// CHECK-SAME: flow.ranks = array<i64: 0, 1>
 // CHECK-NOT: flow.parameter "w" :
-// CHECK: flow.parameter "w" piece [0, 0] of [8, 6] : tensor<8x3xf32>
+// CHECK: flow.parameter "w" sbp <[S(1)]> of [8, 6] : tensor<8x3xf32>
 // CHECK-NOT: flow.slice
-// CHECK-LABEL: func.func @weight_piece_r1
-// CHECK: flow.parameter "w" piece [0, 3] of [8, 6] : tensor<8x3xf32>
+// CHECK-NOT: func.func @weight_piece_r1
 module attributes {flow.parameters = "w.safetensors"} {
 flow.mesh @m [2]
 func.func @weight_piece(%x: tensor<4x8xf32>) -> (tensor<4x6xf32> {flow.sbp = #flow.sbp<[S(1)]>})
@@ -222,5 +223,24 @@ func.func @weight_piece(%x: tensor<4x8xf32>) -> (tensor<4x6xf32> {flow.sbp = #fl
   %y = flow.matmul %x, %w {flow.operand_sbp = [#flow.sbp<[B]>, #flow.sbp<[S(1)]>], flow.sbp = [#flow.sbp<[S(1)]>]}
       : (tensor<4x8xf32>, tensor<8x6xf32>) -> tensor<4x6xf32>
   return %y : tensor<4x6xf32>
+}
+}
+
+// -----
+
+// Uneven pieces of a weight (5 columns over 2 devices: 3 and 2) differ in
+// shape, so each device keeps a program, both naming the piece by SBP.
+// CHECK-LABEL: func.func @uneven_weight_piece_r0
+// CHECK: flow.parameter "w" sbp <[S(1)]> of [8, 5] : tensor<8x3xf32>
+// CHECK-LABEL: func.func @uneven_weight_piece_r1
+// CHECK: flow.parameter "w" sbp <[S(1)]> of [8, 5] : tensor<8x2xf32>
+module attributes {flow.parameters = "w.safetensors"} {
+flow.mesh @m [2]
+func.func @uneven_weight_piece(%x: tensor<4x8xf32>) -> (tensor<4x5xf32> {flow.sbp = #flow.sbp<[S(1)]>})
+    attributes {flow.mesh = @m} {
+  %w = flow.parameter "w" {flow.operand_sbp = [], flow.sbp = [#flow.sbp<[B]>]} : tensor<8x5xf32>
+  %y = flow.matmul %x, %w {flow.operand_sbp = [#flow.sbp<[B]>, #flow.sbp<[S(1)]>], flow.sbp = [#flow.sbp<[S(1)]>]}
+      : (tensor<4x8xf32>, tensor<8x5xf32>) -> tensor<4x5xf32>
+  return %y : tensor<4x5xf32>
 }
 }

@@ -214,6 +214,9 @@ struct SliceOfParameter : OpRewritePattern<SliceOp> {
     auto parameter = op.getInput().getDefiningOp<ParameterOp>();
     if (!parameter)
       return rewriter.notifyMatchFailure(op, "input is not a parameter");
+    if (parameter.getPieceSbp())
+      return rewriter.notifyMatchFailure(
+          op, "a piece by SBP: its offsets are the device's");
     if (llvm::any_of(op.getStrides(), [](int64_t s) { return s != 1; }))
       return rewriter.notifyMatchFailure(op, "strided");
     rewriter.replaceOp(op, createParameterPiece(rewriter, op.getLoc(),

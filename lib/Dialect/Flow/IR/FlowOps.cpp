@@ -182,6 +182,43 @@ static LogicalResult verifyPiece(Operation *op,
   return success();
 }
 
+/// A parameter's piece by SBP: the attribute and the whole shape together,
+/// not with explicit offsets; splits and broadcasts only, splitting
+/// dimensions of the result; each dimension of the result no longer than
+/// the whole's and, where split, a piece of it.
+static LogicalResult verifySbpPiece(Operation *op, SbpAttr sbp,
+                                    std::optional<ArrayRef<int64_t>> of,
+                                    bool hasOffsets, ArrayRef<int64_t> shape) {
+  if (!sbp && !of)
+    return success();
+  if (!sbp || !of)
+    return op->emitOpError("needs both the piece's SBP and the shape it is "
+                           "a piece of");
+  if (hasOffsets)
+    return op->emitOpError("is a piece by offsets or by SBP, not both");
+  if (of->size() != shape.size())
+    return op->emitOpError("the shape it is a piece of needs one entry per "
+                           "dimension of the result");
+  SmallVector<bool> split(shape.size(), false);
+  for (SbpDim d : sbp.getDims()) {
+    if (d.isPartial())
+      return op->emitOpError("a piece by SBP splits or broadcasts; a "
+                             "parameter is never partial");
+    if (d.isSplit()) {
+      if (d.dim < 0 || d.dim >= static_cast<int64_t>(shape.size()))
+        return op->emitOpError("splits dimension ")
+               << d.dim << " of a rank-" << shape.size() << " result";
+      split[d.dim] = true;
+    }
+  }
+  for (auto [i, n, whole] : llvm::enumerate(shape, *of))
+    if (n < 0 || n > whole || (!split[i] && n != whole))
+      return op->emitOpError("dimension ")
+             << i << " (" << n << ") is not a piece of " << whole
+             << " under " << sbp;
+  return success();
+}
+
 ParameterOp mlir::flow::createParameterPiece(OpBuilder &b, Location loc,
                                              ParameterOp parameter,
                                              ArrayRef<int64_t> starts,
@@ -195,12 +232,17 @@ ParameterOp mlir::flow::createParameterPiece(OpBuilder &b, Location loc,
   }
   return ParameterOp::create(b, loc, type, parameter.getNameAttr(),
                              b.getDenseI64ArrayAttr(offsets),
-                             b.getDenseI64ArrayAttr(of));
+                             b.getDenseI64ArrayAttr(of), /*piece_sbp=*/nullptr,
+                             /*piece_sbp_of=*/nullptr);
 }
 
 LogicalResult ParameterOp::verify() {
   if (getName().empty())
     return emitOpError("needs a non-empty parameter name");
+  if (failed(verifySbpPiece(*this, getPieceSbpAttr(), getPieceSbpOf(),
+                            getPieceOffsets().has_value(),
+                            getType().getShape())))
+    return failure();
   return verifyPiece(*this, getPieceOffsets(), getPieceOf(),
                      getType().getShape());
 }
@@ -1166,7 +1208,10 @@ LogicalResult HostParameterOp::verify() {
   if (getName().empty())
     return emitOpError() << "needs a parameter name";
   if (failed(verifyPiece(*this, getPieceOffsets(), getPieceOf(),
-                         getType().getShape())))
+                         getType().getShape())) ||
+      failed(verifySbpPiece(*this, getPieceSbpAttr(), getPieceSbpOf(),
+                            getPieceOffsets().has_value(),
+                            getType().getShape())))
     return failure();
   return verifyIdentityLayout(*this, getType());
 }

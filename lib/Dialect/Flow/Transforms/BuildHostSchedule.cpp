@@ -209,7 +209,8 @@ LogicalResult ScheduleBuilder::build() {
       map.map(p.getResult(),
               HostParameterOp::create(b, loc, bufferType(p.getType()),
                                       p.getNameAttr(), p.getPieceOffsetsAttr(),
-                                      p.getPieceOfAttr()));
+                                      p.getPieceOfAttr(), p.getPieceSbpAttr(),
+                                      p.getPieceSbpOfAttr()));
     } else if (auto r = dyn_cast<ReshapeOp>(op)) {
       map.map(r.getResult(),
               HostViewOp::create(b, loc, bufferType(r.getType()),

@@ -83,7 +83,9 @@ struct MatmulsToBf16Pass
       result = ParameterOp::create(b, loc, asBf16(v.getType()),
                                    parameter.getNameAttr(),
                                    parameter.getPieceOffsetsAttr(),
-                                   parameter.getPieceOfAttr());
+                                   parameter.getPieceOfAttr(),
+                                   parameter.getPieceSbpAttr(),
+                                   parameter.getPieceSbpOfAttr());
     } else if (auto constant = v.getDefiningOp<ConstantOp>();
                constant && constantValues(constant)) {
       std::vector<float> values = *constantValues(constant);

@@ -149,8 +149,25 @@ FailureOr<Value> DeviceWriter::step(OpBuilder &b, Value global, Value local,
       strides.push_back(1);
     }
     if (auto parameter = local.getDefiningOp<ParameterOp>()) {
-      // A weight's piece is read once at load, not sliced every call.
-      out = createParameterPiece(b, loc, parameter, starts, type);
+      // A weight's piece is read once at load, not sliced every call. The
+      // whole weight, or a piece by SBP of it, becomes the piece under the
+      // new SBP, which the runtime finds from the device's coordinates:
+      // every device with pieces of this shape runs the same op.
+      bool whole = !parameter.getPieceOffsets() &&
+                   !parameter.getPieceSbp() &&
+                   parameter.getType() == globalType;
+      bool bySbp = parameter.getPieceSbp() &&
+                   parameter.getPieceSbp()->getDims() == ArrayRef(cur) &&
+                   *parameter.getPieceSbpOf() == globalType.getShape();
+      if (whole || bySbp)
+        out = ParameterOp::create(
+            b, loc, type, parameter.getNameAttr(), nullptr, nullptr,
+            SbpAttr::get(b.getContext(), next),
+            b.getDenseI64ArrayAttr(globalType.getShape()));
+      else if (!parameter.getPieceSbp())
+        out = createParameterPiece(b, loc, parameter, starts, type);
+      else
+        out = SliceOp::create(b, loc, type, local, starts, limits, strides);
     } else {
       out = SliceOp::create(b, loc, type, local, starts, limits, strides);
     }

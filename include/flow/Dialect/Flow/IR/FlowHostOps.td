@@ -58,7 +58,9 @@ def Flow_HostParameterOp : Flow_HostOp<"parameter", [Pure]> {
     `flow.parameters` attribute names; the runtime maps it at load time.
 
     With `piece [offsets] of [shape]`, the block of the archive's tensor
-    (of that shape) at `offsets` (flow.parameter's piece).
+    (of that shape) at `offsets` (flow.parameter's piece); with `sbp
+    #flow.sbp<...> of [shape]`, the piece the running device holds under
+    that SBP, found from its mesh coordinates at load.
 
     ```mlir
     %w = flow.host.parameter "fc1.weight" : memref<784x256xf32>
@@ -66,10 +68,13 @@ def Flow_HostParameterOp : Flow_HostOp<"parameter", [Pure]> {
   }];
   let arguments = (ins StrAttr:$name,
                        OptionalAttr<DenseI64ArrayAttr>:$piece_offsets,
-                       OptionalAttr<DenseI64ArrayAttr>:$piece_of);
+                       OptionalAttr<DenseI64ArrayAttr>:$piece_of,
+                       OptionalAttr<Flow_SbpAttr>:$piece_sbp,
+                       OptionalAttr<DenseI64ArrayAttr>:$piece_sbp_of);
   let results = (outs Flow_HostBuffer:$result);
   let assemblyFormat = [{
-    $name (`piece` $piece_offsets^ `of` $piece_of)? attr-dict `:` type($result)
+    $name (`piece` $piece_offsets^ `of` $piece_of)?
+    (`sbp` $piece_sbp^ `of` $piece_sbp_of)? attr-dict `:` type($result)
   }];
   let hasVerifier = 1;
 }

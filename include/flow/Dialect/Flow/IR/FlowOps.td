@@ -93,7 +93,12 @@ def Flow_ParameterOp : Flow_Op<"parameter", [Pure]> {
     With `piece [offsets] of [shape]`, the result is the block of the
     archive's tensor (of that shape) starting at `offsets`: a device's piece
     of a split weight, read once when the executable is loaded (a slice of
-    a parameter folds into one).
+    a parameter folds into one). With `sbp #flow.sbp<...> of [shape]`, the
+    result is the piece of the archive's tensor (of that shape) that the
+    device running the program holds under that SBP on the function's mesh
+    (split and broadcast entries only): the runtime works out its offsets
+    from the device's mesh coordinates when it loads the executable, so the
+    devices of a split weight share one program.
 
     ```mlir
     module attributes {flow.parameters = "mlp.safetensors"} {
@@ -104,14 +109,18 @@ def Flow_ParameterOp : Flow_Op<"parameter", [Pure]> {
       }
     }
     %half = flow.parameter "fc1.weight" piece [0, 128] of [784, 256] : tensor<784x128xf32>
+    %mine = flow.parameter "fc1.weight" sbp <[S(1)]> of [784, 256] : tensor<784x128xf32>
     ```
   }];
   let arguments = (ins StrAttr:$name,
                        OptionalAttr<DenseI64ArrayAttr>:$piece_offsets,
-                       OptionalAttr<DenseI64ArrayAttr>:$piece_of);
+                       OptionalAttr<DenseI64ArrayAttr>:$piece_of,
+                       OptionalAttr<Flow_SbpAttr>:$piece_sbp,
+                       OptionalAttr<DenseI64ArrayAttr>:$piece_sbp_of);
   let results = (outs Flow_Tensor:$result);
   let assemblyFormat = [{
-    $name (`piece` $piece_offsets^ `of` $piece_of)? attr-dict `:` type($result)
+    $name (`piece` $piece_offsets^ `of` $piece_of)?
+    (`sbp` $piece_sbp^ `of` $piece_sbp_of)? attr-dict `:` type($result)
   }];
   let hasVerifier = 1;
 }
