@@ -80,6 +80,29 @@ func.func @input_read_after(%x: memref<256xf32>, %out: memref<256xf32>, %out2: m
 
 // -----
 
+// An input nothing writes (a function argument) lets the all-reduce start
+// the schedule; its output buffer, the first op, stays in front of it.
+// CHECK-LABEL: func.func @from_the_start
+// CHECK-NEXT: %[[R:.*]] = flow.host.alloc
+// CHECK-NEXT: flow.host.collective all_reduce %{{.*}} -> %[[R]] on @mesh axes = [0] async
+// CHECK-NEXT: flow.host.dispatch @ew
+// CHECK-NEXT: flow.host.dispatch @ew
+// CHECK-NEXT: flow.host.wait
+// CHECK-NEXT: flow.host.dispatch @ew(%[[R]])
+flow.mesh @mesh [2]
+func.func private @ew(tensor<256xf32>) -> tensor<256xf32>
+func.func @from_the_start(%x: memref<256xf32>, %o1: memref<256xf32>, %o2: memref<256xf32>, %o3: memref<256xf32>)
+    attributes {flow.host_outputs = 3 : i64} {
+  %r = flow.host.alloc : memref<256xf32>
+  flow.host.dispatch @ew(%x) outs(%o1) : (memref<256xf32>) -> (memref<256xf32>)
+  flow.host.dispatch @ew(%x) outs(%o2) : (memref<256xf32>) -> (memref<256xf32>)
+  flow.host.collective all_reduce %x -> %r on @mesh axes = [0] {reduction = 0 : i32} : memref<256xf32> -> memref<256xf32>
+  flow.host.dispatch @ew(%r) outs(%o3) : (memref<256xf32>) -> (memref<256xf32>)
+  return
+}
+
+// -----
+
 // Collectives keep their order: the second one's input is ready first, but
 // it does not move above the first (every device meets them in the same
 // order). Both run while the last kernel does; the result read by the

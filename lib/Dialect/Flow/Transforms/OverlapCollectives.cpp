@@ -90,7 +90,10 @@ struct OverlapCollectivesPass
       return;
     auto in = c.getInput().getDefiningOp<HostAllocOp>();
     auto out = c.getOutput().getDefiningOp<HostAllocOp>();
-    if (!in || !out || in->getBlock() != c->getBlock())
+    if (!in || !out || in->getBlock() != c->getBlock() ||
+        llvm::any_of(out->getUsers(), [&](Operation *user) {
+          return user != c.getOperation() && !c->isBeforeInBlock(user);
+        }))
       return;
     // Every use of the input (or of a view of it) comes before `c`.
     SmallVector<Value> worklist = {in.getResult()};
@@ -160,10 +163,18 @@ struct OverlapCollectivesPass
       passesCommand |= isHostCommand(p);
     if (!passesCommand)
       return;
-    // Carried ops keep their order, before the collective.
+    // Right after `stop`: the carried ops in their order, then `c`.
+    Block &block = *c->getBlock();
+    Operation *after = stop;
+    auto place = [&](Operation *op) {
+      Operation *next = after ? after->getNextNode() : &block.front();
+      if (next != op)
+        op->moveBefore(next);
+      after = op;
+    };
     for (Operation *op : llvm::reverse(carried))
-      op->moveBefore(first);
-    c->moveBefore(first);
+      place(op);
+    place(c);
     ++numHoisted;
   }
 
