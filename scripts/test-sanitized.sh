@@ -76,10 +76,18 @@ run "lit (sanitized)" /usr/lib/llvm-22/bin/lit -sv "$BUILD/test"
 # loaded later by dlopen (as the runtime loads oneDNN), LeakSanitizer's exit
 # scan misreads that block and crashes ("Tracer caught signal 11", "DTLS ...
 # at 0x000000000578"); loaded at start it is scanned like any other. So the
-# unit tests run with it preloaded, every one leak-checked.
-gomp="$(/sbin/ldconfig -p | awk '/libgomp\.so\.1 .*x86-64/ {print $NF; exit}')"
+# unit tests run with it preloaded, every one leak-checked. So do the BLAS
+# libraries the runtime opens for GEMMs (OpenBLAS, oneDNN), which hold TLS
+# too: with them loaded late the scan crashed the same way at the exit of
+# SessionTest.RejectsBadOptions under ctest ("DTLS 10 at 0x6f8").
+early=""
+for lib in libgomp.so.1 libopenblas.so.0 libdnnl.so.2; do
+  path="$(/sbin/ldconfig -p |
+          awk -v lib="$lib" '$1 == lib && /x86-64/ {print $NF; exit}')"
+  [ -n "$path" ] && early="${early:+$early:}$path"
+done
 run "runtime unit tests (sanitized)" \
-  env ${gomp:+LD_PRELOAD="$gomp"} \
+  env ${early:+LD_PRELOAD="$early"} \
   ASAN_OPTIONS="$ASAN_OPTIONS:verify_asan_link_order=0" \
   ctest --test-dir "$BUILD" --output-on-failure \
     --exclude-regex '^(ConvTest|PoolConvTest)'
