@@ -657,12 +657,7 @@ Status Checker::verifyFunction(size_t index) {
     // device program takes and makes (the runtime copies pieces in and out
     // by these shapes).
     for (int64_t rank : sig.ranks) {
-      std::vector<int64_t> coords(impl.mesh.size());
-      for (int64_t a = static_cast<int64_t>(impl.mesh.size()) - 1, r = rank;
-           a >= 0; --a) {
-        coords[a] = r % impl.mesh[a];
-        r /= impl.mesh[a];
-      }
+      std::vector<int64_t> coords = meshCoordinates(impl.mesh, rank);
       auto check = [&](const char *kind, const std::vector<Placement> &global,
                        const std::vector<TensorSpec> &local) -> Status {
         for (size_t i = 0; i < global.size(); ++i) {
@@ -1683,12 +1678,8 @@ Status Executable::bindRank(int64_t rank) const {
                              ", not " + std::to_string(rank));
       if (constant.boundRank == rank)
         continue;
-      std::vector<int64_t> coords(impl->mesh.size()), shape, offset;
-      int64_t rest = rank;
-      for (size_t a = impl->mesh.size(); a-- > 0;) {
-        coords[a] = rest % impl->mesh[a];
-        rest /= impl->mesh[a];
-      }
+      std::vector<int64_t> coords = meshCoordinates(impl->mesh, rank);
+      std::vector<int64_t> shape, offset;
       localPiece(constant.pieceOf, constant.pieceSbp, impl->mesh, coords,
                  shape, offset);
       if (shape != constant.spec.shape)
@@ -2208,6 +2199,17 @@ StatusOr<size_t> Executable::findFunction(const std::string &name,
       return i;
   }
   return findFunction(name);
+}
+
+std::vector<int64_t>
+flow::runtime::meshCoordinates(const std::vector<int64_t> &mesh,
+                               int64_t rank) {
+  std::vector<int64_t> coords(mesh.size());
+  for (size_t a = mesh.size(); a-- > 0;) {
+    coords[a] = rank % mesh[a];
+    rank /= mesh[a];
+  }
+  return coords;
 }
 
 void flow::runtime::localPiece(const std::vector<int64_t> &global,

@@ -343,11 +343,7 @@ Session::create(std::shared_ptr<const Executable> executable,
           " running it (start it with mpirun -np " + std::to_string(devices) +
           ")");
     session->deviceRank = session->comm->rank();
-    session->coords.assign(mesh.size(), 0);
-    for (int64_t r = session->deviceRank, a = mesh.size() - 1; a >= 0; --a) {
-      session->coords[a] = r % mesh[a];
-      r /= mesh[a];
-    }
+    session->coords = meshCoordinates(mesh, session->deviceRank);
     if (Status s = session->makeGroups(); !s)
       return s;
   }

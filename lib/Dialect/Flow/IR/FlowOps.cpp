@@ -1523,16 +1523,6 @@ LogicalResult HostCollectiveOp::verify() {
   return verifyCollective(*this, getMeshAxes(), dims);
 }
 
-/// Whether host command `op` writes `buffer` (through a view of its root),
-/// or with `!writesOnly` reads or writes it.
-static bool touches(Operation *op, Value buffer, bool writesOnly) {
-  Value root = bufferRoot(buffer);
-  auto same = [&](Value v) { return bufferRoot(v) == root; };
-  if (writesOnly)
-    return llvm::any_of(hostCommandWrites(op), same);
-  return llvm::any_of(op->getOperands(), same);
-}
-
 HostCollectiveOp HostWaitOp::getCollective() {
   for (Operation *p = getOperation()->getPrevNode(); p; p = p->getPrevNode())
     if (auto c = dyn_cast<HostCollectiveOp>(p))
@@ -1556,8 +1546,7 @@ LogicalResult HostWaitOp::verify() {
         return emitOpError("waits for a collective already waited for");
     if (!isHostCommand(p) || isa<HostWaitOp>(p))
       continue;
-    if (touches(p, getOutput(), /*writesOnly=*/false) ||
-        touches(p, getInput(), /*writesOnly=*/true))
+    if (usesCollectiveBuffers(p, getInput(), getOutput()))
       return emitOpError("waits too late: a command before it uses the "
                          "buffers of the collective in flight")
                  .attachNote(p->getLoc())
@@ -1650,6 +1639,16 @@ int64_t mlir::flow::storageBytes(ShapedType type) {
 bool mlir::flow::isHostCommand(Operation *op) {
   return isa<HostDispatchOp, HostGemmOp, HostConvOp, HostMaxPoolOp,
              HostAvgPoolOp, HostCopyOp, HostCollectiveOp, HostWaitOp>(op);
+}
+
+bool mlir::flow::usesCollectiveBuffers(Operation *op, Value input,
+                                       Value output) {
+  Value in = bufferRoot(input), out = bufferRoot(output);
+  for (Value v : hostCommandWrites(op))
+    if (Value root = bufferRoot(v); root == in || root == out)
+      return true;
+  return llvm::any_of(op->getOperands(),
+                      [&](Value v) { return bufferRoot(v) == out; });
 }
 
 SmallVector<Value> mlir::flow::hostCommandWrites(Operation *op) {

@@ -32,15 +32,9 @@ using namespace mlir::flow;
 
 namespace {
 
-/// Whether command `op` depends on collective `c` or `c` on it: `op` writes
-/// `c`'s input, or reads or writes its output.
+/// Whether command `op` depends on collective `c` or `c` on it.
 bool conflicts(Operation *op, HostCollectiveOp c) {
-  Value in = bufferRoot(c.getInput()), out = bufferRoot(c.getOutput());
-  for (Value v : hostCommandWrites(op))
-    if (Value root = bufferRoot(v); root == in || root == out)
-      return true;
-  return llvm::any_of(op->getOperands(),
-                      [&](Value v) { return bufferRoot(v) == out; });
+  return usesCollectiveBuffers(op, c.getInput(), c.getOutput());
 }
 
 /// A dispatch that runs as the epilogue of the GEMM before it: nothing may

@@ -103,6 +103,11 @@ void localPiece(const std::vector<int64_t> &global,
                 const std::vector<int64_t> &coords,
                 std::vector<int64_t> &shape, std::vector<int64_t> &offset);
 
+/// The coordinates on `mesh` of device `rank` (row-major: the last axis
+/// varies fastest).
+std::vector<int64_t> meshCoordinates(const std::vector<int64_t> &mesh,
+                                     int64_t rank);
+
 /// The kind of device an executable's kernels were compiled for.
 enum class ExecutableTarget : uint8_t { Cpu, Cuda };
 

@@ -58,6 +58,11 @@ bool isHostCommand(Operation *op);
 /// buffer operands it only reads. A wait writes none itself.
 SmallVector<Value> hostCommandWrites(Operation *op);
 
+/// Whether host command `op` cannot run while a collective reading `input`
+/// and writing `output` is in flight: it writes `input`, or reads or writes
+/// `output` (buffers compared by their roots).
+bool usesCollectiveBuffers(Operation *op, Value input, Value output);
+
 /// The command before `op` in its host schedule, past buffer ops; null if
 /// none.
 Operation *previousHostCommand(Operation *op);
