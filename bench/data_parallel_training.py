@@ -50,8 +50,13 @@ def build(name, batch, seq):
 
 
 def modeled_bytes(ir, function):
-    """Bytes of each collective of `function` in partitioned flow IR."""
-    body = ir[ir.index(f"func.func @{function}("):]
+    """Bytes of each collective of rank 0's program of `function` in
+    partitioned flow IR (`function` itself when every device runs one
+    program, `function`_r0 when their programs differ)."""
+    start = ir.find(f"func.func @{function}(")
+    if start < 0:
+        start = ir.index(f"func.func @{function}_r0(")
+    body = ir[start:]
     body = body[:body.index("\n  }\n")]
     total = 0
     for line in body.splitlines():
@@ -118,7 +123,7 @@ def child(args):
         if rank == 0:
             import flow
             ir = flow.compile_ir(step.program.text, "flow")
-            result["modeled"] = modeled_bytes(ir, "train_step_r0")
+            result["modeled"] = modeled_bytes(ir, "train_step")
             result["parameter_bytes"] = 4 * sum(
                 p.numel() for p in model.parameters() if p.requires_grad)
     if rank == 0:

@@ -284,9 +284,9 @@ struct FormDispatchRegionsPass
   /// The host runs these itself; everything else of the flow dialect is a
   /// kernel's work.
   bool staysOnHost(Operation *op) const {
-    if (isa<ConstantOp, ParameterOp, AnnotateOp, MeshOp, AllReduceOp,
-            AllGatherOp, ReduceScatterOp, AllToAllOp, BroadcastOp,
-            DispatchRegionOp, ReturnOp>(op))
+    if (isa<ConstantOp, ParameterOp, PieceOffsetsOp, AnnotateOp, MeshOp,
+            AllReduceOp, AllGatherOp, ReduceScatterOp, AllToAllOp,
+            BroadcastOp, DispatchRegionOp, ReturnOp>(op))
       return true;
     if (auto matmul = dyn_cast<MatmulOp>(op)) {
       // Every library runs f32 GEMMs and bf16 ones into f32, summed in f32;
@@ -418,7 +418,8 @@ struct FormDispatchRegionsPass
         if (Group *g = groupOf.lookup(def)) {
           if (!llvm::is_contained(candidates, g))
             candidates.push_back(g);
-        } else if (!isa<ConstantOp, ParameterOp>(def) && !hostProducer &&
+        } else if (!isa<ConstantOp, ParameterOp, PieceOffsetsOp>(def) &&
+                   !hostProducer &&
                    (kind != Kind::Reshape || !isa<ReshapeOp>(def))) {
           // Through host views to the op that computed the value.
           while (auto view = dyn_cast<ReshapeOp>(def)) {

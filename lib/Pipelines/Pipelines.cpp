@@ -8,6 +8,7 @@
 #include "flow/Target/CUDA.h"
 #include "flow/Support/Location.h"
 #include "flow/Dialect/Flow/IR/FlowSbp.h"
+#include "flow/Dialect/Flow/IR/MeshSpec.h"
 #include "mlir/IR/Verifier.h"
 #include "flow/Conversion/Passes.h"
 #include "flow/Dialect/Flow/IR/FlowDialect.h"
@@ -179,6 +180,21 @@ static void recordKernels(ModuleOp module, CompileReport &report) {
 }
 
 /// Every value of the mesh functions with its SBP, for the report.
+/// The device programs flow-partition wrote, and who runs each.
+static void recordDevicePrograms(ModuleOp module, CompileReport &report) {
+  for (func::FuncOp func : module.getOps<func::FuncOp>()) {
+    auto ranks =
+        func->getAttrOfType<DenseI64ArrayAttr>(FlowDialect::getRanksAttrName());
+    if (!ranks)
+      continue;
+    auto of = func->getAttrOfType<StringAttr>(
+        FlowDialect::getPartitionOfAttrName());
+    report.devicePrograms.push_back({func.getSymName().str(),
+                                     of ? of.str() : func.getSymName().str(),
+                                     ranks.asArrayRef().vec()});
+  }
+}
+
 static void recordPlacements(ModuleOp module, CompileReport &report) {
   auto text = [](Attribute a) {
     std::string s;
@@ -224,9 +240,13 @@ static void recordPlacements(ModuleOp module, CompileReport &report) {
 // would spell it inside `builtin.module(...)`.
 //===----------------------------------------------------------------------===//
 
-void mlir::flow::buildFlowPlacePipeline(OpPassManager &pm) {
-  addFlowPipeline(pm, "inline,flow-autodiff,flow-apply-optimizer,canonicalize,"
-                      "func.func(flow-propagate-sbp)");
+void mlir::flow::buildFlowPlacePipeline(OpPassManager &pm,
+                                        StringRef meshSpec) {
+  addFlowPipeline(pm, "inline,flow-autodiff,flow-apply-optimizer,canonicalize");
+  // Built, not parsed: a mesh description's path may hold any character.
+  PropagateSbpPassOptions propagate;
+  propagate.meshSpec = meshSpec.str();
+  pm.addNestedPass<func::FuncOp>(createPropagateSbpPass(propagate));
 }
 
 void mlir::flow::buildFlowGraphPipeline(OpPassManager &pm,
@@ -321,6 +341,14 @@ struct KernelCpuLLVMPipelineCLOptions
                      "operations (CPUs without bf16 conversions)"),
       llvm::cl::init(false)};
 };
+struct PlacePipelineCLOptions
+    : public PassPipelineOptions<PlacePipelineCLOptions> {
+  Option<std::string> meshSpec{
+      *this, "mesh-spec",
+      llvm::cl::desc("The mesh description the SBP planner times its "
+                     "choices on: a preset or a JSON file"),
+      llvm::cl::init("cpu-mpi")};
+};
 struct HostPipelineCLOptions
     : public PassPipelineOptions<HostPipelineCLOptions> {
   Option<bool> inPlace{
@@ -380,11 +408,13 @@ struct KernelCudaCLOptions : public PassPipelineOptions<KernelCudaCLOptions> {
 void mlir::flow::registerCompilerPipelines() {
   static std::once_flag once;
   std::call_once(once, [] {
-    PassPipelineRegistration<>(
+    PassPipelineRegistration<PlacePipelineCLOptions>(
         "flow-place-pipeline",
         "The flow phase, first half: inline, canonicalize, choose every "
         "value's SBP on mesh functions",
-        buildFlowPlacePipeline);
+        [](OpPassManager &pm, const PlacePipelineCLOptions &o) {
+          buildFlowPlacePipeline(pm, o.meshSpec);
+        });
     PassPipelineRegistration<GraphPipelineCLOptions>(
         "flow-graph-pipeline",
         "The flow phase, second half: partition mesh functions, drop "
@@ -520,6 +550,10 @@ FailureOr<CompileResult> mlir::flow::compile(ModuleOp module,
     result.module = OwningOpRef<ModuleOp>(m);
     return std::move(result);
   };
+  std::string why;
+  std::optional<MeshSpec> meshSpec = loadMeshSpec(options.meshSpec, why);
+  if (!meshSpec)
+    return module.emitError("mesh description: ") << why;
   if (!options.mesh.empty() &&
       (failed(applyMesh(module, options.mesh)) || failed(verify(module))))
     return failure();
@@ -530,7 +564,9 @@ FailureOr<CompileResult> mlir::flow::compile(ModuleOp module,
   {
     PhaseTimer t{report, "flow"};
     if (failed(runPipeline(module, "flow-place-pipeline", timing,
-                           buildFlowPlacePipeline)))
+                           [&](OpPassManager &pm) {
+                             buildFlowPlacePipeline(pm, options.meshSpec);
+                           })))
       return failure();
     recordPlacements(module, report);
     GraphPipelineOptions graph{options.fusion, options.libraryMatmul,
@@ -550,6 +586,9 @@ FailureOr<CompileResult> mlir::flow::compile(ModuleOp module,
                            })))
       return failure();
     recordKernels(module, report);
+    recordDevicePrograms(module, report);
+    if (!report.devicePrograms.empty())
+      report.meshSpec = meshSpec->name;
   }
   if (options.compileTo == "flow")
     return stop(module.clone());
@@ -676,6 +715,20 @@ void CompileReport::writeJson(raw_ostream &os) const {
          for (const auto &[function, value, sbp] : placements)
            list.push_back(llvm::json::Object{
                {"function", function}, {"value", value}, {"sbp", sbp}});
+         return list;
+       }()},
+      {"mesh_spec", meshSpec},
+      {"device_programs",
+       [&] {
+         llvm::json::Array list;
+         for (const DeviceProgram &p : devicePrograms) {
+           llvm::json::Array ranks;
+           for (int64_t r : p.ranks)
+             ranks.push_back(r);
+           list.push_back(llvm::json::Object{{"function", p.function},
+                                             {"partition_of", p.partitionOf},
+                                             {"ranks", std::move(ranks)}});
+         }
          return list;
        }()},
       {"collective_ops",

@@ -121,6 +121,12 @@ struct ConstantEntry {
   /// the running device's piece of a tensor of shape `pieceOf`.
   std::vector<int64_t> pieceOffsets, pieceOf;
   std::vector<SbpDim> pieceSbp;
+  /// With both offsets and an SBP: the shape of the block the SBP cuts.
+  std::vector<int64_t> pieceSbpOf;
+  /// Device offsets (flow.host.piece_offsets): filled by the runtime from
+  /// `pieceSbp`, `pieceWithin` and `pieceOf`; no data.
+  bool deviceOffsets = false;
+  std::vector<SbpDim> pieceWithin;
   /// The mesh devices whose programs read it; `everyRank` when a program
   /// of every device (or of no mesh) does.
   std::set<int64_t> ranks;
@@ -253,10 +259,16 @@ LogicalResult FunctionWriter::buffer(Operation &op, int64_t arenaBytes) {
       os << "@piece";
       for (int64_t o : *offsets)
         os << "," << o;
+      os << "@" << type;
     }
-    // Pieces by SBP of uneven splits differ in shape between devices.
-    if (SbpAttr sbp = parameter.getPieceSbpAttr())
-      os << "@" << sbp << "@" << type;
+    // Pieces by SBP of uneven splits differ in shape between devices; the
+    // block an SBP cuts is part of the piece too.
+    if (SbpAttr sbp = parameter.getPieceSbpAttr()) {
+      os << "@" << sbp << "@" << type << "@of";
+      ArrayRef<int64_t> block = *parameter.getPieceSbpOf();
+      for (int64_t n : block)
+        os << "," << n;
+    }
     auto [it, inserted] =
         constants.parameterIndex.try_emplace(key, constants.entries.size());
     if (inserted) {
@@ -267,7 +279,12 @@ LogicalResult FunctionWriter::buffer(Operation &op, int64_t arenaBytes) {
       }
       if (SbpAttr sbp = parameter.getPieceSbpAttr()) {
         entry.pieceSbp.assign(sbp.getDims().begin(), sbp.getDims().end());
-        entry.pieceOf = parameter.getPieceSbpOf()->vec();
+        // The SBP cuts the archive's tensor, or the block its offsets
+        // start.
+        if (entry.pieceOffsets.empty())
+          entry.pieceOf = parameter.getPieceSbpOf()->vec();
+        else
+          entry.pieceSbpOf = parameter.getPieceSbpOf()->vec();
       }
       constants.entries.push_back(std::move(entry));
       stats.parameterBytes += storageBytes(type);
@@ -286,6 +303,33 @@ LogicalResult FunctionWriter::buffer(Operation &op, int64_t arenaBytes) {
     else
       entry.everyRank = true;
     slots[parameter.getResult()] = {fb::Space::Constant, it->second, 0};
+    return success();
+  }
+  if (auto offsets = dyn_cast<HostPieceOffsetsOp>(op)) {
+    if (!fitsU32(constants.entries.size()))
+      return offsets.emitError("an executable holds at most 2^32-1 "
+                               "constants");
+    MemRefType buffer = offsets.getType();
+    ConstantEntry entry;
+    entry.type =
+        RankedTensorType::get(buffer.getShape(), buffer.getElementType());
+    entry.deviceOffsets = true;
+    entry.pieceOf = offsets.getOf().vec();
+    entry.pieceSbp.assign(offsets.getSbp().getDims().begin(),
+                          offsets.getSbp().getDims().end());
+    if (SbpAttr within = offsets.getWithinAttr())
+      entry.pieceWithin.assign(within.getDims().begin(),
+                               within.getDims().end());
+    auto ranks = op.getParentOfType<func::FuncOp>()
+                     ->getAttrOfType<DenseI64ArrayAttr>(
+                         FlowDialect::getRanksAttrName());
+    if (!ranks)
+      return offsets.emitError("a device's offsets are read only by the "
+                               "device programs of a mesh function");
+    entry.ranks.insert(ranks.asArrayRef().begin(), ranks.asArrayRef().end());
+    slots[offsets.getResult()] = {fb::Space::Constant,
+                                  (uint32_t)constants.entries.size(), 0};
+    constants.entries.push_back(std::move(entry));
     return success();
   }
   if (auto slice = dyn_cast<HostSliceOp>(op)) {
@@ -717,7 +761,26 @@ FailureOr<std::vector<uint8_t>> mlir::flow::writeExecutable(
     return host.emitError("the module has no public function to compile");
 
   std::vector<flatbuffers::Offset<fb::Constant>> constantTables;
+  auto sbpEntries = [](ArrayRef<SbpDim> dims) {
+    std::vector<fb::SbpEntry> entries;
+    for (SbpDim d : dims)
+      entries.emplace_back(static_cast<fb::SbpKind>(d.kind), d.dim);
+    return entries;
+  };
   for (const ConstantEntry &entry : constants.entries) {
+    if (entry.deviceOffsets) {
+      std::vector<int64_t> shape = entry.type.getShape().vec();
+      auto type = fb::CreateTensorTypeDirect(fbb, fb::DType::I64, &shape);
+      std::vector<int64_t> ranks(entry.ranks.begin(), entry.ranks.end());
+      std::vector<fb::SbpEntry> sbp = sbpEntries(entry.pieceSbp),
+                                within = sbpEntries(entry.pieceWithin);
+      constantTables.push_back(fb::CreateConstant(
+          fbb, 0, 0, type, 0, fbb.CreateVector(entry.pieceOf),
+          fbb.CreateVector(ranks), fbb.CreateVectorOfStructs(sbp),
+          /*device_offsets=*/true,
+          within.empty() ? 0 : fbb.CreateVectorOfStructs(within)));
+      continue;
+    }
     if (!entry.parameter.empty()) {
       std::vector<int64_t> shape = entry.type.getShape().vec();
       auto type = fb::CreateTensorTypeDirect(
@@ -725,15 +788,14 @@ FailureOr<std::vector<uint8_t>> mlir::flow::writeExecutable(
       std::vector<int64_t> ranks;
       if (!entry.everyRank)
         ranks.assign(entry.ranks.begin(), entry.ranks.end());
-      std::vector<fb::SbpEntry> sbp;
-      for (SbpDim d : entry.pieceSbp)
-        sbp.emplace_back(static_cast<fb::SbpKind>(d.kind), d.dim);
+      std::vector<fb::SbpEntry> sbp = sbpEntries(entry.pieceSbp);
       constantTables.push_back(fb::CreateConstant(
           fbb, 0, fbb.CreateString(entry.parameter), type,
           entry.pieceOffsets.empty() ? 0 : fbb.CreateVector(entry.pieceOffsets),
           entry.pieceOf.empty() ? 0 : fbb.CreateVector(entry.pieceOf),
           ranks.empty() ? 0 : fbb.CreateVector(ranks),
-          sbp.empty() ? 0 : fbb.CreateVectorOfStructs(sbp)));
+          sbp.empty() ? 0 : fbb.CreateVectorOfStructs(sbp), false, 0,
+          entry.pieceSbpOf.empty() ? 0 : fbb.CreateVector(entry.pieceSbpOf)));
       continue;
     }
     const std::vector<uint8_t> &data = entry.data;

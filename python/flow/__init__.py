@@ -149,7 +149,8 @@ def compile_mlir(source: str, target: str = "cpu", threads: int = 0,
                  precision: str = "f32",
                  check_numerics: bool = False,
                  conv: str = "library", gpu_arch: str = "sm_90",
-                 allow_tf32: bool = False) -> CompiledModule:
+                 allow_tf32: bool = False,
+                 mesh_spec: str = "cpu-mpi") -> CompiledModule:
     """Compiles flow-dialect MLIR text for `target` and loads it.
 
     The options are flow-compile's (`cpu` is its --cpu, the LLVM CPU the
@@ -158,7 +159,9 @@ def compile_mlir(source: str, target: str = "cpu", threads: int = 0,
     and convolutions read bf16 operands and sum in f32; `conv="gemm"` is
     its --conv=gemm: f32 convolutions as im2col and a GEMM instead of the
     runtime's convolution library; `gpu_arch` is its --gpu-arch and
-    `allow_tf32=True` its --allow-tf32, for the CUDA targets). A relative parameter archive named by the
+    `allow_tf32=True` its --allow-tf32, for the CUDA targets; `mesh_spec` is
+    its --mesh-spec, the mesh description the SBP planner times its
+    choices on: a preset name or a JSON file). A relative parameter archive named by the
     module is taken from `base_directory` (default: the current
     directory); `parameters` overrides it. `timeout` and `check_numerics`
     are flow.compile's."""
@@ -166,7 +169,7 @@ def compile_mlir(source: str, target: str = "cpu", threads: int = 0,
         _compile(source, target=target, library_matmul=library_matmul,
                  cpu=cpu, mesh=_mesh_text(mesh), fusion=fusion,
                  precision=precision, conv=conv, gpu_arch=gpu_arch,
-                 allow_tf32=allow_tf32),
+                 allow_tf32=allow_tf32, mesh_spec=mesh_spec),
         threads, parameters, base_directory, timeout, check_numerics)
 
 
@@ -209,13 +212,16 @@ def load(path, threads: int = 0, parameters: str = "",
 
 
 def compile_ir(source: str, phase: str, target: str = "cpu",
-               gpu_arch: str = "sm_90", allow_tf32: bool = False):
+               gpu_arch: str = "sm_90", allow_tf32: bool = False,
+               mesh=None, mesh_spec: str = "cpu-mpi"):
     """The IR of `source` after compile phase `phase` (as flow-compile
     --compile-to prints it; the CUDA target's `ptx` phase gives the PTX
     text, and `fbin` the executable's bytes). `gpu_arch` and `allow_tf32`
-    are flow-compile's --gpu-arch and --allow-tf32, for the CUDA targets."""
+    are flow-compile's --gpu-arch and --allow-tf32, for the CUDA targets;
+    `mesh` and `mesh_spec` its --mesh and --mesh-spec."""
     return _compile(source, target=target, compile_to=phase,
-                    gpu_arch=gpu_arch, allow_tf32=allow_tf32)
+                    gpu_arch=gpu_arch, allow_tf32=allow_tf32,
+                    mesh=_mesh_text(mesh), mesh_spec=mesh_spec)
 
 
 # ---------------------------------------------------------------------------
@@ -365,7 +371,8 @@ def compile(model: Any, example_args=(), example_kwargs=None, *,
             fusion: bool = True, precision: str = "f32",
             check_numerics: bool = False,
             conv: str = "library", gpu_arch: str = "sm_90",
-            allow_tf32: bool = False) -> CompiledModel:
+            allow_tf32: bool = False,
+            mesh_spec: str = "cpu-mpi") -> CompiledModel:
     """Imports, compiles and loads `model`; returns a callable.
 
     `model` is a torch.nn.Module or torch.export.ExportedProgram (traced
@@ -380,7 +387,9 @@ def compile(model: Any, example_args=(), example_kwargs=None, *,
     weights by their name in the model ({"fc1.weight": flow.sbp.split(0)}:
     a torch Linear's weight is [out, in], so split(0) is column-parallel
     and split(1) row-parallel); a tuple of per-axis SBPs on an nd mesh;
-    Flow places everything else.
+    Flow places everything else, timing its choices on `mesh_spec` (a
+    preset: "cpu-mpi", "h100-nvlink", "h200-nvlink", "h100-nodes"; or a
+    JSON file describing the mesh, docs/distributed.md).
     Every process passes the global inputs and gets the global outputs.
     `timeout` (seconds; 0: none) bounds how long a collective, or the start
     or end of the job, waits for a peer: past it the job ends with an
@@ -423,7 +432,8 @@ def compile(model: Any, example_args=(), example_kwargs=None, *,
                               mesh=mesh, timeout=timeout, fusion=fusion,
                               precision=precision,
                               check_numerics=check_numerics, conv=conv,
-                              gpu_arch=gpu_arch, allow_tf32=allow_tf32)
+                              gpu_arch=gpu_arch, allow_tf32=allow_tf32,
+                              mesh_spec=mesh_spec)
     finally:
         if not keep and os.path.exists(archive):
             os.unlink(archive)

@@ -261,7 +261,7 @@ def compile_train(model, loss_fn: Optional[Callable], example_batch, *,
                   stop_on_nan: bool = True, seed: Optional[int] = None,
                   recompute=None, mesh=None, sbp=None,
                   shard_state: bool = False, timeout: Optional[float] = None,
-                  threads: int = 0) -> TrainStep:
+                  threads: int = 0, mesh_spec: str = "cpu-mpi") -> TrainStep:
     """Compiles one training step of `model` and returns it as a TrainStep.
 
     `loss_fn(model, *batch)` returns the scalar loss of a batch (for
@@ -302,7 +302,7 @@ def compile_train(model, loss_fn: Optional[Callable], example_batch, *,
     weights all-gathered). Each process keeps only its pieces of the state
     (`step.state_bytes`); `state_dict()`, `save()` and `parameters()` give
     the whole tensors on every process (gathering split ones, so every
-    process calls them). `timeout` is flow.compile's.
+    process calls them). `timeout` and `mesh_spec` are flow.compile's.
     """
     from .torch_import import import_program
     from . import compile_mlir, compile_ir
@@ -359,7 +359,7 @@ def compile_train(model, loss_fn: Optional[Callable], example_batch, *,
         roles = _signature_roles(compile_ir(program.text, "flow"), function)
         module = compile_mlir(program.text, threads=threads,
                               parameters=program.archive or "", mesh=mesh,
-                              timeout=timeout)
+                              timeout=timeout, mesh_spec=mesh_spec)
     finally:
         if os.path.exists(archive):
             os.unlink(archive)

@@ -53,7 +53,7 @@ py::object compile(const std::string &source, const std::string &target,
                    const std::string &cpu, const std::string &mesh,
                    bool fusion, const std::string &precision,
                    const std::string &conv, const std::string &gpuArch,
-                   bool allowTf32) {
+                   bool allowTf32, const std::string &meshSpec) {
   if (conv != "library" && conv != "gemm")
     throw FlowError("conv must be 'library' or 'gemm', got '" + conv + "'");
   std::optional<std::vector<int64_t>> meshShape;
@@ -116,6 +116,7 @@ py::object compile(const std::string &source, const std::string &target,
   options.libraryConv = conv == "library";
   if (meshShape)
     options.mesh = *meshShape;
+  options.meshSpec = meshSpec;
   mlir::FailureOr<mlir::flow::CompileResult> result;
   {
     py::gil_scoped_release release;
@@ -522,6 +523,7 @@ PYBIND11_MODULE(_flow, m) {
         py::arg("cpu") = "host", py::arg("mesh") = "", py::arg("fusion") = true,
         py::arg("precision") = "f32", py::arg("conv") = "library",
         py::arg("gpu_arch") = "sm_90", py::arg("allow_tf32") = false,
+        py::arg("mesh_spec") = "cpu-mpi",
         "Compiles flow-dialect MLIR text: executable bytes, or the IR of an "
         "earlier phase as text.");
   m.def(

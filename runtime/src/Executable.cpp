@@ -185,6 +185,8 @@ private:
   void commandBuffers(const detail::Command &command,
                       std::vector<detail::BufferRef> &reads,
                       std::vector<detail::BufferRef> &writes);
+  Status loadDeviceOffsets(const fbs::Constant *entry, size_t index,
+                           detail::Constant &constant);
   Status verifyTensor(const fbs::TensorType *type, const std::string &what,
                       TensorSpec &spec, uint64_t &bytes);
   Status verifyCommand(const std::string &ctx, fbs::Command type,
@@ -443,7 +445,10 @@ Status Checker::verifyConstants() {
     const fbs::Constant *entry = constants->Get(i);
     const auto *data = entry->data();
     detail::Constant constant;
-    if (const flatbuffers::String *name = entry->parameter()) {
+    if (entry->device_offsets()) {
+      if (Status st = loadDeviceOffsets(entry, i, constant); !st)
+        return st;
+    } else if (const flatbuffers::String *name = entry->parameter()) {
       std::string ctx = "constant " + std::to_string(i);
       if (name->size() == 0 || std::memchr(name->data(), 0, name->size()))
         return Status::error(ctx + ": invalid parameter name");
@@ -466,19 +471,32 @@ Status Checker::verifyConstants() {
                  : std::vector<int64_t>();
       };
       if (!isAligned(entry->piece_offsets()) || !isAligned(entry->piece_of()) ||
-          !isAligned(entry->ranks()))
+          !isAligned(entry->ranks()) || !isAligned(entry->piece_sbp_of()))
         return misaligned(ctx + ": piece or ranks");
       constant.pieceOffsets = longs(entry->piece_offsets());
       constant.pieceOf = longs(entry->piece_of());
       constant.ranks = longs(entry->ranks());
       const std::vector<int64_t> &shape = constant.spec.shape;
       if (const auto *sbp = entry->piece_sbp()) {
-        // The offsets are the binding device's (bindRank).
-        bool ok = constant.pieceOffsets.empty() &&
-                  constant.pieceOf.size() == shape.size() &&
-                  sbp->size() == impl.mesh.size();
+        // The offsets are the binding device's (bindRank): its piece of
+        // the archive's tensor, or of the block of it `piece_offsets`
+        // starts (`piece_sbp_of` its shape).
+        constant.sbpOf = entry->piece_sbp_of() ? longs(entry->piece_sbp_of())
+                                               : constant.pieceOf;
+        constant.blockOffsets = entry->piece_sbp_of()
+                                    ? constant.pieceOffsets
+                                    : std::vector<int64_t>(shape.size(), 0);
+        constant.pieceOffsets.clear();
+        bool ok = constant.pieceOf.size() == shape.size() &&
+                  constant.sbpOf.size() == shape.size() &&
+                  constant.blockOffsets.size() == shape.size() &&
+                  sbp->size() == impl.mesh.size() &&
+                  (entry->piece_sbp_of() || !entry->piece_offsets());
         for (size_t d = 0; ok && d < shape.size(); ++d)
-          ok = shape[d] >= 0 && shape[d] <= constant.pieceOf[d];
+          ok = shape[d] >= 0 && shape[d] <= constant.sbpOf[d] &&
+               constant.blockOffsets[d] >= 0 &&
+               constant.blockOffsets[d] <=
+                   constant.pieceOf[d] - constant.sbpOf[d];
         for (size_t a = 0; ok && a < sbp->size(); ++a) {
           const fbs::SbpEntry *e = sbp->Get(a);
           ok = (e->kind() == fbs::SbpKind::Split &&
@@ -515,6 +533,70 @@ Status Checker::verifyConstants() {
     }
     impl.constants.push_back(constant);
   }
+  return Status::ok();
+}
+
+/// A constant the binding device fills with its piece's offsets
+/// (flow.piece_offsets): i64[rank], splits within the tensor's rank, no
+/// data, read only by some devices' programs.
+Status Checker::loadDeviceOffsets(const fbs::Constant *entry, size_t index,
+                                  detail::Constant &constant) {
+  std::string ctx = "constant " + std::to_string(index) + " (device offsets)";
+  if ((entry->data() && entry->data()->size() > 0) || entry->parameter() ||
+      entry->piece_offsets())
+    return Status::error(ctx + ": holds data, a parameter or offsets of its "
+                               "own");
+  uint64_t bytes = 0;
+  if (Status st = verifyTensor(entry->type(), ctx, constant.spec, bytes); !st)
+    return st;
+  if (!isAligned(entry->piece_of()) || !isAligned(entry->ranks()))
+    return misaligned(ctx + ": shape or ranks");
+  const auto *of = entry->piece_of();
+  size_t rank = of ? of->size() : 0;
+  if (constant.spec.dtype != DType::I64 ||
+      constant.spec.shape != std::vector<int64_t>{(int64_t)rank})
+    return Status::error(ctx + ": is " + constant.spec.str() +
+                         ", not i64[" + std::to_string(rank) + "]");
+  if (of)
+    constant.pieceOf.assign(of->begin(), of->end());
+  for (int64_t n : constant.pieceOf)
+    if (n < 0)
+      return Status::error(ctx + ": negative dimension");
+  auto sbpOf = [&](const flatbuffers::Vector<const fbs::SbpEntry *> *v,
+                   std::vector<SbpEntry> &out) {
+    if (!v || v->size() != impl.mesh.size())
+      return false;
+    for (const fbs::SbpEntry *e : *v) {
+      bool split = e->kind() == fbs::SbpKind::Split;
+      if (split && (e->dim() < 0 || e->dim() >= (int64_t)rank))
+        return false;
+      if (!split && e->kind() != fbs::SbpKind::Broadcast &&
+          e->kind() != fbs::SbpKind::PartialSum &&
+          e->kind() != fbs::SbpKind::PartialMax)
+        return false;
+      // Partial entries hold the whole tensor, as broadcast ones.
+      out.push_back({split ? SbpEntry::Split : SbpEntry::Broadcast,
+                     split ? e->dim() : 0});
+    }
+    return true;
+  };
+  if (!sbpOf(entry->piece_sbp(), constant.pieceSbp) ||
+      (entry->piece_within() &&
+       !sbpOf(entry->piece_within(), constant.pieceWithin)))
+    return Status::error(ctx + ": an SBP that is not one entry per mesh axis "
+                               "splitting the tensor's dimensions");
+  if (const auto *ranks = entry->ranks())
+    constant.ranks.assign(ranks->begin(), ranks->end());
+  int64_t devices = 1;
+  for (int64_t n : impl.mesh)
+    devices *= n;
+  if (constant.ranks.empty())
+    return Status::error(ctx + ": names no device reading it");
+  for (int64_t r : constant.ranks)
+    if (r < 0 || r >= devices)
+      return Status::error(ctx + ": invalid rank " + std::to_string(r));
+  constant.deviceOffsets = true;
+  constant.size = bytes;
   return Status::ok();
 }
 
@@ -1661,12 +1743,53 @@ Status detail::bindParameter(Executable::Impl &impl, Constant &constant) {
   return Status::ok();
 }
 
+/// Writes the offsets of device `rank`'s piece into a device-offsets
+/// constant (once: an executable binds one device).
+static Status bindDeviceOffsets(Executable::Impl &impl,
+                                detail::Constant &constant, int64_t rank) {
+  if (constant.boundRank >= 0)
+    return constant.boundRank == rank
+               ? Status::ok()
+               : Status::error("the executable is bound for device " +
+                               std::to_string(constant.boundRank) +
+                               ", not " + std::to_string(rank));
+  std::vector<int64_t> coords = meshCoordinates(impl.mesh, rank);
+  std::vector<int64_t> shape, offset, withinShape, within;
+  localPiece(constant.pieceOf, constant.pieceSbp, impl.mesh, coords, shape,
+             offset);
+  if (!constant.pieceWithin.empty()) {
+    localPiece(constant.pieceOf, constant.pieceWithin, impl.mesh, coords,
+               withinShape, within);
+    for (size_t d = 0; d < offset.size(); ++d) {
+      offset[d] -= within[d];
+      if (offset[d] < 0 || offset[d] + shape[d] > withinShape[d])
+        return Status::error("device " + std::to_string(rank) +
+                             "'s piece of a tensor lies outside the piece it "
+                             "is taken from");
+    }
+  }
+  AlignedBuffer copy;
+  if (!copy.allocate(constant.size))
+    return Status::error("out of memory binding a device's offsets");
+  if (!offset.empty())
+    std::memcpy(copy.data(), offset.data(), offset.size() * sizeof(int64_t));
+  constant.data = copy.data();
+  constant.boundRank = rank;
+  impl.constantCopies.push_back(std::move(copy));
+  return Status::ok();
+}
+
 Status Executable::bindRank(int64_t rank) const {
   std::lock_guard<std::mutex> lock(impl->bindMutex);
   for (detail::Constant &constant : impl->constants) {
     bool mine = constant.ranks.empty() ||
                 std::find(constant.ranks.begin(), constant.ranks.end(),
                           rank) != constant.ranks.end();
+    if (mine && constant.deviceOffsets) {
+      if (Status st = bindDeviceOffsets(*impl, constant, rank); !st)
+        return st;
+      continue;
+    }
     if (!mine || constant.parameter.empty())
       continue;
     if (!constant.pieceSbp.empty()) {
@@ -1680,8 +1803,10 @@ Status Executable::bindRank(int64_t rank) const {
         continue;
       std::vector<int64_t> coords = meshCoordinates(impl->mesh, rank);
       std::vector<int64_t> shape, offset;
-      localPiece(constant.pieceOf, constant.pieceSbp, impl->mesh, coords,
-                 shape, offset);
+      localPiece(constant.sbpOf, constant.pieceSbp, impl->mesh, coords, shape,
+                 offset);
+      for (size_t d = 0; d < offset.size(); ++d)
+        offset[d] += constant.blockOffsets[d];
       if (shape != constant.spec.shape)
         return Status::error(
             "parameter '" + printable(constant.parameter) + "': device " +

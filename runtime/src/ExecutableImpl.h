@@ -189,7 +189,14 @@ struct Constant {
   /// under this SBP on the mesh; `pieceOffsets` is set when a rank binds
   /// it (`boundRank`).
   std::vector<SbpEntry> pieceSbp;
+  /// The block `pieceSbp` cuts (the archive's tensor, or a block of it at
+  /// `blockOffsets`).
+  std::vector<int64_t> sbpOf, blockOffsets;
   int64_t boundRank = -1;
+  /// Filled when a rank binds the executable: the offsets of its piece of a
+  /// `pieceOf` tensor under `pieceSbp`, less those under `pieceWithin`.
+  bool deviceOffsets = false;
+  std::vector<SbpEntry> pieceWithin;
   /// The mesh devices whose programs read it (empty: every device).
   std::vector<int64_t> ranks;
   /// The archive's tensor, until the parameter is bound (a parameter of

@@ -74,16 +74,23 @@ def compile_text(text, out, *flags):
     return out
 
 
-def one_and_mesh(tmp_path, text, inputs, ranks, mesh, sbps, results=1):
-    """Runs `text` in one process and, with `sbps`, on `mesh` under mpirun;
-    checks that its first `results` results agree and returns the mesh
-    compile's report."""
+def one_and_mesh(tmp_path, text, inputs, ranks, mesh, sbps, results=1,
+                 result_sbp=None):
+    """Runs `text` in one process and, with `sbps` (and its one result
+    placed `result_sbp`), on `mesh` under mpirun; checks that its first
+    `results` results agree and returns the mesh compile's report."""
     single = compile_text(text, tmp_path / "single.fbin")
     one = subprocess.run([str(tool("flow-run")), str(single), *inputs,
                           f"--output-dir={tmp_path / 'one'}", "--threads=1"],
                          capture_output=True, text=True)
     assert one.returncode == 0, one.stderr
-    mesh_fbin = compile_text(with_sbp(text, sbps), tmp_path / "mesh.fbin",
+    mesh_text = with_sbp(text, sbps)
+    if result_sbp:
+        mesh_text = re.sub(
+            r"\) -> (tensor<[^>]*>) \{",
+            lambda m: f") -> ({m[1]} {{flow.sbp = #flow.sbp<[{result_sbp}]>}}) {{",
+            mesh_text, count=1)
+    mesh_fbin = compile_text(mesh_text, tmp_path / "mesh.fbin",
                              f"--mesh={mesh}",
                              f"--report={tmp_path / 'report.json'}")
     many = mpirun(ranks, [tool("flow-run"), mesh_fbin, *inputs,
@@ -131,6 +138,50 @@ def test_dropout_does_not_depend_on_the_layout(tmp_path, ranks, sbp):
     one_and_mesh(tmp_path, DROPOUT, inputs, ranks, str(ranks), {"x": sbp})
     got = np.load(tmp_path / "many" / "result_0.npy")
     assert 0.25 < (got == 0).mean() < 0.55  # some dropped, some kept
+
+
+SPMD = """
+func.func @forward(%x: tensor<12x16xf32>, %table: tensor<24x16xf32>,
+                   %ids: tensor<12xi64>) -> tensor<12x16xf32> {
+  %e = flow.gather %table[%ids] axis = 0 : (tensor<24x16xf32>, tensor<12xi64>) -> tensor<12x16xf32>
+  %s = flow.add %e, %x : (tensor<12x16xf32>, tensor<12x16xf32>) -> tensor<12x16xf32>
+  %r = flow.relu %s : tensor<12x16xf32>
+  %l = flow.slice %x starts = [0, 0] limits = [12, 8] strides = [1, 1] : tensor<12x16xf32> -> tensor<12x8xf32>
+  %c = flow.concat %l, %l axis = 1 : (tensor<12x8xf32>, tensor<12x8xf32>) -> tensor<12x16xf32>
+  %y = flow.add %r, %c : (tensor<12x16xf32>, tensor<12x16xf32>) -> tensor<12x16xf32>
+  return %y : tensor<12x16xf32>
+}
+"""
+
+
+@pytest.mark.parametrize("mesh,ranks,table,result,programs", [
+    ("2", 2, "S(0)", "S(0)", 1),
+    ("3", 3, "S(0)", "S(0)", 1),
+    ("4", 4, "S(0)", "S(0)", 1),
+    ("2x2", 4, "S(0), B", "B, S(0)", 1),
+    # 12 rows over 5: 3, 3, 2, 2, 2; the table's 24: 5, 5, 5, 5, 4.
+    ("5", 5, "S(0)", "S(0)", 3),
+])
+def test_one_spmd_program_for_every_device(tmp_path, mesh, ranks, table,
+                                           result, programs):
+    """A vocabulary-parallel gather (its local rows), B -> P(sum) (the first
+    device's value) and B -> S of an activation (the device's rows) read
+    the device's place at run time: every device with pieces of the same
+    shapes runs one program, and the mesh run equals one process."""
+    rng = np.random.default_rng(3)
+    inputs = []
+    for name, value in [("x", rng.standard_normal((12, 16))),
+                        ("table", rng.standard_normal((24, 16))),
+                        # Out-of-range ids are clamped, as one process does.
+                        ("ids", rng.integers(-2, 27, 12))]:
+        np.save(tmp_path / f"{name}.npy",
+                value.astype(np.int64 if name == "ids" else np.float32))
+        inputs.append(f"--input={tmp_path / name}.npy")
+    report = one_and_mesh(tmp_path, SPMD, inputs, ranks, mesh,
+                          {"table": table}, result_sbp=result)
+    assert len(report["device_programs"]) == programs
+    assert sorted(r for p in report["device_programs"]
+                  for r in p["ranks"]) == list(range(ranks))
 
 
 MLP_DP = {"x": "S(0)"}
@@ -246,7 +297,7 @@ def test_gradients_on_a_mesh(tmp_path, program, ranks, mesh, sbps):
                           results=1 + text.count("flow.requires_grad"))
     if "t" in sbps:  # data parallel: every weight's gradient is all-reduced
         reduced = {c["bytes_per_device"] for c in report["collective_ops"]
-                   if c["function"] == "forward_r0"
+                   if c["function"] in ("forward", "forward_r0")
                    and c["op"] == "all_reduce"}
         weights = re.findall(r"%w\d: tensor<([0-9x]+)xf32>", text)
         for shape in weights:
@@ -730,6 +781,40 @@ def test_python_sbp_errors():
     # Outside mpirun, a mesh of 2 is one process short: a clear error.
     with pytest.raises(flow.FlowError, match="start it with mpirun -np 2"):
         flow.compile(model, (x,), mesh=2)
+
+
+SOFTMAX_ON_A_SPLIT_AXIS = """
+flow.mesh @m [2]
+func.func @forward(%x: tensor<4x4096xf32> {flow.sbp = #flow.sbp<[S(1)]>})
+    -> (tensor<4x4096xf32> {flow.sbp = #flow.sbp<[S(1)]>}) attributes {flow.mesh = @m} {
+  %0 = flow.softmax %x axis = 1 : tensor<4x4096xf32>
+  return %0 : tensor<4x4096xf32>
+}
+"""
+
+
+def test_mesh_spec_from_python(tmp_path):
+    """mesh_spec= reaches the planner: a softmax over a split axis reduces
+    its statistics on the CPU preset, gathers its input where a call costs
+    a second (a JSON description), and a bad description is a FlowError
+    naming it."""
+    import flow
+    def softmax_line(**kwargs):
+        ir = flow.compile_ir(SOFTMAX_ON_A_SPLIT_AXIS, "flow", **kwargs)
+        return next(line for line in ir.splitlines()
+                    if "flow.all_reduce" in line or "flow.all_gather" in line)
+    assert "all_reduce max" in softmax_line()
+    slow = tmp_path / "slow.json"
+    slow.write_text(json.dumps({
+        "name": "slow", "axes": [{"bandwidth_gb_per_s": 1000,
+                                  "latency_us": 1e6}],
+        "device": {"tflops": 1, "memory_gib": 1}}))
+    assert "all_gather" in softmax_line(mesh_spec=str(slow))
+    with pytest.raises(flow.FlowError, match="'tpu-pod' is neither a preset"):
+        flow.compile_ir(SOFTMAX_ON_A_SPLIT_AXIS, "flow", mesh_spec="tpu-pod")
+    slow.write_text("{")
+    with pytest.raises(flow.FlowError, match="slow.json: not JSON"):
+        flow.compile_ir(SOFTMAX_ON_A_SPLIT_AXIS, "flow", mesh_spec=str(slow))
 
 
 @pytest.mark.parametrize("sbps,program", [(MLP_DP, "forward"),

@@ -467,11 +467,135 @@ TEST(CollectiveTest, EachDeviceBindsItsPieceOfASplitParameter) {
   EXPECT_EQ(session.status().message(),
             "parameter 'w': device 0's piece is f32[3,3] but its program "
             "reads f32[2,3]");
+  // A piece by SBP of a block of the tensor (columns [1, 3) of the 5x3
+  // archive above, rows split): rows [0, 3) or [3, 5) of those columns.
+  // The program reads 2 rows: device 1's piece.
+  HostTensor grid = five;
+  std::vector<float> g(15);
+  for (int i = 0; i < 15; ++i)
+    g[i] = static_cast<float>(i);
+  std::memcpy(grid.data.data(), g.data(), 60);
+  ASSERT_TRUE(writeSafeTensors(path, {{"w", grid}}));
+  ExecutableSpec block = splitParameterSpec(path, 5);
+  block.parameters[0].type = {DType::F32, {2, 2}};
+  block.parameters[0].pieceOffsets = {0, 1};
+  block.parameters[0].pieceSbpOf = {5, 2};
+  block.functions[0].outputs = {{DType::F32, {2, 2}}};
+  block.functions[0].commands = {CopySpec{constantRef(0, 16), outputRef(0, 16)}};
+  {
+    auto exe = Executable::loadBytes(build(block));
+    ASSERT_TRUE(exe) << exe.status().message();
+    RuntimeOptions options;
+    options.threads = 1;
+    options.communicator = std::make_shared<LoneCommunicator>(1, 2);
+    auto session = Session::create(std::move(*exe), options);
+    ASSERT_TRUE(session) << session.status().message();
+    std::vector<float> out(4, -1);
+    Status s = (*session)->run(0, {}, {{out.data(), 16}});
+    ASSERT_TRUE(s) << s.message();
+    EXPECT_EQ(out, (std::vector<float>{10, 11, 13, 14}));
+  }
+  // A block that does not lie in the tensor is refused at load.
+  block.parameters[0].pieceOffsets = {0, 2};
+  EXPECT_LOAD_ERROR(block, "parameter 'w' has an invalid piece by SBP");
   // A piece by SBP that is not a split or broadcast is refused at load.
   ExecutableSpec bad = splitParameterSpec(path, 4);
   bad.parameters[0].pieceSbp = {fbs::SbpEntry(fbs::SbpKind::PartialSum, 0)};
   EXPECT_LOAD_ERROR(bad, "parameter 'w' has an invalid piece by SBP");
   std::remove(path.c_str());
+}
+
+namespace {
+
+/// forward() -> i64[2] on a 2x2 mesh, run by every device: copies the
+/// device offsets constant (the only constant) to the output.
+ExecutableSpec deviceOffsetsSpec(std::vector<fbs::SbpEntry> within) {
+  ExecutableSpec spec;
+  spec.mesh = {2, 2};
+  spec.deviceOffsets = {{{5, 6},
+                         {fbs::SbpEntry(fbs::SbpKind::Split, 0),
+                          fbs::SbpEntry(fbs::SbpKind::Split, 1)},
+                         std::move(within),
+                         {0, 1, 2, 3},
+                         std::nullopt}};
+  FunctionSpec f;
+  f.name = "forward";
+  f.outputs = {{DType::I64, {2}}};
+  f.ranks = {0, 1, 2, 3};
+  f.commands = {CopySpec{constantRef(0, 16), outputRef(0, 16)}};
+  spec.functions.push_back(f);
+  return spec;
+}
+
+std::vector<int64_t> boundOffsets(const ExecutableSpec &spec, int rank) {
+  auto exe = Executable::loadBytes(build(spec));
+  EXPECT_TRUE(exe) << exe.status().message();
+  if (!exe)
+    return {};
+  RuntimeOptions options;
+  options.threads = 1;
+  options.communicator = std::make_shared<LoneCommunicator>(rank, 4);
+  auto session = Session::create(std::move(*exe), options);
+  EXPECT_TRUE(session) << session.status().message();
+  if (!session)
+    return {};
+  std::vector<int64_t> out(2, -1);
+  Status s = (*session)->run(0, {}, {{out.data(), 16}});
+  EXPECT_TRUE(s) << s.message();
+  return out;
+}
+
+} // namespace
+
+TEST(CollectiveTest, EachDeviceBindsItsPieceOffsets) {
+  // A 5x6 tensor split [S(0), S(1)] on 2x2: rows 3 + 2, columns 3 + 3.
+  // Device (a, b) is rank 2a + b.
+  for (int rank = 0; rank < 4; ++rank) {
+    int64_t a = rank / 2, b = rank % 2;
+    EXPECT_EQ(boundOffsets(deviceOffsetsSpec({}), rank),
+              (std::vector<int64_t>{3 * a, 3 * b}))
+        << "rank " << rank;
+    // Within its piece under [S(0), B]: the rows are its own already.
+    EXPECT_EQ(boundOffsets(deviceOffsetsSpec(
+                               {fbs::SbpEntry(fbs::SbpKind::Split, 0),
+                                fbs::SbpEntry(fbs::SbpKind::Broadcast, 0)}),
+                           rank),
+              (std::vector<int64_t>{0, 3 * b}))
+        << "rank " << rank;
+  }
+  // What the loader refuses.
+  ExecutableSpec bad = deviceOffsetsSpec({});
+  bad.deviceOffsets[0].type = TypeSpec{DType::F32, {2}};
+  EXPECT_LOAD_ERROR(bad, "constant 0 (device offsets): is f32[2], not i64[2]");
+  bad = deviceOffsetsSpec({});
+  bad.deviceOffsets[0].sbp.pop_back();
+  EXPECT_LOAD_ERROR(bad, "constant 0 (device offsets): an SBP that is not "
+                         "one entry per mesh axis");
+  bad = deviceOffsetsSpec({});
+  bad.deviceOffsets[0].sbp[1] = fbs::SbpEntry(fbs::SbpKind::Split, 2);
+  EXPECT_LOAD_ERROR(bad, "an SBP that is not one entry per mesh axis "
+                         "splitting the tensor's dimensions");
+  bad = deviceOffsetsSpec({});
+  bad.deviceOffsets[0].ranks = {0, 4};
+  EXPECT_LOAD_ERROR(bad, "constant 0 (device offsets): invalid rank 4");
+  bad = deviceOffsetsSpec({});
+  bad.deviceOffsets[0].ranks = {};
+  EXPECT_LOAD_ERROR(bad, "constant 0 (device offsets): names no device "
+                         "reading it");
+  // A piece that does not lie in the one it is taken from (a split the
+  // compiler never writes: rows split on the second axis too).
+  bad = deviceOffsetsSpec({fbs::SbpEntry(fbs::SbpKind::Broadcast, 0),
+                           fbs::SbpEntry(fbs::SbpKind::Split, 0)});
+  auto exe = Executable::loadBytes(build(bad));
+  ASSERT_TRUE(exe) << exe.status().message();
+  RuntimeOptions options;
+  options.threads = 1;
+  options.communicator = std::make_shared<LoneCommunicator>(2, 4);
+  auto session = Session::create(std::move(*exe), options);
+  ASSERT_FALSE(session);
+  EXPECT_EQ(session.status().message(),
+            "device 2's piece of a tensor lies outside the piece it is taken "
+            "from");
 }
 
 TEST(CollectiveTest, CorruptMeshExecutablesNeverCrash) {

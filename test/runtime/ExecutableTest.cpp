@@ -149,9 +149,11 @@ TEST(ExecutableTest, RejectsNonExecutables) {
 
 TEST(ExecutableTest, RejectsVersionAndTarget) {
   ExecutableSpec spec = sampleSpec();
-  spec.version = 12;
-  EXPECT_LOAD_ERROR(spec, "unsupported format version 12 (this runtime reads "
-                          "version 11");
+  spec.version = kExecutableVersion + 1;
+  EXPECT_LOAD_ERROR(spec, "unsupported format version " +
+                              std::to_string(kExecutableVersion + 1) +
+                              " (this runtime reads version " +
+                              std::to_string(kExecutableVersion));
   spec.version = 0;
   EXPECT_LOAD_ERROR(spec, "unsupported format version 0");
   // CUDA executables load (DeviceTest); their devices are checked when a
@@ -625,7 +627,9 @@ TEST(ExecutableTest, RefusesOlderFormatVersions) {
   ExecutableSpec spec = sampleSpec();
   spec.version = 5;
   EXPECT_LOAD_ERROR(spec, "unsupported format version 5 (this runtime reads "
-                          "version 11; recompile the model with this Flow)");
+                          "version " +
+                              std::to_string(kExecutableVersion) +
+                              "; recompile the model with this Flow)");
 }
 
 TEST(ExecutableTest, RefusesKernelsForAnotherCpu) {

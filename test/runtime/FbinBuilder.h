@@ -177,6 +177,18 @@ struct ParameterSpec {
   /// A piece by SBP: the binding device's piece of a `pieceOf` tensor.
   std::vector<int64_t> pieceOf;
   std::vector<fbs::SbpEntry> pieceSbp;
+  /// A piece by SBP of the block of shape `pieceSbpOf` at `pieceOffsets`
+  /// (`pieceOf`: the archive tensor's shape).
+  std::vector<int64_t> pieceOffsets, pieceSbpOf;
+};
+
+/// A constant the runtime fills with the binding device's piece offsets.
+struct DeviceOffsetsSpec {
+  std::vector<int64_t> of;
+  std::vector<fbs::SbpEntry> sbp, within;
+  std::vector<int64_t> ranks;
+  /// The constant's type: i64[rank of `of`] unless set.
+  std::optional<TypeSpec> type;
 };
 
 struct ExecutableSpec {
@@ -188,6 +200,8 @@ struct ExecutableSpec {
   std::vector<std::vector<uint8_t>> constants;
   /// Constants after `constants` (their indices follow on).
   std::vector<ParameterSpec> parameters;
+  /// Constants after `parameters`.
+  std::vector<DeviceOffsetsSpec> deviceOffsets;
   std::optional<std::string> parameterArchive;
   /// A device mesh; functions with `ranks` are its device programs.
   std::vector<int64_t> mesh;
@@ -400,9 +414,22 @@ inline std::vector<uint8_t> build(const ExecutableSpec &spec) {
     auto type = fbs::CreateTensorTypeDirect(
         fbb, static_cast<fbs::DType>(p.type.dtype), &p.type.shape);
     constants.push_back(fbs::CreateConstant(
-        fbb, 0, fbb.CreateString(p.name), type, 0,
+        fbb, 0, fbb.CreateString(p.name), type,
+        p.pieceOffsets.empty() ? 0 : fbb.CreateVector(p.pieceOffsets),
         p.pieceOf.empty() ? 0 : fbb.CreateVector(p.pieceOf), 0,
-        p.pieceSbp.empty() ? 0 : fbb.CreateVectorOfStructs(p.pieceSbp)));
+        p.pieceSbp.empty() ? 0 : fbb.CreateVectorOfStructs(p.pieceSbp), false,
+        0, p.pieceSbpOf.empty() ? 0 : fbb.CreateVector(p.pieceSbpOf)));
+  }
+  for (const DeviceOffsetsSpec &o : spec.deviceOffsets) {
+    TypeSpec t = o.type ? *o.type
+                        : TypeSpec{DType::I64, {(int64_t)o.of.size()}};
+    auto type = fbs::CreateTensorTypeDirect(
+        fbb, static_cast<fbs::DType>(t.dtype), &t.shape);
+    constants.push_back(fbs::CreateConstant(
+        fbb, 0, 0, type, 0, fbb.CreateVector(o.of),
+        o.ranks.empty() ? 0 : fbb.CreateVector(o.ranks),
+        o.sbp.empty() ? 0 : fbb.CreateVectorOfStructs(o.sbp), true,
+        o.within.empty() ? 0 : fbb.CreateVectorOfStructs(o.within)));
   }
   auto constantsVector = fbb.CreateVector(constants);
   flatbuffers::Offset<flatbuffers::String> archive;

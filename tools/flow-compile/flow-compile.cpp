@@ -133,6 +133,12 @@ static cl::opt<std::string>
               cl::desc("Run public functions without a flow.mesh on a mesh "
                        "of this shape: 4, 2x2 (one process per device)"),
               cl::value_desc("shape"), cl::init(""));
+static cl::opt<std::string> meshSpec(
+    "mesh-spec",
+    cl::desc("The mesh's hardware, which the SBP planner times its choices "
+             "on: a preset (cpu-mpi, the default; h100-nvlink, h200-nvlink, "
+             "h100-nodes) or a JSON file (docs/distributed.md)"),
+    cl::value_desc("name|file"), cl::init("cpu-mpi"));
 
 static cl::opt<std::string> parametersFile(
     "parameters",
@@ -348,6 +354,7 @@ int main(int argc, char **argv) {
   options.inPlace = inPlace;
   options.gemmEpilogues = gemmEpilogues;
   options.overlapCollectives = overlapCollectives;
+  options.meshSpec = meshSpec;
   options.precision = precision;
   if (!meshShape.empty()) {
     std::optional<std::vector<int64_t>> shape = parseMeshShape(meshShape);

@@ -91,6 +91,9 @@ struct CompileOptions {
   /// When not empty, public functions without a `flow.mesh` run on a new
   /// mesh of this shape (`--mesh=4`, `--mesh=2x2`).
   std::vector<int64_t> mesh;
+  /// The mesh description the SBP planner times its choices on: a preset
+  /// or a JSON file (`--mesh-spec`; MeshSpec.h).
+  std::string meshSpec = "cpu-mpi";
 };
 
 /// Parses a mesh shape: `4`, `2x2`; std::nullopt when malformed.
@@ -124,6 +127,15 @@ struct CompileReport {
     std::string op, location, reason;
   };
   std::vector<FusionRefusal> fusionRefusals;
+  /// Each device program of a mesh function: its name, the function it is
+  /// a partition of and the devices (ranks) that run it.
+  struct DeviceProgram {
+    std::string function, partitionOf;
+    std::vector<int64_t> ranks;
+  };
+  std::vector<DeviceProgram> devicePrograms;
+  /// The mesh description the planner used (mesh compiles only).
+  std::string meshSpec;
   /// Writes the report as JSON.
   void writeJson(raw_ostream &os) const;
 };
@@ -198,8 +210,10 @@ struct HostPipelineOptions {
   /// flow-overlap-collectives (--overlap-collectives).
   bool overlapCollectives = true;
 };
-/// The phases' pipelines, as compile() runs them.
-void buildFlowPlacePipeline(OpPassManager &pm);
+/// The phases' pipelines, as compile() runs them. `meshSpec` is
+/// flow-propagate-sbp's mesh-spec.
+void buildFlowPlacePipeline(OpPassManager &pm,
+                            StringRef meshSpec = "cpu-mpi");
 void buildFlowGraphPipeline(OpPassManager &pm,
                             const GraphPipelineOptions &options);
 void buildHostPipeline(OpPassManager &pm, const HostPipelineOptions &options);

@@ -1507,6 +1507,49 @@ struct SliceLowering : OpConversionPattern<SliceOp> {
   }
 };
 
+/// A block at offsets read from a tensor, each clamped so that the block
+/// lies in the input.
+struct DynamicSliceLowering : OpConversionPattern<DynamicSliceOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(DynamicSliceOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    RankedTensorType type = tensorType(op);
+    RankedTensorType in = tensorType(adaptor.getInput());
+    if (type.getNumElements() == 0) {
+      rewriter.replaceOp(op, emptyTensor(rewriter, loc, type.getShape(),
+                                         type.getElementType()));
+      return success();
+    }
+    SmallVector<OpFoldResult> offsets, sizes, strides;
+    for (int64_t d = 0; d < type.getRank(); ++d) {
+      int64_t size = type.getDimSize(d), last = in.getDimSize(d) - size;
+      if (last == 0) {
+        offsets.push_back(rewriter.getIndexAttr(0));
+      } else {
+        Value at = arith::ConstantIndexOp::create(rewriter, loc, d);
+        Value raw = tensor::ExtractOp::create(rewriter, loc,
+                                              adaptor.getOffsets(), {at});
+        Value idx = arith::IndexCastOp::create(rewriter, loc,
+                                               rewriter.getIndexType(), raw);
+        Value zero = arith::ConstantIndexOp::create(rewriter, loc, 0);
+        Value max = arith::ConstantIndexOp::create(rewriter, loc, last);
+        offsets.push_back(arith::MinSIOp::create(
+                              rewriter, loc,
+                              arith::MaxSIOp::create(rewriter, loc, idx, zero),
+                              max)
+                              .getResult());
+      }
+      sizes.push_back(rewriter.getIndexAttr(size));
+      strides.push_back(rewriter.getIndexAttr(1));
+    }
+    rewriter.replaceOpWithNewOp<tensor::ExtractSliceOp>(
+        op, type, adaptor.getInput(), offsets, sizes, strides);
+    return success();
+  }
+};
+
 /// result[i.., j.., k..] = input[i.., clamp(indices[j..]), k..]. Indices
 /// outside [0, dim) are clamped into range so no access leaves the tensor.
 /// An index value (i32 or i64) as an `index` clamped into [0, dimSize), so
@@ -2051,7 +2094,7 @@ void mlir::flow::populateFlowToLinalgPatterns(RewritePatternSet &patterns) {
            RmsNormLowering, BatchNormLowering, PoolLowering<MaxPool2dOp, true>,
            PoolLowering<AvgPool2dOp, false>, ConstantLowering, AnnotateLowering,
            ReshapeLowering, TransposeLowering, BroadcastToLowering,
-           ConcatLowering, SliceLowering, ReverseLowering, GatherLowering,
+           ConcatLowering, SliceLowering, DynamicSliceLowering, ReverseLowering, GatherLowering,
            GatherElementsLowering, ScatterNdLowering, SortLowering, CumsumLowering,
            ArgReduceLowering<ArgmaxOp, true>,
            ArgReduceLowering<ArgminOp, false>,

@@ -77,3 +77,19 @@ func.func @conv(%x: tensor<1x8x6x6xf32>, %w: tensor<16x8x3x3xf32>, %b: tensor<16
   %y = flow.conv2d %x, %w, %b strides = [1, 1] padding = [1, 1, 1, 1] dilations = [1, 1] groups = 1 : (tensor<1x8x6x6xf32>, tensor<16x8x3x3xf32>, tensor<16xf32>) -> tensor<1x16x6x6xf32>
   return %y : tensor<1x16x6x6xf32>
 }
+
+// -----
+
+// A device program's offsets are a buffer the runtime fills in, read by
+// the kernel that slices at them.
+// CHECK-LABEL: func.func @offsets
+// CHECK: %[[O:.*]] = flow.host.piece_offsets <[S(0)]> of [8, 6] : memref<2xi64>
+// CHECK: flow.host.dispatch @take(%{{.*}}, %[[O]])
+flow.mesh @m [2]
+func.func private @take(tensor<8x6xf32>, tensor<2xi64>) -> tensor<4x6xf32>
+func.func @offsets(%x: tensor<8x6xf32>) -> tensor<4x6xf32>
+    attributes {flow.mesh = @m, flow.ranks = array<i64: 0, 1>} {
+  %o = flow.piece_offsets <[S(0)]> of [8, 6] : tensor<2xi64>
+  %s = call @take(%x, %o) : (tensor<8x6xf32>, tensor<2xi64>) -> tensor<4x6xf32>
+  return %s : tensor<4x6xf32>
+}

@@ -1228,3 +1228,85 @@ func.func @sbp_piece_bad_dimension() -> tensor<8x4xf32> {
   return %w : tensor<8x4xf32>
 }
 }
+
+// -----
+
+module attributes {flow.parameters = "w.safetensors"} {
+func.func @block_piece_outside_its_tensor() -> tensor<8x2xf32> {
+  // expected-error @+1 {{piece [20, 28) does not lie in a dimension of 24}}
+  %w = flow.parameter "w" piece [0, 20] of [8, 24] sbp #flow.sbp<[S(1)]> of [8, 8] : tensor<8x2xf32>
+  return %w : tensor<8x2xf32>
+}
+}
+
+// -----
+
+func.func @dynamic_slice_rank(%x: tensor<8x6xf32>, %o: tensor<2xi64>) -> tensor<4xf32> {
+  // expected-error @+1 {{result rank 1 differs from the input's 2}}
+  %0 = flow.dynamic_slice %x[%o] : (tensor<8x6xf32>, tensor<2xi64>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @dynamic_slice_offsets(%x: tensor<8x6xf32>, %o: tensor<3xi64>) -> tensor<4x6xf32> {
+  // expected-error @+1 {{needs one i64 offset per input dimension: tensor<2xi64>, got 'tensor<3xi64>'}}
+  %0 = flow.dynamic_slice %x[%o] : (tensor<8x6xf32>, tensor<3xi64>) -> tensor<4x6xf32>
+  return %0 : tensor<4x6xf32>
+}
+
+// -----
+
+func.func @dynamic_slice_longer(%x: tensor<8x6xf32>, %o: tensor<2xi64>) -> tensor<4x7xf32> {
+  // expected-error @+1 {{dimension 1 of the result (7) is longer than the input's (6)}}
+  %0 = flow.dynamic_slice %x[%o] : (tensor<8x6xf32>, tensor<2xi64>) -> tensor<4x7xf32>
+  return %0 : tensor<4x7xf32>
+}
+
+// -----
+
+func.func @dynamic_slice_element_type(%x: tensor<8x6xf32>, %o: tensor<2xi64>) -> tensor<4x6xf16> {
+  // expected-error @+1 {{result element type 'f16' differs from the input's 'f32'}}
+  %0 = flow.dynamic_slice %x[%o] : (tensor<8x6xf32>, tensor<2xi64>) -> tensor<4x6xf16>
+  return %0 : tensor<4x6xf16>
+}
+
+// -----
+
+func.func @piece_offsets_count() -> tensor<3xi64> {
+  // expected-error @+1 {{gives one offset per dimension of the tensor: 2 values, got 'tensor<3xi64>'}}
+  %0 = flow.piece_offsets <[S(0)]> of [8, 6] : tensor<3xi64>
+  return %0 : tensor<3xi64>
+}
+
+// -----
+
+func.func @piece_offsets_split() -> tensor<2xi64> {
+  // expected-error @+1 {{splits dimension 2 of a rank-2 tensor}}
+  %0 = flow.piece_offsets <[S(2)]> of [8, 6] : tensor<2xi64>
+  return %0 : tensor<2xi64>
+}
+
+// -----
+
+func.func @piece_offsets_within_splits_otherwise() -> tensor<2xi64> {
+  // expected-error @+1 {{mesh axis 0 splits the 'within' piece otherwise than the piece}}
+  %0 = flow.piece_offsets <[S(0), B]> within <[S(1), B]> of [8, 6] : tensor<2xi64>
+  return %0 : tensor<2xi64>
+}
+
+// -----
+
+func.func @piece_offsets_within_nesting() -> tensor<2xi64> {
+  // expected-error @+1 {{mesh axis 1 splits dimension 0 of the 'within' piece before axis 0 does}}
+  %0 = flow.piece_offsets <[S(0), S(0)]> within <[B, S(0)]> of [8, 6] : tensor<2xi64>
+  return %0 : tensor<2xi64>
+}
+
+// -----
+
+func.func @piece_offsets_within_axes() -> tensor<2xi64> {
+  // expected-error @+1 {{'within' describes 1 mesh axes, the piece 2}}
+  %0 = flow.piece_offsets <[S(0), B]> within <[B]> of [8, 6] : tensor<2xi64>
+  return %0 : tensor<2xi64>
+}

@@ -288,3 +288,17 @@ func.func @random_uniform(%seed: tensor<i64>, %offset: tensor<i64>) -> (tensor<4
   %1 = flow.random_uniform %seed, %offset stream = 0 : tensor<f32>
   return %0, %1 : tensor<4x8xf32>, tensor<f32>
 }
+
+// A device's place in an SPMD program: its piece's offsets (filled in by
+// the runtime) and a slice at them.
+// CHECK-LABEL: func.func @device_place
+func.func @device_place(%x: tensor<8x6xf32>) -> (tensor<4x6xf32>, tensor<2xi64>)
+    attributes {flow.mesh = @mesh2d} {
+  // CHECK: %[[O:.*]] = flow.piece_offsets <[S(0), B]> of [8, 6] : tensor<2xi64>
+  %o = flow.piece_offsets <[S(0), B]> of [8, 6] : tensor<2xi64>
+  // CHECK: flow.piece_offsets <[S(0), S(1)]> within <[S(0), B]> of [8, 6] : tensor<2xi64>
+  %w = flow.piece_offsets <[S(0), S(1)]> within <[S(0), B]> of [8, 6] : tensor<2xi64>
+  // CHECK: flow.dynamic_slice %{{.*}}[%[[O]]] : (tensor<8x6xf32>, tensor<2xi64>) -> tensor<4x6xf32>
+  %s = flow.dynamic_slice %x[%o] : (tensor<8x6xf32>, tensor<2xi64>) -> tensor<4x6xf32>
+  return %s, %w : tensor<4x6xf32>, tensor<2xi64>
+}

@@ -91,14 +91,16 @@ func.func @rms_norm(%x: tensor<4x8xf32> {flow.sbp = #flow.sbp<[S(1), S(1)]>},
 // -----
 
 // A vocabulary-parallel embedding: rows [4, 7) on the second device. The
-// global index is clamped as a gather clamps, made local, and rows this
+// global index is clamped as a gather clamps, made local (less the row the
+// device's piece starts at, which the runtime fills in), and rows this
 // device does not hold are zeros: a partial sum, reduced for the result.
 // CHECK-LABEL: func.func @embedding_r1(%arg0: tensor<3x5xf32>, %arg1: tensor<2x3xi64>)
+// CHECK: %[[ROW:.*]] = flow.piece_offsets <[S(0)]> of [7] : tensor<1xi64>
+// CHECK: %[[OFF:.*]] = flow.reshape %[[ROW]] : tensor<1xi64> -> tensor<i64>
 // CHECK-DAG: %[[ZERO:.*]] = flow.constant dense<0> : tensor<i64>
 // CHECK-DAG: %[[LAST:.*]] = flow.constant dense<6> : tensor<i64>
 // CHECK: %[[LO:.*]] = flow.maximum %arg1, %[[ZERO]]
 // CHECK: %[[CL:.*]] = flow.minimum %[[LO]], %[[LAST]]
-// CHECK: %[[OFF:.*]] = flow.constant dense<4> : tensor<i64>
 // CHECK: %[[LOCAL:.*]] = flow.sub %[[CL]], %[[OFF]]
 // CHECK: %[[LOCAL_LAST:.*]] = flow.constant dense<2> : tensor<i64>
 // CHECK: %[[IN:.*]] = flow.minimum %{{.*}}, %[[LOCAL_LAST]]

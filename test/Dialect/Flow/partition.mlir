@@ -44,17 +44,23 @@ func.func @swap(%x: tensor<8x6xf32> {flow.sbp = #flow.sbp<[S(0)]>}) -> (tensor<8
 
 // -----
 
-// B -> S: each device slices its own piece (so the devices' programs
-// differ); B -> P(sum): the first device keeps the value, the others zeros.
-// CHECK-LABEL: func.func @local_r0(%arg0: tensor<8x6xf32>) -> (tensor<4x6xf32>, tensor<8x6xf32>)
-// CHECK-SAME: flow.ranks = array<i64: 0>
-// CHECK: flow.slice %arg0 starts = [0, 0] limits = [4, 6]
-// CHECK: return %{{.*}}, %arg0
-// CHECK-LABEL: func.func @local_r1(%arg0: tensor<8x6xf32>)
-// CHECK-SAME: flow.ranks = array<i64: 1>
-// CHECK: flow.slice %arg0 starts = [4, 0] limits = [8, 6]
-// CHECK: %[[Z:.*]] = flow.constant dense<0.000000e+00> : tensor<8x6xf32>
-// CHECK: return %{{.*}}, %[[Z]]
+// B -> S: each device takes its own piece, at offsets the runtime fills in
+// for it; B -> P(sum): the first device keeps the value, the others zeros,
+// chosen by the device's coordinate (the offset of its piece of a tensor
+// shaped like the mesh axis). One program serves both devices.
+// CHECK-LABEL: func.func @local(%arg0: tensor<8x6xf32>) -> (tensor<4x6xf32>, tensor<8x6xf32>)
+// CHECK-SAME: flow.ranks = array<i64: 0, 1>
+// (The device's offsets are read once each, at the top.)
+// CHECK: %[[O:.*]] = flow.piece_offsets <[S(0)]> of [8, 6] : tensor<2xi64>
+// CHECK: %[[C:.*]] = flow.piece_offsets <[S(0)]> of [2] : tensor<1xi64>
+// CHECK: %[[S:.*]] = flow.dynamic_slice %arg0[%[[O]]] : (tensor<8x6xf32>, tensor<2xi64>) -> tensor<4x6xf32>
+// CHECK: %[[Z0:.*]] = flow.constant dense<0> : tensor<1xi64>
+// CHECK: %[[FIRST:.*]] = flow.compare eq, %[[C]], %[[Z0]]
+// CHECK: %[[M:.*]] = flow.reshape %[[FIRST]] : tensor<1xi1> -> tensor<1x1xi1>
+// CHECK: %[[Z:.*]] = flow.constant dense<0.000000e+00> : tensor<f32>
+// CHECK: %[[P:.*]] = flow.select %[[M]], %arg0, %[[Z]]
+// CHECK: return %[[S]], %[[P]]
+// CHECK-NOT: func.func @local_r1
 flow.mesh @m [2]
 func.func @local(%x: tensor<8x6xf32>)
     -> (tensor<8x6xf32> {flow.sbp = #flow.sbp<[S(0)]>}, tensor<8x6xf32> {flow.sbp = #flow.sbp<[P]>})
@@ -65,12 +71,10 @@ func.func @local(%x: tensor<8x6xf32>)
 // -----
 
 // S -> P has no direct route: through B.
-// CHECK-LABEL: func.func @split_to_partial_r0
+// CHECK-LABEL: func.func @split_to_partial(
 // CHECK: %[[G:.*]] = flow.all_gather %arg0
-// CHECK: return %[[G]]
-// CHECK-LABEL: func.func @split_to_partial_r1
-// CHECK: flow.all_gather %arg0
-// CHECK: flow.constant dense<0.000000e+00>
+// CHECK: %[[P:.*]] = flow.select %{{.*}}, %[[G]], %{{.*}}
+// CHECK: return %[[P]]
 flow.mesh @m [2]
 func.func @split_to_partial(%x: tensor<8x6xf32> {flow.sbp = #flow.sbp<[S(0)]>})
     -> (tensor<8x6xf32> {flow.sbp = #flow.sbp<[P]>}) attributes {flow.mesh = @m} {
@@ -159,14 +163,14 @@ func.func @shared_boxing(%x: tensor<8x6xf32> {flow.sbp = #flow.sbp<[S(0)]>})
 
 // Splitting a dimension on an outer mesh axis while an inner one already
 // splits it: the inner split is undone first and remade after, so the
-// pieces nest in mesh order (device (a, b) holds rows 4a + 2b, +2).
-// CHECK-LABEL: func.func @nested_r0(%arg0: tensor<4x3xf32>) -> tensor<2x3xf32>
-// CHECK-SAME: flow.ranks = array<i64: 0, 2>
+// pieces nest in mesh order (device (a, b) holds rows 4a + 2b, +2: row 2b
+// of its piece under [S(0), B]).
+// CHECK-LABEL: func.func @nested(%arg0: tensor<4x3xf32>) -> tensor<2x3xf32>
+// CHECK-SAME: flow.ranks = array<i64: 0, 1, 2, 3>
+// CHECK: %[[O:.*]] = flow.piece_offsets <[S(0), S(0)]> within <[S(0), B]> of [8, 3] : tensor<2xi64>
 // CHECK: %[[G:.*]] = flow.all_gather %arg0 on @m2 axes = [1] dim = 0 : tensor<4x3xf32> -> tensor<8x3xf32>
 // CHECK: %[[R:.*]] = flow.reduce_scatter sum %[[G]] on @m2 axes = [0] dim = 0 : tensor<8x3xf32> -> tensor<4x3xf32>
-// CHECK: flow.slice %[[R]] starts = [0, 0] limits = [2, 3]
-// CHECK-LABEL: func.func @nested_r1
-// CHECK: flow.slice %{{.*}} starts = [2, 0] limits = [4, 3]
+// CHECK: flow.dynamic_slice %[[R]][%[[O]]] : (tensor<4x3xf32>, tensor<2xi64>) -> tensor<2x3xf32>
 flow.mesh @m2 [2, 2]
 func.func @nested(%x: tensor<8x3xf32> {flow.sbp = #flow.sbp<[P, S(0)]>})
     -> (tensor<8x3xf32> {flow.sbp = #flow.sbp<[S(0), S(0)]>}) attributes {flow.mesh = @m2} {
@@ -193,10 +197,12 @@ func.func @state(%w: tensor<8x4xf32> {flow.sbp = #flow.sbp<[S(0)]>, flow.state =
 // [B, S(1)] -> [S(0), S(0)] on 2x2: the outer axis makes a split of the
 // dimension the inner axis will split too, so the inner split is undone
 // (gathered), not moved first; then both are made, outer first.
-// CHECK-LABEL: func.func @nested_make_r0(%arg0: tensor<8x3xf32>) -> tensor<2x6xf32>
+// CHECK-LABEL: func.func @nested_make(%arg0: tensor<8x3xf32>) -> tensor<2x6xf32>
+// CHECK: %[[O1:.*]] = flow.piece_offsets <[S(0), B]> of [8, 6]
+// CHECK: %[[O2:.*]] = flow.piece_offsets <[S(0), S(0)]> within <[S(0), B]> of [8, 6]
 // CHECK: %[[G:.*]] = flow.all_gather %arg0 on @m axes = [1] dim = 1 : tensor<8x3xf32> -> tensor<8x6xf32>
-// CHECK: %[[O:.*]] = flow.slice %[[G]] starts = [0, 0] limits = [4, 6]
-// CHECK: flow.slice %[[O]] starts = [0, 0] limits = [2, 6]
+// CHECK: %[[O:.*]] = flow.dynamic_slice %[[G]][%[[O1]]] : (tensor<8x6xf32>, tensor<2xi64>) -> tensor<4x6xf32>
+// CHECK: flow.dynamic_slice %[[O]][%[[O2]]] : (tensor<4x6xf32>, tensor<2xi64>) -> tensor<2x6xf32>
 flow.mesh @m [2, 2]
 func.func @nested_make(%x: tensor<8x6xf32> {flow.sbp = #flow.sbp<[B, S(1)]>})
     -> (tensor<8x6xf32> {flow.sbp = #flow.sbp<[S(0), S(0)]>}) attributes {flow.mesh = @m} {
@@ -223,6 +229,26 @@ func.func @weight_piece(%x: tensor<4x8xf32>) -> (tensor<4x6xf32> {flow.sbp = #fl
   %y = flow.matmul %x, %w {flow.operand_sbp = [#flow.sbp<[B]>, #flow.sbp<[S(1)]>], flow.sbp = [#flow.sbp<[S(1)]>]}
       : (tensor<4x8xf32>, tensor<8x6xf32>) -> tensor<4x6xf32>
   return %y : tensor<4x6xf32>
+}
+}
+
+// -----
+
+// A block of a weight (the k of a fused q/k/v projection: a slice of the
+// parameter folds into one) split by columns: the SBP cuts the block, and
+// both devices run one program.
+// CHECK-LABEL: func.func @block_piece(
+// CHECK-SAME: flow.ranks = array<i64: 0, 1>
+// CHECK: flow.parameter "qkv" piece [0, 8] of [8, 24] sbp <[S(1)]> of [8, 8] : tensor<8x4xf32>
+// CHECK-NOT: func.func @block_piece_r1
+module attributes {flow.parameters = "w.safetensors"} {
+flow.mesh @m [2]
+func.func @block_piece(%x: tensor<4x8xf32>) -> (tensor<4x8xf32> {flow.sbp = #flow.sbp<[S(1)]>})
+    attributes {flow.mesh = @m} {
+  %w = flow.parameter "qkv" piece [0, 8] of [8, 24] {flow.operand_sbp = [], flow.sbp = [#flow.sbp<[B]>]} : tensor<8x8xf32>
+  %y = flow.matmul %x, %w {flow.operand_sbp = [#flow.sbp<[B]>, #flow.sbp<[S(1)]>], flow.sbp = [#flow.sbp<[S(1)]>]}
+      : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+  return %y : tensor<4x8xf32>
 }
 }
 

@@ -182,20 +182,19 @@ static LogicalResult verifyPiece(Operation *op,
   return success();
 }
 
-/// A parameter's piece by SBP: the attribute and the whole shape together,
-/// not with explicit offsets; splits and broadcasts only, splitting
-/// dimensions of the result; each dimension of the result no longer than
-/// the whole's and, where split, a piece of it.
+/// A parameter's piece by SBP: the attribute and the whole shape together
+/// (the archive's tensor, or with offsets the block of it they start);
+/// splits and broadcasts only, splitting dimensions of the result; each
+/// dimension of the result no longer than the whole's and, where split, a
+/// piece of it.
 static LogicalResult verifySbpPiece(Operation *op, SbpAttr sbp,
                                     std::optional<ArrayRef<int64_t>> of,
-                                    bool hasOffsets, ArrayRef<int64_t> shape) {
+                                    ArrayRef<int64_t> shape) {
   if (!sbp && !of)
     return success();
   if (!sbp || !of)
     return op->emitOpError("needs both the piece's SBP and the shape it is "
                            "a piece of");
-  if (hasOffsets)
-    return op->emitOpError("is a piece by offsets or by SBP, not both");
   if (of->size() != shape.size())
     return op->emitOpError("the shape it is a piece of needs one entry per "
                            "dimension of the result");
@@ -240,11 +239,12 @@ LogicalResult ParameterOp::verify() {
   if (getName().empty())
     return emitOpError("needs a non-empty parameter name");
   if (failed(verifySbpPiece(*this, getPieceSbpAttr(), getPieceSbpOf(),
-                            getPieceOffsets().has_value(),
                             getType().getShape())))
     return failure();
+  // With an SBP, the offsets start the block the SBP cuts.
   return verifyPiece(*this, getPieceOffsets(), getPieceOf(),
-                     getType().getShape());
+                     getPieceSbpOf() ? *getPieceSbpOf()
+                                     : getType().getShape());
 }
 
 LogicalResult MeshOp::verify() {
@@ -856,6 +856,78 @@ LogicalResult ReverseOp::verify() {
   return success();
 }
 
+LogicalResult DynamicSliceOp::verify() {
+  RankedTensorType input = getInput().getType(), result = getType();
+  if (input.getElementType() != result.getElementType())
+    return emitOpError("result element type ")
+           << result.getElementType() << " differs from the input's "
+           << input.getElementType();
+  if (input.getRank() != result.getRank())
+    return emitOpError("result rank ")
+           << result.getRank() << " differs from the input's "
+           << input.getRank();
+  RankedTensorType offsets = getOffsets().getType();
+  if (offsets.getRank() != 1 || offsets.getDimSize(0) != input.getRank() ||
+      !offsets.getElementType().isInteger(64))
+    return emitOpError("needs one i64 offset per input dimension: ")
+           << "tensor<" << input.getRank() << "xi64>, got " << offsets;
+  for (int64_t d = 0; d < input.getRank(); ++d)
+    if (result.getDimSize(d) > input.getDimSize(d))
+      return emitOpError("dimension ")
+             << d << " of the result (" << result.getDimSize(d)
+             << ") is longer than the input's (" << input.getDimSize(d) << ")";
+  return success();
+}
+
+/// A piece's offsets (flow.piece_offsets and its host form): one i64 per
+/// dimension of `of`; splits within range; where `within` differs from
+/// `sbp`, `within` does not split (so the piece lies in `within`'s).
+static LogicalResult verifyPieceOffsets(Operation *op, SbpAttr sbp,
+                                        SbpAttr within, ArrayRef<int64_t> of,
+                                        ShapedType result) {
+  if (result.getRank() != 1 ||
+      result.getDimSize(0) != static_cast<int64_t>(of.size()))
+    return op->emitOpError("gives one offset per dimension of the tensor: ")
+           << of.size() << " values, got " << result;
+  if (llvm::any_of(of, [](int64_t n) { return n < 0; }))
+    return op->emitOpError("the tensor's shape has a negative dimension");
+  auto checkSplits = [&](SbpAttr a) -> LogicalResult {
+    for (SbpDim d : a.getDims())
+      if (d.isSplit() && (d.dim < 0 || d.dim >= static_cast<int64_t>(of.size())))
+        return op->emitOpError("splits dimension ")
+               << d.dim << " of a rank-" << of.size() << " tensor";
+    return success();
+  };
+  if (failed(checkSplits(sbp)))
+    return failure();
+  if (!within)
+    return success();
+  if (failed(checkSplits(within)))
+    return failure();
+  ArrayRef<SbpDim> to = sbp.getDims(), from = within.getDims();
+  if (to.size() != from.size())
+    return op->emitOpError("'within' describes ")
+           << from.size() << " mesh axes, the piece " << to.size();
+  for (size_t axis = 0; axis < to.size(); ++axis) {
+    if (to[axis] == from[axis] || (!to[axis].isSplit() && !from[axis].isSplit()))
+      continue;
+    if (from[axis].isSplit())
+      return op->emitOpError("mesh axis ")
+             << axis << " splits the 'within' piece otherwise than the piece";
+    for (size_t later = axis + 1; later < to.size(); ++later)
+      if (from[later].isSplit() && from[later].dim == to[axis].dim)
+        return op->emitOpError("mesh axis ")
+               << later << " splits dimension " << to[axis].dim
+               << " of the 'within' piece before axis " << axis << " does";
+  }
+  return success();
+}
+
+LogicalResult PieceOffsetsOp::verify() {
+  return verifyPieceOffsets(*this, getSbp(), getWithinAttr(), getOf(),
+                            getType());
+}
+
 LogicalResult SliceOp::inferReturnTypes(MLIRContext *,
                                         std::optional<Location> loc,
                                         Adaptor adaptor,
@@ -1208,10 +1280,17 @@ LogicalResult HostParameterOp::verify() {
   if (getName().empty())
     return emitOpError() << "needs a parameter name";
   if (failed(verifyPiece(*this, getPieceOffsets(), getPieceOf(),
-                         getType().getShape())) ||
+                         getPieceSbpOf() ? *getPieceSbpOf()
+                                         : getType().getShape())) ||
       failed(verifySbpPiece(*this, getPieceSbpAttr(), getPieceSbpOf(),
-                            getPieceOffsets().has_value(),
                             getType().getShape())))
+    return failure();
+  return verifyIdentityLayout(*this, getType());
+}
+
+LogicalResult HostPieceOffsetsOp::verify() {
+  if (failed(verifyPieceOffsets(*this, getSbp(), getWithinAttr(), getOf(),
+                                getType())))
     return failure();
   return verifyIdentityLayout(*this, getType());
 }

@@ -29,12 +29,29 @@ SmallVector<int64_t> DevicePlace::axesSplitting(ArrayRef<SbpDim> sbp,
   return axes;
 }
 
-std::pair<int64_t, int64_t> DevicePlace::piece(RankedTensorType global,
-                                               ArrayRef<SbpDim> sbp,
-                                               int64_t dim) const {
+int64_t DevicePlace::pieceSize(RankedTensorType global, ArrayRef<SbpDim> sbp,
+                               int64_t dim) const {
   SmallVector<int64_t> shape, offset;
   localPiece(global.getShape(), sbp, meshShape, coords, shape, offset);
-  return {offset[dim], shape[dim]};
+  return shape[dim];
+}
+
+Value DevicePlace::pieceOffset(OpBuilder &b, Location loc,
+                               RankedTensorType global, ArrayRef<SbpDim> sbp,
+                               int64_t dim) const {
+  // The offset along `dim` alone: that of the piece of a 1-D tensor as long
+  // as the dimension, split by the same mesh axes (no kernel to pick one
+  // offset out of all of them).
+  SmallVector<SbpDim> along;
+  for (SbpDim d : sbp)
+    along.push_back(d.isSplit() && d.dim == dim ? SbpDim::split(0)
+                                                : SbpDim::broadcast());
+  auto i64 = b.getI64Type();
+  Value offset = PieceOffsetsOp::create(
+      b, loc, RankedTensorType::get({1}, i64),
+      SbpAttr::get(b.getContext(), along), /*within=*/nullptr,
+      b.getDenseI64ArrayAttr({global.getDimSize(dim)}));
+  return ReshapeOp::create(b, loc, RankedTensorType::get({}, i64), offset);
 }
 
 namespace {
@@ -74,14 +91,18 @@ struct Local {
 
   /// A global index `index` into a dimension of global length `length`,
   /// clamped as gathers clamp, made local to the piece [offset, offset +
-  /// size): the local index and whether this device holds it.
+  /// size) (`offset` a 0-d i64 tensor): the local index and whether this
+  /// device holds it.
   std::pair<Value, Value> localIndex(Value index, int64_t length,
-                                     int64_t offset, int64_t size) {
+                                     Value offset, int64_t size) {
     Value clamped = MinimumOp::create(
         b, loc, MaximumOp::create(b, loc, index, scalar(0, index)),
         scalar(static_cast<double>(length - 1), index));
-    Value local =
-        SubOp::create(b, loc, clamped, scalar(static_cast<double>(offset), index));
+    Type indexType = typeOf(index).getElementType();
+    if (typeOf(offset).getElementType() != indexType)
+      offset = CastOp::create(b, loc, RankedTensorType::get({}, indexType),
+                              offset);
+    Value local = SubOp::create(b, loc, clamped, offset);
     Value inside = MinimumOp::create(
         b, loc, MaximumOp::create(b, loc, local, scalar(0, local)),
         scalar(static_cast<double>(size - 1), local));
@@ -293,7 +314,8 @@ Results partitionTake(Op op, OpBuilder &b, ValueRange operands,
     return partitionDefault(op, b, operands, types, place);
   Local l{b, op.getLoc(), place};
   RankedTensorType input = typeOf(op.getInput());
-  auto [offset, size] = place.piece(input, place.operands[0], axis);
+  int64_t size = place.pieceSize(input, place.operands[0], axis);
+  Value offset = place.pieceOffset(b, l.loc, input, place.operands[0], axis);
   auto [index, held] =
       l.localIndex(operands[1], input.getDimSize(axis), offset, size);
   Value taken = Op::create(b, l.loc, types[0], operands[0], index,

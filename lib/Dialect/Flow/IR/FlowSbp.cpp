@@ -520,6 +520,10 @@ Rules sbpRules(AllReduceOp) { return {}; }
 Rules sbpRules(AllGatherOp) { return {}; }
 Rules sbpRules(ReduceScatterOp) { return {}; }
 Rules sbpRules(AllToAllOp) { return {}; }
+// A device's place enters only partitioned programs: their offsets differ
+// between devices, so no SBP describes them.
+Rules sbpRules(PieceOffsetsOp) { return {}; }
+Rules sbpRules(DynamicSliceOp) { return {}; }
 Rules sbpRules(BroadcastOp) { return {}; }
 
 //===----------------------------------------------------------------------===//
@@ -632,10 +636,11 @@ static bool isEvenSbp(ArrayRef<SbpDim> sbp, RankedTensorType type,
 }
 
 static double collectiveCost(SbpDim from, SbpDim to, double bytes,
-                             int64_t p);
+                             int64_t p, const MeshSpec::Axis &axis);
 
 SmallVector<NdSbpSignature>
-mlir::flow::getNdSbpSignatures(Operation *op, ArrayRef<int64_t> meshShape) {
+mlir::flow::getNdSbpSignatures(Operation *op, ArrayRef<int64_t> meshShape,
+                               const MeshSpec &spec) {
   auto iface = dyn_cast<SbpOpInterface>(op);
   if (!iface)
     return {};
@@ -668,23 +673,19 @@ mlir::flow::getNdSbpSignatures(Operation *op, ArrayRef<int64_t> meshShape) {
         blocks = b;
       }
     // The op's own all-reduces of statistics, along each axis whose rule
-    // has them: every group along the axis reduces its share.
+    // has them: every group along the axis reduces its share at once.
     for (unsigned axis = 0; axis < rank; ++axis) {
       const SbpSignature &rule = rules[choice[axis]];
       double bytes = rule.statisticsBytes;
       if (rule.statisticsCount == 0)
         continue;
-      double groups = 1;
       for (unsigned other = 0; other < rank; ++other)
-        if (other != axis) {
-          groups *= static_cast<double>(meshShape[other]);
-          if (sig.operands[0][other].isSplit())
-            bytes /= static_cast<double>(meshShape[other]);
-        }
+        if (other != axis && sig.operands[0][other].isSplit())
+          bytes /= static_cast<double>(meshShape[other]);
       sig.collectiveCost +=
-          rule.statisticsCount * groups *
-          collectiveCost(SbpDim::partialSum(), SbpDim::broadcast(),
-                                  bytes, meshShape[axis]);
+          rule.statisticsCount *
+          collectiveCost(SbpDim::partialSum(), SbpDim::broadcast(), bytes,
+                         meshShape[axis], spec.axis(axis));
     }
     bool valid = blocks == 0 || blocks % blockPieces == 0;
     for (auto [v, sbp] : llvm::zip(op->getOperands(), sig.operands))
@@ -705,15 +706,8 @@ mlir::flow::getNdSbpSignatures(Operation *op, ArrayRef<int64_t> meshShape) {
 }
 
 namespace {
-/// The fixed cost of one collective call, in the units of the traffic
-/// costs (bytes summed over a group's devices), per device: about one
-/// small collective's latency on the CPU preset (1-2 us measured by
-/// bench/mesh_call_overhead.py) at a few GB/s. It makes one all-reduce
-/// cheaper than a reduce-scatter and an all-gather of the same bytes, and
-/// keeps tiny values from being cut up and gathered again.
-constexpr double kCallLatencyBytes = 4096;
-
-/// 1-D boxing cost for T bytes on p devices (SBP.md's table).
+/// 1-D boxing traffic for T bytes on p devices, summed over the devices
+/// (SBP.md's table).
 double directCost(SbpDim from, SbpDim to, double bytes, int64_t p) {
   double inf = std::numeric_limits<double>::infinity();
   if (from == to)
@@ -740,14 +734,19 @@ double directCost(SbpDim from, SbpDim to, double bytes, int64_t p) {
 }
 } // namespace
 
-/// directCost plus the per-call latency of the collective it runs (none
-/// for the local steps out of B).
+/// The time of one boxing step on a mesh axis of p devices: each device's
+/// share of directCost's traffic over the axis' bandwidth, plus the
+/// axis' per-call latency for a collective (none for the local steps out
+/// of B). The latency makes one all-reduce cheaper than a reduce-scatter
+/// and an all-gather of the same bytes, and keeps tiny values from being
+/// cut up and gathered again.
 static double collectiveCost(SbpDim from, SbpDim to, double bytes,
-                             int64_t p) {
-  double traffic = directCost(from, to, bytes, p);
+                             int64_t p, const MeshSpec::Axis &axis) {
+  double traffic = directCost(from, to, bytes, p) /
+                   (static_cast<double>(p) * axis.bandwidth);
   if (from == to || from.isBroadcast())
     return traffic;
-  return traffic + static_cast<double>(p) * kCallLatencyBytes;
+  return traffic + axis.latency;
 }
 
 std::optional<SmallVector<SbpDim>>
@@ -764,7 +763,8 @@ mlir::flow::boxingRoute1D(SbpDim from, SbpDim to, int64_t rank) {
 
 double mlir::flow::boxingCost(ArrayRef<SbpDim> from, ArrayRef<SbpDim> to,
                               RankedTensorType type,
-                              ArrayRef<int64_t> meshShape) {
+                              ArrayRef<int64_t> meshShape,
+                              const MeshSpec &spec) {
   Type element = type.getElementType();
   double bytes = static_cast<double>(type.getNumElements()) *
                  (element.isInteger(1) ? 1 : element.getIntOrFloatBitWidth() / 8);
@@ -778,18 +778,14 @@ double mlir::flow::boxingCost(ArrayRef<SbpDim> from, ArrayRef<SbpDim> to,
     if (!route)
       return std::numeric_limits<double>::infinity();
     for (SbpDim step : *route) {
-      // The groups along this axis each move their share: a split on
-      // another axis divides what a group holds, B or P there repeats it.
+      // The groups along this axis each move their share, at once: a split
+      // on another axis divides what a group holds.
       double share = bytes;
       for (unsigned other = 0; other < meshShape.size(); ++other)
         if (other != axis && current[other].isSplit())
           share /= static_cast<double>(meshShape[other]);
-      double groups = 1;
-      for (unsigned other = 0; other < meshShape.size(); ++other)
-        if (other != axis)
-          groups *= static_cast<double>(meshShape[other]);
-      total += groups *
-               collectiveCost(current[axis], step, share, meshShape[axis]);
+      total += collectiveCost(current[axis], step, share, meshShape[axis],
+                              spec.axis(axis));
       current[axis] = step;
     }
   }

@@ -211,6 +211,10 @@ LogicalResult ScheduleBuilder::build() {
                                       p.getNameAttr(), p.getPieceOffsetsAttr(),
                                       p.getPieceOfAttr(), p.getPieceSbpAttr(),
                                       p.getPieceSbpOfAttr()));
+    } else if (auto o = dyn_cast<PieceOffsetsOp>(op)) {
+      map.map(o.getResult(), HostPieceOffsetsOp::create(
+                                 b, loc, bufferType(o.getType()), o.getSbp(),
+                                 o.getWithinAttr(), o.getOfAttr()));
     } else if (auto r = dyn_cast<ReshapeOp>(op)) {
       map.map(r.getResult(),
               HostViewOp::create(b, loc, bufferType(r.getType()),

@@ -150,7 +150,8 @@ struct OutlineKernelsPass
         if (!isa<FlowDialect>(op->getDialect()) ||
             isa<DispatchRegionOp, ReturnOp>(op) ||
             op->getParentOfType<DispatchRegionOp>() ||
-            isa<ConstantOp, ParameterOp, ReshapeOp, AnnotateOp, MeshOp,
+            isa<ConstantOp, ParameterOp, PieceOffsetsOp, ReshapeOp,
+                AnnotateOp, MeshOp,
                 AllReduceOp, AllGatherOp, ReduceScatterOp, AllToAllOp,
                 BroadcastOp, MatmulOp, Conv2dOp>(op))
           return WalkResult::advance();

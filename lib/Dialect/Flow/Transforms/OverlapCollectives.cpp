@@ -130,8 +130,8 @@ struct OverlapCollectivesPass
       if (defs.contains(p)) {
         // A buffer op (no effects beyond naming a buffer) moves with it.
         if (isHostCommand(p) || p->getNumRegions() != 0 ||
-            !isa<HostAllocOp, HostViewOp, HostConstantOp, HostParameterOp>(
-                p)) {
+            !isa<HostAllocOp, HostViewOp, HostConstantOp, HostParameterOp,
+                 HostPieceOffsetsOp>(p)) {
           stop = p;
           break;
         }

@@ -3,21 +3,26 @@
 // Part of the Flow project.
 //
 // After flow-propagate-sbp, every op of a mesh function knows the SBP of
-// its results and the SBP each operand must have. This pass writes, for
-// each device of the mesh, the function that device runs: values take the
-// shape of the device's piece (uneven splits give the first devices one
-// more row), and wherever an operand's SBP differs from what its consumer
-// needs, boxing ops are inserted, one mesh axis at a time:
+// its results and the SBP each operand must have. This pass writes the
+// SPMD program the devices run: values take the shape of the device's
+// piece (uneven splits give the first devices one more row), and wherever
+// an operand's SBP differs from what its consumer needs, boxing ops are
+// inserted, one mesh axis at a time:
 //
 //   S(d) -> B     flow.all_gather        P -> B      flow.all_reduce
 //   P -> S(d)     flow.reduce_scatter    S(i)->S(j)  flow.all_to_all
-//   B -> S(d)     flow.slice of this device's piece (no traffic); of a
-//                 weight, the parameter's piece, read once at load
-//   B -> P(sum)   the value on the axis' first device, zeros elsewhere
+//   B -> S(d)     flow.dynamic_slice at the device's offsets (no traffic);
+//                 of a weight, the parameter's piece, read once at load
+//   B -> P(sum)   the value on the axis' first device, zeros elsewhere (a
+//                 select on the device's coordinate)
 //   B -> P(max)   the value itself
 //   other pairs   through B
 //
-// Devices whose functions come out identical share one; each function
+// Where a device's position matters (the offsets above, a partition hook's
+// local rows), the program reads it from flow.piece_offsets, which the
+// runtime fills in for the device running it. So devices differ only in
+// the shapes of their pieces: with even splits every device runs one
+// program, with uneven ones each shape of piece has its own. Each function
 // lists its devices in `flow.ranks`.
 //
 //===----------------------------------------------------------------------===//
@@ -57,6 +62,19 @@ private:
     SmallVector<int64_t> shape, offset;
     localPiece(type.getShape(), sbp, meshShape, coords, shape, offset);
     return RankedTensorType::get(shape, type.getElementType());
+  }
+
+  /// The offsets of this device's piece of a `global` tensor laid out as
+  /// `sbp`, within its piece laid out as `within` (none if `within` does not
+  /// split): filled in by the runtime for the device running the program.
+  Value pieceOffsets(OpBuilder &b, Location loc, RankedTensorType global,
+                     ArrayRef<SbpDim> sbp, ArrayRef<SbpDim> within) {
+    MLIRContext *ctx = b.getContext();
+    auto type = RankedTensorType::get({global.getRank()}, b.getI64Type());
+    bool splits = llvm::any_of(within, [](SbpDim d) { return d.isSplit(); });
+    return PieceOffsetsOp::create(b, loc, type, SbpAttr::get(ctx, sbp),
+                                  splits ? SbpAttr::get(ctx, within) : nullptr,
+                                  b.getDenseI64ArrayAttr(global.getShape()));
   }
 
   /// Boxes `local` (the piece of `global` laid out as `from`) into `to`.
@@ -137,46 +155,68 @@ FailureOr<Value> DeviceWriter::step(OpBuilder &b, Value global, Value local,
       if (cur[later].isSplit() && cur[later].dim == to.dim)
         return unsupportedNesting();
     auto globalType = cast<RankedTensorType>(global.getType());
-    SmallVector<int64_t> oldShape, oldOffset, newShape, newOffset;
-    localPiece(globalType.getShape(), cur, meshShape, coords, oldShape,
-               oldOffset);
-    localPiece(globalType.getShape(), next, meshShape, coords, newShape,
-               newOffset);
-    SmallVector<int64_t> starts, limits, strides;
-    for (size_t d = 0; d < newShape.size(); ++d) {
-      starts.push_back(newOffset[d] - oldOffset[d]);
-      limits.push_back(starts.back() + newShape[d]);
-      strides.push_back(1);
-    }
-    if (auto parameter = local.getDefiningOp<ParameterOp>()) {
-      // A weight's piece is read once at load, not sliced every call. The
-      // whole weight, or a piece by SBP of it, becomes the piece under the
-      // new SBP, which the runtime finds from the device's coordinates:
-      // every device with pieces of this shape runs the same op.
-      bool whole = !parameter.getPieceOffsets() &&
-                   !parameter.getPieceSbp() &&
-                   parameter.getType() == globalType;
-      bool bySbp = parameter.getPieceSbp() &&
-                   parameter.getPieceSbp()->getDims() == ArrayRef(cur) &&
-                   *parameter.getPieceSbpOf() == globalType.getShape();
-      if (whole || bySbp)
-        out = ParameterOp::create(
-            b, loc, type, parameter.getNameAttr(), nullptr, nullptr,
-            SbpAttr::get(b.getContext(), next),
-            b.getDenseI64ArrayAttr(globalType.getShape()));
-      else if (!parameter.getPieceSbp())
-        out = createParameterPiece(b, loc, parameter, starts, type);
-      else
-        out = SliceOp::create(b, loc, type, local, starts, limits, strides);
+    auto parameter = local.getDefiningOp<ParameterOp>();
+    // A weight's piece is read once at load, not sliced every call. The
+    // whole weight, or a piece by SBP of it, becomes the piece under the
+    // new SBP, which the runtime finds from the device's coordinates:
+    // every device with pieces of this shape runs the same op.
+    // A block of a weight (a slice folded into it) keeps its offsets: the
+    // SBP cuts the block.
+    bool whole = parameter && !parameter.getPieceSbp() &&
+                 parameter.getType() == globalType;
+    bool bySbp = parameter && parameter.getPieceSbp() &&
+                 parameter.getPieceSbp()->getDims() == ArrayRef(cur) &&
+                 *parameter.getPieceSbpOf() == globalType.getShape();
+    if (whole || bySbp) {
+      out = ParameterOp::create(b, loc, type, parameter.getNameAttr(),
+                                parameter.getPieceOffsetsAttr(),
+                                parameter.getPieceOfAttr(),
+                                SbpAttr::get(b.getContext(), next),
+                                b.getDenseI64ArrayAttr(globalType.getShape()));
+    } else if (parameter && !parameter.getPieceSbp()) {
+      // A piece of a block of a weight already cut for this device: its
+      // piece of that, at offsets known here.
+      SmallVector<int64_t> oldShape, oldOffset, newShape, newOffset;
+      localPiece(globalType.getShape(), cur, meshShape, coords, oldShape,
+                 oldOffset);
+      localPiece(globalType.getShape(), next, meshShape, coords, newShape,
+                 newOffset);
+      SmallVector<int64_t> starts;
+      for (size_t d = 0; d < newShape.size(); ++d)
+        starts.push_back(newOffset[d] - oldOffset[d]);
+      out = createParameterPiece(b, loc, parameter, starts, type);
     } else {
-      out = SliceOp::create(b, loc, type, local, starts, limits, strides);
+      // Any other value: this device's piece of its piece under `cur`, at
+      // offsets the runtime fills in for each device.
+      out = DynamicSliceOp::create(
+          b, loc, type, local, pieceOffsets(b, loc, globalType, next, cur));
     }
   } else if (from.isBroadcast() && to.kind == SbpKind::PartialSum) {
-    if (coords[axis] == 0) {
+    // The value on the axis' first device, zeros on the others.
+    if (meshShape[axis] == 1) {
       out = local;
     } else {
-      Attribute zero = b.getZeroAttr(type.getElementType());
-      out = ConstantOp::create(b, loc, DenseElementsAttr::get(type, zero));
+      NdSbp alongAxis = broadcastSbp(meshShape.size());
+      alongAxis[axis] = SbpDim::split(0);
+      auto axisType = RankedTensorType::get({meshShape[axis]}, b.getI64Type());
+      Value coord = pieceOffsets(b, loc, axisType, alongAxis, {});
+      auto i64 = RankedTensorType::get({1}, b.getI64Type());
+      Value first = CompareOp::create(
+          b, loc,
+          ComparePredicateAttr::get(b.getContext(), ComparePredicate::eq),
+          coord,
+          ConstantOp::create(
+              b, loc, DenseElementsAttr::get(i64, b.getI64IntegerAttr(0))));
+      SmallVector<int64_t> ones(type.getRank(), 1);
+      auto maskType = RankedTensorType::get(ones, b.getI1Type());
+      if (maskType != first.getType())
+        first = ReshapeOp::create(b, loc, maskType, first);
+      auto scalar = RankedTensorType::get({}, type.getElementType());
+      Value zero = ConstantOp::create(
+          b, loc,
+          DenseElementsAttr::get(scalar,
+                                 b.getZeroAttr(type.getElementType())));
+      out = SelectOp::create(b, loc, first, local, zero);
     }
   } else if (from.isBroadcast() && to.kind == SbpKind::PartialMax) {
     out = local; // max over equal copies is the value
@@ -402,6 +442,32 @@ struct PartitionPass : flow::impl::PartitionPassBase<PartitionPass> {
     }
   }
 
+  /// The device's offsets are constants of the program: each distinct one
+  /// is read once, at the top of the function.
+  void mergeIdenticalOffsets(func::FuncOp func) {
+    Block &body = func.getBody().front();
+    SmallVector<Operation *> seen;
+    for (auto op : llvm::make_early_inc_range(func.getOps<PieceOffsetsOp>())) {
+      Operation *same = nullptr;
+      for (Operation *earlier : seen)
+        if (OperationEquivalence::isEquivalentTo(
+                op, earlier, OperationEquivalence::IgnoreLocations)) {
+          same = earlier;
+          break;
+        }
+      if (same) {
+        op->replaceAllUsesWith(same);
+        op->erase();
+        continue;
+      }
+      if (seen.empty())
+        op->moveBefore(&body.front());
+      else
+        op->moveAfter(seen.back());
+      seen.push_back(op);
+    }
+  }
+
   LogicalResult partition(ModuleOp module, func::FuncOp global) {
     auto ref = global->getAttrOfType<FlatSymbolRefAttr>(
         FlowDialect::getMeshAttrName());
@@ -428,6 +494,7 @@ struct PartitionPass : flow::impl::PartitionPassBase<PartitionPass> {
       if (failed(func))
         return failure();
       mergeIdenticalCollectives(*func);
+      mergeIdenticalOffsets(*func);
       // What boxing left unread (a whole weight whose piece is read
       // instead) goes: the device would load it for nothing.
       for (Operation &op : llvm::make_early_inc_range(

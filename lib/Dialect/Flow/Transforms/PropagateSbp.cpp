@@ -20,6 +20,7 @@
 #include "llvm/ADT/SetVector.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <cmath>
 #include <limits>
 
 namespace mlir {
@@ -44,15 +45,6 @@ static std::string str(ArrayRef<SbpDim> sbp) {
   os << "]";
   return s;
 }
-
-/// What one flop of a device's compute weighs against one byte a
-/// collective moves per device, for the refinement: the CPU/MPI figures of
-/// this machine, about 0.5 GB/s per rank (an all-reduce of 32 MB between 2
-/// ranks takes about 65 ms, an all-gather of 16 MB pieces about 20 ms)
-/// against about 125 GFLOP/s of f32 GEMM per core (MLIR22.md's peak). A
-/// mesh description with per-axis bandwidth and per-device throughput
-/// replaces it (the auto-parallel work).
-constexpr double kBytesPerFlop = 0.5 / 125.0;
 
 namespace {
 /// An op's signatures on the mesh and the one chosen.
@@ -82,6 +74,12 @@ struct PropagateSbpPass
     ArrayRef<int64_t> meshShape = mesh.getShape();
     unsigned rank = meshShape.size();
     MLIRContext *ctx = &getContext();
+    std::string why;
+    std::optional<MeshSpec> spec = loadMeshSpec(meshSpec, why);
+    if (!spec || !spec->fits(rank, why)) {
+      func.emitError("mesh description: ") << why;
+      return signalPassFailure();
+    }
     StringRef sbpName = FlowDialect::getSbpAttrName();
     if (!func.getBody().hasOneBlock()) {
       func.emitError("SBP propagation needs a single-block function");
@@ -164,7 +162,7 @@ struct PropagateSbpPass
         }
       }
       Placed &placed = placedOps[&op];
-      placed.candidates = getNdSbpSignatures(&op, meshShape);
+      placed.candidates = getNdSbpSignatures(&op, meshShape, *spec);
       if (placed.candidates.empty()) {
         op.emitError("has no SBP signature: it cannot be placed on a mesh");
         return signalPassFailure();
@@ -209,10 +207,13 @@ struct PropagateSbpPass
                llvm::zip(op.getOperands(), sig.operands))
             boxing += boxingCost(sbp[operand], want,
                                  cast<RankedTensorType>(operand.getType()),
-                                 meshShape);
+                                 meshShape, *spec);
           double divided = share(placed, sig);
-          if (boxing < bestBoxing ||
-              (boxing == bestBoxing && divided < bestShare)) {
+          // Times that differ by rounding alone are a tie.
+          double tolerance =
+              std::isfinite(bestBoxing) ? 1e-9 * bestBoxing : 0.0;
+          if (boxing < bestBoxing - tolerance ||
+              (boxing <= bestBoxing + tolerance && divided < bestShare)) {
             bestBoxing = boxing;
             bestShare = divided;
             placed.chosen = i;
@@ -252,18 +253,14 @@ struct PropagateSbpPass
         if (!want || llvm::is_contained(seen, *want))
           continue;
         seen.push_back(*want);
-        cost += boxingCost(sbp[value], *want, type, meshShape);
+        cost += boxingCost(sbp[value], *want, type, meshShape, *spec);
       }
       return cost;
     };
-    // The boxing and compute the ops' choices decide, in the boxing's
-    // units: each device's share of the compute at kBytesPerFlop, times the
-    // devices (the boxing sums what every device moves), then the compute
+    // The time of the boxing and compute the ops' choices decide (a
+    // device's share of the flops at the device's rate), then the compute
     // alone to break ties.
     using Cost = std::pair<double, double>;
-    double devices = 1;
-    for (int64_t n : meshShape)
-      devices *= static_cast<double>(n);
     auto costOf = [&](ArrayRef<Operation *> ops) {
       SetVector<Value> touched;
       Cost cost{0, 0};
@@ -276,7 +273,7 @@ struct PropagateSbpPass
       }
       for (Value value : touched)
         cost.first += valueCost(value);
-      cost.first += cost.second * devices * kBytesPerFlop;
+      cost.first += cost.second / spec->flops;
       return cost;
     };
     auto better = [](Cost a, Cost b) {

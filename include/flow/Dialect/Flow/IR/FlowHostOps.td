@@ -60,7 +60,8 @@ def Flow_HostParameterOp : Flow_HostOp<"parameter", [Pure]> {
     With `piece [offsets] of [shape]`, the block of the archive's tensor
     (of that shape) at `offsets` (flow.parameter's piece); with `sbp
     #flow.sbp<...> of [shape]`, the piece the running device holds under
-    that SBP, found from its mesh coordinates at load.
+    that SBP, found from its mesh coordinates at load; with both, its piece
+    of the block the offsets start.
 
     ```mlir
     %w = flow.host.parameter "fc1.weight" : memref<784x256xf32>
@@ -75,6 +76,27 @@ def Flow_HostParameterOp : Flow_HostOp<"parameter", [Pure]> {
   let assemblyFormat = [{
     $name (`piece` $piece_offsets^ `of` $piece_of)?
     (`sbp` $piece_sbp^ `of` $piece_sbp_of)? attr-dict `:` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Flow_HostPieceOffsetsOp : Flow_HostOp<"piece_offsets", [Pure]> {
+  let summary = "a constant buffer the runtime fills from the device's place";
+  let description = [{
+    `flow.piece_offsets` on the host: `i64` offsets of the running device's
+    piece of a tensor shaped `of` under `sbp` (relative to its piece under
+    `within`), written by the runtime when it binds the executable to a
+    device of the mesh; nothing writes to it afterwards.
+
+    ```mlir
+    %o = flow.host.piece_offsets <[S(0)]> of [8, 6] : memref<2xi64>
+    ```
+  }];
+  let arguments = (ins Flow_SbpAttr:$sbp, OptionalAttr<Flow_SbpAttr>:$within,
+                       DenseI64ArrayAttr:$of);
+  let results = (outs MemRefRankOf<[I64], [1]>:$result);
+  let assemblyFormat = [{
+    $sbp (`within` $within^)? `of` $of attr-dict `:` type($result)
   }];
   let hasVerifier = 1;
 }

@@ -98,7 +98,10 @@ def Flow_ParameterOp : Flow_Op<"parameter", [Pure]> {
     device running the program holds under that SBP on the function's mesh
     (split and broadcast entries only): the runtime works out its offsets
     from the device's mesh coordinates when it loads the executable, so the
-    devices of a split weight share one program.
+    devices of a split weight share one program. With both, the SBP cuts
+    the block (of the `sbp ... of` shape) the offsets start: a device's
+    piece of a slice of a weight, such as one of q, k and v of a fused
+    projection.
 
     ```mlir
     module attributes {flow.parameters = "mlp.safetensors"} {
@@ -110,6 +113,7 @@ def Flow_ParameterOp : Flow_Op<"parameter", [Pure]> {
     }
     %half = flow.parameter "fc1.weight" piece [0, 128] of [784, 256] : tensor<784x128xf32>
     %mine = flow.parameter "fc1.weight" sbp <[S(1)]> of [784, 256] : tensor<784x128xf32>
+    %k = flow.parameter "qkv" piece [0, 64] of [64, 192] sbp <[S(1)]> of [64, 64] : tensor<64x32xf32>
     ```
   }];
   let arguments = (ins StrAttr:$name,
@@ -742,6 +746,57 @@ def Flow_SliceOp : Flow_Op<"slice", [Pure, InferTypeOpAdaptor,
     attr-dict `:` type($input) `->` type($result)
   }];
   let hasCanonicalizer = 1;
+}
+
+def Flow_DynamicSliceOp : Flow_Op<"dynamic_slice", [Pure]> {
+  let summary = "a block of a tensor at offsets computed at run time";
+  let description = [{
+    The block of `input` shaped like the result whose first element is at
+    `offsets` (one `i64` per dimension of `input`). An offset is clamped
+    into `[0, dim(d) - size(d)]`, so no read leaves the tensor. Partitioning
+    writes it where a device takes its piece of a value every device holds
+    (B -> S), with the offsets of `flow.piece_offsets`: one program serves
+    every device whose piece has this shape.
+
+    ```mlir
+    %o = flow.piece_offsets <[S(0)]> of [8, 6] : tensor<2xi64>
+    %y = flow.dynamic_slice %x[%o]
+        : (tensor<8x6xf32>, tensor<2xi64>) -> tensor<4x6xf32>
+    ```
+  }];
+  let arguments = (ins Flow_Tensor:$input, Flow_IndexTensor:$offsets);
+  let results = (outs Flow_Tensor:$result);
+  let assemblyFormat = [{
+    $input `[` $offsets `]` attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Flow_PieceOffsetsOp : Flow_Op<"piece_offsets", [Pure]> {
+  let summary = "where the running device's piece of a tensor starts";
+  let description = [{
+    The element offsets (`i64`, one per dimension of `of`) of the piece of a
+    tensor shaped `of` that the device running the program holds under
+    `sbp` on its function's mesh; with `within`, relative to the piece it
+    holds under `within` (a B -> S step: the axes where the two differ are
+    not split in `within`). Partial entries hold whole tensors, as
+    broadcast ones. The runtime fills the values from the device's mesh
+    coordinates when it loads the executable, so the program itself is the
+    same on every device; the device's coordinate on mesh axis `a` is the
+    offset of its piece of a tensor shaped like that axis split on it.
+
+    ```mlir
+    %o = flow.piece_offsets <[S(0), S(1)]> within <[S(0), B]> of [8, 6]
+        : tensor<2xi64>
+    ```
+  }];
+  let arguments = (ins Flow_SbpAttr:$sbp, OptionalAttr<Flow_SbpAttr>:$within,
+                       DenseI64ArrayAttr:$of);
+  let results = (outs StaticShapeTensorOf<[I64]>:$result);
+  let assemblyFormat = [{
+    $sbp (`within` $within^)? `of` $of attr-dict `:` type($result)
+  }];
+  let hasVerifier = 1;
 }
 
 def Flow_ReverseOp : Flow_Op<"reverse", [Pure, SameOperandsAndResultType,

@@ -14,6 +14,7 @@
 #define FLOW_DIALECT_FLOW_IR_FLOWSBP_H
 
 #include "flow/Dialect/Flow/IR/FlowAttrs.h"
+#include "flow/Dialect/Flow/IR/MeshSpec.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpDefinition.h"
@@ -52,8 +53,8 @@ using NdSbp = SmallVector<SbpDim, 2>;
 struct NdSbpSignature {
   SmallVector<NdSbp> operands;
   SmallVector<NdSbp> results;
-  /// The cost (in boxingCost's units) of the collectives the op runs itself
-  /// under this signature: all-reduces of its partial statistics.
+  /// The time (seconds, as boxingCost) of the collectives the op runs
+  /// itself under this signature: all-reduces of its partial statistics.
   double collectiveCost = 0;
 };
 
@@ -68,15 +69,22 @@ bool isValidSbp(ArrayRef<SbpDim> sbp, RankedTensorType type,
 
 /// The op's signatures on a mesh of shape `meshShape`: the Cartesian product
 /// of its per-axis rules, keeping those valid for every operand and result.
-/// The all-B signature is always first.
-SmallVector<NdSbpSignature> getNdSbpSignatures(Operation *op,
-                                               ArrayRef<int64_t> meshShape);
+/// The all-B signature is always first. Collective costs are priced on
+/// `spec`.
+SmallVector<NdSbpSignature>
+getNdSbpSignatures(Operation *op, ArrayRef<int64_t> meshShape,
+                   const MeshSpec &spec = defaultMeshSpec());
 
-/// Bytes moved (summed over devices) to turn a value of `type` laid out as
-/// `from` into `to`, changing one mesh axis at a time along the cheapest
-/// route per axis; infinity when there is no route.
+/// The time (seconds) to turn a value of `type` laid out as `from` into
+/// `to` on a mesh described by `spec`, changing one mesh axis at a time
+/// along the cheapest route per axis: per collective step, the bytes each
+/// device sends over the axis' bandwidth plus the axis' per-call latency
+/// (the groups along an axis run at once); a local step out of B costs one
+/// byte's time, so that a whole value is not cut for nothing and gathered
+/// again later. Infinity when there is no route.
 double boxingCost(ArrayRef<SbpDim> from, ArrayRef<SbpDim> to,
-                  RankedTensorType type, ArrayRef<int64_t> meshShape);
+                  RankedTensorType type, ArrayRef<int64_t> meshShape,
+                  const MeshSpec &spec = defaultMeshSpec());
 
 /// The route from `from` to `to` along one mesh axis: the intermediate
 /// SBPs visited, ending with `to` (empty when equal); std::nullopt when
@@ -105,10 +113,15 @@ struct DevicePlace {
   /// The mesh axes whose splits cut dimension `dim` of a value laid out as
   /// `sbp`, in mesh order.
   SmallVector<int64_t> axesSplitting(ArrayRef<SbpDim> sbp, int64_t dim) const;
-  /// The offset and length of this device's piece of dimension `dim` of a
-  /// `global` tensor laid out as `sbp`.
-  std::pair<int64_t, int64_t> piece(RankedTensorType global,
-                                    ArrayRef<SbpDim> sbp, int64_t dim) const;
+  /// The length of this device's piece of dimension `dim` of a `global`
+  /// tensor laid out as `sbp` (the same on every device a program serves).
+  int64_t pieceSize(RankedTensorType global, ArrayRef<SbpDim> sbp,
+                    int64_t dim) const;
+  /// The offset of that piece, as a 0-d i64 tensor the runtime fills in for
+  /// the device running the program (flow.piece_offsets): offsets differ
+  /// between devices, programs do not.
+  Value pieceOffset(OpBuilder &b, Location loc, RankedTensorType global,
+                    ArrayRef<SbpDim> sbp, int64_t dim) const;
 };
 
 /// The default partition of an op: the same op on the device's pieces, its

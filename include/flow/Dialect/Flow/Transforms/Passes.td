@@ -125,10 +125,12 @@ def PropagateSbpPass : Pass<"flow-propagate-sbp", "func::FuncOp"> {
     the op's work over the most devices. Then a refinement looks at users
     too: an op moves to another of its signatures, alone or with its users
     (each re-placed at its best for the op's new signature), when that
-    lowers the boxing cost of the values it touches as their users want them
-    (a value is boxed once per distinct layout wanted) plus the ops'
-    compute shares, weighed at a fixed bytes-per-flop rate, sweeping until
-    no move helps. It turns a reduce-scatter and an all-gather around a norm
+    lowers the boxing time of the values it touches as their users want
+    them (a value is boxed once per distinct layout wanted) plus the ops'
+    compute time, sweeping until no move helps. Times come from the mesh
+    description `mesh-spec` (a preset, `cpu-mpi` by default, or a JSON
+    file: per mesh axis a bandwidth and a per-call latency, per device
+    f32 FLOP/s; see MeshSpec.h). It turns a reduce-scatter and an all-gather around a norm
     into one all-reduce, and a result pinned split pulls the split back to
     the inputs where nothing needs to move. Function arguments keep their
     `flow.sbp` (B when absent) and `flow.annotate` pins its result. Each op
@@ -158,7 +160,10 @@ def PropagateSbpPass : Pass<"flow-propagate-sbp", "func::FuncOp"> {
     Option<"printRules", "print-rules", "bool", /*default=*/"false",
            "Emit a remark listing each op's per-axis rules (for tests)">,
     Option<"refine", "refine", "bool", /*default=*/"true",
-           "Improve the greedy placement by moves of an op alone or with its users">
+           "Improve the greedy placement by moves of an op alone or with its users">,
+    Option<"meshSpec", "mesh-spec", "std::string", /*default=*/"\"cpu-mpi\"",
+           "The mesh description costs are timed on: a preset (cpu-mpi, "
+           "h100-nvlink, h200-nvlink, h100-nodes) or a JSON file">
   ];
   let statistics = [
     Statistic<"numOpsPlaced", "ops-placed", "Number of ops given an SBP">,
@@ -177,21 +182,32 @@ def PartitionPass : Pass<"flow-partition", "ModuleOp"> {
     N mod p devices one more element), and wherever an operand's SBP is not
     the one its consumer needs, boxing ops are inserted, one mesh axis at a
     time over that axis' devices: S -> B all-gather, P -> B all-reduce,
-    P -> S reduce-scatter, S(i) -> S(j) all-to-all, B -> S a slice of the
-    device's own piece, B -> P the value on the axis' first device and
-    zeros elsewhere (B -> P(max) is the value); other pairs go through B. A
-    mean over a split axis becomes the device's sum over the global count.
-    A collective identical to an earlier one (the same boxing of the same
-    value, needed by several consumers) is emitted once.
+    P -> S reduce-scatter, S(i) -> S(j) all-to-all, B -> S a
+    `flow.dynamic_slice` of the device's own piece (of a weight: the
+    parameter's piece, read once at load), B -> P the value on the axis'
+    first device and zeros elsewhere (B -> P(max) is the value); other
+    pairs go through B. Each op writes itself for the device through the
+    partition hook of its SBP interface (a mean over a split axis becomes
+    the device's sum over the global count, a softmax over a split axis
+    reduces partial statistics, ...). A collective identical to an earlier
+    one (the same boxing of the same value, needed by several consumers) is
+    emitted once.
     Function arguments and results keep their `flow.sbp` (results: B by
     default), so a device receives its piece of each input and returns its
     piece of each result.
 
-    Devices whose programs come out the same share one function; each
-    function lists its devices in `flow.ranks` (row-major ranks of the
-    mesh) and names its global function in `flow.partition_of`. When all
-    devices share one function it keeps the global name, otherwise the
-    functions are named `<name>_r<first rank>`.
+    The program is SPMD: where a device's position enters the computation
+    (the offsets of a B -> S piece, the first device of B -> P, the rows a
+    vocabulary-parallel gather holds), it reads `flow.piece_offsets`, which
+    the runtime fills in for the device running it. Devices therefore
+    differ only in the shapes of their pieces: with even splits all share
+    one function, with uneven ones devices whose pieces have the same
+    shapes share one (an axis of p devices splitting lengths with k
+    distinct remainders mod p gives at most k + 1). Each function lists
+    its devices in `flow.ranks` (row-major ranks of the mesh) and names its
+    global function in `flow.partition_of`. When all devices share one
+    function it keeps the global name, otherwise the functions are named
+    `<name>_r<first rank>`.
 
     ```mlir
     // flow.mesh @tp [2]; %w2 row-split, %h column-split:
