@@ -210,6 +210,23 @@ static void recordPlacements(ModuleOp module, CompileReport &report) {
                   FlowDialect::getMeshAttrName()));
     if (!mesh)
       continue;
+    if (auto plan = func->getAttrOfType<DictionaryAttr>(
+            FlowDialect::getModeledPlanAttrName())) {
+      CompileReport::ModeledPlan modeled;
+      modeled.function = func.getSymName().str();
+      for (NamedAttribute entry : plan) {
+        auto seconds = dyn_cast<FloatAttr>(entry.getValue());
+        StringRef name = entry.getName().getValue();
+        if (!seconds || !name.consume_back("_seconds"))
+          continue;
+        if (name == "compute")
+          modeled.computeSeconds = seconds.getValueAsDouble();
+        else
+          modeled.collectiveSeconds.push_back(
+              {name.str(), seconds.getValueAsDouble()});
+      }
+      report.modeledPlans.push_back(std::move(modeled));
+    }
     for (BlockArgument arg : func.getArguments()) {
       auto sbp = func.getArgAttrOfType<SbpAttr>(arg.getArgNumber(),
                                                 FlowDialect::getSbpAttrName());
@@ -718,6 +735,24 @@ void CompileReport::writeJson(raw_ostream &os) const {
          return list;
        }()},
       {"mesh_spec", meshSpec},
+      {"modeled_plans",
+       [&] {
+         llvm::json::Array list;
+         for (const ModeledPlan &p : modeledPlans) {
+           llvm::json::Object collectives;
+           double total = p.computeSeconds;
+           for (const auto &[kind, seconds] : p.collectiveSeconds) {
+             collectives[kind] = seconds;
+             total += seconds;
+           }
+           list.push_back(llvm::json::Object{
+               {"function", p.function},
+               {"compute_seconds", p.computeSeconds},
+               {"collective_seconds", std::move(collectives)},
+               {"total_seconds", total}});
+         }
+         return list;
+       }()},
       {"device_programs",
        [&] {
          llvm::json::Array list;

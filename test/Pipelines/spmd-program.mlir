@@ -43,7 +43,9 @@ func.func @forward(%x: tensor<12x16xf32>, %table: tensor<24x16xf32> {flow.sbp = 
 // UNEVEN-SAME: flow.ranks = array<i64: 4>
 // UNEVEN-NOT: func.func @forward_r
 
-// The report lists the device programs and who runs each.
+// The report names the mesh description, gives the plan's modeled time (a
+// reduce-scatter of 768 bytes over 4 devices: 576 bytes each at 0.5 GB/s
+// plus a 3 us call) and lists the device programs and who runs each.
 // REPORT:      "device_programs": [
 // REPORT-NEXT:   {
 // REPORT-NEXT:     "function": "forward",
@@ -54,5 +56,16 @@ func.func @forward(%x: tensor<12x16xf32>, %table: tensor<24x16xf32> {flow.sbp = 
 // REPORT-NEXT:       2,
 // REPORT-NEXT:       3
 // REPORT-NEXT:     ]
+// REPORT-NEXT:   }
+// REPORT-NEXT: ],
+// REPORT:      "mesh_spec": "cpu-mpi",
+// REPORT-NEXT: "modeled_plans": [
+// REPORT-NEXT:   {
+// REPORT-NEXT:     "collective_seconds": {
+// REPORT-NEXT:       "reduce_scatter": 4.15{{[0-9]*}}e-06
+// REPORT-NEXT:     },
+// REPORT-NEXT:     "compute_seconds": {{.*}},
+// REPORT-NEXT:     "function": "forward",
+// REPORT-NEXT:     "total_seconds": {{.*}}
 // REPORT-NEXT:   }
 // REPORT-NEXT: ],

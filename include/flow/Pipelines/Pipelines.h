@@ -136,6 +136,15 @@ struct CompileReport {
   std::vector<DeviceProgram> devicePrograms;
   /// The mesh description the planner used (mesh compiles only).
   std::string meshSpec;
+  /// Each mesh function's plan as the planner timed it (seconds on one
+  /// device, compute and each kind of collective, as if run one after
+  /// another).
+  struct ModeledPlan {
+    std::string function;
+    double computeSeconds = 0;
+    std::vector<std::pair<std::string, double>> collectiveSeconds;
+  };
+  std::vector<ModeledPlan> modeledPlans;
   /// Writes the report as JSON.
   void writeJson(raw_ostream &os) const;
 };

@@ -286,6 +286,13 @@ LogicalResult FlowDialect::verifyOperationAttribute(Operation *op,
                                << "' must be a dictionary on a function";
     return success();
   }
+  if (attr.getName() == getModeledPlanAttrName()) {
+    // Written by flow-propagate-sbp for the report, which reads it.
+    if (!isa<DictionaryAttr>(attr.getValue()) || !isa<FunctionOpInterface>(op))
+      return op->emitOpError() << "'" << getModeledPlanAttrName()
+                               << "' must be a dictionary on a function";
+    return success();
+  }
   if (attr.getName() == getRecomputeAttrName()) {
     // Its op names are checked by flow-autodiff, which reads them.
     if (!isa<ArrayAttr>(attr.getValue()) || !isa<FunctionOpInterface>(op))

@@ -765,6 +765,22 @@ double mlir::flow::boxingCost(ArrayRef<SbpDim> from, ArrayRef<SbpDim> to,
                               RankedTensorType type,
                               ArrayRef<int64_t> meshShape,
                               const MeshSpec &spec) {
+  return forEachBoxingStep(from, to, type, meshShape, spec,
+                           [](unsigned, SbpDim, SbpDim, double) {});
+}
+
+StringRef mlir::flow::boxingStepKind(SbpDim from, SbpDim to) {
+  if (from.isBroadcast())
+    return "local";
+  if (from.isSplit())
+    return to.isSplit() ? "all_to_all" : "all_gather";
+  return to.isSplit() ? "reduce_scatter" : "all_reduce";
+}
+
+double mlir::flow::forEachBoxingStep(
+    ArrayRef<SbpDim> from, ArrayRef<SbpDim> to, RankedTensorType type,
+    ArrayRef<int64_t> meshShape, const MeshSpec &spec,
+    function_ref<void(unsigned, SbpDim, SbpDim, double)> visit) {
   Type element = type.getElementType();
   double bytes = static_cast<double>(type.getNumElements()) *
                  (element.isInteger(1) ? 1 : element.getIntOrFloatBitWidth() / 8);
@@ -784,8 +800,10 @@ double mlir::flow::boxingCost(ArrayRef<SbpDim> from, ArrayRef<SbpDim> to,
       for (unsigned other = 0; other < meshShape.size(); ++other)
         if (other != axis && current[other].isSplit())
           share /= static_cast<double>(meshShape[other]);
-      total += collectiveCost(current[axis], step, share, meshShape[axis],
-                              spec.axis(axis));
+      double seconds = collectiveCost(current[axis], step, share,
+                                      meshShape[axis], spec.axis(axis));
+      visit(axis, current[axis], step, seconds);
+      total += seconds;
       current[axis] = step;
     }
   }

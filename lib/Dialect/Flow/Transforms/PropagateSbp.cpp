@@ -244,7 +244,11 @@ struct PropagateSbpPass
         return std::nullopt;
       return it->second.signature().operands[use.getOperandNumber()];
     };
-    auto valueCost = [&](Value value) {
+    // The boxing of `value` into each distinct layout its users want;
+    // `visit` sees each step.
+    auto boxValue = [&](Value value,
+                        function_ref<void(unsigned, SbpDim, SbpDim, double)>
+                            visit) {
       auto type = cast<RankedTensorType>(value.getType());
       SmallVector<NdSbp, 2> seen;
       double cost = 0;
@@ -253,9 +257,13 @@ struct PropagateSbpPass
         if (!want || llvm::is_contained(seen, *want))
           continue;
         seen.push_back(*want);
-        cost += boxingCost(sbp[value], *want, type, meshShape, *spec);
+        cost += forEachBoxingStep(sbp[value], *want, type, meshShape, *spec,
+                                  visit);
       }
       return cost;
+    };
+    auto valueCost = [&](Value value) {
+      return boxValue(value, [](unsigned, SbpDim, SbpDim, double) {});
     };
     // The time of the boxing and compute the ops' choices decide (a
     // device's share of the flops at the device's rate), then the compute
@@ -387,6 +395,38 @@ struct PropagateSbpPass
     for (unsigned i = 0, e = func.getNumResults(); i < e; ++i)
       if (!func.getResultAttr(i, sbpName))
         func.setResultAttr(i, sbpName, toAttr(ctx, resultSbp[i]));
+
+    // The plan's modeled time, for the report: a device's compute, and
+    // each kind of collective (the boxing, and the statistics ops reduce
+    // themselves), as if they ran one after another.
+    double compute = 0;
+    llvm::StringMap<double> collectives;
+    for (Operation *op : order) {
+      const Placed &placed = placedOps[op];
+      compute += share(placed, placed.signature()) / spec->flops;
+      if (placed.signature().collectiveCost > 0)
+        collectives["all_reduce"] += placed.signature().collectiveCost;
+    }
+    auto count = [&](unsigned, SbpDim from, SbpDim to, double seconds) {
+      StringRef kind = boxingStepKind(from, to);
+      if (kind != "local")
+        collectives[kind] += seconds;
+    };
+    for (BlockArgument arg : func.getArguments())
+      boxValue(arg, count);
+    for (Operation &op : func.getBody().front())
+      for (Value result : op.getResults())
+        if (sbp.count(result))
+          boxValue(result, count);
+    SmallVector<NamedAttribute> plan;
+    Builder b(ctx);
+    plan.push_back(b.getNamedAttr("mesh_spec", b.getStringAttr(spec->name)));
+    plan.push_back(b.getNamedAttr("compute_seconds", b.getF64FloatAttr(compute)));
+    for (const auto &entry : collectives)
+      plan.push_back(b.getNamedAttr((entry.getKey() + "_seconds").str(),
+                                    b.getF64FloatAttr(entry.getValue())));
+    func->setAttr(FlowDialect::getModeledPlanAttrName(),
+                  b.getDictionaryAttr(plan));
   }
 };
 } // namespace

@@ -98,6 +98,12 @@ def Flow_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral getOperandSbpAttrName() {
       return ::llvm::StringLiteral("flow.operand_sbp");
     }
+    /// On a mesh function after SBP propagation: the plan's modeled time on
+    /// the mesh description (`mesh_spec`, `compute_seconds`, and per kind
+    /// of collective `<kind>_seconds`), for the report.
+    static constexpr ::llvm::StringLiteral getModeledPlanAttrName() {
+      return ::llvm::StringLiteral("flow.modeled_plan");
+    }
     /// On a partitioned function: the devices (row-major ranks of its mesh)
     /// that run it, and the global function it was partitioned from.
     static constexpr ::llvm::StringLiteral getRanksAttrName() {

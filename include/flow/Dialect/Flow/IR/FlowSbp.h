@@ -86,6 +86,18 @@ double boxingCost(ArrayRef<SbpDim> from, ArrayRef<SbpDim> to,
                   RankedTensorType type, ArrayRef<int64_t> meshShape,
                   const MeshSpec &spec = defaultMeshSpec());
 
+/// boxingCost, calling `step` with each step it times (the mesh axis, the
+/// step's SBPs on it and its seconds).
+double forEachBoxingStep(
+    ArrayRef<SbpDim> from, ArrayRef<SbpDim> to, RankedTensorType type,
+    ArrayRef<int64_t> meshShape, const MeshSpec &spec,
+    function_ref<void(unsigned axis, SbpDim from, SbpDim to, double seconds)>
+        step);
+
+/// The collective a boxing step runs (`all_gather`, `all_reduce`,
+/// `reduce_scatter`, `all_to_all`), or `local` for the steps out of B.
+StringRef boxingStepKind(SbpDim from, SbpDim to);
+
 /// The route from `from` to `to` along one mesh axis: the intermediate
 /// SBPs visited, ending with `to` (empty when equal); std::nullopt when
 /// there is none.
