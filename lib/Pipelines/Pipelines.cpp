@@ -214,6 +214,8 @@ static void recordPlacements(ModuleOp module, CompileReport &report) {
             FlowDialect::getModeledPlanAttrName())) {
       CompileReport::ModeledPlan modeled;
       modeled.function = func.getSymName().str();
+      if (auto search = plan.getAs<StringAttr>("search"))
+        modeled.search = search.str();
       for (NamedAttribute entry : plan) {
         auto seconds = dyn_cast<FloatAttr>(entry.getValue());
         StringRef name = entry.getName().getValue();
@@ -747,6 +749,7 @@ void CompileReport::writeJson(raw_ostream &os) const {
            }
            list.push_back(llvm::json::Object{
                {"function", p.function},
+               {"search", p.search},
                {"compute_seconds", p.computeSeconds},
                {"collective_seconds", std::move(collectives)},
                {"total_seconds", total}});

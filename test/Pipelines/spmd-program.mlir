@@ -66,6 +66,7 @@ func.func @forward(%x: tensor<12x16xf32>, %table: tensor<24x16xf32> {flow.sbp = 
 // REPORT-NEXT:     },
 // REPORT-NEXT:     "compute_seconds": {{.*}},
 // REPORT-NEXT:     "function": "forward",
+// REPORT-NEXT:     "search": "greedy+refine",
 // REPORT-NEXT:     "total_seconds": {{.*}}
 // REPORT-NEXT:   }
 // REPORT-NEXT: ],

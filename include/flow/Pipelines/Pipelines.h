@@ -140,7 +140,8 @@ struct CompileReport {
   /// device, compute and each kind of collective, as if run one after
   /// another).
   struct ModeledPlan {
-    std::string function;
+    /// The function and the search that chose its plan.
+    std::string function, search;
     double computeSeconds = 0;
     std::vector<std::pair<std::string, double>> collectiveSeconds;
   };

@@ -18,6 +18,7 @@
 #include "flow/Dialect/Flow/Transforms/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/SetVector.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <cmath>
@@ -352,7 +353,53 @@ struct PropagateSbpPass
       restore(best);
       return best != start;
     };
-    if (refine) {
+    StringRef search = refine ? "greedy+refine" : "greedy";
+    if (exhaustive) {
+      // Every combination of the free ops' signatures, the cheapest by the
+      // refinement's measure over the whole function: an oracle for small
+      // graphs (tests check the refinement against it).
+      SmallVector<Operation *> free;
+      double combinations = 1;
+      for (Operation *op : order)
+        if (movable(op)) {
+          free.push_back(op);
+          combinations *= placedOps[op].candidates.size();
+        }
+      constexpr double kMaxCombinations = 1e6;
+      if (combinations > kMaxCombinations) {
+        std::string count;
+        llvm::raw_string_ostream(count) << llvm::format("%.3g", combinations);
+        func.emitError("exhaustive SBP search: ")
+            << count << " combinations of " << free.size()
+            << " ops' signatures, more than 10^6";
+        return signalPassFailure();
+      }
+      SmallVector<unsigned> choice(free.size(), 0), best;
+      for (Operation *op : free)
+        choose(op, 0);
+      Cost bestCost{std::numeric_limits<double>::infinity(), 0};
+      while (true) {
+        Cost cost = costOf(order);
+        if (best.empty() || better(cost, bestCost)) {
+          bestCost = cost;
+          best = choice;
+        }
+        size_t i = 0;
+        for (; i < free.size(); ++i) {
+          if (++choice[i] < placedOps[free[i]].candidates.size()) {
+            choose(free[i], choice[i]);
+            break;
+          }
+          choice[i] = 0;
+          choose(free[i], 0);
+        }
+        if (i == free.size())
+          break;
+      }
+      for (auto [op, i] : llvm::zip(free, best))
+        choose(op, i);
+      search = "exhaustive";
+    } else if (refine) {
       constexpr int kMaxSweeps = 16;
       for (int sweep = 0; sweep < kMaxSweeps; ++sweep) {
         bool moved = false;
@@ -421,6 +468,7 @@ struct PropagateSbpPass
     SmallVector<NamedAttribute> plan;
     Builder b(ctx);
     plan.push_back(b.getNamedAttr("mesh_spec", b.getStringAttr(spec->name)));
+    plan.push_back(b.getNamedAttr("search", b.getStringAttr(search)));
     plan.push_back(b.getNamedAttr("compute_seconds", b.getF64FloatAttr(compute)));
     for (const auto &entry : collectives)
       plan.push_back(b.getNamedAttr((entry.getKey() + "_seconds").str(),

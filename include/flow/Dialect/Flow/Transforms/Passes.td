@@ -161,6 +161,10 @@ def PropagateSbpPass : Pass<"flow-propagate-sbp", "func::FuncOp"> {
            "Emit a remark listing each op's per-axis rules (for tests)">,
     Option<"refine", "refine", "bool", /*default=*/"true",
            "Improve the greedy placement by moves of an op alone or with its users">,
+    Option<"exhaustive", "exhaustive", "bool", /*default=*/"false",
+           "Instead of refining, try every combination of the ops' "
+           "signatures (at most 10^6) and keep the cheapest: an exact "
+           "oracle for small graphs">,
     Option<"meshSpec", "mesh-spec", "std::string", /*default=*/"\"cpu-mpi\"",
            "The mesh description costs are timed on: a preset (cpu-mpi, "
            "h100-nvlink, h200-nvlink, h100-nodes) or a JSON file">
