@@ -1508,7 +1508,9 @@ struct SliceLowering : OpConversionPattern<SliceOp> {
 };
 
 /// A block at offsets read from a tensor, each clamped so that the block
-/// lies in the input.
+/// lies in the input: over the result's positions, the input element at the
+/// position plus the offsets (read inside the loop, as a gather reads its
+/// indices, so that a GPU kernel's threads read them too).
 struct DynamicSliceLowering : OpConversionPattern<DynamicSliceOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
@@ -1517,35 +1519,38 @@ struct DynamicSliceLowering : OpConversionPattern<DynamicSliceOp> {
     Location loc = op.getLoc();
     RankedTensorType type = tensorType(op);
     RankedTensorType in = tensorType(adaptor.getInput());
-    if (type.getNumElements() == 0) {
-      rewriter.replaceOp(op, emptyTensor(rewriter, loc, type.getShape(),
-                                         type.getElementType()));
-      return success();
-    }
-    SmallVector<OpFoldResult> offsets, sizes, strides;
-    for (int64_t d = 0; d < type.getRank(); ++d) {
-      int64_t size = type.getDimSize(d), last = in.getDimSize(d) - size;
-      if (last == 0) {
-        offsets.push_back(rewriter.getIndexAttr(0));
-      } else {
-        Value at = arith::ConstantIndexOp::create(rewriter, loc, d);
-        Value raw = tensor::ExtractOp::create(rewriter, loc,
-                                              adaptor.getOffsets(), {at});
-        Value idx = arith::IndexCastOp::create(rewriter, loc,
-                                               rewriter.getIndexType(), raw);
-        Value zero = arith::ConstantIndexOp::create(rewriter, loc, 0);
-        Value max = arith::ConstantIndexOp::create(rewriter, loc, last);
-        offsets.push_back(arith::MinSIOp::create(
-                              rewriter, loc,
-                              arith::MaxSIOp::create(rewriter, loc, idx, zero),
-                              max)
-                              .getResult());
-      }
-      sizes.push_back(rewriter.getIndexAttr(size));
-      strides.push_back(rewriter.getIndexAttr(1));
-    }
-    rewriter.replaceOpWithNewOp<tensor::ExtractSliceOp>(
-        op, type, adaptor.getInput(), offsets, sizes, strides);
+    Value input = adaptor.getInput(), offsets = adaptor.getOffsets();
+    int64_t rank = type.getRank();
+    SmallVector<AffineMap> maps = {
+        AffineMap::getMultiDimIdentityMap(rank, getContext())};
+    SmallVector<IteratorType> iters(rank, IteratorType::parallel);
+    Value init =
+        emptyTensor(rewriter, loc, type.getShape(), type.getElementType());
+    auto generic = linalg::GenericOp::create(
+        rewriter, loc, TypeRange{type}, ValueRange{}, ValueRange{init}, maps,
+        iters, [&](OpBuilder &b, Location l, ValueRange) {
+          SmallVector<Value> at;
+          for (int64_t d = 0; d < rank; ++d) {
+            Value i = linalg::IndexOp::create(b, l, d);
+            int64_t last = in.getDimSize(d) - type.getDimSize(d);
+            if (last > 0) {
+              Value raw = tensor::ExtractOp::create(
+                  b, l, offsets, ValueRange{arith::ConstantIndexOp::create(b, l, d)});
+              Value offset = arith::MinSIOp::create(
+                  b, l,
+                  arith::MaxSIOp::create(
+                      b, l,
+                      arith::IndexCastOp::create(b, l, b.getIndexType(), raw),
+                      arith::ConstantIndexOp::create(b, l, 0)),
+                  arith::ConstantIndexOp::create(b, l, last));
+              i = arith::AddIOp::create(b, l, i, offset);
+            }
+            at.push_back(i);
+          }
+          linalg::YieldOp::create(
+              b, l, tensor::ExtractOp::create(b, l, input, at).getResult());
+        });
+    rewriter.replaceOp(op, generic.getResult(0));
     return success();
   }
 };

@@ -173,21 +173,10 @@ FailureOr<Value> DeviceWriter::step(OpBuilder &b, Value global, Value local,
                                 parameter.getPieceOfAttr(),
                                 SbpAttr::get(b.getContext(), next),
                                 b.getDenseI64ArrayAttr(globalType.getShape()));
-    } else if (parameter && !parameter.getPieceSbp()) {
-      // A piece of a block of a weight already cut for this device: its
-      // piece of that, at offsets known here.
-      SmallVector<int64_t> oldShape, oldOffset, newShape, newOffset;
-      localPiece(globalType.getShape(), cur, meshShape, coords, oldShape,
-                 oldOffset);
-      localPiece(globalType.getShape(), next, meshShape, coords, newShape,
-                 newOffset);
-      SmallVector<int64_t> starts;
-      for (size_t d = 0; d < newShape.size(); ++d)
-        starts.push_back(newOffset[d] - oldOffset[d]);
-      out = createParameterPiece(b, loc, parameter, starts, type);
     } else {
-      // Any other value: this device's piece of its piece under `cur`, at
-      // offsets the runtime fills in for each device.
+      // Any other value (a weight's piece under another SBP among them):
+      // this device's piece of its piece under `cur`, at offsets the
+      // runtime fills in for each device.
       out = DynamicSliceOp::create(
           b, loc, type, local, pieceOffsets(b, loc, globalType, next, cur));
     }
