@@ -1507,6 +1507,20 @@ struct SliceLowering : OpConversionPattern<SliceOp> {
   }
 };
 
+
+/// result[i.., j.., k..] = input[i.., clamp(indices[j..]), k..]. Indices
+/// outside [0, dim) are clamped into range so no access leaves the tensor.
+/// An index value (i32 or i64) as an `index` clamped into [0, dimSize), so
+/// that no gather reads outside its input.
+Value clampedIndex(OpBuilder &b, Location l, Value raw, int64_t dimSize) {
+  Value idx = arith::IndexCastOp::create(b, l, b.getIndexType(), raw);
+  Value zero = arith::ConstantIndexOp::create(b, l, 0);
+  Value last =
+      arith::ConstantIndexOp::create(b, l, std::max<int64_t>(0, dimSize - 1));
+  return arith::MinSIOp::create(b, l, arith::MaxSIOp::create(b, l, idx, zero),
+                                last);
+}
+
 /// A block at offsets read from a tensor, each clamped so that the block
 /// lies in the input: over the result's positions, the input element at the
 /// position plus the offsets (read inside the loop, as a gather reads its
@@ -1536,14 +1550,9 @@ struct DynamicSliceLowering : OpConversionPattern<DynamicSliceOp> {
             if (last > 0) {
               Value raw = tensor::ExtractOp::create(
                   b, l, offsets, ValueRange{arith::ConstantIndexOp::create(b, l, d)});
-              Value offset = arith::MinSIOp::create(
-                  b, l,
-                  arith::MaxSIOp::create(
-                      b, l,
-                      arith::IndexCastOp::create(b, l, b.getIndexType(), raw),
-                      arith::ConstantIndexOp::create(b, l, 0)),
-                  arith::ConstantIndexOp::create(b, l, last));
-              i = arith::AddIOp::create(b, l, i, offset);
+              // An offset in [0, last], as a gather clamps an index.
+              i = arith::AddIOp::create(b, l, i,
+                                        clampedIndex(b, l, raw, last + 1));
             }
             at.push_back(i);
           }
@@ -1554,19 +1563,6 @@ struct DynamicSliceLowering : OpConversionPattern<DynamicSliceOp> {
     return success();
   }
 };
-
-/// result[i.., j.., k..] = input[i.., clamp(indices[j..]), k..]. Indices
-/// outside [0, dim) are clamped into range so no access leaves the tensor.
-/// An index value (i32 or i64) as an `index` clamped into [0, dimSize), so
-/// that no gather reads outside its input.
-Value clampedIndex(OpBuilder &b, Location l, Value raw, int64_t dimSize) {
-  Value idx = arith::IndexCastOp::create(b, l, b.getIndexType(), raw);
-  Value zero = arith::ConstantIndexOp::create(b, l, 0);
-  Value last =
-      arith::ConstantIndexOp::create(b, l, std::max<int64_t>(0, dimSize - 1));
-  return arith::MinSIOp::create(b, l, arith::MaxSIOp::create(b, l, idx, zero),
-                                last);
-}
 
 struct GatherLowering : OpConversionPattern<GatherOp> {
   using OpConversionPattern::OpConversionPattern;

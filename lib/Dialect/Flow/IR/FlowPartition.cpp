@@ -36,6 +36,19 @@ int64_t DevicePlace::pieceSize(RankedTensorType global, ArrayRef<SbpDim> sbp,
   return shape[dim];
 }
 
+Value mlir::flow::createPieceOffsets(OpBuilder &b, Location loc,
+                                     ArrayRef<int64_t> shape,
+                                     ArrayRef<SbpDim> sbp,
+                                     ArrayRef<SbpDim> within) {
+  MLIRContext *ctx = b.getContext();
+  auto type = RankedTensorType::get({static_cast<int64_t>(shape.size())},
+                                    b.getI64Type());
+  bool splits = llvm::any_of(within, [](SbpDim d) { return d.isSplit(); });
+  return PieceOffsetsOp::create(b, loc, type, SbpAttr::get(ctx, sbp),
+                                splits ? SbpAttr::get(ctx, within) : nullptr,
+                                b.getDenseI64ArrayAttr(shape));
+}
+
 Value DevicePlace::pieceOffset(OpBuilder &b, Location loc,
                                RankedTensorType global, ArrayRef<SbpDim> sbp,
                                int64_t dim) const {
@@ -46,12 +59,9 @@ Value DevicePlace::pieceOffset(OpBuilder &b, Location loc,
   for (SbpDim d : sbp)
     along.push_back(d.isSplit() && d.dim == dim ? SbpDim::split(0)
                                                 : SbpDim::broadcast());
-  auto i64 = b.getI64Type();
-  Value offset = PieceOffsetsOp::create(
-      b, loc, RankedTensorType::get({1}, i64),
-      SbpAttr::get(b.getContext(), along), /*within=*/nullptr,
-      b.getDenseI64ArrayAttr({global.getDimSize(dim)}));
-  return ReshapeOp::create(b, loc, RankedTensorType::get({}, i64), offset);
+  Value offset = createPieceOffsets(b, loc, {global.getDimSize(dim)}, along);
+  return ReshapeOp::create(b, loc, RankedTensorType::get({}, b.getI64Type()),
+                           offset);
 }
 
 namespace {

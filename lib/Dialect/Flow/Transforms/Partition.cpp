@@ -64,19 +64,6 @@ private:
     return RankedTensorType::get(shape, type.getElementType());
   }
 
-  /// The offsets of this device's piece of a `global` tensor laid out as
-  /// `sbp`, within its piece laid out as `within` (none if `within` does not
-  /// split): filled in by the runtime for the device running the program.
-  Value pieceOffsets(OpBuilder &b, Location loc, RankedTensorType global,
-                     ArrayRef<SbpDim> sbp, ArrayRef<SbpDim> within) {
-    MLIRContext *ctx = b.getContext();
-    auto type = RankedTensorType::get({global.getRank()}, b.getI64Type());
-    bool splits = llvm::any_of(within, [](SbpDim d) { return d.isSplit(); });
-    return PieceOffsetsOp::create(b, loc, type, SbpAttr::get(ctx, sbp),
-                                  splits ? SbpAttr::get(ctx, within) : nullptr,
-                                  b.getDenseI64ArrayAttr(global.getShape()));
-  }
-
   /// Boxes `local` (the piece of `global` laid out as `from`) into `to`.
   FailureOr<Value> box(OpBuilder &b, Value global, Value local, NdSbp from,
                        ArrayRef<SbpDim> to, Location loc);
@@ -178,7 +165,8 @@ FailureOr<Value> DeviceWriter::step(OpBuilder &b, Value global, Value local,
       // this device's piece of its piece under `cur`, at offsets the
       // runtime fills in for each device.
       out = DynamicSliceOp::create(
-          b, loc, type, local, pieceOffsets(b, loc, globalType, next, cur));
+          b, loc, type, local,
+          createPieceOffsets(b, loc, globalType.getShape(), next, cur));
     }
   } else if (from.isBroadcast() && to.kind == SbpKind::PartialSum) {
     // The value on the axis' first device, zeros on the others.
@@ -187,8 +175,7 @@ FailureOr<Value> DeviceWriter::step(OpBuilder &b, Value global, Value local,
     } else {
       NdSbp alongAxis = broadcastSbp(meshShape.size());
       alongAxis[axis] = SbpDim::split(0);
-      auto axisType = RankedTensorType::get({meshShape[axis]}, b.getI64Type());
-      Value coord = pieceOffsets(b, loc, axisType, alongAxis, {});
+      Value coord = createPieceOffsets(b, loc, {meshShape[axis]}, alongAxis);
       auto i64 = RankedTensorType::get({1}, b.getI64Type());
       Value first = CompareOp::create(
           b, loc,
@@ -405,55 +392,47 @@ struct PartitionPass : flow::impl::PartitionPassBase<PartitionPass> {
         return signalPassFailure();
   }
 
+  /// Replaces each op of kinds `Ops` that repeats an earlier one (the
+  /// same op, operands and attributes) by that one; returns the ops kept,
+  /// in order, and counts the merged ones in `merged`.
+  template <typename... Ops>
+  SmallVector<Operation *> mergeRepeats(func::FuncOp func, unsigned &merged) {
+    SmallVector<Operation *> kept;
+    for (Operation &op : llvm::make_early_inc_range(func.getOps())) {
+      if (!isa<Ops...>(op))
+        continue;
+      auto same = llvm::find_if(kept, [&](Operation *earlier) {
+        return OperationEquivalence::isEquivalentTo(
+            &op, earlier, OperationEquivalence::IgnoreLocations);
+      });
+      if (same == kept.end()) {
+        kept.push_back(&op);
+        continue;
+      }
+      op.replaceAllUsesWith(*same);
+      op.erase();
+      ++merged;
+    }
+    return kept;
+  }
+
   /// A collective that repeats an earlier one (the same kind, input, mesh
   /// axes and result: a boxing several consumers need) reuses its result.
   /// Every device program is merged alike, so the devices still run the
-  /// same collectives in the same order.
-  void mergeIdenticalCollectives(func::FuncOp func) {
-    SmallVector<Operation *> seen;
-    for (Operation &op : llvm::make_early_inc_range(func.getOps())) {
-      if (!isa<AllReduceOp, AllGatherOp, ReduceScatterOp, AllToAllOp>(op))
-        continue;
-      Operation *same = nullptr;
-      for (Operation *earlier : seen)
-        if (OperationEquivalence::isEquivalentTo(
-                &op, earlier, OperationEquivalence::IgnoreLocations)) {
-          same = earlier;
-          break;
-        }
-      if (!same) {
-        seen.push_back(&op);
-        continue;
-      }
-      op.replaceAllUsesWith(same);
-      op.erase();
-      ++numMergedCollectives;
-    }
-  }
-
-  /// The device's offsets are constants of the program: each distinct one
-  /// is read once, at the top of the function.
-  void mergeIdenticalOffsets(func::FuncOp func) {
-    Block &body = func.getBody().front();
-    SmallVector<Operation *> seen;
-    for (auto op : llvm::make_early_inc_range(func.getOps<PieceOffsetsOp>())) {
-      Operation *same = nullptr;
-      for (Operation *earlier : seen)
-        if (OperationEquivalence::isEquivalentTo(
-                op, earlier, OperationEquivalence::IgnoreLocations)) {
-          same = earlier;
-          break;
-        }
-      if (same) {
-        op->replaceAllUsesWith(same);
-        op->erase();
-        continue;
-      }
-      if (seen.empty())
-        op->moveBefore(&body.front());
+  /// same collectives in the same order. The device's offsets are constants
+  /// of the program: each distinct one is read once, at the top.
+  void mergeRepeats(func::FuncOp func) {
+    unsigned collectives = 0, offsets = 0;
+    mergeRepeats<AllReduceOp, AllGatherOp, ReduceScatterOp, AllToAllOp>(
+        func, collectives);
+    numMergedCollectives += collectives;
+    Operation *top = nullptr;
+    for (Operation *op : mergeRepeats<PieceOffsetsOp>(func, offsets)) {
+      if (top)
+        op->moveAfter(top);
       else
-        op->moveAfter(seen.back());
-      seen.push_back(op);
+        op->moveBefore(&func.getBody().front().front());
+      top = op;
     }
   }
 
@@ -482,8 +461,7 @@ struct PartitionPass : flow::impl::PartitionPassBase<PartitionPass> {
       FailureOr<func::FuncOp> func = writer.write(builder, name);
       if (failed(func))
         return failure();
-      mergeIdenticalCollectives(*func);
-      mergeIdenticalOffsets(*func);
+      mergeRepeats(*func);
       // What boxing left unread (a whole weight whose piece is read
       // instead) goes: the device would load it for nothing.
       for (Operation &op : llvm::make_early_inc_range(

@@ -136,6 +136,13 @@ struct DevicePlace {
                     ArrayRef<SbpDim> sbp, int64_t dim) const;
 };
 
+/// flow.piece_offsets: the offsets of the running device's piece of a
+/// tensor of `shape` laid out as `sbp`, within its piece laid out as
+/// `within` (not written when `within` splits nothing), filled in by the
+/// runtime.
+Value createPieceOffsets(OpBuilder &b, Location loc, ArrayRef<int64_t> shape,
+                         ArrayRef<SbpDim> sbp, ArrayRef<SbpDim> within = {});
+
 /// The default partition of an op: the same op on the device's pieces, its
 /// results typed `resultTypes` (ops whose rules need more implement their
 /// own in FlowPartition.cpp).
