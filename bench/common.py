@@ -102,3 +102,30 @@ def eager_peak_bytes(model, inputs):
     with torch.no_grad(), tracker:
         model(*inputs)
     return tracker.peak
+
+
+class _Captured(Exception):
+    def __init__(self, text):
+        super().__init__("captured")
+        self.text = text
+
+
+def training_program(model, loss_fn, batch, **kwargs):
+    """The flow IR text `flow.compile_train(model, loss_fn, batch,
+    **kwargs)` writes, captured before it is compiled and loaded (which on
+    a mesh would need MPI)."""
+    import flow
+    import flow.training
+
+    def capture(text, **_):
+        raise _Captured(text)
+
+    compile_mlir = flow.compile_mlir
+    flow.compile_mlir = capture
+    try:
+        flow.compile_train(model, loss_fn, batch, **kwargs)
+        raise RuntimeError("compile_train did not compile its program")
+    except _Captured as captured:
+        return captured.text
+    finally:
+        flow.compile_mlir = compile_mlir

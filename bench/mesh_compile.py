@@ -30,12 +30,6 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 
 
-class _Captured(Exception):
-    def __init__(self, text):
-        super().__init__("captured")
-        self.text = text
-
-
 def programs(mesh, directory):
     """(name, flow IR text, parameter archive) of each model for `mesh`."""
     import torch
@@ -58,20 +52,9 @@ def programs(mesh, directory):
     from data_parallel_training import build
     model, loss_fn, batch = build("bert-small", 8, 128)
 
-    def capture(text, **kwargs):
-        raise _Captured(text)
-
-    import flow.training
-    compile_mlir = flow.compile_mlir
-    flow.compile_mlir = capture
-    try:
-        flow.compile_train(model, loss_fn, batch,
-                           optimizer=flow.optim.AdamW(lr=1e-4), mesh=mesh)
-        raise RuntimeError("compile_train did not compile its program")
-    except _Captured as captured:
-        text = captured.text
-    finally:
-        flow.compile_mlir = compile_mlir
+    from common import training_program
+    text = training_program(model, loss_fn, batch,
+                            optimizer=flow.optim.AdamW(lr=1e-4), mesh=mesh)
     archive = text.split('flow.parameters = "', 1)[1].split('"', 1)[0]
     out.append(("BERT-small training step (data parallel)", text, archive))
     return out

@@ -212,21 +212,35 @@ static void recordPlacements(ModuleOp module, CompileReport &report) {
       continue;
     if (auto plan = func->getAttrOfType<DictionaryAttr>(
             FlowDialect::getModeledPlanAttrName())) {
+      auto figuresOf = [](DictionaryAttr dict) {
+        CompileReport::PlanFigures figures;
+        for (NamedAttribute entry : dict) {
+          StringRef name = entry.getName().getValue();
+          if (auto bytes = dyn_cast<IntegerAttr>(entry.getValue());
+              bytes && name == "memory_bytes")
+            figures.memoryBytes = bytes.getValue().getSExtValue();
+          auto number = dyn_cast<FloatAttr>(entry.getValue());
+          if (!number || !name.consume_back("_seconds"))
+            continue;
+          if (name == "compute")
+            figures.computeSeconds = number.getValueAsDouble();
+          else
+            figures.collectiveSeconds.push_back(
+                {name.str(), number.getValueAsDouble()});
+        }
+        return figures;
+      };
       CompileReport::ModeledPlan modeled;
       modeled.function = func.getSymName().str();
       if (auto search = plan.getAs<StringAttr>("search"))
         modeled.search = search.str();
-      for (NamedAttribute entry : plan) {
-        auto seconds = dyn_cast<FloatAttr>(entry.getValue());
-        StringRef name = entry.getName().getValue();
-        if (!seconds || !name.consume_back("_seconds"))
-          continue;
-        if (name == "compute")
-          modeled.computeSeconds = seconds.getValueAsDouble();
-        else
-          modeled.collectiveSeconds.push_back(
-              {name.str(), seconds.getValueAsDouble()});
-      }
+      if (auto limit = plan.getAs<IntegerAttr>("memory_limit_bytes"))
+        modeled.memoryLimitBytes = limit.getValue().getSExtValue();
+      modeled.figures = figuresOf(plan);
+      for (NamedAttribute entry : plan)
+        if (auto reference = dyn_cast<DictionaryAttr>(entry.getValue()))
+          modeled.references.push_back(
+              {entry.getName().str(), figuresOf(reference)});
       report.modeledPlans.push_back(std::move(modeled));
     }
     for (BlockArgument arg : func.getArguments()) {
@@ -259,12 +273,38 @@ static void recordPlacements(ModuleOp module, CompileReport &report) {
 // would spell it inside `builtin.module(...)`.
 //===----------------------------------------------------------------------===//
 
+std::optional<int64_t> mlir::flow::parseByteCount(StringRef text) {
+  text = text.trim();
+  static const std::pair<StringRef, double> units[] = {
+      {"KiB", 1024.0},        {"MiB", 1024.0 * 1024},
+      {"GiB", 1024.0 * 1024 * 1024}, {"TiB", 1024.0 * 1024 * 1024 * 1024},
+      {"KB", 1e3},            {"MB", 1e6},
+      {"GB", 1e9},            {"TB", 1e12},
+      {"B", 1.0}};
+  double scale = 1;
+  for (auto [suffix, factor] : units)
+    if (text.consume_back(suffix)) {
+      scale = factor;
+      break;
+    }
+  double value;
+  if (text.trim().getAsDouble(value) || !(value >= 0) ||
+      value * scale > 9.0e18)
+    return std::nullopt;
+  return static_cast<int64_t>(value * scale);
+}
+
 void mlir::flow::buildFlowPlacePipeline(OpPassManager &pm,
-                                        StringRef meshSpec) {
-  addFlowPipeline(pm, "inline,flow-autodiff,flow-apply-optimizer,canonicalize");
+                                        const PlaceOptions &options) {
+  addFlowPipeline(pm, std::string("inline,flow-autodiff,flow-apply-optimizer") +
+                          (options.autoParallel ? "{free-layouts=1}" : "") +
+                          ",canonicalize");
   // Built, not parsed: a mesh description's path may hold any character.
   PropagateSbpPassOptions propagate;
-  propagate.meshSpec = meshSpec.str();
+  propagate.meshSpec = options.meshSpec;
+  propagate.search = options.autoParallel ? "exact" : "refine";
+  propagate.freeArguments = options.autoParallel;
+  propagate.memoryLimit = options.memoryLimit;
   pm.addNestedPass<func::FuncOp>(createPropagateSbpPass(propagate));
 }
 
@@ -367,6 +407,16 @@ struct PlacePipelineCLOptions
       llvm::cl::desc("The mesh description the SBP planner times its "
                      "choices on: a preset or a JSON file"),
       llvm::cl::init("cpu-mpi")};
+  Option<bool> autoParallel{
+      *this, "auto-parallel",
+      llvm::cl::desc("Also place arguments without a flow.sbp, by the "
+                     "exact search"),
+      llvm::cl::init(false)};
+  Option<int64_t> memoryLimit{
+      *this, "memory-limit",
+      llvm::cl::desc("Bytes per device a plan may use (0: the device's "
+                     "memory in the mesh description)"),
+      llvm::cl::init(0)};
 };
 struct HostPipelineCLOptions
     : public PassPipelineOptions<HostPipelineCLOptions> {
@@ -432,7 +482,8 @@ void mlir::flow::registerCompilerPipelines() {
         "The flow phase, first half: inline, canonicalize, choose every "
         "value's SBP on mesh functions",
         [](OpPassManager &pm, const PlacePipelineCLOptions &o) {
-          buildFlowPlacePipeline(pm, o.meshSpec);
+          buildFlowPlacePipeline(pm, {o.meshSpec, o.autoParallel,
+                                      o.memoryLimit});
         });
     PassPipelineRegistration<GraphPipelineCLOptions>(
         "flow-graph-pipeline",
@@ -584,7 +635,9 @@ FailureOr<CompileResult> mlir::flow::compile(ModuleOp module,
     PhaseTimer t{report, "flow"};
     if (failed(runPipeline(module, "flow-place-pipeline", timing,
                            [&](OpPassManager &pm) {
-                             buildFlowPlacePipeline(pm, options.meshSpec);
+                             buildFlowPlacePipeline(
+                                 pm, {options.meshSpec, options.autoParallel,
+                                      options.memoryLimit});
                            })))
       return failure();
     recordPlacements(module, report);
@@ -740,19 +793,30 @@ void CompileReport::writeJson(raw_ostream &os) const {
       {"modeled_plans",
        [&] {
          llvm::json::Array list;
-         for (const ModeledPlan &p : modeledPlans) {
+         auto figures = [](llvm::json::Object &o, const PlanFigures &f) {
            llvm::json::Object collectives;
-           double total = p.computeSeconds;
-           for (const auto &[kind, seconds] : p.collectiveSeconds) {
+           double total = f.computeSeconds;
+           for (const auto &[kind, seconds] : f.collectiveSeconds) {
              collectives[kind] = seconds;
              total += seconds;
            }
-           list.push_back(llvm::json::Object{
-               {"function", p.function},
-               {"search", p.search},
-               {"compute_seconds", p.computeSeconds},
-               {"collective_seconds", std::move(collectives)},
-               {"total_seconds", total}});
+           o["compute_seconds"] = f.computeSeconds;
+           o["collective_seconds"] = std::move(collectives);
+           o["total_seconds"] = total;
+           o["memory_bytes"] = f.memoryBytes;
+         };
+         for (const ModeledPlan &p : modeledPlans) {
+           llvm::json::Object plan{{"function", p.function},
+                                   {"search", p.search}};
+           figures(plan, p.figures);
+           if (p.memoryLimitBytes > 0)
+             plan["memory_limit_bytes"] = p.memoryLimitBytes;
+           for (const auto &[name, f] : p.references) {
+             llvm::json::Object reference;
+             figures(reference, f);
+             plan[name] = std::move(reference);
+           }
+           list.push_back(std::move(plan));
          }
          return list;
        }()},

@@ -150,7 +150,8 @@ def compile_mlir(source: str, target: str = "cpu", threads: int = 0,
                  check_numerics: bool = False,
                  conv: str = "library", gpu_arch: str = "sm_90",
                  allow_tf32: bool = False,
-                 mesh_spec: str = "cpu-mpi") -> CompiledModule:
+                 mesh_spec: str = "cpu-mpi", auto_parallel: bool = False,
+                 memory_limit=None) -> CompiledModule:
     """Compiles flow-dialect MLIR text for `target` and loads it.
 
     The options are flow-compile's (`cpu` is its --cpu, the LLVM CPU the
@@ -161,7 +162,11 @@ def compile_mlir(source: str, target: str = "cpu", threads: int = 0,
     runtime's convolution library; `gpu_arch` is its --gpu-arch and
     `allow_tf32=True` its --allow-tf32, for the CUDA targets; `mesh_spec` is
     its --mesh-spec, the mesh description the SBP planner times its
-    choices on: a preset name or a JSON file). A relative parameter archive named by the
+    choices on: a preset name or a JSON file; `auto_parallel=True` is its
+    --auto-parallel: the planner places the inputs and weights that no SBP
+    pins as well, by its exact search; `memory_limit` its --memory-limit,
+    bytes per device as an int or a string like "16GiB"). A relative
+    parameter archive named by the
     module is taken from `base_directory` (default: the current
     directory); `parameters` overrides it. `timeout` and `check_numerics`
     are flow.compile's."""
@@ -169,8 +174,37 @@ def compile_mlir(source: str, target: str = "cpu", threads: int = 0,
         _compile(source, target=target, library_matmul=library_matmul,
                  cpu=cpu, mesh=_mesh_text(mesh), fusion=fusion,
                  precision=precision, conv=conv, gpu_arch=gpu_arch,
-                 allow_tf32=allow_tf32, mesh_spec=mesh_spec),
+                 allow_tf32=allow_tf32, mesh_spec=mesh_spec,
+                 auto_parallel=auto_parallel,
+                 memory_limit=_memory_limit(memory_limit)),
         threads, parameters, base_directory, timeout, check_numerics)
+
+
+def _memory_limit(limit) -> int:
+    """--memory-limit's bytes (0: the mesh description's device memory)."""
+    if limit is None:
+        return 0
+    if isinstance(limit, str):
+        units = {"KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40,
+                 "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12,
+                 "B": 1}
+        text, scale = limit.strip(), 1
+        for suffix, factor in units.items():
+            if text.endswith(suffix):
+                text, scale = text[:-len(suffix)], factor
+                break
+        try:
+            value = float(text) * scale
+        except ValueError:
+            value = -1.0
+    elif isinstance(limit, (int, float)) and not isinstance(limit, bool):
+        value = float(limit)
+    else:
+        value = -1.0
+    if not value >= 1 or value > 9e18:
+        raise FlowError("memory_limit is a positive number of bytes (an int, "
+                        f"or a string like \"16GiB\"), got {limit!r}")
+    return int(value)
 
 
 def _timeout_seconds(timeout) -> float:
@@ -213,15 +247,19 @@ def load(path, threads: int = 0, parameters: str = "",
 
 def compile_ir(source: str, phase: str, target: str = "cpu",
                gpu_arch: str = "sm_90", allow_tf32: bool = False,
-               mesh=None, mesh_spec: str = "cpu-mpi"):
+               mesh=None, mesh_spec: str = "cpu-mpi",
+               auto_parallel: bool = False, memory_limit=None):
     """The IR of `source` after compile phase `phase` (as flow-compile
     --compile-to prints it; the CUDA target's `ptx` phase gives the PTX
     text, and `fbin` the executable's bytes). `gpu_arch` and `allow_tf32`
     are flow-compile's --gpu-arch and --allow-tf32, for the CUDA targets;
-    `mesh` and `mesh_spec` its --mesh and --mesh-spec."""
+    `mesh`, `mesh_spec`, `auto_parallel` and `memory_limit` its --mesh,
+    --mesh-spec, --auto-parallel and --memory-limit."""
     return _compile(source, target=target, compile_to=phase,
                     gpu_arch=gpu_arch, allow_tf32=allow_tf32,
-                    mesh=_mesh_text(mesh), mesh_spec=mesh_spec)
+                    mesh=_mesh_text(mesh), mesh_spec=mesh_spec,
+                    auto_parallel=auto_parallel,
+                    memory_limit=_memory_limit(memory_limit))
 
 
 # ---------------------------------------------------------------------------
@@ -372,7 +410,8 @@ def compile(model: Any, example_args=(), example_kwargs=None, *,
             check_numerics: bool = False,
             conv: str = "library", gpu_arch: str = "sm_90",
             allow_tf32: bool = False,
-            mesh_spec: str = "cpu-mpi") -> CompiledModel:
+            mesh_spec: str = "cpu-mpi", auto_parallel: bool = False,
+            memory_limit=None) -> CompiledModel:
     """Imports, compiles and loads `model`; returns a callable.
 
     `model` is a torch.nn.Module or torch.export.ExportedProgram (traced
@@ -390,6 +429,11 @@ def compile(model: Any, example_args=(), example_kwargs=None, *,
     Flow places everything else, timing its choices on `mesh_spec` (a
     preset: "cpu-mpi", "h100-nvlink", "h200-nvlink", "h100-nodes"; or a
     JSON file describing the mesh, docs/distributed.md).
+    `auto_parallel=True` lets it place the inputs and weights `sbp` does
+    not name as well (the report compares its plan with plain data and
+    tensor parallel, docs/distributed.md); `memory_limit` (bytes per
+    device, an int or "16GiB"; default: the device memory of `mesh_spec`)
+    bounds the plan's memory.
     Every process passes the global inputs and gets the global outputs.
     `timeout` (seconds; 0: none) bounds how long a collective, or the start
     or end of the job, waits for a peer: past it the job ends with an
@@ -409,6 +453,8 @@ def compile(model: Any, example_args=(), example_kwargs=None, *,
     if sbp and mesh is None:
         raise FlowError("sbp= places inputs and weights on a mesh: pass "
                         "mesh=")
+    if auto_parallel and mesh is None:
+        raise FlowError("auto_parallel=True plans for a mesh: pass mesh=")
     placements = (sbp, _mesh_shape(mesh)) if sbp else None
     keep = parameters is not None
     archive = os.fspath(parameters) if keep else None
@@ -433,7 +479,9 @@ def compile(model: Any, example_args=(), example_kwargs=None, *,
                               precision=precision,
                               check_numerics=check_numerics, conv=conv,
                               gpu_arch=gpu_arch, allow_tf32=allow_tf32,
-                              mesh_spec=mesh_spec)
+                              mesh_spec=mesh_spec,
+                              auto_parallel=auto_parallel,
+                              memory_limit=memory_limit)
     finally:
         if not keep and os.path.exists(archive):
             os.unlink(archive)

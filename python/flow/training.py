@@ -261,7 +261,8 @@ def compile_train(model, loss_fn: Optional[Callable], example_batch, *,
                   stop_on_nan: bool = True, seed: Optional[int] = None,
                   recompute=None, mesh=None, sbp=None,
                   shard_state: bool = False, timeout: Optional[float] = None,
-                  threads: int = 0, mesh_spec: str = "cpu-mpi") -> TrainStep:
+                  threads: int = 0, mesh_spec: str = "cpu-mpi",
+                  auto_parallel: bool = False, memory_limit=None) -> TrainStep:
     """Compiles one training step of `model` and returns it as a TrainStep.
 
     `loss_fn(model, *batch)` returns the scalar loss of a batch (for
@@ -302,7 +303,10 @@ def compile_train(model, loss_fn: Optional[Callable], example_batch, *,
     weights all-gathered). Each process keeps only its pieces of the state
     (`step.state_bytes`); `state_dict()`, `save()` and `parameters()` give
     the whole tensors on every process (gathering split ones, so every
-    process calls them). `timeout` and `mesh_spec` are flow.compile's.
+    process calls them). `timeout`, `mesh_spec`, `auto_parallel` and
+    `memory_limit` are flow.compile's: with `auto_parallel=True` nothing is
+    split by default, and the planner chooses the layout of the batch, the
+    parameters and the optimizer state that `sbp` does not name.
     """
     from .torch_import import import_program
     from . import compile_mlir, compile_ir
@@ -337,11 +341,13 @@ def compile_train(model, loss_fn: Optional[Callable], example_batch, *,
         split = (_sbp.split(0),) + (_sbp.broadcast,) * (len(shape) - 1)
         # Parameters are named as named_parameters() names them; the
         # step's arguments carry those names.
-        placements = (dict(sbp or {}), shape,
-                      split[0] if len(shape) == 1 else split)
+        placements = (dict(sbp or {}), shape) if auto_parallel else \
+            (dict(sbp or {}), shape, split[0] if len(shape) == 1 else split)
     elif sbp:
         raise FlowError("sbp= places inputs and parameters on a mesh: pass "
                         "mesh=")
+    elif auto_parallel:
+        raise FlowError("auto_parallel=True plans for a mesh: pass mesh=")
     elif shard_state:
         raise FlowError("shard_state splits the optimizer state over a "
                         "mesh: pass mesh=")
@@ -359,7 +365,9 @@ def compile_train(model, loss_fn: Optional[Callable], example_batch, *,
         roles = _signature_roles(compile_ir(program.text, "flow"), function)
         module = compile_mlir(program.text, threads=threads,
                               parameters=program.archive or "", mesh=mesh,
-                              timeout=timeout, mesh_spec=mesh_spec)
+                              timeout=timeout, mesh_spec=mesh_spec,
+                              auto_parallel=auto_parallel,
+                              memory_limit=memory_limit)
     finally:
         if os.path.exists(archive):
             os.unlink(archive)

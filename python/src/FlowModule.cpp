@@ -53,7 +53,11 @@ py::object compile(const std::string &source, const std::string &target,
                    const std::string &cpu, const std::string &mesh,
                    bool fusion, const std::string &precision,
                    const std::string &conv, const std::string &gpuArch,
-                   bool allowTf32, const std::string &meshSpec) {
+                   bool allowTf32, const std::string &meshSpec,
+                   bool autoParallel, int64_t memoryLimit) {
+  if (memoryLimit < 0)
+    throw FlowError("memory_limit must be a positive number of bytes, got " +
+                    std::to_string(memoryLimit));
   if (conv != "library" && conv != "gemm")
     throw FlowError("conv must be 'library' or 'gemm', got '" + conv + "'");
   std::optional<std::vector<int64_t>> meshShape;
@@ -117,6 +121,8 @@ py::object compile(const std::string &source, const std::string &target,
   if (meshShape)
     options.mesh = *meshShape;
   options.meshSpec = meshSpec;
+  options.autoParallel = autoParallel;
+  options.memoryLimit = memoryLimit;
   mlir::FailureOr<mlir::flow::CompileResult> result;
   {
     py::gil_scoped_release release;
@@ -523,7 +529,8 @@ PYBIND11_MODULE(_flow, m) {
         py::arg("cpu") = "host", py::arg("mesh") = "", py::arg("fusion") = true,
         py::arg("precision") = "f32", py::arg("conv") = "library",
         py::arg("gpu_arch") = "sm_90", py::arg("allow_tf32") = false,
-        py::arg("mesh_spec") = "cpu-mpi",
+        py::arg("mesh_spec") = "cpu-mpi", py::arg("auto_parallel") = false,
+        py::arg("memory_limit") = 0,
         "Compiles flow-dialect MLIR text: executable bytes, or the IR of an "
         "earlier phase as text.");
   m.def(

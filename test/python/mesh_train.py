@@ -1,6 +1,7 @@
 """compile_train on a mesh against compile_train in one process (run under
-`mpirun -np N python mesh_train.py MESH SBP rep|zero CHECKPOINT` by
-test_distributed.py).
+`mpirun -np N python mesh_train.py MESH SBP rep|zero|auto CHECKPOINT [SPEC]`
+by test_distributed.py; `auto` is auto_parallel=True on mesh description
+SPEC).
 
 Both train the same MLP from the same weights on the same 6 batches with
 AdamW and clipping. Losses agree to 1e-5 relative and the whole state to
@@ -16,6 +17,7 @@ import flow
 
 S = flow.sbp
 mesh, sbp, shard = eval(sys.argv[1]), eval(sys.argv[2]), sys.argv[3] == "zero"
+auto = sys.argv[3] == "auto"
 checkpoint = sys.argv[4]
 
 
@@ -36,6 +38,8 @@ optimizer = flow.optim.AdamW(lr=0.05, weight_decay=0.1)
 kw = dict(optimizer=optimizer, max_grad_norm=0.5)
 one = flow.compile_train(model(), loss_fn, batches[0], **kw)
 kw.update(mesh=mesh, sbp=sbp, shard_state=shard)
+if auto:
+    kw.update(auto_parallel=True, mesh_spec=sys.argv[5])
 many = flow.compile_train(model(), loss_fn, batches[0], **kw)
 worst = 0.0
 for i, (x, y) in enumerate(batches):

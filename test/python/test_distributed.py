@@ -744,17 +744,7 @@ def test_sharded_optimizer_state_collectives(tmp_path):
     gathered = sorted(b for op, b in planned[0] if op == "all_gather")
     assert gathered == sorted(4 * n for n in weights.values())
 
-    params, batches, _ = T.problem(steps=1)
-    arg_roles, _ = T.roles(single)
-    x, t = batches[0]
-    flags = []
-    for i, role in enumerate(arg_roles):
-        value = {"x": x, "t": t, "lr": np.float32(0.05)}.get(role)
-        if value is None:
-            value = params[role] if role in params else \
-                T.initial_state(role, params)
-        np.save(tmp_path / f"in{i}.npy", value)
-        flags.append(f"--input={tmp_path / f'in{i}.npy'}")
+    flags = T.first_step_inputs(single, tmp_path)
     result = mpirun(2, [tool("flow-run"), fbin, *flags, "--stats",
                         "--threads=1"])
     assert result.returncode == 0, result.stderr
@@ -1300,15 +1290,23 @@ def one_process_state_bytes():
     (2, "2", S_TP, "rep"),        # Megatron: column- then row-parallel
     (4, "4", S_TP, "rep"),
     (4, "(2, 2)", S_DP_TP, "zero"),  # data x tensor parallel, ZeRO
+    (4, "4", "{}", "auto"),       # the planner's choice (auto_parallel)
+    (4, "(2, 2)", "{}", "auto"),
 ])
 def test_compile_train_on_a_mesh(tmp_path, ranks, mesh, sbp, state):
     """flow.compile_train(mesh=, sbp=, shard_state=) under mpirun trains as
     one process does (losses, the whole state, a checkpoint resumed on the
     mesh), and each rank keeps only its pieces of the state."""
     import sys
+    spec = tmp_path / "slow-compute.json"
+    # Compute slow against the network: splitting the work pays, so the
+    # auto plan splits the parameters of this small model.
+    spec.write_text('{"name": "slow-compute", "axes": [{"bandwidth_gb_per_s": '
+                    '10, "latency_us": 1}], "device": {"tflops": 0.0001, '
+                    '"memory_gib": 16}}')
     result = mpirun(ranks, [sys.executable, ROOT / "test" / "python" /
                             "mesh_train.py", mesh, sbp, state,
-                            tmp_path / "step3.safetensors"],
+                            tmp_path / "step3.safetensors", spec],
                     cwd=tmp_path,
                     env_extra={"PYTHONPATH": str(build_dir() / "python")})
     assert result.returncode == 0, result.stdout + result.stderr

@@ -73,6 +73,24 @@ def roles(text):
     return arg_roles, result_roles
 
 
+def first_step_inputs(text, directory):
+    """--input flags for the first step of `problem()` on the step `text`
+    (a learning rate of 0.05, the state at its start), as .npy files in
+    `directory`."""
+    params, batches, _ = problem(steps=1)
+    arg_roles, _ = roles(text)
+    x, t = batches[0]
+    flags = []
+    for i, role in enumerate(arg_roles):
+        value = {"x": x, "t": t, "lr": np.float32(0.05)}.get(role)
+        if value is None:
+            value = params[role] if role in params else \
+                initial_state(role, params)
+        np.save(directory / f"in{i}.npy", value)
+        flags.append(f"--input={directory / f'in{i}.npy'}")
+    return flags
+
+
 def initial_state(name, params):
     """The first value of optimizer state `name`: zeros shaped like its
     parameter (`<parameter>.<moment>`), or the step count."""

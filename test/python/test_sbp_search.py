@@ -1,10 +1,12 @@
-"""The SBP planner's refinement against exhaustive enumeration.
+"""The SBP planner's searches against exhaustive enumeration.
 
-`--flow-propagate-sbp=exhaustive` tries every combination of the ops'
-signatures and keeps the cheapest by the same modeled time. On the small
-mesh programs of the lit suite the refinement (greedy placement, then moves
-of an op alone or with its users) must find a plan that costs as little:
-this checks the refinement, and the oracle against it (it can never be
+`--flow-propagate-sbp=search=exhaustive` tries every combination of the
+ops' signatures and keeps the cheapest by the same modeled time. On the
+small mesh programs of the lit suite the refinement (greedy placement, then
+moves of an op alone or with its users) and the exact search (variable
+elimination, then the refinement) must find a plan that costs as little,
+with the arguments pinned as written and with them free (auto-parallel):
+this checks the searches, and the oracle against them (it can never be
 worse). Each function records its plan's modeled time as
 `flow.modeled_plan` (seconds of compute and of each kind of collective).
 """
@@ -22,16 +24,19 @@ PROGRAMS = ["propagate-sbp.mlir", "propagate-sbp-refine.mlir", "spmd.mlir",
 
 def modeled(flow_opt, text, option):
     """{function: (total seconds, search)} after flow-propagate-sbp."""
-    proc = subprocess.run([str(flow_opt), "-", f"--flow-propagate-sbp={option}"],
+    proc = subprocess.run([str(flow_opt), "-",
+                           f"--flow-propagate-sbp={option}"],
                           input=text, capture_output=True, text=True,
                           timeout=120)
     assert proc.returncode == 0, proc.stderr
     plans = {}
-    for m in re.finditer(r"func\.func @(\w+)\(.*flow\.modeled_plan = \{([^}]*)\}",
+    for m in re.finditer(r"func\.func @(\w+)\(.*flow\.modeled_plan = \{(.*)\}",
                          proc.stdout):
+        # The plan's own figures, not its reference plans'.
+        m2 = re.sub(r"\w+ = \{[^}]*\}", "", m[2])
         seconds = [float(v) for v in
-                   re.findall(r"_seconds = ([-0-9.eE+]+)", m[2])]
-        search = re.search(r'search = "([^"]+)"', m[2])[1]
+                   re.findall(r"_seconds = ([-0-9.eE+]+)", m2)]
+        search = re.search(r'search = "([^"]+)"', m2)[1]
         plans[m[1]] = (sum(seconds), search)
     return plans
 
@@ -45,19 +50,23 @@ def chunks():
                 yield pytest.param(chunk, id=f"{name}:{i}")
 
 
+@pytest.mark.parametrize("free", [0, 1], ids=["pinned", "free"])
+@pytest.mark.parametrize("search", ["refine", "exact"])
 @pytest.mark.parametrize("text", list(chunks()))
-def test_refinement_finds_the_exhaustive_optimum(flow_opt, text):
-    refined = modeled(flow_opt, text, "refine=1")
-    best = modeled(flow_opt, text, "exhaustive=1")
-    assert refined and refined.keys() == best.keys()
-    for function, (seconds, search) in refined.items():
+def test_search_finds_the_exhaustive_optimum(flow_opt, text, search, free):
+    found = modeled(flow_opt, text, f"search={search} free-arguments={free}")
+    best = modeled(flow_opt, text, f"search=exhaustive free-arguments={free}")
+    assert found and found.keys() == best.keys()
+    label = {"refine": "greedy+refine", "exact": "exact"}[search]
+    for function, (seconds, chosen_by) in found.items():
         optimum, oracle = best[function]
-        assert (search, oracle) == ("greedy+refine", "exhaustive")
+        assert oracle == "exhaustive"
+        assert chosen_by.startswith(label), chosen_by
         tolerance = 1e-9 * max(abs(optimum), 1e-12)
         assert optimum <= seconds + tolerance, function  # the oracle
         assert seconds <= optimum + tolerance, (
-            f"@{function}: the refinement's plan takes {seconds:.6g} s, the "
-            f"best {optimum:.6g} s")
+            f"@{function}: the {search} search's plan takes {seconds:.6g} s, "
+            f"the best {optimum:.6g} s")
 
 
 def test_exhaustive_search_refuses_a_large_graph(flow_opt):
@@ -72,9 +81,9 @@ func.func @chain(%0: tensor<8x8xf32>) -> tensor<8x8xf32> attributes {{flow.mesh 
 }}
 """
     proc = subprocess.run([str(flow_opt), "-",
-                           "--flow-propagate-sbp=exhaustive=1"], input=text,
+                           "--flow-propagate-sbp=search=exhaustive"], input=text,
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode != 0
     assert "exhaustive SBP search:" in proc.stderr
-    assert "2.82e+11 combinations of 12 ops' signatures, more than 10^6" \
+    assert "2.82e+11 combinations of 12 choices, more than 10^6" \
         in proc.stderr

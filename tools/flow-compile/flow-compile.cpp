@@ -140,6 +140,19 @@ static cl::opt<std::string> meshSpec(
              "h100-nodes) or a JSON file (docs/distributed.md)"),
     cl::value_desc("name|file"), cl::init("cpu-mpi"));
 
+static cl::opt<bool> autoParallel(
+    "auto-parallel",
+    cl::desc("Let the SBP planner place the arguments without a flow.sbp "
+             "too (inputs, parameters, optimizer state), by its exact "
+             "search; the report compares the plan with plain data and "
+             "tensor parallel"),
+    cl::init(false));
+static cl::opt<std::string> memoryLimit(
+    "memory-limit",
+    cl::desc("Bytes per device a mesh plan may use: 1073741824, 512MiB, "
+             "16GiB (default: the device memory of --mesh-spec)"),
+    cl::value_desc("bytes"), cl::init(""));
+
 static cl::opt<std::string> parametersFile(
     "parameters",
     cl::desc("For an .onnx input: the safetensors archive to write the "
@@ -355,6 +368,17 @@ int main(int argc, char **argv) {
   options.gemmEpilogues = gemmEpilogues;
   options.overlapCollectives = overlapCollectives;
   options.meshSpec = meshSpec;
+  options.autoParallel = autoParallel;
+  if (!memoryLimit.empty()) {
+    std::optional<int64_t> bytes = parseByteCount(memoryLimit);
+    if (!bytes || *bytes == 0) {
+      llvm::errs() << "flow-compile: error: --memory-limit needs a positive "
+                      "byte count like 1073741824, 512MiB or 16GiB, got '"
+                   << memoryLimit << "'\n";
+      return 1;
+    }
+    options.memoryLimit = *bytes;
+  }
   options.precision = precision;
   if (!meshShape.empty()) {
     std::optional<std::vector<int64_t>> shape = parseMeshShape(meshShape);

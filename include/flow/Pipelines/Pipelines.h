@@ -94,6 +94,12 @@ struct CompileOptions {
   /// The mesh description the SBP planner times its choices on: a preset
   /// or a JSON file (`--mesh-spec`; MeshSpec.h).
   std::string meshSpec = "cpu-mpi";
+  /// Auto-parallel (`--auto-parallel`): the planner also places arguments
+  /// without a `flow.sbp`, by its exact search.
+  bool autoParallel = false;
+  /// Bytes per device a plan may use (`--memory-limit`; 0: the device
+  /// memory of the mesh description).
+  int64_t memoryLimit = 0;
 };
 
 /// Parses a mesh shape: `4`, `2x2`; std::nullopt when malformed.
@@ -139,11 +145,21 @@ struct CompileReport {
   /// Each mesh function's plan as the planner timed it (seconds on one
   /// device, compute and each kind of collective, as if run one after
   /// another).
+  struct PlanFigures {
+    double computeSeconds = 0;
+    std::vector<std::pair<std::string, double>> collectiveSeconds;
+    /// Bytes per device (arguments, parameters, activations at their peak).
+    int64_t memoryBytes = 0;
+  };
   struct ModeledPlan {
     /// The function and the search that chose its plan.
     std::string function, search;
-    double computeSeconds = 0;
-    std::vector<std::pair<std::string, double>> collectiveSeconds;
+    PlanFigures figures;
+    /// The memory limit the search kept to (0: none).
+    int64_t memoryLimitBytes = 0;
+    /// Plain data parallel and tensor parallel by the same measure
+    /// (auto-parallel only).
+    std::vector<std::pair<std::string, PlanFigures>> references;
   };
   std::vector<ModeledPlan> modeledPlans;
   /// Writes the report as JSON.
@@ -220,10 +236,19 @@ struct HostPipelineOptions {
   /// flow-overlap-collectives (--overlap-collectives).
   bool overlapCollectives = true;
 };
-/// The phases' pipelines, as compile() runs them. `meshSpec` is
-/// flow-propagate-sbp's mesh-spec.
+/// How the flow phase places mesh functions (flow-propagate-sbp's
+/// mesh-spec, search, free-arguments and memory-limit).
+struct PlaceOptions {
+  std::string meshSpec = "cpu-mpi";
+  bool autoParallel = false;
+  int64_t memoryLimit = 0;
+};
+/// Parses a byte count: `1048576`, `512MiB`, `16GiB`, `1.5GB`; std::nullopt
+/// when malformed or negative.
+std::optional<int64_t> parseByteCount(StringRef text);
+/// The phases' pipelines, as compile() runs them.
 void buildFlowPlacePipeline(OpPassManager &pm,
-                            StringRef meshSpec = "cpu-mpi");
+                            const PlaceOptions &options = {});
 void buildFlowGraphPipeline(OpPassManager &pm,
                             const GraphPipelineOptions &options);
 void buildHostPipeline(OpPassManager &pm, const HostPipelineOptions &options);

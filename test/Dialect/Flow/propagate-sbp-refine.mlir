@@ -1,5 +1,5 @@
 // RUN: flow-opt %s -split-input-file --flow-propagate-sbp | FileCheck %s
-// RUN: flow-opt %s -split-input-file --flow-propagate-sbp=refine=false | FileCheck %s --check-prefix=GREEDY
+// RUN: flow-opt %s -split-input-file --flow-propagate-sbp=search=greedy | FileCheck %s --check-prefix=GREEDY
 
 // The refinement of greedy placement: an op moves to another signature
 // when that lowers the boxing of its operands and results as their users

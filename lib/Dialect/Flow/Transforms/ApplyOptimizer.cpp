@@ -101,8 +101,10 @@ RankedTensorType typeOf(Value v) { return cast<RankedTensorType>(v.getType()); }
 /// Builds one function's update.
 class StepBuilder {
 public:
-  StepBuilder(func::FuncOp func, func::ReturnOp ret, const Optimizer &opt)
-      : func(func), b(ret), loc(func.getLoc()), opt(opt) {}
+  StepBuilder(func::FuncOp func, func::ReturnOp ret, const Optimizer &opt,
+              bool freeLayouts)
+      : func(func), b(ret), loc(func.getLoc()), opt(opt),
+        freeLayouts(freeLayouts) {}
 
   LogicalResult run();
 
@@ -111,6 +113,8 @@ private:
   OpBuilder b;
   Location loc;
   const Optimizer &opt;
+  /// Whether the SBP planner chooses the layouts of parameters without one.
+  bool freeLayouts;
   /// Results to append: (value, state name), and each one's argument.
   SmallVector<std::pair<Value, std::string>> newResults;
   llvm::StringMap<Value> oldState;
@@ -153,6 +157,8 @@ private:
     if (auto own = func.getArgAttrOfType<SbpAttr>(
             param.getArgNumber(), FlowDialect::getSbpAttrName()))
       dims.assign(own.getDims().begin(), own.getDims().end());
+    else if (freeLayouts && !opt.shardState)
+      return nullptr; // the planner's to choose
     auto tensor = cast<RankedTensorType>(param.getType());
     if (opt.shardState && dims[0].isBroadcast())
       for (int64_t d = 0; d < tensor.getRank(); ++d) {
@@ -367,6 +373,7 @@ LogicalResult StepBuilder::run() {
 
 struct ApplyOptimizerPass
     : flow::impl::ApplyOptimizerPassBase<ApplyOptimizerPass> {
+  using ApplyOptimizerPassBase::ApplyOptimizerPassBase;
   void runOnOperation() override {
     for (auto func : llvm::to_vector(getOperation().getOps<func::FuncOp>())) {
       auto dict = func->getAttrOfType<DictionaryAttr>(
@@ -377,7 +384,7 @@ struct ApplyOptimizerPass
       if (failed(opt))
         return signalPassFailure();
       auto ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());
-      if (failed(StepBuilder(func, ret, *opt).run()))
+      if (failed(StepBuilder(func, ret, *opt, freeLayouts).run()))
         return signalPassFailure();
       func->removeAttr(FlowDialect::getOptimizerAttrName());
     }

@@ -2,22 +2,40 @@
 //
 // Part of the Flow project.
 //
-// Greedy, in program order: every op takes, among its valid nd signatures,
-// the one whose operands are cheapest to box into from the SBPs they have
-// (ties: the one that splits the op's work the most); then moves of one op,
-// or of one op with its users, that lower the plan's cost (the boxing of
-// values as their users want them, and compute), until none helps. SBPs pinned by function arguments and flow.annotate are kept, and
-// so is a signature written on an op (flow.operand_sbp and flow.sbp, as
-// this pass writes it); function results take their `flow.sbp` (B by
-// default: every device gets the whole result).
+// The SBP planner. Its measure of a plan is time on the mesh description:
+// each op's share of the compute, each collective the op runs itself, and
+// the boxing of every value into each distinct layout its users want; when
+// a memory limit binds, memory per device is priced in as well (a
+// Lagrange multiplier, raised until the plan fits).
+//
+// Searches, cheapest first:
+// - greedy: in program order, every op takes the signature whose operands
+//   are cheapest to box into (ties: the one that splits its work most);
+// - refine (the default): then moves of one op, or of one op with its
+//   users, that lower the measure, until none helps;
+// - exact: the greedy+refine plan against the optimum of the same measure
+//   with each use of a value boxed on its own (variable elimination,
+//   MinSum.h), refined in turn; the cheaper wins. Falls back to
+//   greedy+refine, and says so, where the elimination would not fit its
+//   budget;
+// - exhaustive: every combination, for tests on small graphs.
+//
+// SBPs pinned by function arguments and flow.annotate are kept, and so is
+// a signature written on an op (flow.operand_sbp and flow.sbp, as this
+// pass writes it); with free-arguments (auto-parallel) the arguments
+// without one are chosen too. Function results take their `flow.sbp` (B by
+// default: every device gets the whole result), a state's next value its
+// argument's.
 //
 //===----------------------------------------------------------------------===//
 
+#include "MinSum.h"
 #include "flow/Dialect/Flow/IR/FlowOps.h"
 #include "flow/Dialect/Flow/IR/FlowSbp.h"
 #include "flow/Dialect/Flow/Transforms/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/StringMap.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -47,6 +65,18 @@ static std::string str(ArrayRef<SbpDim> sbp) {
   return s;
 }
 
+static std::string bytesText(double bytes) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  if (bytes >= double(1 << 30))
+    os << llvm::format("%.2f GiB", bytes / double(1 << 30));
+  else if (bytes >= double(1 << 20))
+    os << llvm::format("%.2f MiB", bytes / double(1 << 20));
+  else
+    os << llvm::format("%.0f bytes", bytes);
+  return s;
+}
+
 namespace {
 /// An op's signatures on the mesh and the one chosen.
 struct Placed {
@@ -57,6 +87,921 @@ struct Placed {
   const NdSbpSignature &signature() const { return candidates[chosen]; }
 };
 
+/// A function argument the search places (auto-parallel): its layouts.
+struct FreeArg {
+  BlockArgument arg;
+  SmallVector<NdSbp> candidates; // all-B first
+  unsigned chosen = 0;
+  /// For a reference plan: it must be split somewhere (not all-B).
+  bool mustSplit = false;
+};
+
+/// The choices of a plan, to keep one while trying another.
+struct Choices {
+  SmallVector<unsigned> ops, args;
+  bool operator==(const Choices &other) const {
+    return ops == other.ops && args == other.args;
+  }
+};
+
+/// What the report says of a plan: seconds of a device's compute and of
+/// each kind of collective, and bytes per device.
+struct Figures {
+  double compute = 0;
+  llvm::StringMap<double> collectives;
+  double memory = 0;
+  double total() const {
+    double t = compute;
+    for (const auto &entry : collectives)
+      t += entry.getValue();
+    return t;
+  }
+};
+
+/// Time (with memory priced at the multiplier), then compute alone to
+/// break ties.
+using Cost = std::pair<double, double>;
+
+bool better(Cost a, Cost b) {
+  double tolerance = 1e-9 * std::max(1.0, std::abs(b.first));
+  return a.first < b.first - tolerance ||
+         (a.first <= b.first + tolerance &&
+          a.second < b.second - 1e-9 * std::abs(b.second));
+}
+
+class Planner {
+public:
+  Planner(func::FuncOp func, ArrayRef<int64_t> meshShape, const MeshSpec &spec)
+      : func(func), meshShape(meshShape), rank(meshShape.size()), spec(spec) {}
+
+  /// Places arguments and ops as pinned, else B and greedily; false (with
+  /// an error) where an op cannot be placed.
+  LogicalResult start(StringRef mesh, bool freeArguments, bool printRules);
+
+  void greedy();
+  /// Moves until none lowers the measure; the number of moves made.
+  unsigned refine();
+  /// The optimum of the measure with each use boxed on its own, then
+  /// refined; false (with why) when the elimination would not fit.
+  bool exact(std::string &why);
+  /// Every combination; false (with the count) past 10^6.
+  bool exhaustive(std::string &why);
+
+  /// Runs `search` under the memory limit; false (with why) when no plan
+  /// found fits it. `label` says which search gave the plan.
+  bool searchWithin(double limit, function_ref<void()> search,
+                    std::string &why);
+
+  Cost planCost();
+  Figures figures();
+  Choices snapshot() const;
+  void restore(const Choices &choices);
+
+  /// Pins the free arguments by `layout` (nullopt: leave it free; all-B
+  /// refused where `mustSplit` says so), for the reference plans.
+  void pinArguments(function_ref<std::optional<NdSbp>(BlockArgument)> layout,
+                    function_ref<bool(BlockArgument)> mustSplit);
+  void unpinArguments() {
+    pinnedArgs.assign(freeArgs.size(), false);
+    for (FreeArg &free : freeArgs)
+      free.mustSplit = false;
+  }
+  /// The layout splitting dimension 0 over every axis, where valid.
+  std::optional<NdSbp> batchSplit(RankedTensorType type) const;
+
+  /// Writes the plan on the function.
+  void write(bool freeArguments);
+
+  unsigned numOps() const { return order.size(); }
+
+private:
+  double share(const Placed &placed, const NdSbpSignature &sig) const;
+  void choose(Operation *op, unsigned i);
+  void chooseArg(unsigned a, unsigned i);
+  bool movable(Operation *op);
+  std::optional<NdSbp> wanted(OpOperand &use);
+  double boxValue(Value value,
+                  function_ref<void(unsigned, SbpDim, SbpDim, double)> visit);
+  double valueCost(Value value);
+  double pieceBytes(Value value, ArrayRef<SbpDim> sbp) const;
+  double valueMemory(Value value);
+  Cost costOf(ArrayRef<Operation *> ops);
+  Cost argCost(unsigned a);
+  void placeBest(Operation *op);
+  void placeBestArg(unsigned a);
+  bool moveWithUsers(Operation *op);
+  double peakMemory();
+
+  func::FuncOp func;
+  ArrayRef<int64_t> meshShape;
+  unsigned rank;
+  const MeshSpec &spec;
+
+  DenseMap<Value, NdSbp> sbp;
+  DenseMap<Operation *, Placed> placedOps;
+  SmallVector<Operation *> order;
+  SmallVector<FreeArg> freeArgs;
+  SmallVector<bool> pinnedArgs;
+  /// Per function result: its pinned layout, or the argument whose state
+  /// it is (-1: none).
+  SmallVector<std::optional<NdSbp>> pinnedResults;
+  SmallVector<int> stateArgOfResult;
+  /// Seconds per byte of memory per device (0 unless a limit binds), and
+  /// the weight of activations in the measure's memory (their peak over
+  /// their sum in the plan without a limit).
+  double lambda = 0, activationWeight = 1;
+};
+} // namespace
+
+LogicalResult Planner::start(StringRef mesh, bool freeArguments,
+                             bool printRules) {
+  StringRef sbpName = FlowDialect::getSbpAttrName();
+  for (BlockArgument arg : func.getArguments()) {
+    auto pinned = func.getArgAttrOfType<SbpAttr>(arg.getArgNumber(), sbpName);
+    sbp[arg] = pinned ? NdSbp(pinned.getDims()) : broadcastSbp(rank);
+    if (pinned || !freeArguments)
+      continue;
+    // Every layout without partial values (an argument arrives whole and
+    // each device takes its piece).
+    auto type = cast<RankedTensorType>(arg.getType());
+    FreeArg free{arg, {}, 0};
+    SmallVector<SbpDim> options{SbpDim::broadcast()};
+    for (int64_t d = 0; d < type.getRank(); ++d)
+      options.push_back(SbpDim::split(d));
+    SmallVector<unsigned> pick(rank, 0);
+    while (true) {
+      NdSbp layout;
+      for (unsigned axis = 0; axis < rank; ++axis)
+        layout.push_back(options[pick[axis]]);
+      if (isValidSbp(layout, type, meshShape))
+        free.candidates.push_back(layout);
+      unsigned axis = 0;
+      while (axis < rank && ++pick[axis] == options.size())
+        pick[axis++] = 0;
+      if (axis == rank)
+        break;
+    }
+    if (free.candidates.size() > 1)
+      freeArgs.push_back(std::move(free));
+  }
+  pinnedArgs.assign(freeArgs.size(), false);
+
+  StringRef stateName = FlowDialect::getStateAttrName();
+  llvm::StringMap<int> stateArg;
+  for (BlockArgument arg : func.getArguments())
+    if (auto name = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
+                                                      stateName))
+      stateArg.try_emplace(name.getValue(), arg.getArgNumber());
+  for (unsigned i = 0, e = func.getNumResults(); i < e; ++i) {
+    std::optional<NdSbp> pinned;
+    if (auto attr = func.getResultAttrOfType<SbpAttr>(i, sbpName))
+      pinned = NdSbp(attr.getDims());
+    pinnedResults.push_back(pinned);
+    int state = -1;
+    if (auto name = func.getResultAttrOfType<StringAttr>(i, stateName))
+      if (auto it = stateArg.find(name.getValue()); it != stateArg.end())
+        state = it->second;
+    stateArgOfResult.push_back(state);
+  }
+
+  for (Operation &op : func.getBody().front()) {
+    if (auto annotate = dyn_cast<AnnotateOp>(op)) {
+      if (annotate.getMesh() != mesh)
+        return annotate.emitError("annotates on mesh @")
+               << annotate.getMesh() << " but the function runs on @" << mesh;
+      sbp[annotate.getResult()] = NdSbp(annotate.getSbp().getDims());
+      continue;
+    }
+    if (isa<func::ReturnOp>(op))
+      continue;
+    if (printRules) {
+      if (auto iface = dyn_cast<SbpOpInterface>(op)) {
+        InFlightDiagnostic remark = op.emitRemark("rules:");
+        for (const SbpSignature &r : iface.getSbpRules()) {
+          remark << " (" << str(r.operands) << " -> " << str(r.results)
+                 << (r.evenSplits ? " even" : "");
+          if (r.blocks > 0)
+            remark << " in " << r.blocks << " blocks";
+          remark << ")";
+        }
+      }
+    }
+    Placed &placed = placedOps[&op];
+    placed.candidates = getNdSbpSignatures(&op, meshShape, spec);
+    if (placed.candidates.empty())
+      return op.emitError("has no SBP signature: it cannot be placed on a mesh");
+    order.push_back(&op);
+    if (auto iface = dyn_cast<SbpOpInterface>(op))
+      placed.compute = iface.getComputeCost();
+    // A signature written on the op (flow.operand_sbp and flow.sbp) is
+    // kept: it must be one of the op's.
+    auto pinnedOperands =
+        op.getAttrOfType<ArrayAttr>(FlowDialect::getOperandSbpAttrName());
+    auto pinnedResults = op.getAttrOfType<ArrayAttr>(sbpName);
+    if (pinnedOperands || pinnedResults) {
+      auto same = [](ArrayAttr attrs, ArrayRef<NdSbp> sbps) {
+        if (!attrs || attrs.size() != sbps.size())
+          return false;
+        for (auto [a, s] : llvm::zip(attrs, sbps)) {
+          auto sbp = dyn_cast<SbpAttr>(a);
+          if (!sbp || NdSbp(sbp.getDims()) != s)
+            return false;
+        }
+        return true;
+      };
+      for (auto [i, sig] : llvm::enumerate(placed.candidates))
+        if (same(pinnedOperands, sig.operands) &&
+            same(pinnedResults, sig.results)) {
+          placed.chosen = i;
+          placed.pinned = true;
+        }
+      if (!placed.pinned)
+        return op.emitError("the SBP signature written on the op is not one "
+                            "of its signatures on this mesh (print them with "
+                            "--flow-propagate-sbp=print-rules)");
+    }
+    choose(&op, placed.chosen);
+  }
+  return success();
+}
+
+double Planner::share(const Placed &placed, const NdSbpSignature &sig) const {
+  double share = placed.compute;
+  for (unsigned axis = 0; axis < rank; ++axis)
+    if (llvm::any_of(sig.results,
+                     [&](const NdSbp &s) { return !s[axis].isBroadcast(); }))
+      share /= static_cast<double>(meshShape[axis]);
+  return share;
+}
+
+void Planner::choose(Operation *op, unsigned i) {
+  Placed &placed = placedOps[op];
+  placed.chosen = i;
+  for (auto [result, s] : llvm::zip(op->getResults(), placed.signature().results))
+    sbp[result] = s;
+}
+
+void Planner::chooseArg(unsigned a, unsigned i) {
+  freeArgs[a].chosen = i;
+  sbp[freeArgs[a].arg] = freeArgs[a].candidates[i];
+}
+
+bool Planner::movable(Operation *op) {
+  const Placed &placed = placedOps[op];
+  return !placed.pinned && placed.candidates.size() > 1;
+}
+
+std::optional<NdSbp> Planner::wanted(OpOperand &use) {
+  Operation *user = use.getOwner();
+  if (auto annotate = dyn_cast<AnnotateOp>(user))
+    return NdSbp(annotate.getSbp().getDims());
+  if (isa<func::ReturnOp>(user)) {
+    unsigned i = use.getOperandNumber();
+    if (pinnedResults[i])
+      return *pinnedResults[i];
+    if (stateArgOfResult[i] >= 0)
+      return sbp[func.getArgument(stateArgOfResult[i])];
+    return broadcastSbp(rank);
+  }
+  auto it = placedOps.find(user);
+  if (it == placedOps.end())
+    return std::nullopt;
+  return it->second.signature().operands[use.getOperandNumber()];
+}
+
+double Planner::boxValue(
+    Value value, function_ref<void(unsigned, SbpDim, SbpDim, double)> visit) {
+  auto type = cast<RankedTensorType>(value.getType());
+  SmallVector<NdSbp, 2> seen;
+  double cost = 0;
+  for (OpOperand &use : value.getUses()) {
+    std::optional<NdSbp> want = wanted(use);
+    if (!want || llvm::is_contained(seen, *want))
+      continue;
+    seen.push_back(*want);
+    cost += forEachBoxingStep(sbp[value], *want, type, meshShape, spec, visit);
+  }
+  return cost;
+}
+
+double Planner::valueCost(Value value) {
+  return boxValue(value, [](unsigned, SbpDim, SbpDim, double) {});
+}
+
+double Planner::pieceBytes(Value value, ArrayRef<SbpDim> layout) const {
+  auto type = cast<RankedTensorType>(value.getType());
+  SmallVector<int64_t> shape, offset, origin(rank, 0);
+  localPiece(type.getShape(), layout, meshShape, origin, shape, offset);
+  double elements = 1;
+  for (int64_t n : shape)
+    elements *= static_cast<double>(n);
+  unsigned bits = type.getElementType().getIntOrFloatBitWidth();
+  return elements * std::max(1u, bits / 8);
+}
+
+/// The bytes a value holds on a device: an argument its piece; a parameter
+/// the pieces its users take (loaded as such), at most the whole; an
+/// activation its piece, weighted.
+double Planner::valueMemory(Value value) {
+  if (isa<BlockArgument>(value))
+    return pieceBytes(value, sbp[value]);
+  if (value.getDefiningOp<ParameterOp>()) {
+    SmallVector<NdSbp, 2> seen;
+    double bytes = 0;
+    for (OpOperand &use : value.getUses()) {
+      std::optional<NdSbp> want = wanted(use);
+      if (!want || llvm::is_contained(seen, *want))
+        continue;
+      seen.push_back(*want);
+      bytes += pieceBytes(value, *want);
+    }
+    return std::min(bytes, pieceBytes(value, broadcastSbp(rank)));
+  }
+  return activationWeight * pieceBytes(value, sbp[value]);
+}
+
+Cost Planner::costOf(ArrayRef<Operation *> ops) {
+  SetVector<Value> touched;
+  Cost cost{0, 0};
+  for (Operation *op : ops) {
+    const Placed &placed = placedOps[op];
+    touched.insert(op->operand_begin(), op->operand_end());
+    touched.insert(op->result_begin(), op->result_end());
+    cost.first += placed.signature().collectiveCost;
+    cost.second += share(placed, placed.signature());
+  }
+  for (Value value : touched) {
+    cost.first += valueCost(value);
+    if (lambda > 0)
+      cost.first += lambda * valueMemory(value);
+  }
+  cost.first += cost.second / spec.flops;
+  return cost;
+}
+
+/// What an argument's layout decides: its boxing as its users want it, its
+/// memory, and the boxing of its state's next value into it.
+Cost Planner::argCost(unsigned a) {
+  BlockArgument arg = freeArgs[a].arg;
+  if (freeArgs[a].mustSplit && freeArgs[a].chosen == 0)
+    return {std::numeric_limits<double>::infinity(), 0};
+  double cost = valueCost(arg) + lambda * valueMemory(arg);
+  for (auto [i, state] : llvm::enumerate(stateArgOfResult))
+    if (state == static_cast<int>(arg.getArgNumber()))
+      cost += valueCost(func.front().getTerminator()->getOperand(i));
+  return {cost, 0};
+}
+
+Cost Planner::planCost() {
+  Cost cost = costOf(order);
+  for (const FreeArg &free : freeArgs)
+    if (free.mustSplit && free.chosen == 0)
+      cost.first = std::numeric_limits<double>::infinity();
+  for (BlockArgument arg : func.getArguments()) {
+    cost.first += valueCost(arg);
+    if (lambda > 0)
+      cost.first += lambda * valueMemory(arg);
+  }
+  return cost;
+}
+
+void Planner::placeBest(Operation *op) {
+  Placed &placed = placedOps[op];
+  unsigned best = placed.chosen;
+  Cost bestCost = costOf(op);
+  for (unsigned i = 0, e = placed.candidates.size(); i < e; ++i) {
+    if (i == best)
+      continue;
+    choose(op, i);
+    Cost cost = costOf(op);
+    if (better(cost, bestCost)) {
+      bestCost = cost;
+      best = i;
+    }
+    choose(op, best);
+  }
+}
+
+void Planner::placeBestArg(unsigned a) {
+  unsigned best = freeArgs[a].chosen;
+  Cost bestCost = argCost(a);
+  for (unsigned i = 0, e = freeArgs[a].candidates.size(); i < e; ++i) {
+    if (i == best)
+      continue;
+    chooseArg(a, i);
+    Cost cost = argCost(a);
+    if (better(cost, bestCost)) {
+      bestCost = cost;
+      best = i;
+    }
+    chooseArg(a, best);
+  }
+}
+
+bool Planner::moveWithUsers(Operation *op) {
+  SmallVector<Operation *> group{op};
+  for (Operation *user : op->getUsers())
+    if (placedOps.count(user) && movable(user) &&
+        !llvm::is_contained(group, user))
+      group.push_back(user);
+  if (group.size() == 1)
+    return false;
+  llvm::sort(group.begin() + 1, group.end(),
+             [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
+  auto groupChoices = [&] {
+    SmallVector<unsigned> choices;
+    for (Operation *member : group)
+      choices.push_back(placedOps[member].chosen);
+    return choices;
+  };
+  auto setGroup = [&](ArrayRef<unsigned> choices) {
+    for (auto [member, i] : llvm::zip(group, choices))
+      choose(member, i);
+  };
+  SmallVector<unsigned> initial = groupChoices(), best = initial;
+  Cost bestCost = costOf(group);
+  for (unsigned i = 0, e = placedOps[op].candidates.size(); i < e; ++i) {
+    if (i == initial[0])
+      continue;
+    setGroup(initial);
+    choose(op, i);
+    for (Operation *user : ArrayRef(group).drop_front())
+      placeBest(user);
+    Cost cost = costOf(group);
+    if (better(cost, bestCost)) {
+      bestCost = cost;
+      best = groupChoices();
+    }
+  }
+  setGroup(best);
+  return best != initial;
+}
+
+void Planner::greedy() {
+  for (auto [a, free] : llvm::enumerate(freeArgs))
+    if (!pinnedArgs[a])
+      chooseArg(a, free.mustSplit ? 1 : 0);
+  for (Operation *op : order) {
+    if (!movable(op))
+      continue;
+    Placed &placed = placedOps[op];
+    double bestBoxing = std::numeric_limits<double>::infinity();
+    double bestShare = bestBoxing;
+    for (auto [i, sig] : llvm::enumerate(placed.candidates)) {
+      double boxing = sig.collectiveCost;
+      for (auto [operand, want] : llvm::zip(op->getOperands(), sig.operands))
+        boxing += boxingCost(sbp[operand], want,
+                             cast<RankedTensorType>(operand.getType()),
+                             meshShape, spec);
+      double divided = share(placed, sig);
+      // Times that differ by rounding alone are a tie.
+      double tolerance = std::isfinite(bestBoxing) ? 1e-9 * bestBoxing : 0.0;
+      if (boxing < bestBoxing - tolerance ||
+          (boxing <= bestBoxing + tolerance && divided < bestShare)) {
+        bestBoxing = boxing;
+        bestShare = divided;
+        placed.chosen = i;
+      }
+    }
+    choose(op, placed.chosen);
+  }
+}
+
+// Greedy placement sees an op's operands but not its users. A move gives
+// one op another signature, alone or together with its users (each then
+// taking its best signature given the op's new one: a norm and the reshape
+// after it move as one), or a free argument another layout; it is made
+// when it lowers the measure of what it touches. Every move lowers the
+// plan's measure, so this ends.
+unsigned Planner::refine() {
+  constexpr int kMaxSweeps = 16;
+  unsigned moves = 0;
+  for (int sweep = 0; sweep < kMaxSweeps; ++sweep) {
+    bool moved = false;
+    for (auto [a, free] : llvm::enumerate(freeArgs)) {
+      if (pinnedArgs[a])
+        continue;
+      unsigned before = free.chosen;
+      placeBestArg(a);
+      if (free.chosen != before) {
+        moved = true;
+        ++moves;
+      }
+    }
+    for (Operation *op : order) {
+      if (!movable(op))
+        continue;
+      unsigned before = placedOps[op].chosen;
+      placeBest(op);
+      if (placedOps[op].chosen != before) {
+        moved = true;
+        ++moves;
+      }
+    }
+    if (moved)
+      continue;
+    // No single move helps: try ops with their users.
+    for (Operation *op : order)
+      if (movable(op) && moveWithUsers(op)) {
+        moved = true;
+        ++moves;
+      }
+    if (!moved)
+      break;
+  }
+  return moves;
+}
+
+bool Planner::exact(std::string &why) {
+  MinSumProblem problem;
+  DenseMap<Operation *, unsigned> opVar;
+  DenseMap<Value, unsigned> argVar;
+  DenseMap<Value, unsigned> argIndex;
+  for (Operation *op : order)
+    if (movable(op))
+      opVar[op] = problem.addVariable(placedOps[op].candidates.size());
+  for (auto [a, free] : llvm::enumerate(freeArgs)) {
+    argIndex[free.arg] = a;
+    if (!pinnedArgs[a])
+      argVar[free.arg] = problem.addVariable(free.candidates.size());
+  }
+  if (problem.numVariables() == 0)
+    return true;
+
+  // A value's or a use's layout: a variable's choices, or one fixed.
+  struct Layouts {
+    std::optional<unsigned> var;
+    SmallVector<NdSbp> choices;
+  };
+  auto layoutsOf = [&](Value value) {
+    Layouts l;
+    if (auto it = argVar.find(value); it != argVar.end()) {
+      l.var = it->second;
+      l.choices = freeArgs[argIndex[value]].candidates;
+      return l;
+    }
+    Operation *op = value.getDefiningOp();
+    if (auto it = opVar.find(op); op && it != opVar.end()) {
+      l.var = it->second;
+      unsigned n = cast<OpResult>(value).getResultNumber();
+      for (const NdSbpSignature &sig : placedOps[op].candidates)
+        l.choices.push_back(sig.results[n]);
+      return l;
+    }
+    l.choices.push_back(sbp[value]);
+    return l;
+  };
+  auto wantsOf = [&](OpOperand &use) -> std::optional<Layouts> {
+    Operation *user = use.getOwner();
+    if (isa<func::ReturnOp>(user)) {
+      unsigned i = use.getOperandNumber();
+      if (!pinnedResults[i] && stateArgOfResult[i] >= 0)
+        return layoutsOf(func.getArgument(stateArgOfResult[i]));
+    }
+    if (auto it = opVar.find(user); it != opVar.end()) {
+      Layouts l{it->second, {}};
+      for (const NdSbpSignature &sig : placedOps[user].candidates)
+        l.choices.push_back(sig.operands[use.getOperandNumber()]);
+      return l;
+    }
+    std::optional<NdSbp> want = wanted(use);
+    if (!want)
+      return std::nullopt;
+    return Layouts{std::nullopt, {*want}};
+  };
+
+  // Each op's own time (and its results' memory), each argument's memory.
+  for (auto [op, var] : opVar) {
+    const Placed &placed = placedOps[op];
+    SmallVector<double> costs;
+    for (const NdSbpSignature &sig : placed.candidates) {
+      double cost = sig.collectiveCost + share(placed, sig) / spec.flops;
+      if (lambda > 0 && !isa<ParameterOp>(op))
+        for (auto [result, layout] : llvm::zip(op->getResults(), sig.results))
+          cost += lambda * activationWeight * pieceBytes(result, layout);
+      costs.push_back(cost);
+    }
+    problem.addUnary(var, costs);
+  }
+  for (auto [arg, var] : argVar) {
+    const FreeArg &free = freeArgs[argIndex[arg]];
+    SmallVector<double> costs;
+    for (const NdSbp &layout : free.candidates)
+      costs.push_back(lambda * pieceBytes(arg, layout));
+    if (free.mustSplit)
+      costs[0] = std::numeric_limits<double>::infinity();
+    problem.addUnary(var, costs);
+  }
+
+  // Each use's boxing (and a parameter's piece, shared among its uses).
+  auto boxing = [&](Value value, const NdSbp &from, const NdSbp &to) {
+    return boxingCost(from, to, cast<RankedTensorType>(value.getType()),
+                      meshShape, spec);
+  };
+  auto place = [&](Value value) {
+    Layouts source = layoutsOf(value);
+    bool parameter = lambda > 0 && value.getDefiningOp<ParameterOp>();
+    double uses = std::distance(value.use_begin(), value.use_end());
+    SmallVector<NdSbp, 2> fixedWants;
+    for (OpOperand &use : value.getUses()) {
+      std::optional<Layouts> want = wantsOf(use);
+      if (!want)
+        continue;
+      if (!want->var) {
+        if (!llvm::is_contained(fixedWants, want->choices[0]))
+          fixedWants.push_back(want->choices[0]);
+        continue;
+      }
+      SmallVector<double> memory(want->choices.size(), 0);
+      if (parameter)
+        for (auto [j, to] : llvm::enumerate(want->choices))
+          memory[j] = lambda * pieceBytes(value, to) / uses;
+      if (!source.var) {
+        SmallVector<double> costs;
+        for (auto [j, to] : llvm::enumerate(want->choices))
+          costs.push_back(boxing(value, source.choices[0], to) + memory[j]);
+        problem.addUnary(*want->var, costs);
+        continue;
+      }
+      if (*source.var == *want->var)
+        continue; // a state passed through unchanged
+      SmallVector<double> costs;
+      for (const NdSbp &from : source.choices)
+        for (auto [j, to] : llvm::enumerate(want->choices))
+          costs.push_back(boxing(value, from, to) + memory[j]);
+      problem.addPairwise(*source.var, *want->var, costs);
+    }
+    if (source.var && !fixedWants.empty()) {
+      SmallVector<double> costs;
+      for (const NdSbp &from : source.choices) {
+        double cost = 0;
+        for (const NdSbp &to : fixedWants)
+          cost += boxing(value, from, to);
+        costs.push_back(cost);
+      }
+      problem.addUnary(*source.var, costs);
+    }
+  };
+  for (BlockArgument arg : func.getArguments())
+    place(arg);
+  for (Operation *op : order)
+    for (Value result : op->getResults())
+      place(result);
+  for (Operation &op : func.getBody().front())
+    if (isa<AnnotateOp>(op))
+      place(op.getResult(0));
+
+  // About a second of work at most here.
+  constexpr uint64_t kMaxEntries = uint64_t(1) << 22;
+  constexpr uint64_t kMaxWork = uint64_t(400) << 20;
+  double cost;
+  std::optional<SmallVector<unsigned>> values =
+      problem.solve(cost, why, kMaxEntries, kMaxWork);
+  if (!values)
+    return false;
+  for (auto [op, var] : opVar)
+    choose(op, (*values)[var]);
+  for (auto [arg, var] : argVar)
+    chooseArg(argIndex[arg], (*values)[var]);
+  return true;
+}
+
+bool Planner::exhaustive(std::string &why) {
+  // Every combination of the free choices, the cheapest by the whole
+  // function's measure.
+  SmallVector<std::function<void(unsigned)>> setters;
+  SmallVector<unsigned> sizes;
+  double combinations = 1;
+  for (auto [a, free] : llvm::enumerate(freeArgs))
+    if (!pinnedArgs[a]) {
+      sizes.push_back(free.candidates.size());
+      setters.push_back([this, a = a](unsigned i) { chooseArg(a, i); });
+    }
+  for (Operation *op : order)
+    if (movable(op)) {
+      sizes.push_back(placedOps[op].candidates.size());
+      setters.push_back([this, op](unsigned i) { choose(op, i); });
+    }
+  for (unsigned n : sizes)
+    combinations *= n;
+  constexpr double kMaxCombinations = 1e6;
+  if (combinations > kMaxCombinations) {
+    llvm::raw_string_ostream os(why);
+    os << "exhaustive SBP search: " << llvm::format("%.3g", combinations)
+       << " combinations of " << sizes.size() << " choices, more than 10^6";
+    return false;
+  }
+  SmallVector<unsigned> choice(sizes.size(), 0), best;
+  for (auto &set : setters)
+    set(0);
+  Cost bestCost{std::numeric_limits<double>::infinity(), 0};
+  while (true) {
+    Cost cost = planCost();
+    if (best.empty() || better(cost, bestCost)) {
+      bestCost = cost;
+      best = choice;
+    }
+    size_t i = 0;
+    for (; i < sizes.size(); ++i) {
+      if (++choice[i] < sizes[i]) {
+        setters[i](choice[i]);
+        break;
+      }
+      choice[i] = 0;
+      setters[i](0);
+    }
+    if (i == sizes.size())
+      break;
+  }
+  for (auto [set, i] : llvm::zip(setters, best))
+    set(i);
+  return true;
+}
+
+Choices Planner::snapshot() const {
+  Choices c;
+  for (Operation *op : order)
+    c.ops.push_back(placedOps.lookup(op).chosen);
+  for (const FreeArg &free : freeArgs)
+    c.args.push_back(free.chosen);
+  return c;
+}
+
+void Planner::restore(const Choices &c) {
+  for (auto [op, i] : llvm::zip(order, c.ops))
+    choose(op, i);
+  for (auto [a, i] : llvm::enumerate(c.args))
+    chooseArg(a, i);
+}
+
+void Planner::pinArguments(
+    function_ref<std::optional<NdSbp>(BlockArgument)> layout,
+    function_ref<bool(BlockArgument)> mustSplit) {
+  for (auto [a, free] : llvm::enumerate(freeArgs)) {
+    std::optional<NdSbp> want = layout(free.arg);
+    pinnedArgs[a] = false;
+    free.mustSplit = mustSplit(free.arg);
+    if (!want)
+      continue;
+    auto it = llvm::find(free.candidates, *want);
+    if (it == free.candidates.end())
+      continue;
+    chooseArg(a, it - free.candidates.begin());
+    pinnedArgs[a] = true;
+  }
+}
+
+std::optional<NdSbp> Planner::batchSplit(RankedTensorType type) const {
+  if (type.getRank() == 0)
+    return std::nullopt;
+  NdSbp layout(rank, SbpDim::split(0));
+  if (!isValidSbp(layout, type, meshShape))
+    return std::nullopt;
+  return layout;
+}
+
+/// The peak, over program order, of a device's bytes: arguments and
+/// parameters throughout, activations from their op to their last use.
+double Planner::peakMemory() {
+  double resident = 0;
+  for (BlockArgument arg : func.getArguments())
+    resident += pieceBytes(arg, sbp[arg]);
+  Block &body = func.getBody().front();
+  DenseMap<Operation *, unsigned> position;
+  unsigned n = 0;
+  for (Operation &op : body)
+    position[&op] = n++;
+  SmallVector<double> freed(n + 1, 0), born(n + 1, 0);
+  for (Operation &op : body)
+    for (Value result : op.getResults()) {
+      if (!sbp.count(result))
+        continue;
+      if (isa<ParameterOp>(op)) {
+        resident += valueMemory(result);
+        continue;
+      }
+      unsigned last = position[&op];
+      for (Operation *user : result.getUsers())
+        last = std::max(last, position[body.findAncestorOpInBlock(*user)]);
+      double bytes = pieceBytes(result, sbp[result]);
+      born[position[&op]] += bytes;
+      freed[last] += bytes;
+    }
+  double live = 0, peak = 0;
+  for (unsigned i = 0; i < n; ++i) {
+    live += born[i];
+    peak = std::max(peak, live);
+    live -= freed[i];
+  }
+  return resident + peak;
+}
+
+Figures Planner::figures() {
+  Figures f;
+  for (Operation *op : order) {
+    const Placed &placed = placedOps[op];
+    f.compute += share(placed, placed.signature()) / spec.flops;
+    if (placed.signature().collectiveCost > 0)
+      f.collectives["all_reduce"] += placed.signature().collectiveCost;
+  }
+  auto count = [&](unsigned, SbpDim from, SbpDim to, double seconds) {
+    StringRef kind = boxingStepKind(from, to);
+    if (kind != "local")
+      f.collectives[kind] += seconds;
+  };
+  for (BlockArgument arg : func.getArguments())
+    boxValue(arg, count);
+  for (Operation &op : func.getBody().front())
+    for (Value result : op.getResults())
+      if (sbp.count(result))
+        boxValue(result, count);
+  f.memory = peakMemory();
+  return f;
+}
+
+bool Planner::searchWithin(double limit, function_ref<void()> search,
+                           std::string &why) {
+  lambda = 0;
+  activationWeight = 1;
+  search();
+  Figures unlimited = figures();
+  if (limit <= 0 || unlimited.memory <= limit)
+    return true;
+  // Activations count in the measure by their share of the peak.
+  double sum = 0;
+  for (Operation *op : order)
+    if (!isa<ParameterOp>(op))
+      for (Value result : op->getResults())
+        sum += pieceBytes(result, sbp[result]);
+  double resident = 0;
+  for (BlockArgument arg : func.getArguments())
+    resident += pieceBytes(arg, sbp[arg]);
+  if (sum > 0)
+    activationWeight =
+        std::clamp((unlimited.memory - resident) / sum, 0.0, 1.0);
+  // Raise the price of memory until the plan fits, then look for the
+  // lowest price that still fits (the fastest plan that does).
+  double low = 0;
+  double high = std::max(unlimited.total(), 1e-9) / unlimited.memory;
+  std::optional<Choices> fitting;
+  double smallest = unlimited.memory;
+  for (int i = 0; i < 60 && !fitting; ++i, high *= 4) {
+    lambda = high;
+    search();
+    double memory = figures().memory;
+    smallest = std::min(smallest, memory);
+    if (memory <= limit)
+      fitting = snapshot();
+    else
+      low = high;
+  }
+  if (!fitting) {
+    why = "no plan found fits the memory limit of " + bytesText(limit) +
+          " per device: the smallest needs " + bytesText(smallest);
+    return false;
+  }
+  for (int i = 0; i < 12; ++i) {
+    lambda = low > 0 ? std::sqrt(low * high) : high / 16;
+    search();
+    if (figures().memory <= limit) {
+      high = lambda;
+      fitting = snapshot();
+    } else {
+      low = lambda;
+    }
+  }
+  lambda = 0;
+  restore(*fitting);
+  return true;
+}
+
+void Planner::write(bool freeArguments) {
+  MLIRContext *ctx = func.getContext();
+  StringRef sbpName = FlowDialect::getSbpAttrName();
+  for (Operation *op : order) {
+    const NdSbpSignature &sig = placedOps[op].signature();
+    SmallVector<Attribute> operands, results;
+    for (const NdSbp &s : sig.operands)
+      operands.push_back(toAttr(ctx, s));
+    for (const NdSbp &s : sig.results)
+      results.push_back(toAttr(ctx, s));
+    op->setAttr(sbpName, ArrayAttr::get(ctx, results));
+    op->setAttr(FlowDialect::getOperandSbpAttrName(),
+                ArrayAttr::get(ctx, operands));
+  }
+  if (freeArguments)
+    for (BlockArgument arg : func.getArguments())
+      if (!func.getArgAttr(arg.getArgNumber(), sbpName))
+        func.setArgAttr(arg.getArgNumber(), sbpName, toAttr(ctx, sbp[arg]));
+  auto returnOp = func.front().getTerminator();
+  for (unsigned i = 0, e = func.getNumResults(); i < e; ++i)
+    if (!func.getResultAttr(i, sbpName)) {
+      OpOperand &use = returnOp->getOpOperand(i);
+      func.setResultAttr(i, sbpName, toAttr(ctx, *wanted(use)));
+    }
+}
+
+namespace {
 struct PropagateSbpPass
     : flow::impl::PropagateSbpPassBase<PropagateSbpPass> {
   using PropagateSbpPassBase::PropagateSbpPassBase;
@@ -72,407 +1017,156 @@ struct PropagateSbpPass
       func.emitError("'flow.mesh' names no mesh");
       return signalPassFailure();
     }
-    ArrayRef<int64_t> meshShape = mesh.getShape();
-    unsigned rank = meshShape.size();
-    MLIRContext *ctx = &getContext();
+    if (search != "greedy" && search != "refine" && search != "exact" &&
+        search != "exhaustive") {
+      func.emitError("unknown SBP search '")
+          << search << "' (greedy, refine, exact, exhaustive)";
+      return signalPassFailure();
+    }
     std::string why;
     std::optional<MeshSpec> spec = loadMeshSpec(meshSpec, why);
-    if (!spec || !spec->fits(rank, why)) {
+    if (!spec || !spec->fits(mesh.getShape().size(), why)) {
       func.emitError("mesh description: ") << why;
       return signalPassFailure();
     }
-    StringRef sbpName = FlowDialect::getSbpAttrName();
     if (!func.getBody().hasOneBlock()) {
       func.emitError("SBP propagation needs a single-block function");
       return signalPassFailure();
     }
-
-    DenseMap<Value, NdSbp> sbp;
-    DenseMap<Operation *, Placed> placedOps;
-    for (BlockArgument arg : func.getArguments()) {
-      auto pinned = func.getArgAttrOfType<SbpAttr>(arg.getArgNumber(), sbpName);
-      sbp[arg] = pinned ? NdSbp(pinned.getDims()) : broadcastSbp(rank);
+    if (memoryLimit < 0) {
+      func.emitError("the memory limit must not be negative");
+      return signalPassFailure();
     }
+    Planner planner(func, mesh.getShape(), *spec);
+    if (failed(planner.start(meshRef.getValue(), freeArguments, printRules)))
+      return signalPassFailure();
 
-    // What each function result is boxed into at the return: its
-    // `flow.sbp`, else B, except a state's next value, which lies as its
-    // current value (the argument of its `flow.state` name), so each device
-    // updates its own piece where it keeps it.
-    StringRef stateName = FlowDialect::getStateAttrName();
-    llvm::StringMap<NdSbp> stateSbp;
-    for (BlockArgument arg : func.getArguments())
-      if (auto name = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
-                                                        stateName))
-        stateSbp.try_emplace(name.getValue(), sbp[arg]);
-    SmallVector<NdSbp> resultSbp;
-    for (unsigned i = 0, e = func.getNumResults(); i < e; ++i) {
-      NdSbp layout = broadcastSbp(rank);
-      if (auto pinned = func.getResultAttrOfType<SbpAttr>(i, sbpName))
-        layout = NdSbp(pinned.getDims());
-      else if (auto name = func.getResultAttrOfType<StringAttr>(i, stateName))
-        if (auto it = stateSbp.find(name.getValue()); it != stateSbp.end())
-          layout = it->second;
-      resultSbp.push_back(layout);
-    }
-
-    // The op's compute divided by the devices its signature splits it over.
-    auto share = [&](const Placed &placed, const NdSbpSignature &sig) {
-      double share = placed.compute;
-      for (unsigned axis = 0; axis < rank; ++axis)
-        if (llvm::any_of(sig.results, [&](const NdSbp &s) {
-              return !s[axis].isBroadcast();
-            }))
-          share /= static_cast<double>(meshShape[axis]);
-      return share;
+    // The plan of the chosen search; `label` says which search it was.
+    std::string label = search;
+    bool failedSearch = false;
+    auto run = [&] {
+      planner.greedy();
+      if (search == "greedy")
+        return;
+      if (search == "exhaustive") {
+        std::string tooMany;
+        if (!planner.exhaustive(tooMany)) {
+          func.emitError(tooMany);
+          failedSearch = true;
+        }
+        return;
+      }
+      numOpsMoved += planner.refine();
+      label = "greedy+refine";
+      if (search != "exact")
+        return;
+      Choices refined = planner.snapshot();
+      Cost refinedCost = planner.planCost();
+      std::string gaveUp;
+      if (!planner.exact(gaveUp)) {
+        planner.restore(refined);
+        label = "greedy+refine (the exact search gave up: " + gaveUp + ")";
+        return;
+      }
+      numOpsMoved += planner.refine();
+      label = "exact";
+      if (better(refinedCost, planner.planCost()))
+        planner.restore(refined);
     };
-
-    // Gives `op` its signature `i`: its results take their SBPs.
-    auto choose = [&](Operation *op, unsigned i) {
-      Placed &placed = placedOps[op];
-      placed.chosen = i;
-      for (auto [result, s] :
-           llvm::zip(op->getResults(), placed.signature().results))
-        sbp[result] = s;
-    };
-
-    // Greedy, in program order.
-    SmallVector<Operation *> order;
-    for (Operation &op : func.getBody().front()) {
-      if (auto annotate = dyn_cast<AnnotateOp>(op)) {
-        if (annotate.getMesh() != meshRef.getValue()) {
-          annotate.emitError("annotates on mesh @")
-              << annotate.getMesh() << " but the function runs on "
-              << meshRef;
-          return signalPassFailure();
-        }
-        sbp[annotate.getResult()] = NdSbp(annotate.getSbp().getDims());
-        continue;
-      }
-      if (isa<func::ReturnOp>(op))
-        continue;
-      if (printRules) {
-        if (auto iface = dyn_cast<SbpOpInterface>(op)) {
-          InFlightDiagnostic remark = op.emitRemark("rules:");
-          for (const SbpSignature &r : iface.getSbpRules()) {
-            remark << " (" << str(r.operands) << " -> " << str(r.results)
-                   << (r.evenSplits ? " even" : "");
-            if (r.blocks > 0)
-              remark << " in " << r.blocks << " blocks";
-            remark << ")";
-          }
-        }
-      }
-      Placed &placed = placedOps[&op];
-      placed.candidates = getNdSbpSignatures(&op, meshShape, *spec);
-      if (placed.candidates.empty()) {
-        op.emitError("has no SBP signature: it cannot be placed on a mesh");
-        return signalPassFailure();
-      }
-      order.push_back(&op);
-      if (auto iface = dyn_cast<SbpOpInterface>(op))
-        placed.compute = iface.getComputeCost();
-      // A signature written on the op (flow.operand_sbp and flow.sbp) is
-      // kept: it must be one of the op's.
-      auto pinnedOperands =
-          op.getAttrOfType<ArrayAttr>(FlowDialect::getOperandSbpAttrName());
-      auto pinnedResults = op.getAttrOfType<ArrayAttr>(sbpName);
-      if (pinnedOperands || pinnedResults) {
-        auto same = [](ArrayAttr attrs, ArrayRef<NdSbp> sbps) {
-          if (!attrs || attrs.size() != sbps.size())
-            return false;
-          for (auto [a, s] : llvm::zip(attrs, sbps)) {
-            auto sbp = dyn_cast<SbpAttr>(a);
-            if (!sbp || NdSbp(sbp.getDims()) != s)
-              return false;
-          }
-          return true;
-        };
-        for (auto [i, sig] : llvm::enumerate(placed.candidates))
-          if (same(pinnedOperands, sig.operands) &&
-              same(pinnedResults, sig.results)) {
-            placed.chosen = i;
-            placed.pinned = true;
-          }
-        if (!placed.pinned) {
-          op.emitError("the SBP signature written on the op is not one of "
-                       "its signatures on this mesh (print them with "
-                       "--flow-propagate-sbp=print-rules)");
-          return signalPassFailure();
-        }
-      } else {
-        double bestBoxing = std::numeric_limits<double>::infinity();
-        double bestShare = bestBoxing;
-        for (auto [i, sig] : llvm::enumerate(placed.candidates)) {
-          double boxing = sig.collectiveCost;
-          for (auto [operand, want] :
-               llvm::zip(op.getOperands(), sig.operands))
-            boxing += boxingCost(sbp[operand], want,
-                                 cast<RankedTensorType>(operand.getType()),
-                                 meshShape, *spec);
-          double divided = share(placed, sig);
-          // Times that differ by rounding alone are a tie.
-          double tolerance =
-              std::isfinite(bestBoxing) ? 1e-9 * bestBoxing : 0.0;
-          if (boxing < bestBoxing - tolerance ||
-              (boxing <= bestBoxing + tolerance && divided < bestShare)) {
-            bestBoxing = boxing;
-            bestShare = divided;
-            placed.chosen = i;
-          }
-        }
-      }
-      choose(&op, placed.chosen);
+    double limit = memoryLimit > 0 ? double(memoryLimit) : spec->memoryBytes;
+    if (search == "greedy")
+      limit = 0; // greedy is a baseline: it does not price memory
+    std::string tooLarge;
+    bool fits = planner.searchWithin(limit, run, tooLarge);
+    if (failedSearch)
+      return signalPassFailure();
+    if (!fits) {
+      func.emitError(tooLarge);
+      return signalPassFailure();
     }
+    Choices chosen = planner.snapshot();
+    Figures figures = planner.figures();
 
-    // Refinement: greedy placement sees an op's operands but not its
-    // users. A move gives one op another signature, alone or together with
-    // its users (each then taking its best signature given the op's new
-    // one: a norm and the reshape after it move as one); it is made when
-    // it lowers the boxing of the values it touches as their users want
-    // them plus the ops' compute (a weight's gradient is not computed
-    // whole on every device to save its all-reduce). A value is boxed once
-    // per distinct layout its users want (flow-partition emits identical
-    // collectives once). Every move lowers the plan's total cost, so this
-    // ends.
-    auto wanted = [&](OpOperand &use) -> std::optional<NdSbp> {
-      Operation *user = use.getOwner();
-      if (auto annotate = dyn_cast<AnnotateOp>(user))
-        return NdSbp(annotate.getSbp().getDims());
-      if (isa<func::ReturnOp>(user))
-        return resultSbp[use.getOperandNumber()];
-      auto it = placedOps.find(user);
-      if (it == placedOps.end())
+    // Auto-parallel: the same measure of plain data parallel (inputs split
+    // by their first dimension over every axis, parameters and state
+    // replicated) and of tensor parallel (inputs replicated, parameters
+    // and state split, each as the search prefers), the rest searched, for
+    // the report; the best plan of the three is kept.
+    Builder b(&getContext());
+    auto describe = [&](const Figures &f, StringRef searchName) {
+      SmallVector<NamedAttribute> plan;
+      plan.push_back(b.getNamedAttr("compute_seconds",
+                                    b.getF64FloatAttr(f.compute)));
+      for (const auto &entry : f.collectives)
+        plan.push_back(b.getNamedAttr((entry.getKey() + "_seconds").str(),
+                                      b.getF64FloatAttr(entry.getValue())));
+      plan.push_back(
+          b.getNamedAttr("memory_bytes", b.getI64IntegerAttr(
+                                             static_cast<int64_t>(f.memory))));
+      if (!searchName.empty())
+        plan.push_back(b.getNamedAttr("search", b.getStringAttr(searchName)));
+      return plan;
+    };
+    SmallVector<NamedAttribute> references;
+    if (freeArguments) {
+      auto isData = [&](BlockArgument arg) {
+        unsigned i = arg.getArgNumber();
+        return !func.getArgAttr(i, FlowDialect::getStateAttrName()) &&
+               !func.getArgAttr(i, FlowDialect::getLearningRateAttrName());
+      };
+      Cost best = planner.planCost();
+      auto reference = [&](StringRef name,
+                           function_ref<std::optional<NdSbp>(BlockArgument)>
+                               layout,
+                           function_ref<bool(BlockArgument)> mustSplit) {
+        planner.pinArguments(layout, mustSplit);
+        std::string ignored;
+        std::string saved = label;
+        bool ok = planner.searchWithin(0, run, ignored);
+        label = saved;
+        planner.unpinArguments();
+        if (!ok)
+          return;
+        Figures f = planner.figures();
+        references.push_back(b.getNamedAttr(
+            name, b.getDictionaryAttr(describe(f, ""))));
+        Cost cost = planner.planCost();
+        if ((limit <= 0 || f.memory <= limit) && better(cost, best)) {
+          best = cost;
+          chosen = planner.snapshot();
+          figures = f;
+          label = (search + " (" + name + " was faster)").str();
+        }
+      };
+      reference("data_parallel", [&](BlockArgument arg) -> std::optional<NdSbp> {
+        auto type = cast<RankedTensorType>(arg.getType());
+        if (isData(arg))
+          return planner.batchSplit(type);
+        return broadcastSbp(mesh.getShape().size());
+      }, [](BlockArgument) { return false; });
+      reference("tensor_parallel", [&](BlockArgument arg) -> std::optional<NdSbp> {
+        if (isData(arg))
+          return broadcastSbp(mesh.getShape().size());
         return std::nullopt;
-      return it->second.signature().operands[use.getOperandNumber()];
-    };
-    // The boxing of `value` into each distinct layout its users want;
-    // `visit` sees each step.
-    auto boxValue = [&](Value value,
-                        function_ref<void(unsigned, SbpDim, SbpDim, double)>
-                            visit) {
-      auto type = cast<RankedTensorType>(value.getType());
-      SmallVector<NdSbp, 2> seen;
-      double cost = 0;
-      for (OpOperand &use : value.getUses()) {
-        std::optional<NdSbp> want = wanted(use);
-        if (!want || llvm::is_contained(seen, *want))
-          continue;
-        seen.push_back(*want);
-        cost += forEachBoxingStep(sbp[value], *want, type, meshShape, *spec,
-                                  visit);
-      }
-      return cost;
-    };
-    auto valueCost = [&](Value value) {
-      return boxValue(value, [](unsigned, SbpDim, SbpDim, double) {});
-    };
-    // The time of the boxing and compute the ops' choices decide (a
-    // device's share of the flops at the device's rate), then the compute
-    // alone to break ties.
-    using Cost = std::pair<double, double>;
-    auto costOf = [&](ArrayRef<Operation *> ops) {
-      SetVector<Value> touched;
-      Cost cost{0, 0};
-      for (Operation *op : ops) {
-        const Placed &placed = placedOps[op];
-        touched.insert(op->operand_begin(), op->operand_end());
-        touched.insert(op->result_begin(), op->result_end());
-        cost.first += placed.signature().collectiveCost;
-        cost.second += share(placed, placed.signature());
-      }
-      for (Value value : touched)
-        cost.first += valueCost(value);
-      cost.first += cost.second / spec->flops;
-      return cost;
-    };
-    auto better = [](Cost a, Cost b) {
-      double tolerance = 1e-9 * std::max(1.0, std::abs(b.first));
-      return a.first < b.first - tolerance ||
-             (a.first <= b.first + tolerance &&
-              a.second < b.second - 1e-9 * std::abs(b.second));
-    };
-    auto movable = [&](Operation *op) {
-      const Placed &placed = placedOps[op];
-      return !placed.pinned && placed.candidates.size() > 1;
-    };
-    // The op's best signature with everything else as it is.
-    auto placeBest = [&](Operation *op) {
-      Placed &placed = placedOps[op];
-      unsigned best = placed.chosen;
-      Cost bestCost = costOf(op);
-      for (unsigned i = 0, e = placed.candidates.size(); i < e; ++i) {
-        if (i == best)
-          continue;
-        choose(op, i);
-        Cost cost = costOf(op);
-        if (better(cost, bestCost)) {
-          bestCost = cost;
-          best = i;
-        }
-        choose(op, best);
-      }
-    };
-    // Moves `op` with its users; true if that lowered the cost.
-    auto moveWithUsers = [&](Operation *op) {
-      SmallVector<Operation *> group{op};
-      for (Operation *user : op->getUsers())
-        if (placedOps.count(user) && movable(user) &&
-            !llvm::is_contained(group, user))
-          group.push_back(user);
-      if (group.size() == 1)
-        return false;
-      llvm::sort(group.begin() + 1, group.end(),
-                 [](Operation *a, Operation *b) {
-                   return a->isBeforeInBlock(b);
-                 });
-      auto snapshot = [&] {
-        SmallVector<unsigned> choices;
-        for (Operation *member : group)
-          choices.push_back(placedOps[member].chosen);
-        return choices;
-      };
-      auto restore = [&](ArrayRef<unsigned> choices) {
-        for (auto [member, i] : llvm::zip(group, choices))
-          choose(member, i);
-      };
-      SmallVector<unsigned> start = snapshot(), best = start;
-      Cost bestCost = costOf(group);
-      for (unsigned i = 0, e = placedOps[op].candidates.size(); i < e; ++i) {
-        if (i == start[0])
-          continue;
-        restore(start);
-        choose(op, i);
-        for (Operation *user : ArrayRef(group).drop_front())
-          placeBest(user);
-        Cost cost = costOf(group);
-        if (better(cost, bestCost)) {
-          bestCost = cost;
-          best = snapshot();
-        }
-      }
-      restore(best);
-      return best != start;
-    };
-    StringRef search = refine ? "greedy+refine" : "greedy";
-    if (exhaustive) {
-      // Every combination of the free ops' signatures, the cheapest by the
-      // refinement's measure over the whole function: an oracle for small
-      // graphs (tests check the refinement against it).
-      SmallVector<Operation *> free;
-      double combinations = 1;
-      for (Operation *op : order)
-        if (movable(op)) {
-          free.push_back(op);
-          combinations *= placedOps[op].candidates.size();
-        }
-      constexpr double kMaxCombinations = 1e6;
-      if (combinations > kMaxCombinations) {
-        std::string count;
-        llvm::raw_string_ostream(count) << llvm::format("%.3g", combinations);
-        func.emitError("exhaustive SBP search: ")
-            << count << " combinations of " << free.size()
-            << " ops' signatures, more than 10^6";
-        return signalPassFailure();
-      }
-      SmallVector<unsigned> choice(free.size(), 0), best;
-      for (Operation *op : free)
-        choose(op, 0);
-      Cost bestCost{std::numeric_limits<double>::infinity(), 0};
-      while (true) {
-        Cost cost = costOf(order);
-        if (best.empty() || better(cost, bestCost)) {
-          bestCost = cost;
-          best = choice;
-        }
-        size_t i = 0;
-        for (; i < free.size(); ++i) {
-          if (++choice[i] < placedOps[free[i]].candidates.size()) {
-            choose(free[i], choice[i]);
-            break;
-          }
-          choice[i] = 0;
-          choose(free[i], 0);
-        }
-        if (i == free.size())
-          break;
-      }
-      for (auto [op, i] : llvm::zip(free, best))
-        choose(op, i);
-      search = "exhaustive";
-    } else if (refine) {
-      constexpr int kMaxSweeps = 16;
-      for (int sweep = 0; sweep < kMaxSweeps; ++sweep) {
-        bool moved = false;
-        for (Operation *op : order) {
-          if (!movable(op))
-            continue;
-          unsigned before = placedOps[op].chosen;
-          placeBest(op);
-          if (placedOps[op].chosen != before) {
-            moved = true;
-            ++numOpsMoved;
-          }
-        }
-        if (moved)
-          continue;
-        // No single move helps: try ops with their users.
-        for (Operation *op : order)
-          if (movable(op) && moveWithUsers(op)) {
-            moved = true;
-            ++numOpsMoved;
-          }
-        if (!moved)
-          break;
-      }
+      }, [&](BlockArgument arg) { return !isData(arg); });
+      planner.restore(chosen);
     }
 
-    for (Operation *op : order) {
-      const NdSbpSignature &sig = placedOps[op].signature();
-      SmallVector<Attribute> operands, results;
-      for (const NdSbp &s : sig.operands)
-        operands.push_back(toAttr(ctx, s));
-      for (const NdSbp &s : sig.results)
-        results.push_back(toAttr(ctx, s));
-      op->setAttr(sbpName, ArrayAttr::get(ctx, results));
-      op->setAttr(FlowDialect::getOperandSbpAttrName(),
-                  ArrayAttr::get(ctx, operands));
-      ++numOpsPlaced;
-    }
-
-    for (unsigned i = 0, e = func.getNumResults(); i < e; ++i)
-      if (!func.getResultAttr(i, sbpName))
-        func.setResultAttr(i, sbpName, toAttr(ctx, resultSbp[i]));
+    planner.write(freeArguments);
+    numOpsPlaced += planner.numOps();
 
     // The plan's modeled time, for the report: a device's compute, and
     // each kind of collective (the boxing, and the statistics ops reduce
-    // themselves), as if they ran one after another.
-    double compute = 0;
-    llvm::StringMap<double> collectives;
-    for (Operation *op : order) {
-      const Placed &placed = placedOps[op];
-      compute += share(placed, placed.signature()) / spec->flops;
-      if (placed.signature().collectiveCost > 0)
-        collectives["all_reduce"] += placed.signature().collectiveCost;
-    }
-    auto count = [&](unsigned, SbpDim from, SbpDim to, double seconds) {
-      StringRef kind = boxingStepKind(from, to);
-      if (kind != "local")
-        collectives[kind] += seconds;
-    };
-    for (BlockArgument arg : func.getArguments())
-      boxValue(arg, count);
-    for (Operation &op : func.getBody().front())
-      for (Value result : op.getResults())
-        if (sbp.count(result))
-          boxValue(result, count);
-    SmallVector<NamedAttribute> plan;
-    Builder b(ctx);
+    // themselves), as if they ran one after another; its memory per
+    // device; the reference plans.
+    SmallVector<NamedAttribute> plan = describe(figures, label);
     plan.push_back(b.getNamedAttr("mesh_spec", b.getStringAttr(spec->name)));
-    plan.push_back(b.getNamedAttr("search", b.getStringAttr(search)));
-    plan.push_back(b.getNamedAttr("compute_seconds", b.getF64FloatAttr(compute)));
-    for (const auto &entry : collectives)
-      plan.push_back(b.getNamedAttr((entry.getKey() + "_seconds").str(),
-                                    b.getF64FloatAttr(entry.getValue())));
+    if (limit > 0)
+      plan.push_back(
+          b.getNamedAttr("memory_limit_bytes",
+                         b.getI64IntegerAttr(static_cast<int64_t>(limit))));
+    for (NamedAttribute r : references)
+      plan.push_back(r);
     func->setAttr(FlowDialect::getModeledPlanAttrName(),
                   b.getDictionaryAttr(plan));
   }

@@ -111,6 +111,11 @@ def ApplyOptimizerPass : Pass<"flow-apply-optimizer", "ModuleOp"> {
     //   -> (loss, w' {flow.state = "w"}, buf' {flow.state = "w.momentum_buffer"})
     ```
   }];
+  let options = [
+    Option<"freeLayouts", "free-layouts", "bool", /*default=*/"false",
+           "Auto-parallel: leave the layout of the moments and gradients of "
+           "parameters without a flow.sbp to the SBP planner (no pins)">
+  ];
   let dependentDialects = ["::mlir::flow::FlowDialect"];
 }
 
@@ -127,13 +132,24 @@ def PropagateSbpPass : Pass<"flow-propagate-sbp", "func::FuncOp"> {
     (each re-placed at its best for the op's new signature), when that
     lowers the boxing time of the values it touches as their users want
     them (a value is boxed once per distinct layout wanted) plus the ops'
-    compute time, sweeping until no move helps. Times come from the mesh
+    compute time, sweeping until no move helps. `search=exact` also finds
+    the optimum of the same measure with each use of a value boxed on its
+    own, by variable elimination (exact; transformer layers in a chain cost
+    time linear in their number), refines it, and keeps the cheaper plan;
+    where the elimination would build too large a table it falls back to
+    greedy+refine and the report says so. Times come from the mesh
     description `mesh-spec` (a preset, `cpu-mpi` by default, or a JSON
     file: per mesh axis a bandwidth and a per-call latency, per device
-    f32 FLOP/s; see MeshSpec.h). It turns a reduce-scatter and an all-gather around a norm
-    into one all-reduce, and a result pinned split pulls the split back to
+    f32 FLOP/s and memory; see MeshSpec.h). Where a plan needs more memory
+    per device than `memory-limit` (the device's memory by default), memory
+    is priced in the measure (arguments and parameters by their pieces,
+    activations at their peak over program order) and the price raised
+    until the plan fits; a plan that cannot fit is an error. It turns a
+    reduce-scatter and an all-gather around a norm into one all-reduce,
+    and a result pinned split pulls the split back to
     the inputs where nothing needs to move. Function arguments keep their
-    `flow.sbp` (B when absent) and `flow.annotate` pins its result. Each op
+    `flow.sbp` (B when absent, unless `free-arguments` is set: then the
+    search places them too, as auto-parallel does) and `flow.annotate` pins its result. Each op
     records its choice as `flow.sbp` (results) and `flow.operand_sbp`
     (what each operand must be boxed to); results without a `flow.sbp` get
     all-B, so every device receives the whole result, except a state's next
@@ -159,12 +175,20 @@ def PropagateSbpPass : Pass<"flow-propagate-sbp", "func::FuncOp"> {
   let options = [
     Option<"printRules", "print-rules", "bool", /*default=*/"false",
            "Emit a remark listing each op's per-axis rules (for tests)">,
-    Option<"refine", "refine", "bool", /*default=*/"true",
-           "Improve the greedy placement by moves of an op alone or with its users">,
-    Option<"exhaustive", "exhaustive", "bool", /*default=*/"false",
-           "Instead of refining, try every combination of the ops' "
-           "signatures (at most 10^6) and keep the cheapest: an exact "
-           "oracle for small graphs">,
+    Option<"search", "search", "std::string", /*default=*/"\"refine\"",
+           "How plans are searched: greedy, refine (greedy then local "
+           "moves; the default), exact (the optimum of the measure with "
+           "each use boxed on its own, by variable elimination, refined; "
+           "greedy+refine where the elimination would not fit) or "
+           "exhaustive (every combination, at most 10^6: an oracle for "
+           "tests)">,
+    Option<"freeArguments", "free-arguments", "bool", /*default=*/"false",
+           "Auto-parallel: also choose the layout of arguments without a "
+           "flow.sbp, and report the same measure of plain data parallel "
+           "and tensor parallel (the best of the three is kept)">,
+    Option<"memoryLimit", "memory-limit", "int64_t", /*default=*/"0",
+           "Bytes per device a plan may use (0: the device memory of the "
+           "mesh description); memory is priced in until the plan fits">,
     Option<"meshSpec", "mesh-spec", "std::string", /*default=*/"\"cpu-mpi\"",
            "The mesh description costs are timed on: a preset (cpu-mpi, "
            "h100-nvlink, h200-nvlink, h100-nodes) or a JSON file">

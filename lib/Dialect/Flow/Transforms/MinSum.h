@@ -1,0 +1,67 @@
+//===- MinSum.h - Exact min-sum over a graph of choices ---------*- C++ -*-===//
+//
+// Part of the Flow project.
+//
+//===----------------------------------------------------------------------===//
+//
+// The SBP planner's exact search: choose one value per variable (an op's
+// signature, an argument's layout) to minimize a sum of costs over single
+// variables and pairs of them. Solved by variable elimination (bucket
+// elimination): variables are summed out one at a time, cheapest first,
+// each leaving a table over its neighbours; a chain of transformer layers
+// eliminates in time linear in its length. Exact whenever it finishes;
+// it gives up, rather than run long, when a table would grow past a
+// budget (a graph whose elimination keeps many variables together).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FLOW_LIB_DIALECT_FLOW_TRANSFORMS_MINSUM_H
+#define FLOW_LIB_DIALECT_FLOW_TRANSFORMS_MINSUM_H
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/SmallVector.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace mlir {
+namespace flow {
+
+class MinSumProblem {
+public:
+  /// A new variable taking `domain` (> 0) values; returns its number.
+  unsigned addVariable(unsigned domain);
+  /// Adds `costs[i]` when `var` takes value i.
+  void addUnary(unsigned var, llvm::ArrayRef<double> costs);
+  /// Adds `costs[i * domain(b) + j]` when `a` takes i and `b` takes j
+  /// (a != b).
+  void addPairwise(unsigned a, unsigned b, llvm::ArrayRef<double> costs);
+
+  unsigned numVariables() const { return domains.size(); }
+
+  /// The values minimizing the sum, and the sum; std::nullopt (and why in
+  /// `why`) when an intermediate table would hold more than `maxEntries`
+  /// entries or the elimination would take more than `maxWork` steps.
+  std::optional<llvm::SmallVector<unsigned>> solve(double &cost,
+                                                   std::string &why,
+                                                   uint64_t maxEntries,
+                                                   uint64_t maxWork) const;
+
+  /// Statistics of the last successful solve: the largest table built.
+  mutable uint64_t largestTable = 0;
+
+private:
+  struct Factor {
+    llvm::SmallVector<unsigned, 4> scope; // sorted
+    std::vector<double> table;            // row-major, last variable fastest
+  };
+  std::vector<unsigned> domains;
+  std::vector<Factor> factors;
+};
+
+} // namespace flow
+} // namespace mlir
+
+#endif // FLOW_LIB_DIALECT_FLOW_TRANSFORMS_MINSUM_H
