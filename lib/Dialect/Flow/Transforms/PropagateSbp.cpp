@@ -453,15 +453,28 @@ Cost Planner::argCost(unsigned a) {
 }
 
 Cost Planner::planCost() {
-  Cost cost = costOf(order);
+  // Every value once: the arguments and every op's results.
+  Cost cost{0, 0};
+  for (Operation *op : order) {
+    const Placed &placed = placedOps[op];
+    cost.first += placed.signature().collectiveCost;
+    cost.second += share(placed, placed.signature());
+  }
+  cost.first += cost.second / spec.flops;
+  auto add = [&](Value value) {
+    cost.first += valueCost(value);
+    if (lambda > 0)
+      cost.first += lambda * valueMemory(value);
+  };
+  for (BlockArgument arg : func.getArguments())
+    add(arg);
+  for (Operation &op : func.getBody().front())
+    for (Value result : op.getResults())
+      if (sbp.count(result))
+        add(result);
   for (const FreeArg &free : freeArgs)
     if (free.mustSplit && free.chosen == 0)
       cost.first = std::numeric_limits<double>::infinity();
-  for (BlockArgument arg : func.getArguments()) {
-    cost.first += valueCost(arg);
-    if (lambda > 0)
-      cost.first += lambda * valueMemory(arg);
-  }
   return cost;
 }
 
