@@ -28,3 +28,6 @@ echo "== Imported models: BERT-base and ResNet-50 (Flow vs eager, torch.compile,
 echo
 echo "== Data parallel over MPI ranks (1 thread per rank)"
 "$PY" distributed.py --repeats "$((REPEATS < 3 ? REPEATS : 3))"
+echo
+echo "== Auto-parallel plans against data and tensor parallel (modeled, h100-nvlink)"
+"$PY" auto_parallel.py --repeats "$((REPEATS < 3 ? REPEATS : 3))"

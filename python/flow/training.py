@@ -362,7 +362,10 @@ def compile_train(model, loss_fn: Optional[Callable], example_batch, *,
                                          skip_nonfinite=stop_on_nan,
                                          shard_state=shard_state),
                       recompute))
-        roles = _signature_roles(compile_ir(program.text, "flow"), function)
+        roles = _signature_roles(
+            compile_ir(program.text, "flow", mesh_spec=mesh_spec,
+                       auto_parallel=auto_parallel,
+                       memory_limit=memory_limit), function)
         module = compile_mlir(program.text, threads=threads,
                               parameters=program.archive or "", mesh=mesh,
                               timeout=timeout, mesh_spec=mesh_spec,

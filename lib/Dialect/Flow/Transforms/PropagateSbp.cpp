@@ -1086,16 +1086,31 @@ struct PropagateSbpPass
       if (better(refinedCost, planner.planCost()))
         planner.restore(refined);
     };
-    double limit = memoryLimit > 0 ? double(memoryLimit) : spec->memoryBytes;
+    // The limit: the one given, else with free arguments the device's
+    // memory (a plan that cannot fit it is still compiled, with a
+    // warning: the model's peak is an estimate); greedy is a baseline and
+    // does not price memory.
+    bool explicitLimit = memoryLimit > 0;
+    double limit = explicitLimit   ? double(memoryLimit)
+                   : freeArguments ? spec->memoryBytes
+                                   : 0.0;
     if (search == "greedy")
-      limit = 0; // greedy is a baseline: it does not price memory
+      limit = 0;
     std::string tooLarge;
     bool fits = planner.searchWithin(limit, run, tooLarge);
     if (failedSearch)
       return signalPassFailure();
     if (!fits) {
-      func.emitError(tooLarge);
-      return signalPassFailure();
+      if (explicitLimit) {
+        func.emitError(tooLarge);
+        return signalPassFailure();
+      }
+      func.emitWarning(tooLarge) << " (the device's memory in mesh "
+                                    "description '"
+                                 << spec->name << "'); compiled as if "
+                                                  "without a limit";
+      limit = 0;
+      planner.searchWithin(0, run, tooLarge);
     }
     Choices chosen = planner.snapshot();
     Figures figures = planner.figures();

@@ -141,7 +141,8 @@ def PropagateSbpPass : Pass<"flow-propagate-sbp", "func::FuncOp"> {
     description `mesh-spec` (a preset, `cpu-mpi` by default, or a JSON
     file: per mesh axis a bandwidth and a per-call latency, per device
     f32 FLOP/s and memory; see MeshSpec.h). Where a plan needs more memory
-    per device than `memory-limit` (the device's memory by default), memory
+    per device than `memory-limit` (with `free-arguments`, the device's
+    memory by default), memory
     is priced in the measure (arguments and parameters by their pieces,
     activations at their peak over program order) and the price raised
     until the plan fits; a plan that cannot fit is an error. It turns a
@@ -187,8 +188,10 @@ def PropagateSbpPass : Pass<"flow-propagate-sbp", "func::FuncOp"> {
            "flow.sbp, and report the same measure of plain data parallel "
            "and tensor parallel (the best of the three is kept)">,
     Option<"memoryLimit", "memory-limit", "int64_t", /*default=*/"0",
-           "Bytes per device a plan may use (0: the device memory of the "
-           "mesh description); memory is priced in until the plan fits">,
+           "Bytes per device a plan may use (0: none, or with "
+           "free-arguments the device memory of the mesh description, "
+           "warned about rather than refused); memory is priced in until "
+           "the plan fits">,
     Option<"meshSpec", "mesh-spec", "std::string", /*default=*/"\"cpu-mpi\"",
            "The mesh description costs are timed on: a preset (cpu-mpi, "
            "h100-nvlink, h200-nvlink, h100-nodes) or a JSON file">
