@@ -42,6 +42,37 @@ void MinSumProblem::addPairwise(unsigned a, unsigned b,
   factors.push_back({{b, a}, std::move(table)});
 }
 
+void MinSumProblem::addFactor(
+    llvm::ArrayRef<unsigned> vars,
+    llvm::function_ref<double(llvm::ArrayRef<unsigned>)> cost) {
+  Factor f;
+  f.scope.assign(vars.begin(), vars.end());
+  llvm::sort(f.scope);
+  assert(std::adjacent_find(f.scope.begin(), f.scope.end()) ==
+             f.scope.end() &&
+         "distinct variables");
+  // Where each of `vars` sits in the sorted scope.
+  llvm::SmallVector<unsigned, 4> slot;
+  for (unsigned v : vars)
+    slot.push_back(llvm::find(f.scope, v) - f.scope.begin());
+  size_t entries = 1;
+  for (unsigned v : f.scope)
+    entries *= domains[v];
+  f.table.resize(entries);
+  llvm::SmallVector<unsigned, 4> value(f.scope.size(), 0), given(vars.size());
+  for (size_t entry = 0; entry < entries; ++entry) {
+    for (auto [i, s] : llvm::enumerate(slot))
+      given[i] = value[s];
+    f.table[entry] = cost(given);
+    for (size_t j = f.scope.size(); j-- > 0;) {
+      if (++value[j] < domains[f.scope[j]])
+        break;
+      value[j] = 0;
+    }
+  }
+  factors.push_back(std::move(f));
+}
+
 namespace {
 /// The strides of a factor's variables in its table.
 llvm::SmallVector<uint64_t, 4> strides(llvm::ArrayRef<unsigned> scope,
@@ -59,6 +90,16 @@ llvm::SmallVector<uint64_t, 4> strides(llvm::ArrayRef<unsigned> scope,
 std::optional<llvm::SmallVector<unsigned>>
 MinSumProblem::solve(double &cost, std::string &why, uint64_t maxEntries,
                      uint64_t maxWork) const {
+  // First the elimination on scopes alone (cheap), to give up before any
+  // table is built; then with the tables, in the same order.
+  if (!eliminate(/*numeric=*/false, why, maxEntries, maxWork))
+    return std::nullopt;
+  return eliminate(/*numeric=*/true, why, maxEntries, maxWork, &cost);
+}
+
+std::optional<llvm::SmallVector<unsigned>>
+MinSumProblem::eliminate(bool numeric, std::string &why, uint64_t maxEntries,
+                         uint64_t maxWork, double *costOut) const {
   unsigned n = domains.size();
   std::vector<Factor> fs = factors;
   std::vector<bool> alive(fs.size(), true);
@@ -114,13 +155,14 @@ MinSumProblem::solve(double &cost, std::string &why, uint64_t maxEntries,
     for (unsigned v : scope)
       entries *= domains[v];
     double stepWork = entries * domains[x] * std::max<size_t>(1, step.factors.size());
-    if (entries > static_cast<double>(maxEntries) ||
-        static_cast<double>(work) + stepWork > static_cast<double>(maxWork)) {
-      why = entries > static_cast<double>(maxEntries)
-                ? "a table of " + std::to_string(static_cast<uint64_t>(entries)) +
-                      " entries over " + std::to_string(scope.size()) +
-                      " choices"
-                : "more than " + std::to_string(maxWork) + " steps";
+    if (entries > static_cast<double>(maxEntries)) {
+      why = "a table of " + std::to_string(static_cast<uint64_t>(entries)) +
+            " entries over " + std::to_string(scope.size()) +
+            " choices, more than " + std::to_string(maxEntries);
+      return std::nullopt;
+    }
+    if (static_cast<double>(work) + stepWork > static_cast<double>(maxWork)) {
+      why = "more than " + std::to_string(maxWork) + " steps";
       return std::nullopt;
     }
     work += static_cast<uint64_t>(stepWork);
@@ -143,10 +185,11 @@ MinSumProblem::solve(double &cost, std::string &why, uint64_t maxEntries,
       }
     }
     Factor result{llvm::SmallVector<unsigned, 4>(scope.begin(), scope.end()),
-                  std::vector<double>(static_cast<size_t>(entries))};
+                  std::vector<double>(numeric ? static_cast<size_t>(entries)
+                                              : 0)};
     llvm::SmallVector<unsigned, 8> value(scope.size(), 0);
     std::vector<uint64_t> base(k, 0);
-    for (size_t entry = 0; entry < result.table.size(); ++entry) {
+    for (size_t entry = 0; numeric && entry < result.table.size(); ++entry) {
       double best = std::numeric_limits<double>::infinity();
       for (unsigned xv = 0; xv < domains[x]; ++xv) {
         double sum = 0;
@@ -184,10 +227,13 @@ MinSumProblem::solve(double &cost, std::string &why, uint64_t maxEntries,
     }
   }
 
-  cost = 0;
+  if (!numeric)
+    return llvm::SmallVector<unsigned>();
+  double cost = 0;
   for (auto [id, f] : llvm::enumerate(fs))
     if (alive[id] && f.scope.empty())
       cost += f.table[0];
+  *costOut = cost;
 
   // Back-substitution: each variable takes its best value given the
   // variables eliminated after it, whose values are known by then.

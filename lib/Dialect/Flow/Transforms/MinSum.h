@@ -19,6 +19,7 @@
 #define FLOW_LIB_DIALECT_FLOW_TRANSFORMS_MINSUM_H
 
 #include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/ADT/SmallVector.h"
 
 #include <cstdint>
@@ -39,7 +40,13 @@ public:
   /// (a != b).
   void addPairwise(unsigned a, unsigned b, llvm::ArrayRef<double> costs);
 
+  /// Adds `cost(values)` for every assignment of the distinct variables
+  /// `vars` (values given in the order of `vars`).
+  void addFactor(llvm::ArrayRef<unsigned> vars,
+                 llvm::function_ref<double(llvm::ArrayRef<unsigned>)> cost);
+
   unsigned numVariables() const { return domains.size(); }
+  unsigned domain(unsigned var) const { return domains[var]; }
 
   /// The values minimizing the sum, and the sum; std::nullopt (and why in
   /// `why`) when an intermediate table would hold more than `maxEntries`
@@ -53,6 +60,12 @@ public:
   mutable uint64_t largestTable = 0;
 
 private:
+  /// Eliminates every variable; with `numeric` false, scopes only (the
+  /// order and the work, to give up early).
+  std::optional<llvm::SmallVector<unsigned>>
+  eliminate(bool numeric, std::string &why, uint64_t maxEntries,
+            uint64_t maxWork, double *cost = nullptr) const;
+
   struct Factor {
     llvm::SmallVector<unsigned, 4> scope; // sorted
     std::vector<double> table;            // row-major, last variable fastest

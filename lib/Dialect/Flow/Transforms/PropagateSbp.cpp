@@ -182,6 +182,16 @@ private:
   std::optional<NdSbp> wanted(OpOperand &use);
   double boxValue(Value value,
                   function_ref<void(unsigned, SbpDim, SbpDim, double)> visit);
+  /// The layouts a value's users want, counted, kept up to date as
+  /// choices change (a value with many users is boxed once per distinct
+  /// layout, and its cost is found without visiting its users).
+  struct Wants {
+    SmallVector<std::pair<NdSbp, unsigned>, 2> layouts;
+    double cost = 0;
+    bool dirty = true;
+  };
+  void trackWants();
+  void want(Value value, const NdSbp &layout, int delta);
   double valueCost(Value value);
   double pieceBytes(Value value, ArrayRef<SbpDim> sbp) const;
   double valueMemory(Value value);
@@ -198,6 +208,8 @@ private:
   const MeshSpec &spec;
 
   DenseMap<Value, NdSbp> sbp;
+  DenseMap<Value, Wants> wants;
+  bool tracking = false;
   DenseMap<Operation *, Placed> placedOps;
   SmallVector<Operation *> order;
   SmallVector<FreeArg> freeArgs;
@@ -322,6 +334,7 @@ LogicalResult Planner::start(StringRef mesh, bool freeArguments,
     }
     choose(&op, placed.chosen);
   }
+  trackWants();
   return success();
 }
 
@@ -336,14 +349,72 @@ double Planner::share(const Placed &placed, const NdSbpSignature &sig) const {
 
 void Planner::choose(Operation *op, unsigned i) {
   Placed &placed = placedOps[op];
+  if (tracking && placed.chosen != i)
+    for (auto [operand, before, after] :
+         llvm::zip(op->getOperands(), placed.signature().operands,
+                   placed.candidates[i].operands))
+      if (before != after) {
+        want(operand, before, -1);
+        want(operand, after, +1);
+      }
   placed.chosen = i;
-  for (auto [result, s] : llvm::zip(op->getResults(), placed.signature().results))
+  for (auto [result, s] : llvm::zip(op->getResults(), placed.signature().results)) {
     sbp[result] = s;
+    if (tracking)
+      wants[result].dirty = true;
+  }
 }
 
 void Planner::chooseArg(unsigned a, unsigned i) {
+  BlockArgument arg = freeArgs[a].arg;
+  const NdSbp &before = freeArgs[a].candidates[freeArgs[a].chosen];
+  const NdSbp &after = freeArgs[a].candidates[i];
+  if (tracking && before != after) {
+    // The state results this argument's layout is wanted for.
+    Operation *ret = func.front().getTerminator();
+    for (auto [r, state] : llvm::enumerate(stateArgOfResult))
+      if (state == static_cast<int>(arg.getArgNumber()) && !pinnedResults[r]) {
+        want(ret->getOperand(r), before, -1);
+        want(ret->getOperand(r), after, +1);
+      }
+    wants[arg].dirty = true;
+  }
   freeArgs[a].chosen = i;
-  sbp[freeArgs[a].arg] = freeArgs[a].candidates[i];
+  sbp[arg] = after;
+}
+
+void Planner::want(Value value, const NdSbp &layout, int delta) {
+  Wants &w = wants[value];
+  w.dirty = true;
+  for (auto *it = w.layouts.begin(); it != w.layouts.end(); ++it)
+    if (it->first == layout) {
+      it->second += delta;
+      if (it->second == 0) {
+        // Nobody wants it any more: dropped, so the list stays short.
+        *it = std::move(w.layouts.back());
+        w.layouts.pop_back();
+      }
+      return;
+    }
+  assert(delta > 0 && "removing a layout nobody wants");
+  w.layouts.push_back({layout, static_cast<unsigned>(delta)});
+}
+
+void Planner::trackWants() {
+  wants.clear();
+  auto track = [&](Value value) {
+    Wants &w = wants[value];
+    for (OpOperand &use : value.getUses())
+      if (std::optional<NdSbp> layout = wanted(use))
+        want(value, *layout, +1);
+    (void)w;
+  };
+  for (BlockArgument arg : func.getArguments())
+    track(arg);
+  for (Operation &op : func.getBody().front())
+    for (Value result : op.getResults())
+      track(result);
+  tracking = true;
 }
 
 bool Planner::movable(Operation *op) {
@@ -371,21 +442,23 @@ std::optional<NdSbp> Planner::wanted(OpOperand &use) {
 
 double Planner::boxValue(
     Value value, function_ref<void(unsigned, SbpDim, SbpDim, double)> visit) {
+  assert(tracking && "wants are tracked once the plan has started");
   auto type = cast<RankedTensorType>(value.getType());
-  SmallVector<NdSbp, 2> seen;
   double cost = 0;
-  for (OpOperand &use : value.getUses()) {
-    std::optional<NdSbp> want = wanted(use);
-    if (!want || llvm::is_contained(seen, *want))
-      continue;
-    seen.push_back(*want);
-    cost += forEachBoxingStep(sbp[value], *want, type, meshShape, spec, visit);
-  }
+  const NdSbp &layout = sbp[value];
+  for (const auto &[want, count] : wants[value].layouts)
+    if (count > 0)
+      cost += forEachBoxingStep(layout, want, type, meshShape, spec, visit);
   return cost;
 }
 
 double Planner::valueCost(Value value) {
-  return boxValue(value, [](unsigned, SbpDim, SbpDim, double) {});
+  Wants &w = wants[value];
+  if (w.dirty) {
+    w.cost = boxValue(value, [](unsigned, SbpDim, SbpDim, double) {});
+    w.dirty = false;
+  }
+  return w.cost;
 }
 
 double Planner::pieceBytes(Value value, ArrayRef<SbpDim> layout) const {
@@ -406,15 +479,10 @@ double Planner::valueMemory(Value value) {
   if (isa<BlockArgument>(value))
     return pieceBytes(value, sbp[value]);
   if (value.getDefiningOp<ParameterOp>()) {
-    SmallVector<NdSbp, 2> seen;
     double bytes = 0;
-    for (OpOperand &use : value.getUses()) {
-      std::optional<NdSbp> want = wanted(use);
-      if (!want || llvm::is_contained(seen, *want))
-        continue;
-      seen.push_back(*want);
-      bytes += pieceBytes(value, *want);
-    }
+    for (const auto &[want, count] : wants[value].layouts)
+      if (count > 0)
+        bytes += pieceBytes(value, want);
     return std::min(bytes, pieceBytes(value, broadcastSbp(rank)));
   }
   return activationWeight * pieceBytes(value, sbp[value]);
@@ -560,6 +628,7 @@ void Planner::greedy() {
     Placed &placed = placedOps[op];
     double bestBoxing = std::numeric_limits<double>::infinity();
     double bestShare = bestBoxing;
+    unsigned best = 0;
     for (auto [i, sig] : llvm::enumerate(placed.candidates)) {
       double boxing = sig.collectiveCost;
       for (auto [operand, want] : llvm::zip(op->getOperands(), sig.operands))
@@ -573,10 +642,10 @@ void Planner::greedy() {
           (boxing <= bestBoxing + tolerance && divided < bestShare)) {
         bestBoxing = boxing;
         bestShare = divided;
-        placed.chosen = i;
+        best = i;
       }
     }
-    choose(op, placed.chosen);
+    choose(op, best);
   }
 }
 
@@ -711,8 +780,67 @@ bool Planner::exact(std::string &why) {
     return boxingCost(from, to, cast<RankedTensorType>(value.getType()),
                       meshShape, spec);
   };
+  // Where a value's producer and users are few variables with few
+  // choices, one factor over them all prices the value exactly: boxed once
+  // per distinct layout wanted (and a parameter loaded once per piece).
+  auto placeJointly = [&](Value value, const Layouts &source) {
+    SmallVector<NdSbp, 2> fixedWants;
+    SmallVector<Layouts> varWants;
+    SmallVector<unsigned, 4> vars;
+    if (source.var)
+      vars.push_back(*source.var);
+    for (OpOperand &use : value.getUses()) {
+      std::optional<Layouts> want = wantsOf(use);
+      if (!want)
+        continue;
+      if (!want->var) {
+        if (!llvm::is_contained(fixedWants, want->choices[0]))
+          fixedWants.push_back(want->choices[0]);
+        continue;
+      }
+      if (!llvm::is_contained(vars, *want->var))
+        vars.push_back(*want->var);
+      varWants.push_back(std::move(*want));
+    }
+    if (varWants.empty() || vars.size() > 4)
+      return varWants.empty() && source.var && fixedWants.empty();
+    double entries = 1;
+    for (unsigned v : vars)
+      entries *= problem.domain(v);
+    constexpr double kMaxJointEntries = 1 << 14;
+    if (entries > kMaxJointEntries)
+      return false;
+    bool parameter = lambda > 0 && value.getDefiningOp<ParameterOp>();
+    auto type = cast<RankedTensorType>(value.getType());
+    double whole = pieceBytes(value, broadcastSbp(rank));
+    problem.addFactor(vars, [&](ArrayRef<unsigned> values) {
+      auto valueOf = [&](unsigned var) {
+        return values[llvm::find(vars, var) - vars.begin()];
+      };
+      const NdSbp &from =
+          source.var ? source.choices[valueOf(*source.var)] : source.choices[0];
+      SmallVector<const NdSbp *, 4> seen;
+      double cost = 0, bytes = 0;
+      auto visit = [&](const NdSbp &to) {
+        if (llvm::any_of(seen, [&](const NdSbp *s) { return *s == to; }))
+          return;
+        seen.push_back(&to);
+        cost += boxingCost(from, to, type, meshShape, spec);
+        if (parameter)
+          bytes += pieceBytes(value, to);
+      };
+      for (const NdSbp &to : fixedWants)
+        visit(to);
+      for (const Layouts &want : varWants)
+        visit(want.choices[valueOf(*want.var)]);
+      return cost + (parameter ? lambda * std::min(bytes, whole) : 0.0);
+    });
+    return true;
+  };
   auto place = [&](Value value) {
     Layouts source = layoutsOf(value);
+    if (placeJointly(value, source))
+      return;
     bool parameter = lambda > 0 && value.getDefiningOp<ParameterOp>();
     double uses = std::distance(value.use_begin(), value.use_end());
     SmallVector<NdSbp, 2> fixedWants;
