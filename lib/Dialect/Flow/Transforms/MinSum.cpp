@@ -161,7 +161,8 @@ MinSumProblem::eliminate(bool numeric, std::string &why, uint64_t maxEntries,
             " choices, more than " + std::to_string(maxEntries);
       return std::nullopt;
     }
-    if (static_cast<double>(work) + stepWork > static_cast<double>(maxWork)) {
+    if (numeric && static_cast<double>(work) + stepWork >
+                       static_cast<double>(maxWork)) {
       why = "more than " + std::to_string(maxWork) + " steps";
       return std::nullopt;
     }
@@ -227,8 +228,15 @@ MinSumProblem::eliminate(bool numeric, std::string &why, uint64_t maxEntries,
     }
   }
 
-  if (!numeric)
+  if (!numeric) {
+    if (work > maxWork) {
+      why = "the elimination needs " + std::to_string(work) +
+            " steps, more than " + std::to_string(maxWork) +
+            " (largest table: " + std::to_string(largestTable) + " entries)";
+      return std::nullopt;
+    }
     return llvm::SmallVector<unsigned>();
+  }
   double cost = 0;
   for (auto [id, f] : llvm::enumerate(fs))
     if (alive[id] && f.scope.empty())
