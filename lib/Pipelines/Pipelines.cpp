@@ -641,6 +641,10 @@ FailureOr<CompileResult> mlir::flow::compile(ModuleOp module,
                            })))
       return failure();
     recordPlacements(module, report);
+    if (options.sbpPlanGraph) {
+      llvm::raw_string_ostream svg(result.sbpPlanSvg);
+      writeSbpPlanGraph(svg, module);
+    }
     GraphPipelineOptions graph{options.fusion, options.libraryMatmul,
                                options.maxColumnsBytes,
                                options.precision == "bf16",

@@ -153,6 +153,13 @@ static cl::opt<std::string> memoryLimit(
              "16GiB (default: the device memory of --mesh-spec)"),
     cl::value_desc("bytes"), cl::init(""));
 
+static cl::opt<std::string> sbpPlanGraph(
+    "sbp-plan-graph",
+    cl::desc("Draw each mesh function's SBP plan as SVG: ops in program "
+             "order filled by their SBP, uses that need a collective in "
+             "red with its name"),
+    cl::value_desc("file.svg"), cl::init(""));
+
 static cl::opt<std::string> parametersFile(
     "parameters",
     cl::desc("For an .onnx input: the safetensors archive to write the "
@@ -369,6 +376,7 @@ int main(int argc, char **argv) {
   options.overlapCollectives = overlapCollectives;
   options.meshSpec = meshSpec;
   options.autoParallel = autoParallel;
+  options.sbpPlanGraph = !sbpPlanGraph.empty();
   if (!memoryLimit.empty()) {
     std::optional<int64_t> bytes = parseByteCount(memoryLimit);
     if (!bytes || *bytes == 0) {
@@ -419,6 +427,21 @@ int main(int argc, char **argv) {
     }
     result->report.writeJson(report->os());
     report->keep();
+  }
+  if (!sbpPlanGraph.empty()) {
+    if (result->sbpPlanSvg.empty()) {
+      llvm::errs() << "flow-compile: error: --sbp-plan-graph: no function "
+                      "was placed on a mesh (give --mesh=N or a flow.mesh, "
+                      "and compile at least to the flow phase)\n";
+      return 1;
+    }
+    auto graph = openOutputFile(sbpPlanGraph, &error);
+    if (!graph) {
+      llvm::errs() << "flow-compile: error: " << error << "\n";
+      return 1;
+    }
+    graph->os() << result->sbpPlanSvg;
+    graph->keep();
   }
   if (!memoryPlot.empty()) {
     // The function with the largest arena.

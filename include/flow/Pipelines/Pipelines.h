@@ -100,6 +100,9 @@ struct CompileOptions {
   /// Bytes per device a plan may use (`--memory-limit`; 0: the device
   /// memory of the mesh description).
   int64_t memoryLimit = 0;
+  /// Draw the SBP plan of the mesh functions (`--sbp-plan-graph`) into
+  /// CompileResult::sbpPlanSvg.
+  bool sbpPlanGraph = false;
 };
 
 /// Parses a mesh shape: `4`, `2x2`; std::nullopt when malformed.
@@ -174,8 +177,17 @@ struct CompileResult {
   OwningOpRef<ModuleOp> module;
   /// The text of a text phase (the CUDA target's `ptx`).
   std::string text;
+  /// With CompileOptions::sbpPlanGraph, the SVG drawing of the SBP plan
+  /// (empty when no function runs on a mesh).
+  std::string sbpPlanSvg;
   CompileReport report;
 };
+
+/// Draws the SBP plan of every mesh function of `module` (after SBP
+/// propagation) as SVG: ops in program order filled by their result's
+/// SBP, each use an edge marked with the collectives that box it. False
+/// (nothing written) when no function runs on a mesh.
+bool writeSbpPlanGraph(raw_ostream &os, ModuleOp module);
 
 /// Registers every dialect, interface and translation the pipeline uses.
 void registerCompilerDialects(DialectRegistry &registry);
