@@ -1192,7 +1192,7 @@ struct PropagateSbpPass
       if (search == "exhaustive") {
         std::string tooMany;
         if (!planner.exhaustive(tooMany)) {
-          func.emitError(tooMany);
+          mlir::emitError(func.getLoc(), tooMany);
           failedSearch = true;
         }
         return;
@@ -1230,10 +1230,10 @@ struct PropagateSbpPass
       return signalPassFailure();
     if (!fits) {
       if (explicitLimit) {
-        func.emitError(tooLarge);
+        mlir::emitError(func.getLoc(), tooLarge);
         return signalPassFailure();
       }
-      func.emitWarning(tooLarge) << " (the device's memory in mesh "
+      mlir::emitWarning(func.getLoc(), tooLarge) << " (the device's memory in mesh "
                                     "description '"
                                  << spec->name << "'); compiled as if "
                                                   "without a limit";
