@@ -31,3 +31,6 @@ echo "== Data parallel over MPI ranks (1 thread per rank)"
 echo
 echo "== Auto-parallel plans against data and tensor parallel (modeled, h100-nvlink)"
 "$PY" auto_parallel.py --repeats "$((REPEATS < 3 ? REPEATS : 3))"
+echo
+echo "== Auto-parallel: modeled against measured plans on 2 MPI ranks"
+"$PY" auto_parallel_measured.py --repeats "$((REPEATS < 3 ? REPEATS : 3))"

@@ -1293,6 +1293,17 @@ struct PropagateSbpPass
           figures = f;
           label = (search + " (" + name + " was faster)").str();
         }
+        // The reference, its arguments free again, refined: a plan the
+        // search's own start may not reach.
+        numOpsMoved += planner.refine();
+        Figures g = planner.figures();
+        cost = planner.planCost();
+        if ((limit <= 0 || g.memory <= limit) && better(cost, best)) {
+          best = cost;
+          chosen = planner.snapshot();
+          figures = g;
+          label = (search + " (refined from " + name + ")").str();
+        }
       };
       reference("data_parallel", [&](BlockArgument arg) -> std::optional<NdSbp> {
         auto type = cast<RankedTensorType>(arg.getType());
