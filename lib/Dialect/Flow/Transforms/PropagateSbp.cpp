@@ -139,8 +139,9 @@ public:
   LogicalResult start(StringRef mesh, bool freeArguments, bool printRules);
 
   void greedy();
-  /// Moves until none lowers the measure; the number of moves made.
-  unsigned refine();
+  /// Moves until none lowers the measure (of single ops, and with
+  /// `withUsers` of ops with their users); the number of moves made.
+  unsigned refine(bool withUsers = true);
   /// The optimum of the measure with each use boxed on its own, then
   /// refined; false (with why) when the elimination would not fit.
   bool exact(std::string &why);
@@ -192,6 +193,11 @@ private:
   };
   void trackWants();
   void want(Value value, const NdSbp &layout, int delta);
+  /// boxingCost, remembered per type and pair of layouts (the searches ask
+  /// the same questions many times).
+  double boxing(Type type, ArrayRef<SbpDim> from, ArrayRef<SbpDim> to);
+  DenseMap<std::pair<const void *, std::pair<uint64_t, uint64_t>>, double>
+      boxingMemo;
   double valueCost(Value value);
   double pieceBytes(Value value, ArrayRef<SbpDim> sbp) const;
   double valueMemory(Value value);
@@ -455,10 +461,42 @@ double Planner::boxValue(
 double Planner::valueCost(Value value) {
   Wants &w = wants[value];
   if (w.dirty) {
-    w.cost = boxValue(value, [](unsigned, SbpDim, SbpDim, double) {});
+    const NdSbp &layout = sbp[value];
+    w.cost = 0;
+    for (const auto &[want, count] : w.layouts)
+      w.cost += boxing(value.getType(), layout, want);
     w.dirty = false;
   }
   return w.cost;
+}
+
+/// An nd-SBP as a number: 8 bits per axis (kind, split dimension), or
+/// nullopt where it does not fit.
+static std::optional<uint64_t> encode(ArrayRef<SbpDim> sbp) {
+  if (sbp.size() > 8)
+    return std::nullopt;
+  uint64_t code = 0;
+  for (SbpDim d : sbp) {
+    if (d.isSplit() && (d.dim < 0 || d.dim >= 63))
+      return std::nullopt;
+    code = (code << 8) | (static_cast<uint64_t>(d.kind) << 6) |
+           static_cast<uint64_t>(d.isSplit() ? d.dim : 0);
+  }
+  return code;
+}
+
+double Planner::boxing(Type type, ArrayRef<SbpDim> from, ArrayRef<SbpDim> to) {
+  std::optional<uint64_t> a = encode(from), b = encode(to);
+  auto compute = [&] {
+    return boxingCost(from, to, cast<RankedTensorType>(type), meshShape, spec);
+  };
+  if (!a || !b)
+    return compute();
+  auto key = std::make_pair(type.getAsOpaquePointer(), std::make_pair(*a, *b));
+  auto [it, inserted] = boxingMemo.try_emplace(key, 0.0);
+  if (inserted)
+    it->second = compute();
+  return it->second;
 }
 
 double Planner::pieceBytes(Value value, ArrayRef<SbpDim> layout) const {
@@ -601,17 +639,33 @@ bool Planner::moveWithUsers(Operation *op) {
   };
   SmallVector<unsigned> initial = groupChoices(), best = initial;
   Cost bestCost = costOf(group);
-  for (unsigned i = 0, e = placedOps[op].candidates.size(); i < e; ++i) {
-    if (i == initial[0])
+  // The users' best answer depends on the op's results alone: one answer
+  // per distinct layout of the results, then the op's best signature with
+  // those results.
+  const SmallVector<NdSbpSignature> &candidates = placedOps[op].candidates;
+  SmallVector<bool> tried(candidates.size(), false);
+  for (unsigned i = 0, e = candidates.size(); i < e; ++i) {
+    if (tried[i])
       continue;
+    SmallVector<unsigned> same;
+    for (unsigned j = i; j < e; ++j)
+      if (!tried[j] && candidates[j].results == candidates[i].results) {
+        tried[j] = true;
+        same.push_back(j);
+      }
+    if (candidates[i].results == candidates[initial[0]].results)
+      continue; // the users' answer is what they have: single moves
     setGroup(initial);
     choose(op, i);
     for (Operation *user : ArrayRef(group).drop_front())
       placeBest(user);
-    Cost cost = costOf(group);
-    if (better(cost, bestCost)) {
-      bestCost = cost;
-      best = groupChoices();
+    for (unsigned j : same) {
+      choose(op, j);
+      Cost cost = costOf(group);
+      if (better(cost, bestCost)) {
+        bestCost = cost;
+        best = groupChoices();
+      }
     }
   }
   setGroup(best);
@@ -655,7 +709,7 @@ void Planner::greedy() {
 // after it move as one), or a free argument another layout; it is made
 // when it lowers the measure of what it touches. Every move lowers the
 // plan's measure, so this ends.
-unsigned Planner::refine() {
+unsigned Planner::refine(bool withUsers) {
   constexpr int kMaxSweeps = 16;
   unsigned moves = 0;
   for (int sweep = 0; sweep < kMaxSweeps; ++sweep) {
@@ -682,6 +736,8 @@ unsigned Planner::refine() {
     }
     if (moved)
       continue;
+    if (!withUsers)
+      break;
     // No single move helps: try ops with their users.
     for (Operation *op : order)
       if (movable(op) && moveWithUsers(op)) {
@@ -776,9 +832,8 @@ bool Planner::exact(std::string &why) {
   }
 
   // Each use's boxing (and a parameter's piece, shared among its uses).
-  auto boxing = [&](Value value, const NdSbp &from, const NdSbp &to) {
-    return boxingCost(from, to, cast<RankedTensorType>(value.getType()),
-                      meshShape, spec);
+  auto boxingOf = [&](Value value, const NdSbp &from, const NdSbp &to) {
+    return boxing(value.getType(), from, to);
   };
   // Where a value's producer and users are few variables with few
   // choices, one factor over them all prices the value exactly: boxed once
@@ -825,7 +880,7 @@ bool Planner::exact(std::string &why) {
         if (llvm::any_of(seen, [&](const NdSbp *s) { return *s == to; }))
           return;
         seen.push_back(&to);
-        cost += boxingCost(from, to, type, meshShape, spec);
+        cost += boxing(type, from, to);
         if (parameter)
           bytes += pieceBytes(value, to);
       };
@@ -860,7 +915,7 @@ bool Planner::exact(std::string &why) {
       if (!source.var) {
         SmallVector<double> costs;
         for (auto [j, to] : llvm::enumerate(want->choices))
-          costs.push_back(boxing(value, source.choices[0], to) + memory[j]);
+          costs.push_back(boxingOf(value, source.choices[0], to) + memory[j]);
         problem.addUnary(*want->var, costs);
         continue;
       }
@@ -869,7 +924,7 @@ bool Planner::exact(std::string &why) {
       SmallVector<double> costs;
       for (const NdSbp &from : source.choices)
         for (auto [j, to] : llvm::enumerate(want->choices))
-          costs.push_back(boxing(value, from, to) + memory[j]);
+          costs.push_back(boxingOf(value, from, to) + memory[j]);
       problem.addPairwise(*source.var, *want->var, costs);
     }
     if (source.var && !fixedWants.empty()) {
@@ -877,7 +932,7 @@ bool Planner::exact(std::string &why) {
       for (const NdSbp &from : source.choices) {
         double cost = 0;
         for (const NdSbp &to : fixedWants)
-          cost += boxing(value, from, to);
+          cost += boxingOf(value, from, to);
         costs.push_back(cost);
       }
       problem.addUnary(*source.var, costs);
@@ -1197,22 +1252,24 @@ struct PropagateSbpPass
         }
         return;
       }
-      numOpsMoved += planner.refine();
-      label = "greedy+refine";
-      if (search != "exact")
+      if (search != "exact") {
+        numOpsMoved += planner.refine();
+        label = "greedy+refine";
         return;
-      Choices refined = planner.snapshot();
-      Cost refinedCost = planner.planCost();
+      }
+      // The exact plan, refined; greedy+refine where the elimination
+      // would not fit. (The reference plans, refined in turn, are the
+      // other starting points: the best of all is kept.)
       std::string gaveUp;
       if (!planner.exact(gaveUp)) {
-        planner.restore(refined);
+        planner.greedy();
+        numOpsMoved += planner.refine(/*withUsers=*/false);
         label = "greedy+refine (the exact search gave up: " + gaveUp + ")";
         return;
       }
-      numOpsMoved += planner.refine();
+      // Single moves here; moves with users once the best start is known.
+      numOpsMoved += planner.refine(/*withUsers=*/false);
       label = "exact";
-      if (better(refinedCost, planner.planCost()))
-        planner.restore(refined);
     };
     // The limit: the one given, else with free arguments the device's
     // memory (a plan that cannot fit it is still compiled, with a
@@ -1279,6 +1336,9 @@ struct PropagateSbpPass
         std::string ignored;
         std::string saved = label;
         bool ok = planner.searchWithin(0, run, ignored);
+        // Polished as the auto plan is: moves of ops with their users.
+        if (ok && search == "exact")
+          numOpsMoved += planner.refine();
         label = saved;
         planner.unpinArguments();
         if (!ok)
@@ -1295,7 +1355,7 @@ struct PropagateSbpPass
         }
         // The reference, its arguments free again, refined: a plan the
         // search's own start may not reach.
-        numOpsMoved += planner.refine();
+        numOpsMoved += planner.refine(/*withUsers=*/false);
         Figures g = planner.figures();
         cost = planner.planCost();
         if ((limit <= 0 || g.memory <= limit) && better(cost, best)) {
@@ -1317,6 +1377,19 @@ struct PropagateSbpPass
         return std::nullopt;
       }, [&](BlockArgument arg) { return !isData(arg); });
       planner.restore(chosen);
+    }
+    if (search == "exact") {
+      // The best plan, refined by moves of ops with their users too.
+      Cost before = planner.planCost();
+      numOpsMoved += planner.refine();
+      Figures g = planner.figures();
+      if ((limit <= 0 || g.memory <= limit) &&
+          better(planner.planCost(), before)) {
+        chosen = planner.snapshot();
+        figures = g;
+      } else {
+        planner.restore(chosen);
+      }
     }
 
     planner.write(freeArguments);
