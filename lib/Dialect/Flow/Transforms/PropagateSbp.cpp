@@ -1290,10 +1290,9 @@ struct PropagateSbpPass
         mlir::emitError(func.getLoc(), tooLarge);
         return signalPassFailure();
       }
-      mlir::emitWarning(func.getLoc(), tooLarge) << " (the device's memory in mesh "
-                                    "description '"
-                                 << spec->name << "'); compiled as if "
-                                                  "without a limit";
+      mlir::emitWarning(func.getLoc(), tooLarge)
+          << " (the device's memory in mesh description '" << spec->name
+          << "'); compiled as if without a limit";
       limit = 0;
       planner.searchWithin(0, run, tooLarge);
     }
