@@ -20,7 +20,9 @@ runs on a device: the plans are the model's, not measurements.
 Models (random weights, `torch.manual_seed(0)`): bench/tensor_parallel.py's
 MLP and transformer block for inference (E = 512, batch 8 x 128), and the
 training steps (AdamW) of BERT-base (12 x 768, batch 32 x 128) and GPT-2
-medium (24 x 1024, batch 8 x 1024) from `transformers` configurations.
+medium (24 x 1024, batch 8 x 1024) from `transformers` configurations and
+of torchvision's ResNet-50 (batch 32 x 224 x 224, batch norm in training
+mode).
 """
 
 import argparse
@@ -67,6 +69,17 @@ def gpt2_medium(batch, seq):
     return model, (lambda m, i: m(input_ids=i, labels=i).loss), (ids,)
 
 
+def resnet50(batch):
+    import torch
+    import torchvision
+    model = torchvision.models.resnet50()
+    images = torch.randn(batch, 3, 224, 224)
+    labels = torch.randint(0, 1000, (batch,))
+    return (model,
+            lambda m, x, y: torch.nn.functional.cross_entropy(m(x), y),
+            (images, labels))
+
+
 def program(name, mesh, directory):
     """The flow IR text of model `name` imported for `mesh`."""
     import torch
@@ -81,7 +94,8 @@ def program(name, mesh, directory):
                               None, parameters=archive,
                               placements=({}, mesh)).text
     model, loss_fn, batch = {"bert-base": lambda: bert_base(32, 128),
-                             "gpt2-medium": lambda: gpt2_medium(8, 1024)}[name]()
+                             "gpt2-medium": lambda: gpt2_medium(8, 1024),
+                             "resnet50": lambda: resnet50(32)}[name]()
     return training_program(model, loss_fn, batch, mesh)
 
 
@@ -116,7 +130,8 @@ def plan(text, mesh_text, spec, directory, repeats, flow_opt):
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("--models", default="mlp,block,bert-base,gpt2-medium")
+    parser.add_argument("--models",
+                        default="mlp,block,bert-base,gpt2-medium,resnet50")
     parser.add_argument("--meshes", default="4,8,2x4")
     parser.add_argument("--spec", default="h100-nvlink")
     parser.add_argument("--repeats", type=int, default=3)
