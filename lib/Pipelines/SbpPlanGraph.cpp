@@ -21,15 +21,6 @@ using namespace mlir;
 using namespace mlir::flow;
 
 namespace {
-std::string sbpText(ArrayRef<SbpDim> sbp) {
-  std::string s;
-  llvm::raw_string_ostream os(s);
-  os << "[";
-  llvm::interleaveComma(sbp, os);
-  os << "]";
-  return s;
-}
-
 std::string escape(StringRef text) {
   std::string out;
   for (char c : text) {
@@ -141,7 +132,7 @@ bool mlir::flow::writeSbpPlanGraph(raw_ostream &os, ModuleOp module) {
       rowOf[arg] = g.rows.size();
       g.rows.push_back({"argument " + std::to_string(arg.getArgNumber()) +
                             " : " + typeText(arg.getType()),
-                        sbpText(layout), fill(layout)});
+                        ndSbpText(layout), fill(layout)});
     }
     Block &body = func.getBody().front();
     for (Operation &op : body) {
@@ -155,7 +146,7 @@ bool mlir::flow::writeSbpPlanGraph(raw_ostream &os, ModuleOp module) {
         NdSbp layout = sbp ? *sbp : broadcastSbp(mesh.getShape().size());
         g.rows.push_back({op.getName().getStringRef().str() + " : " +
                               typeText(op.getResult(0).getType()),
-                          sbpText(layout), fill(layout)});
+                          ndSbpText(layout), fill(layout)});
         for (Value result : op.getResults())
           rowOf[result] = row;
       }
@@ -182,8 +173,8 @@ bool mlir::flow::writeSbpPlanGraph(raw_ostream &os, ModuleOp module) {
                                                 std::to_string(axis));
                             });
           edge.kind = kinds.empty() ? Edge::Local : Edge::Collective;
-          edge.label = kinds.empty() ? "slice " + sbpText(*from) + " -> " +
-                                           sbpText(*to)
+          edge.label = kinds.empty() ? "slice " + ndSbpText(*from) + " -> " +
+                                           ndSbpText(*to)
                                      : llvm::join(kinds, ", ");
         }
         g.edges.push_back(edge);

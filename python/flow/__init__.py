@@ -180,31 +180,10 @@ def compile_mlir(source: str, target: str = "cpu", threads: int = 0,
         threads, parameters, base_directory, timeout, check_numerics)
 
 
-def _memory_limit(limit) -> int:
-    """--memory-limit's bytes (0: the mesh description's device memory)."""
-    if limit is None:
-        return 0
-    if isinstance(limit, str):
-        units = {"KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40,
-                 "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12,
-                 "B": 1}
-        text, scale = limit.strip(), 1
-        for suffix, factor in units.items():
-            if text.endswith(suffix):
-                text, scale = text[:-len(suffix)], factor
-                break
-        try:
-            value = float(text) * scale
-        except ValueError:
-            value = -1.0
-    elif isinstance(limit, (int, float)) and not isinstance(limit, bool):
-        value = float(limit)
-    else:
-        value = -1.0
-    if not value >= 1 or value > 9e18:
-        raise FlowError("memory_limit is a positive number of bytes (an int, "
-                        f"or a string like \"16GiB\"), got {limit!r}")
-    return int(value)
+def _memory_limit(limit) -> str:
+    """--memory-limit's text ("" for the default); flow-compile's parser
+    checks it."""
+    return "" if limit is None else str(limit)
 
 
 def _timeout_seconds(timeout) -> float:

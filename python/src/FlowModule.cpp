@@ -54,10 +54,15 @@ py::object compile(const std::string &source, const std::string &target,
                    bool fusion, const std::string &precision,
                    const std::string &conv, const std::string &gpuArch,
                    bool allowTf32, const std::string &meshSpec,
-                   bool autoParallel, int64_t memoryLimit) {
-  if (memoryLimit < 0)
-    throw FlowError("memory_limit must be a positive number of bytes, got " +
-                    std::to_string(memoryLimit));
+                   bool autoParallel, const std::string &memoryLimit) {
+  std::optional<int64_t> limitBytes = int64_t(0);
+  if (!memoryLimit.empty()) {
+    limitBytes = mlir::flow::parseByteCount(memoryLimit);
+    if (!limitBytes || *limitBytes == 0)
+      throw FlowError("memory_limit is a positive number of bytes (an int, "
+                      "or a string like \"16GiB\"), got '" +
+                      memoryLimit + "'");
+  }
   if (conv != "library" && conv != "gemm")
     throw FlowError("conv must be 'library' or 'gemm', got '" + conv + "'");
   std::optional<std::vector<int64_t>> meshShape;
@@ -122,7 +127,7 @@ py::object compile(const std::string &source, const std::string &target,
     options.mesh = *meshShape;
   options.meshSpec = meshSpec;
   options.autoParallel = autoParallel;
-  options.memoryLimit = memoryLimit;
+  options.memoryLimit = *limitBytes;
   mlir::FailureOr<mlir::flow::CompileResult> result;
   {
     py::gil_scoped_release release;
@@ -530,7 +535,7 @@ PYBIND11_MODULE(_flow, m) {
         py::arg("precision") = "f32", py::arg("conv") = "library",
         py::arg("gpu_arch") = "sm_90", py::arg("allow_tf32") = false,
         py::arg("mesh_spec") = "cpu-mpi", py::arg("auto_parallel") = false,
-        py::arg("memory_limit") = 0,
+        py::arg("memory_limit") = "",
         "Compiles flow-dialect MLIR text: executable bytes, or the IR of an "
         "earlier phase as text.");
   m.def(

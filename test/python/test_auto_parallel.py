@@ -121,3 +121,25 @@ def test_training_step_auto_plan(tmp_path):
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6,
                                    err_msg=role)
     check_measured_bytes(stdout, report, 4)
+
+
+def test_memory_limit_from_python():
+    """memory_limit= reaches the planner as --memory-limit does: a limit no
+    plan fits is an error saying what the smallest needs; a malformed one
+    names itself."""
+    import flow
+    text = (ROOT / "test" / "Dialect" / "Flow" /
+            "auto-parallel-memory.mlir").read_text()
+    with pytest.raises(flow.FlowError, match="the smallest needs 32.09 MiB"):
+        flow.compile_ir(text, "flow", auto_parallel=True,
+                        mesh_spec=str(ROOT / "test" / "Dialect" / "Flow" /
+                                      "Inputs" / "slow-calls.json"),
+                        memory_limit="1MB")
+    for bad in ("lots", -5, 0, True):
+        with pytest.raises(flow.FlowError, match="memory_limit is a positive"):
+            flow.compile_ir(text, "flow", auto_parallel=True, memory_limit=bad)
+    ir = flow.compile_ir(text, "flow", auto_parallel=True,
+                         mesh_spec=str(ROOT / "test" / "Dialect" / "Flow" /
+                                       "Inputs" / "slow-calls.json"),
+                         memory_limit=100_000_000)
+    assert "flow.all_reduce" in ir

@@ -104,10 +104,17 @@ Attribute SbpAttr::parse(AsmParser &parser, Type) {
   return SbpAttr::get(parser.getContext(), dims);
 }
 
+std::string mlir::flow::ndSbpText(ArrayRef<SbpDim> sbp) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << "[";
+  llvm::interleaveComma(sbp, os);
+  os << "]";
+  return s;
+}
+
 void SbpAttr::print(AsmPrinter &printer) const {
-  printer << "<[";
-  llvm::interleaveComma(getDims(), printer.getStream());
-  printer << "]>";
+  printer << "<" << ndSbpText(getDims()) << ">";
 }
 
 LogicalResult

@@ -56,15 +56,6 @@ static SbpAttr toAttr(MLIRContext *ctx, ArrayRef<SbpDim> sbp) {
   return SbpAttr::get(ctx, sbp);
 }
 
-static std::string str(ArrayRef<SbpDim> sbp) {
-  std::string s;
-  llvm::raw_string_ostream os(s);
-  os << "[";
-  llvm::interleaveComma(sbp, os);
-  os << "]";
-  return s;
-}
-
 static std::string bytesText(double bytes) {
   std::string s;
   llvm::raw_string_ostream os(s);
@@ -296,7 +287,7 @@ LogicalResult Planner::start(StringRef mesh, bool freeArguments,
       if (auto iface = dyn_cast<SbpOpInterface>(op)) {
         InFlightDiagnostic remark = op.emitRemark("rules:");
         for (const SbpSignature &r : iface.getSbpRules()) {
-          remark << " (" << str(r.operands) << " -> " << str(r.results)
+          remark << " (" << ndSbpText(r.operands) << " -> " << ndSbpText(r.results)
                  << (r.evenSplits ? " even" : "");
           if (r.blocks > 0)
             remark << " in " << r.blocks << " blocks";
@@ -584,37 +575,37 @@ Cost Planner::planCost() {
   return cost;
 }
 
-void Planner::placeBest(Operation *op) {
-  Placed &placed = placedOps[op];
-  unsigned best = placed.chosen;
-  Cost bestCost = costOf(op);
-  for (unsigned i = 0, e = placed.candidates.size(); i < e; ++i) {
+/// Leaves the choice among `count` (now `current`) that `cost` finds
+/// cheapest, `set` making each.
+static void pickCheapest(unsigned count, unsigned current,
+                         function_ref<void(unsigned)> set,
+                         function_ref<Cost()> cost) {
+  unsigned best = current;
+  Cost bestCost = cost();
+  for (unsigned i = 0; i < count; ++i) {
     if (i == best)
       continue;
-    choose(op, i);
-    Cost cost = costOf(op);
-    if (better(cost, bestCost)) {
-      bestCost = cost;
+    set(i);
+    Cost c = cost();
+    if (better(c, bestCost)) {
+      bestCost = c;
       best = i;
     }
-    choose(op, best);
+    set(best);
   }
 }
 
+void Planner::placeBest(Operation *op) {
+  Placed &placed = placedOps[op];
+  pickCheapest(
+      placed.candidates.size(), placed.chosen,
+      [&](unsigned i) { choose(op, i); }, [&] { return costOf(op); });
+}
+
 void Planner::placeBestArg(unsigned a) {
-  unsigned best = freeArgs[a].chosen;
-  Cost bestCost = argCost(a);
-  for (unsigned i = 0, e = freeArgs[a].candidates.size(); i < e; ++i) {
-    if (i == best)
-      continue;
-    chooseArg(a, i);
-    Cost cost = argCost(a);
-    if (better(cost, bestCost)) {
-      bestCost = cost;
-      best = i;
-    }
-    chooseArg(a, best);
-  }
+  pickCheapest(
+      freeArgs[a].candidates.size(), freeArgs[a].chosen,
+      [&](unsigned i) { chooseArg(a, i); }, [&] { return argCost(a); });
 }
 
 bool Planner::moveWithUsers(Operation *op) {

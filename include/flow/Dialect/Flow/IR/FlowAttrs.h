@@ -56,6 +56,9 @@ inline llvm::hash_code hash_value(const SbpDim &d) {
 /// Prints `S(d)`, `B`, `P` or `P(max)`.
 llvm::raw_ostream &operator<<(llvm::raw_ostream &os, const SbpDim &d);
 
+/// An nd-SBP as text: `[S(0), B]` (as `#flow.sbp<...>` writes it inside).
+std::string ndSbpText(llvm::ArrayRef<SbpDim> sbp);
+
 } // namespace flow
 } // namespace mlir
 
