@@ -95,3 +95,55 @@ func.func @annotated(%x: tensor<4096x512xf32>) -> (tensor<4096x512xf32> {flow.sb
   %r = flow.relu %a : tensor<4096x512xf32>
   return %r : tensor<4096x512xf32>
 }
+
+// -----
+
+// A 6x6 grid of element-wise ops on a 2x4 mesh: eliminating the grid over
+// both axes at once needs a table of 5^10 entries (each op has 25 layouts
+// of its result), past the budget. The search then runs one axis at a
+// time (4 or 5 choices per op), and every op keeps the pinned layout of
+// the input and result: no collective at all.
+// CHECK-LABEL: func.func @grid_2d
+// CHECK-SAME: flow.modeled_plan = {compute_seconds = {{[^,]*}}, data_parallel = {{.*}} search = "exact by mesh axis ({{0, 1|1, 0}}) (the exact search over every axis gave up: a table of 9765625 entries
+// CHECK-COUNT-35: flow.sbp = [#flow.sbp<[S(0), S(1)]>]}
+// CHECK-NOT: #flow.sbp<[{{[^]]*}}B{{[^]]*}}]>
+flow.mesh @m [2, 4]
+func.func @grid_2d(%x: tensor<64x64x64xf32> {flow.sbp = #flow.sbp<[S(0), S(1)]>}) -> (tensor<64x64x64xf32> {flow.sbp = #flow.sbp<[S(0), S(1)]>})
+    attributes {flow.mesh = @m} {
+  %a0_1 = flow.neg %x : tensor<64x64x64xf32>
+  %a0_2 = flow.neg %a0_1 : tensor<64x64x64xf32>
+  %a0_3 = flow.neg %a0_2 : tensor<64x64x64xf32>
+  %a0_4 = flow.neg %a0_3 : tensor<64x64x64xf32>
+  %a0_5 = flow.neg %a0_4 : tensor<64x64x64xf32>
+  %a1_0 = flow.neg %x : tensor<64x64x64xf32>
+  %a1_1 = flow.add %a0_1, %a1_0 : (tensor<64x64x64xf32>, tensor<64x64x64xf32>) -> tensor<64x64x64xf32>
+  %a1_2 = flow.add %a0_2, %a1_1 : (tensor<64x64x64xf32>, tensor<64x64x64xf32>) -> tensor<64x64x64xf32>
+  %a1_3 = flow.add %a0_3, %a1_2 : (tensor<64x64x64xf32>, tensor<64x64x64xf32>) -> tensor<64x64x64xf32>
+  %a1_4 = flow.add %a0_4, %a1_3 : (tensor<64x64x64xf32>, tensor<64x64x64xf32>) -> tensor<64x64x64xf32>
+  %a1_5 = flow.add %a0_5, %a1_4 : (tensor<64x64x64xf32>, tensor<64x64x64xf32>) -> tensor<64x64x64xf32>
+  %a2_0 = flow.neg %a1_0 : tensor<64x64x64xf32>
+  %a2_1 = flow.add %a1_1, %a2_0 : (tensor<64x64x64xf32>, tensor<64x64x64xf32>) -> tensor<64x64x64xf32>
+  %a2_2 = flow.add %a1_2, %a2_1 : (tensor<64x64x64xf32>, tensor<64x64x64xf32>) -> tensor<64x64x64xf32>
+  %a2_3 = flow.add %a1_3, %a2_2 : (tensor<64x64x64xf32>, tensor<64x64x64xf32>) -> tensor<64x64x64xf32>
+  %a2_4 = flow.add %a1_4, %a2_3 : (tensor<64x64x64xf32>, tensor<64x64x64xf32>) -> tensor<64x64x64xf32>
+  %a2_5 = flow.add %a1_5, %a2_4 : (tensor<64x64x64xf32>, tensor<64x64x64xf32>) -> tensor<64x64x64xf32>
+  %a3_0 = flow.neg %a2_0 : tensor<64x64x64xf32>
+  %a3_1 = flow.add %a2_1, %a3_0 : (tensor<64x64x64xf32>, tensor<64x64x64xf32>) -> tensor<64x64x64xf32>
+  %a3_2 = flow.add %a2_2, %a3_1 : (tensor<64x64x64xf32>, tensor<64x64x64xf32>) -> tensor<64x64x64xf32>
+  %a3_3 = flow.add %a2_3, %a3_2 : (tensor<64x64x64xf32>, tensor<64x64x64xf32>) -> tensor<64x64x64xf32>
+  %a3_4 = flow.add %a2_4, %a3_3 : (tensor<64x64x64xf32>, tensor<64x64x64xf32>) -> tensor<64x64x64xf32>
+  %a3_5 = flow.add %a2_5, %a3_4 : (tensor<64x64x64xf32>, tensor<64x64x64xf32>) -> tensor<64x64x64xf32>
+  %a4_0 = flow.neg %a3_0 : tensor<64x64x64xf32>
+  %a4_1 = flow.add %a3_1, %a4_0 : (tensor<64x64x64xf32>, tensor<64x64x64xf32>) -> tensor<64x64x64xf32>
+  %a4_2 = flow.add %a3_2, %a4_1 : (tensor<64x64x64xf32>, tensor<64x64x64xf32>) -> tensor<64x64x64xf32>
+  %a4_3 = flow.add %a3_3, %a4_2 : (tensor<64x64x64xf32>, tensor<64x64x64xf32>) -> tensor<64x64x64xf32>
+  %a4_4 = flow.add %a3_4, %a4_3 : (tensor<64x64x64xf32>, tensor<64x64x64xf32>) -> tensor<64x64x64xf32>
+  %a4_5 = flow.add %a3_5, %a4_4 : (tensor<64x64x64xf32>, tensor<64x64x64xf32>) -> tensor<64x64x64xf32>
+  %a5_0 = flow.neg %a4_0 : tensor<64x64x64xf32>
+  %a5_1 = flow.add %a4_1, %a5_0 : (tensor<64x64x64xf32>, tensor<64x64x64xf32>) -> tensor<64x64x64xf32>
+  %a5_2 = flow.add %a4_2, %a5_1 : (tensor<64x64x64xf32>, tensor<64x64x64xf32>) -> tensor<64x64x64xf32>
+  %a5_3 = flow.add %a4_3, %a5_2 : (tensor<64x64x64xf32>, tensor<64x64x64xf32>) -> tensor<64x64x64xf32>
+  %a5_4 = flow.add %a4_4, %a5_3 : (tensor<64x64x64xf32>, tensor<64x64x64xf32>) -> tensor<64x64x64xf32>
+  %a5_5 = flow.add %a4_5, %a5_4 : (tensor<64x64x64xf32>, tensor<64x64x64xf32>) -> tensor<64x64x64xf32>
+  return %a5_5 : tensor<64x64x64xf32>
+}

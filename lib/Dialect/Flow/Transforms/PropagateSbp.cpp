@@ -29,12 +29,11 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "MinSum.h"
 #include "flow/Dialect/Flow/IR/FlowOps.h"
 #include "flow/Dialect/Flow/IR/FlowSbp.h"
 #include "flow/Dialect/Flow/Transforms/Passes.h"
+#include "flow/Support/MinSum.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/raw_ostream.h"
@@ -133,9 +132,15 @@ public:
   /// Moves until none lowers the measure (of single ops, and with
   /// `withUsers` of ops with their users); the number of moves made.
   unsigned refine(bool withUsers = true);
-  /// The optimum of the measure with each use boxed on its own, then
-  /// refined; false (with why) when the elimination would not fit.
-  bool exact(std::string &why);
+  /// The optimum of the measure over the choices that agree with the
+  /// current plan outside the mesh axes `axes` (all of them: the whole
+  /// plan); false (with why) when the elimination would not fit.
+  bool exact(std::string &why, ArrayRef<bool> axes);
+  /// From the plan with every choice broadcast, the exact search one mesh
+  /// axis at a time in `axisOrder` (each given the axes before it, the
+  /// rest broadcast); false (with why) when an elimination would not fit.
+  bool exactByAxis(ArrayRef<unsigned> axisOrder, std::string &why);
+  unsigned meshRank() const { return rank; }
   /// Every combination; false (with the count) past 10^6.
   bool exhaustive(std::string &why);
 
@@ -170,6 +175,16 @@ private:
   double share(const Placed &placed, const NdSbpSignature &sig) const;
   void choose(Operation *op, unsigned i);
   void chooseArg(unsigned a, unsigned i);
+  /// Marks the values whose layout or wants changed with the op's (the
+  /// argument's) move as changed now.
+  void noteChange(Operation *op);
+  void noteArgChange(unsigned a);
+  /// The last time any of these values' layouts or wants changed.
+  uint64_t newest(ArrayRef<Operation *> ops);
+  uint64_t newestArg(unsigned a);
+  /// Forgets which moves were tried where the measure itself changed
+  /// (the price of memory, the pins).
+  void checkMeasure();
   bool movable(Operation *op);
   std::optional<NdSbp> wanted(OpOperand &use);
   double boxValue(Value value,
@@ -206,6 +221,15 @@ private:
 
   DenseMap<Value, NdSbp> sbp;
   DenseMap<Value, Wants> wants;
+  /// When each value's layout or wants last changed (trial moves, undone,
+  /// do not count), and when each move was last tried: a move is tried
+  /// again only once something it reads has changed.
+  uint64_t clock = 0;
+  unsigned trials = 0;
+  DenseMap<Value, uint64_t> stamp;
+  DenseMap<Operation *, uint64_t> triedAlone, triedWithUsers;
+  SmallVector<uint64_t> triedArg;
+  std::tuple<double, double, SmallVector<bool>, SmallVector<bool>> measure;
   bool tracking = false;
   DenseMap<Operation *, Placed> placedOps;
   SmallVector<Operation *> order;
@@ -354,6 +378,8 @@ void Planner::choose(Operation *op, unsigned i) {
         want(operand, before, -1);
         want(operand, after, +1);
       }
+  if (placed.chosen != i && trials == 0)
+    noteChange(op);
   placed.chosen = i;
   for (auto [result, s] : llvm::zip(op->getResults(), placed.signature().results)) {
     sbp[result] = s;
@@ -376,8 +402,62 @@ void Planner::chooseArg(unsigned a, unsigned i) {
       }
     wants[arg].dirty = true;
   }
+  if (freeArgs[a].chosen != i && trials == 0)
+    noteArgChange(a);
   freeArgs[a].chosen = i;
   sbp[arg] = after;
+}
+
+void Planner::noteChange(Operation *op) {
+  ++clock;
+  for (Value value : op->getOperands())
+    stamp[value] = clock;
+  for (Value value : op->getResults())
+    stamp[value] = clock;
+}
+
+void Planner::noteArgChange(unsigned a) {
+  ++clock;
+  BlockArgument arg = freeArgs[a].arg;
+  stamp[arg] = clock;
+  Operation *ret = func.front().getTerminator();
+  for (auto [r, state] : llvm::enumerate(stateArgOfResult))
+    if (state == static_cast<int>(arg.getArgNumber()))
+      stamp[ret->getOperand(r)] = clock;
+}
+
+uint64_t Planner::newest(ArrayRef<Operation *> ops) {
+  uint64_t t = 0;
+  for (Operation *op : ops) {
+    for (Value value : op->getOperands())
+      t = std::max(t, stamp.lookup(value));
+    for (Value value : op->getResults())
+      t = std::max(t, stamp.lookup(value));
+  }
+  return t;
+}
+
+uint64_t Planner::newestArg(unsigned a) {
+  BlockArgument arg = freeArgs[a].arg;
+  uint64_t t = stamp.lookup(arg);
+  Operation *ret = func.front().getTerminator();
+  for (auto [r, state] : llvm::enumerate(stateArgOfResult))
+    if (state == static_cast<int>(arg.getArgNumber()))
+      t = std::max(t, stamp.lookup(ret->getOperand(r)));
+  return t;
+}
+
+void Planner::checkMeasure() {
+  SmallVector<bool> mustSplit;
+  for (const FreeArg &free : freeArgs)
+    mustSplit.push_back(free.mustSplit);
+  auto now = std::make_tuple(lambda, activationWeight, pinnedArgs, mustSplit);
+  if (now == measure)
+    return;
+  measure = std::move(now);
+  triedAlone.clear();
+  triedWithUsers.clear();
+  triedArg.assign(freeArgs.size(), 0);
 }
 
 void Planner::want(Value value, const NdSbp &layout, int delta) {
@@ -518,12 +598,17 @@ double Planner::valueMemory(Value value) {
 }
 
 Cost Planner::costOf(ArrayRef<Operation *> ops) {
-  SetVector<Value> touched;
+  // Each value the ops read or write, once (ops have few).
+  SmallVector<Value, 16> touched;
+  auto touch = [&](Value value) {
+    if (!llvm::is_contained(touched, value))
+      touched.push_back(value);
+  };
   Cost cost{0, 0};
   for (Operation *op : ops) {
     const Placed &placed = placedOps[op];
-    touched.insert(op->operand_begin(), op->operand_end());
-    touched.insert(op->result_begin(), op->result_end());
+    llvm::for_each(op->getOperands(), touch);
+    llvm::for_each(op->getResults(), touch);
     cost.first += placed.signature().collectiveCost;
     cost.second += share(placed, placed.signature());
   }
@@ -597,15 +682,25 @@ static void pickCheapest(unsigned count, unsigned current,
 
 void Planner::placeBest(Operation *op) {
   Placed &placed = placedOps[op];
+  unsigned before = placed.chosen;
+  ++trials;
   pickCheapest(
       placed.candidates.size(), placed.chosen,
       [&](unsigned i) { choose(op, i); }, [&] { return costOf(op); });
+  --trials;
+  if (placed.chosen != before && trials == 0)
+    noteChange(op);
 }
 
 void Planner::placeBestArg(unsigned a) {
+  unsigned before = freeArgs[a].chosen;
+  ++trials;
   pickCheapest(
       freeArgs[a].candidates.size(), freeArgs[a].chosen,
       [&](unsigned i) { chooseArg(a, i); }, [&] { return argCost(a); });
+  --trials;
+  if (freeArgs[a].chosen != before && trials == 0)
+    noteArgChange(a);
 }
 
 bool Planner::moveWithUsers(Operation *op) {
@@ -615,6 +710,10 @@ bool Planner::moveWithUsers(Operation *op) {
         !llvm::is_contained(group, user))
       group.push_back(user);
   if (group.size() == 1)
+    return false;
+  // Tried already, and nothing the group's measure reads has changed.
+  uint64_t &triedAt = triedWithUsers[op];
+  if (triedAt && newest(group) <= triedAt)
     return false;
   llvm::sort(group.begin() + 1, group.end(),
              [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
@@ -630,6 +729,7 @@ bool Planner::moveWithUsers(Operation *op) {
   };
   SmallVector<unsigned> initial = groupChoices(), best = initial;
   Cost bestCost = costOf(group);
+  ++trials;
   // The users' best answer depends on the op's results alone: one answer
   // per distinct layout of the results, then the op's best signature with
   // those results.
@@ -660,6 +760,11 @@ bool Planner::moveWithUsers(Operation *op) {
     }
   }
   setGroup(best);
+  --trials;
+  for (auto [member, before, after] : llvm::zip(group, initial, best))
+    if (before != after)
+      noteChange(member);
+  triedWithUsers[op] = clock;
   return best != initial;
 }
 
@@ -703,13 +808,15 @@ void Planner::greedy() {
 unsigned Planner::refine(bool withUsers) {
   constexpr int kMaxSweeps = 16;
   unsigned moves = 0;
+  checkMeasure();
   for (int sweep = 0; sweep < kMaxSweeps; ++sweep) {
     bool moved = false;
     for (auto [a, free] : llvm::enumerate(freeArgs)) {
-      if (pinnedArgs[a])
+      if (pinnedArgs[a] || (triedArg[a] && newestArg(a) <= triedArg[a]))
         continue;
       unsigned before = free.chosen;
       placeBestArg(a);
+      triedArg[a] = clock;
       if (free.chosen != before) {
         moved = true;
         ++moves;
@@ -718,8 +825,12 @@ unsigned Planner::refine(bool withUsers) {
     for (Operation *op : order) {
       if (!movable(op))
         continue;
+      uint64_t &tried = triedAlone[op];
+      if (tried && newest(op) <= tried)
+        continue;
       unsigned before = placedOps[op].chosen;
       placeBest(op);
+      tried = clock;
       if (placedOps[op].chosen != before) {
         moved = true;
         ++moves;
@@ -741,215 +852,290 @@ unsigned Planner::refine(bool withUsers) {
   return moves;
 }
 
-bool Planner::exact(std::string &why) {
-  MinSumProblem problem;
-  DenseMap<Operation *, unsigned> opVar;
-  DenseMap<Value, unsigned> argVar;
+/// Whether two layouts agree on the axes `axes` leaves undecided.
+static bool sameOutside(ArrayRef<SbpDim> a, ArrayRef<SbpDim> b,
+                        ArrayRef<bool> axes) {
+  for (auto [axis, decide] : llvm::enumerate(axes))
+    if (!decide && a[axis] != b[axis])
+      return false;
+  return true;
+}
+
+bool Planner::exact(std::string &why, ArrayRef<bool> axes) {
+  // The choices open to each op and argument: those agreeing with its
+  // current one outside `axes` (all of them when every axis is decided).
+  DenseMap<Operation *, SmallVector<unsigned>> opDomain;
+  DenseMap<Value, SmallVector<unsigned>> argDomain;
   DenseMap<Value, unsigned> argIndex;
-  for (Operation *op : order)
-    if (movable(op))
-      opVar[op] = problem.addVariable(placedOps[op].candidates.size());
+  for (Operation *op : order) {
+    if (!movable(op))
+      continue;
+    const Placed &placed = placedOps[op];
+    const NdSbpSignature &now = placed.signature();
+    SmallVector<unsigned> domain;
+    for (auto [i, sig] : llvm::enumerate(placed.candidates)) {
+      bool agrees = true;
+      for (auto [a, b] : llvm::zip(sig.operands, now.operands))
+        agrees = agrees && sameOutside(a, b, axes);
+      for (auto [a, b] : llvm::zip(sig.results, now.results))
+        agrees = agrees && sameOutside(a, b, axes);
+      if (agrees)
+        domain.push_back(i);
+    }
+    if (domain.size() > 1)
+      opDomain[op] = std::move(domain);
+  }
   for (auto [a, free] : llvm::enumerate(freeArgs)) {
     argIndex[free.arg] = a;
-    if (!pinnedArgs[a])
-      argVar[free.arg] = problem.addVariable(free.candidates.size());
+    if (pinnedArgs[a])
+      continue;
+    SmallVector<unsigned> domain;
+    for (auto [i, layout] : llvm::enumerate(free.candidates))
+      if (sameOutside(layout, free.candidates[free.chosen], axes))
+        domain.push_back(i);
+    if (domain.size() > 1)
+      argDomain[free.arg] = std::move(domain);
   }
-  if (problem.numVariables() == 0)
+  if (opDomain.empty() && argDomain.empty())
     return true;
 
-  // A value's or a use's layout: a variable's choices, or one fixed.
-  struct Layouts {
-    std::optional<unsigned> var;
-    SmallVector<NdSbp> choices;
-  };
-  auto layoutsOf = [&](Value value) {
-    Layouts l;
-    if (auto it = argVar.find(value); it != argVar.end()) {
-      l.var = it->second;
-      l.choices = freeArgs[argIndex[value]].candidates;
-      return l;
-    }
-    Operation *op = value.getDefiningOp();
-    if (auto it = opVar.find(op); op && it != opVar.end()) {
-      l.var = it->second;
-      unsigned n = cast<OpResult>(value).getResultNumber();
-      for (const NdSbpSignature &sig : placedOps[op].candidates)
-        l.choices.push_back(sig.results[n]);
-      return l;
-    }
-    l.choices.push_back(sbp[value]);
-    return l;
-  };
-  auto wantsOf = [&](OpOperand &use) -> std::optional<Layouts> {
-    Operation *user = use.getOwner();
-    if (isa<func::ReturnOp>(user)) {
-      unsigned i = use.getOperandNumber();
-      if (!pinnedResults[i] && stateArgOfResult[i] >= 0)
-        return layoutsOf(func.getArgument(stateArgOfResult[i]));
-    }
-    if (auto it = opVar.find(user); it != opVar.end()) {
-      Layouts l{it->second, {}};
-      for (const NdSbpSignature &sig : placedOps[user].candidates)
-        l.choices.push_back(sig.operands[use.getOperandNumber()]);
-      return l;
-    }
-    std::optional<NdSbp> want = wanted(use);
-    if (!want)
-      return std::nullopt;
-    return Layouts{std::nullopt, {*want}};
-  };
+  // Built twice: on scopes alone, to give up before paying for the
+  // tables; then with the costs.
+  DenseMap<Operation *, unsigned> opVar;
+  DenseMap<Value, unsigned> argVar;
+  auto build = [&](MinSumProblem &problem) {
+    opVar.clear();
+    argVar.clear();
+    for (Operation *op : order)
+      if (auto it = opDomain.find(op); it != opDomain.end())
+        opVar[op] = problem.addVariable(it->second.size());
+    for (const FreeArg &free : freeArgs)
+      if (auto it = argDomain.find(free.arg); it != argDomain.end())
+        argVar[free.arg] = problem.addVariable(it->second.size());
 
-  // Each op's own time (and its results' memory), each argument's memory.
-  for (auto [op, var] : opVar) {
-    const Placed &placed = placedOps[op];
-    SmallVector<double> costs;
-    for (const NdSbpSignature &sig : placed.candidates) {
-      double cost = sig.collectiveCost + share(placed, sig) / spec.flops;
-      if (lambda > 0 && !isa<ParameterOp>(op))
-        for (auto [result, layout] : llvm::zip(op->getResults(), sig.results))
-          cost += lambda * activationWeight * pieceBytes(result, layout);
-      costs.push_back(cost);
-    }
-    problem.addUnary(var, costs);
-  }
-  for (auto [arg, var] : argVar) {
-    const FreeArg &free = freeArgs[argIndex[arg]];
-    SmallVector<double> costs;
-    for (const NdSbp &layout : free.candidates)
-      costs.push_back(lambda * pieceBytes(arg, layout));
-    if (free.mustSplit)
-      costs[0] = std::numeric_limits<double>::infinity();
-    problem.addUnary(var, costs);
-  }
-
-  // Each use's boxing (and a parameter's piece, shared among its uses).
-  auto boxingOf = [&](Value value, const NdSbp &from, const NdSbp &to) {
-    return boxing(value.getType(), from, to);
-  };
-  // Where a value's producer and users are few variables with few
-  // choices, one factor over them all prices the value exactly: boxed once
-  // per distinct layout wanted (and a parameter loaded once per piece).
-  auto placeJointly = [&](Value value, const Layouts &source) {
-    SmallVector<NdSbp, 2> fixedWants;
-    SmallVector<Layouts> varWants;
-    SmallVector<unsigned, 4> vars;
-    if (source.var)
-      vars.push_back(*source.var);
-    for (OpOperand &use : value.getUses()) {
-      std::optional<Layouts> want = wantsOf(use);
-      if (!want)
-        continue;
-      if (!want->var) {
-        if (!llvm::is_contained(fixedWants, want->choices[0]))
-          fixedWants.push_back(want->choices[0]);
-        continue;
+    // A value's or a use's layout: a variable's choices, or one fixed.
+    struct Layouts {
+      std::optional<unsigned> var;
+      SmallVector<NdSbp> choices;
+    };
+    auto layoutsOf = [&](Value value) {
+      Layouts l;
+      if (auto it = argVar.find(value); it != argVar.end()) {
+        l.var = it->second;
+        const FreeArg &free = freeArgs[argIndex[value]];
+        for (unsigned i : argDomain[value])
+          l.choices.push_back(free.candidates[i]);
+        return l;
       }
-      if (!llvm::is_contained(vars, *want->var))
-        vars.push_back(*want->var);
-      varWants.push_back(std::move(*want));
+      Operation *op = value.getDefiningOp();
+      if (auto it = opVar.find(op); op && it != opVar.end()) {
+        l.var = it->second;
+        unsigned n = cast<OpResult>(value).getResultNumber();
+        for (unsigned i : opDomain[op])
+          l.choices.push_back(placedOps[op].candidates[i].results[n]);
+        return l;
+      }
+      l.choices.push_back(sbp[value]);
+      return l;
+    };
+    auto wantsOf = [&](OpOperand &use) -> std::optional<Layouts> {
+      Operation *user = use.getOwner();
+      if (isa<func::ReturnOp>(user)) {
+        unsigned i = use.getOperandNumber();
+        if (!pinnedResults[i] && stateArgOfResult[i] >= 0)
+          return layoutsOf(func.getArgument(stateArgOfResult[i]));
+      }
+      if (auto it = opVar.find(user); it != opVar.end()) {
+        Layouts l{it->second, {}};
+        for (unsigned i : opDomain[user])
+          l.choices.push_back(
+              placedOps[user].candidates[i].operands[use.getOperandNumber()]);
+        return l;
+      }
+      std::optional<NdSbp> want = wanted(use);
+      if (!want)
+        return std::nullopt;
+      return Layouts{std::nullopt, {*want}};
+    };
+
+    // Each op's own time (and its results' memory), each argument's
+    // memory.
+    for (auto [op, var] : opVar) {
+      const Placed &placed = placedOps[op];
+      ArrayRef<unsigned> domain = opDomain[op];
+      problem.addUnary(var, [&, op = op](unsigned i) {
+        const NdSbpSignature &sig = placed.candidates[domain[i]];
+        double cost = sig.collectiveCost + share(placed, sig) / spec.flops;
+        if (lambda > 0 && !isa<ParameterOp>(op))
+          for (auto [result, layout] : llvm::zip(op->getResults(), sig.results))
+            cost += lambda * activationWeight * pieceBytes(result, layout);
+        return cost;
+      });
     }
-    if (varWants.empty() || vars.size() > 4)
-      return varWants.empty() && source.var && fixedWants.empty();
-    double entries = 1;
-    for (unsigned v : vars)
-      entries *= problem.domain(v);
-    constexpr double kMaxJointEntries = 1 << 14;
-    if (entries > kMaxJointEntries)
-      return false;
-    bool parameter = lambda > 0 && value.getDefiningOp<ParameterOp>();
-    auto type = cast<RankedTensorType>(value.getType());
-    double whole = pieceBytes(value, broadcastSbp(rank));
-    problem.addFactor(vars, [&](ArrayRef<unsigned> values) {
-      auto valueOf = [&](unsigned var) {
-        return values[llvm::find(vars, var) - vars.begin()];
-      };
-      const NdSbp &from =
-          source.var ? source.choices[valueOf(*source.var)] : source.choices[0];
-      SmallVector<const NdSbp *, 4> seen;
-      double cost = 0, bytes = 0;
-      auto visit = [&](const NdSbp &to) {
-        if (llvm::any_of(seen, [&](const NdSbp *s) { return *s == to; }))
-          return;
-        seen.push_back(&to);
-        cost += boxing(type, from, to);
-        if (parameter)
-          bytes += pieceBytes(value, to);
-      };
-      for (const NdSbp &to : fixedWants)
-        visit(to);
+    for (auto [arg, var] : argVar) {
+      const FreeArg &free = freeArgs[argIndex[arg]];
+      ArrayRef<unsigned> domain = argDomain[arg];
+      problem.addUnary(var, [&, arg = arg](unsigned i) {
+        if (free.mustSplit && domain[i] == 0)
+          return std::numeric_limits<double>::infinity();
+        return lambda * pieceBytes(arg, free.candidates[domain[i]]);
+      });
+    }
+
+    // Where a value's producer and users are few variables with few
+    // choices, one factor over them all prices the value exactly: boxed
+    // once per distinct layout wanted (and a parameter loaded once per
+    // piece).
+    auto placeJointly = [&](Value value, const Layouts &source,
+                            ArrayRef<NdSbp> fixedWants,
+                            ArrayRef<Layouts> varWants) {
+      SmallVector<unsigned, 4> vars;
+      if (source.var)
+        vars.push_back(*source.var);
       for (const Layouts &want : varWants)
-        visit(want.choices[valueOf(*want.var)]);
-      return cost + (parameter ? lambda * std::min(bytes, whole) : 0.0);
-    });
-    return true;
-  };
-  auto place = [&](Value value) {
-    Layouts source = layoutsOf(value);
-    if (placeJointly(value, source))
-      return;
-    bool parameter = lambda > 0 && value.getDefiningOp<ParameterOp>();
-    double uses = std::distance(value.use_begin(), value.use_end());
-    SmallVector<NdSbp, 2> fixedWants;
-    for (OpOperand &use : value.getUses()) {
-      std::optional<Layouts> want = wantsOf(use);
-      if (!want)
-        continue;
-      if (!want->var) {
-        if (!llvm::is_contained(fixedWants, want->choices[0]))
-          fixedWants.push_back(want->choices[0]);
-        continue;
-      }
-      SmallVector<double> memory(want->choices.size(), 0);
-      if (parameter)
-        for (auto [j, to] : llvm::enumerate(want->choices))
-          memory[j] = lambda * pieceBytes(value, to) / uses;
-      if (!source.var) {
-        SmallVector<double> costs;
-        for (auto [j, to] : llvm::enumerate(want->choices))
-          costs.push_back(boxingOf(value, source.choices[0], to) + memory[j]);
-        problem.addUnary(*want->var, costs);
-        continue;
-      }
-      if (*source.var == *want->var)
-        continue; // a state passed through unchanged
-      SmallVector<double> costs;
-      for (const NdSbp &from : source.choices)
-        for (auto [j, to] : llvm::enumerate(want->choices))
-          costs.push_back(boxingOf(value, from, to) + memory[j]);
-      problem.addPairwise(*source.var, *want->var, costs);
-    }
-    if (source.var && !fixedWants.empty()) {
-      SmallVector<double> costs;
-      for (const NdSbp &from : source.choices) {
-        double cost = 0;
+        if (!llvm::is_contained(vars, *want.var))
+          vars.push_back(*want.var);
+      if (varWants.empty() || vars.size() > 4)
+        return varWants.empty() && source.var && fixedWants.empty();
+      double entries = 1;
+      for (unsigned v : vars)
+        entries *= problem.domain(v);
+      constexpr double kMaxJointEntries = 1 << 14;
+      if (entries > kMaxJointEntries)
+        return false;
+      bool parameter = lambda > 0 && value.getDefiningOp<ParameterOp>();
+      auto type = cast<RankedTensorType>(value.getType());
+      double whole = pieceBytes(value, broadcastSbp(rank));
+      problem.addFactor(vars, [&](ArrayRef<unsigned> values) {
+        auto valueOf = [&](unsigned var) {
+          return values[llvm::find(vars, var) - vars.begin()];
+        };
+        const NdSbp &from = source.var ? source.choices[valueOf(*source.var)]
+                                       : source.choices[0];
+        SmallVector<const NdSbp *, 4> seen;
+        double cost = 0, bytes = 0;
+        auto visit = [&](const NdSbp &to) {
+          if (llvm::any_of(seen, [&](const NdSbp *s) { return *s == to; }))
+            return;
+          seen.push_back(&to);
+          cost += boxing(type, from, to);
+          if (parameter)
+            bytes += pieceBytes(value, to);
+        };
         for (const NdSbp &to : fixedWants)
-          cost += boxingOf(value, from, to);
-        costs.push_back(cost);
+          visit(to);
+        for (const Layouts &want : varWants)
+          visit(want.choices[valueOf(*want.var)]);
+        return cost + (parameter ? lambda * std::min(bytes, whole) : 0.0);
+      });
+      return true;
+    };
+    // Otherwise each use's boxing on its own (and a parameter's piece,
+    // shared among its uses).
+    auto place = [&](Value value) {
+      // What the value's uses want: layouts fixed (each once), and
+      // variables' choices.
+      SmallVector<NdSbp, 2> fixedWants;
+      SmallVector<Layouts> varWants;
+      for (OpOperand &use : value.getUses()) {
+        std::optional<Layouts> want = wantsOf(use);
+        if (!want)
+          continue;
+        if (want->var)
+          varWants.push_back(std::move(*want));
+        else if (!llvm::is_contained(fixedWants, want->choices[0]))
+          fixedWants.push_back(want->choices[0]);
       }
-      problem.addUnary(*source.var, costs);
-    }
+      Layouts source = layoutsOf(value);
+      if (placeJointly(value, source, fixedWants, varWants))
+        return;
+      bool parameter = lambda > 0 && value.getDefiningOp<ParameterOp>();
+      double uses = std::distance(value.use_begin(), value.use_end());
+      auto memory = [&](const NdSbp &to) {
+        return parameter ? lambda * pieceBytes(value, to) / uses : 0.0;
+      };
+      for (const Layouts &want : varWants) {
+        const SmallVector<NdSbp> &to = want.choices;
+        if (!source.var) {
+          problem.addUnary(*want.var, [&](unsigned j) {
+            return boxing(value.getType(), source.choices[0], to[j]) +
+                   memory(to[j]);
+          });
+          continue;
+        }
+        if (*source.var == *want.var)
+          continue; // a state passed through unchanged
+        problem.addPairwise(*source.var, *want.var,
+                            [&](unsigned i, unsigned j) {
+                              return boxing(value.getType(),
+                                            source.choices[i], to[j]) +
+                                     memory(to[j]);
+                            });
+      }
+      if (source.var && !fixedWants.empty())
+        problem.addUnary(*source.var, [&](unsigned i) {
+          double cost = 0;
+          for (const NdSbp &to : fixedWants)
+            cost += boxing(value.getType(), source.choices[i], to);
+          return cost;
+        });
+    };
+    for (BlockArgument arg : func.getArguments())
+      place(arg);
+    for (Operation *op : order)
+      for (Value result : op->getResults())
+        place(result);
+    for (Operation &op : func.getBody().front())
+      if (isa<AnnotateOp>(op))
+        place(op.getResult(0));
   };
-  for (BlockArgument arg : func.getArguments())
-    place(arg);
-  for (Operation *op : order)
-    for (Value result : op->getResults())
-      place(result);
-  for (Operation &op : func.getBody().front())
-    if (isa<AnnotateOp>(op))
-      place(op.getResult(0));
 
   // About a second of work at most here.
   constexpr uint64_t kMaxEntries = uint64_t(1) << 22;
   constexpr uint64_t kMaxWork = uint64_t(400) << 20;
+  MinSumProblem scopes(/*scopesOnly=*/true);
+  build(scopes);
+  if (!scopes.fits(why, kMaxEntries, kMaxWork))
+    return false;
+  MinSumProblem problem;
+  build(problem);
   double cost;
   std::optional<SmallVector<unsigned>> values =
       problem.solve(cost, why, kMaxEntries, kMaxWork);
   if (!values)
     return false;
   for (auto [op, var] : opVar)
-    choose(op, (*values)[var]);
+    choose(op, opDomain[op][(*values)[var]]);
   for (auto [arg, var] : argVar)
-    chooseArg(argIndex[arg], (*values)[var]);
+    chooseArg(argIndex[arg], argDomain[arg][(*values)[var]]);
+  return true;
+}
+
+bool Planner::exactByAxis(ArrayRef<unsigned> axisOrder, std::string &why) {
+  for (auto [a, free] : llvm::enumerate(freeArgs))
+    if (!pinnedArgs[a])
+      chooseArg(a, 0);
+  for (Operation *op : order) {
+    if (!movable(op))
+      continue;
+    const Placed &placed = placedOps[op];
+    auto broadcast = [](ArrayRef<NdSbp> sbps) {
+      return llvm::all_of(sbps, [](const NdSbp &s) {
+        return llvm::all_of(s, [](SbpDim d) { return d.isBroadcast(); });
+      });
+    };
+    for (auto [i, sig] : llvm::enumerate(placed.candidates))
+      if (broadcast(sig.operands) && broadcast(sig.results)) {
+        choose(op, i);
+        break;
+      }
+  }
+  for (unsigned axis : axisOrder) {
+    SmallVector<bool> axes(rank, false);
+    axes[axis] = true;
+    if (!exact(why, axes))
+      return false;
+  }
   return true;
 }
 
@@ -1231,6 +1417,10 @@ struct PropagateSbpPass
     // The plan of the chosen search; `label` says which search it was.
     std::string label = search;
     bool failedSearch = false;
+    // The first axis of the axis-by-axis search that won the first search
+    // (the later ones, under a price of memory or for the reference
+    // plans, try that order alone).
+    std::optional<unsigned> firstAxis;
     auto run = [&] {
       planner.greedy();
       if (search == "greedy")
@@ -1248,19 +1438,56 @@ struct PropagateSbpPass
         label = "greedy+refine";
         return;
       }
-      // The exact plan, refined; greedy+refine where the elimination
-      // would not fit. (The reference plans, refined in turn, are the
-      // other starting points: the best of all is kept.)
-      std::string gaveUp;
-      if (!planner.exact(gaveUp)) {
-        planner.greedy();
+      // The exact plan, refined. On a mesh of several axes the exact
+      // search over every axis at once may not fit; it is also run one
+      // axis at a time (each order of the axes, rotated), and the best
+      // refined plan kept. Greedy+refine where no elimination fits.
+      // (The reference plans, refined in turn, are the other starting
+      // points: the best of all is kept.)
+      unsigned rank = planner.meshRank();
+      std::optional<Choices> best;
+      Cost bestCost;
+      std::optional<unsigned> bestFirst;
+      auto consider = [&](std::string name, std::optional<unsigned> first) {
+        // Single moves here; moves with users once the best start is
+        // known.
         numOpsMoved += planner.refine(/*withUsers=*/false);
-        label = "greedy+refine (the exact search gave up: " + gaveUp + ")";
+        Cost cost = planner.planCost();
+        if (!best || better(cost, bestCost)) {
+          best = planner.snapshot();
+          bestCost = cost;
+          bestFirst = first;
+          label = std::move(name);
+        }
+      };
+      std::string gaveUp;
+      if (planner.exact(gaveUp, SmallVector<bool>(rank, true)))
+        consider("exact", std::nullopt);
+      for (unsigned first = 0; rank > 1 && first < rank; ++first) {
+        if (firstAxis && first != *firstAxis)
+          continue;
+        SmallVector<unsigned> axes;
+        std::string name = "exact by mesh axis (";
+        for (unsigned k = 0; k < rank; ++k) {
+          axes.push_back((first + k) % rank);
+          name += (k ? ", " : "") + std::to_string(axes.back());
+        }
+        std::string why;
+        name += ")";
+        if (!gaveUp.empty())
+          name += " (the exact search over every axis gave up: " + gaveUp + ")";
+        if (planner.exactByAxis(axes, why))
+          consider(name, first);
+      }
+      if (!firstAxis)
+        firstAxis = bestFirst;
+      if (best) {
+        planner.restore(*best);
         return;
       }
-      // Single moves here; moves with users once the best start is known.
+      planner.greedy();
       numOpsMoved += planner.refine(/*withUsers=*/false);
-      label = "exact";
+      label = "greedy+refine (the exact search gave up: " + gaveUp + ")";
     };
     // The limit: the one given, else with free arguments the device's
     // memory (a plan that cannot fit it is still compiled, with a
@@ -1329,6 +1556,9 @@ struct PropagateSbpPass
         // Polished as the auto plan is: moves of ops with their users.
         if (ok && search == "exact")
           numOpsMoved += planner.refine();
+        // Where the reference wins, the report names the search that
+        // placed it.
+        std::string placedBy = label;
         label = saved;
         planner.unpinArguments();
         if (!ok)
@@ -1341,7 +1571,7 @@ struct PropagateSbpPass
           best = cost;
           chosen = planner.snapshot();
           figures = f;
-          label = (search + " (" + name + " was faster)").str();
+          label = (placedBy + " (" + name + " was faster)").str();
         }
         // The reference, its arguments free again, refined: a plan the
         // search's own start may not reach.
@@ -1352,7 +1582,7 @@ struct PropagateSbpPass
           best = cost;
           chosen = planner.snapshot();
           figures = g;
-          label = (search + " (refined from " + name + ")").str();
+          label = (placedBy + " (refined from " + name + ")").str();
         }
       };
       reference("data_parallel", [&](BlockArgument arg) -> std::optional<NdSbp> {
