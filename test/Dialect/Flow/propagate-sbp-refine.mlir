@@ -10,11 +10,11 @@
 // sums is cheaper than all-reducing them, so it normalizes pieces and the
 // next column-parallel product all-gathers them (the same bytes as an
 // all-reduce, in two calls). Seen with its user, the norm takes the whole
-// rows: one all-reduce (after the residual is added to the partial sums
-// on one device).
+// rows: one all-reduce, of the same bytes before or after the residual is
+// added (to the partial sums on one device).
 // CHECK-LABEL: func.func @norm_after_row_parallel
 // CHECK: flow.matmul {{.*}} flow.sbp = [#flow.sbp<[P]>]
-// CHECK: flow.add {{.*}} {flow.operand_sbp = [#flow.sbp<[P]>, #flow.sbp<[P]>], flow.sbp = [#flow.sbp<[P]>]}
+// CHECK: flow.add {{.*}} {flow.operand_sbp = [#flow.sbp<{{\[}}[[ADD:P|B]]{{\]}}>, #flow.sbp<{{\[}}[[ADD]]{{\]}}>], flow.sbp = [#flow.sbp<{{\[}}[[ADD]]{{\]}}>]}
 // CHECK: flow.layer_norm {{.*}} {flow.operand_sbp = [#flow.sbp<[B]>], flow.sbp = [#flow.sbp<[B]>]}
 // CHECK: flow.matmul {{.*}} {flow.operand_sbp = [#flow.sbp<[B]>, #flow.sbp<[S(1)]>], flow.sbp = [#flow.sbp<[S(1)]>]}
 // GREEDY-LABEL: func.func @norm_after_row_parallel

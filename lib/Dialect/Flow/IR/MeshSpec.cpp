@@ -28,12 +28,13 @@ namespace {
 constexpr double kGB = 1e9, kGiB = 1024.0 * 1024 * 1024, kUs = 1e-6;
 
 MeshSpec make(StringRef name, ArrayRef<MeshSpec::Axis> axes, double tflops,
-              double memoryGiB) {
+              double memoryGiB, double memoryGBPerS) {
   MeshSpec spec;
   spec.name = name.str();
   spec.axes.assign(axes.begin(), axes.end());
   spec.flops = tflops * 1e12;
   spec.memoryBytes = memoryGiB * kGiB;
+  spec.memoryBandwidth = memoryGBPerS * kGB;
   return spec;
 }
 
@@ -42,21 +43,23 @@ MeshSpec make(StringRef name, ArrayRef<MeshSpec::Axis> axes, double tflops,
 /// ranks takes about 65 ms beyond the same call on one device (about
 /// 0.5 GB/s per rank), a small collective's call about 3 us
 /// (bench/mesh_call_overhead.py), f32 GEMM about 125 GFLOP/s per core
-/// (MLIR22.md: 250 on both), 24 GB shared by the two processes. The GPU
+/// (MLIR22.md: 250 on both), 24 GB shared by the two processes, 13 GB/s
+/// of memory traffic (read and written) per process with both copying at
+/// once (one process alone: 18). The GPU
 /// presets take the vendors' published figures: H100 and H200 SXM, 67
 /// TFLOP/s of f32 without tensor cores (Flow's f32 GEMMs leave TF32 off
-/// unless --allow-tf32), 80 and 141 GB; NVLink 4, 450 GB/s per direction
-/// per GPU; an
+/// unless --allow-tf32), 80 and 141 GB of HBM at 3.35 and 4.8 TB/s;
+/// NVLink 4, 450 GB/s per direction per GPU; an
 /// InfiniBand NDR port (400 Gb/s, 50 GB/s) per GPU between nodes. The
 /// latencies (10 us within a node, 20 us across) are typical of NCCL's
 /// small collectives, not measured here.
 const SmallVector<MeshSpec> &presets() {
   static const SmallVector<MeshSpec> all = {
-      make("cpu-mpi", {{0.5 * kGB, 3 * kUs}}, 0.125, 12),
-      make("h100-nvlink", {{450 * kGB, 10 * kUs}}, 67, 80),
-      make("h200-nvlink", {{450 * kGB, 10 * kUs}}, 67, 141),
+      make("cpu-mpi", {{0.5 * kGB, 3 * kUs}}, 0.125, 12, 13),
+      make("h100-nvlink", {{450 * kGB, 10 * kUs}}, 67, 80, 3350),
+      make("h200-nvlink", {{450 * kGB, 10 * kUs}}, 67, 141, 4800),
       make("h100-nodes", {{50 * kGB, 20 * kUs}, {450 * kGB, 10 * kUs}}, 67,
-           80),
+           80, 3350),
   };
   return all;
 }
@@ -130,6 +133,10 @@ std::optional<MeshSpec> mlir::flow::parseMeshSpec(StringRef json,
   }
   if (!positive(*device, "tflops", "device", 1e12, spec.flops) ||
       !positive(*device, "memory_gib", "device", kGiB, spec.memoryBytes))
+    return std::nullopt;
+  if (device->get("memory_gb_per_s") &&
+      !positive(*device, "memory_gb_per_s", "device", kGB,
+                spec.memoryBandwidth))
     return std::nullopt;
   return spec;
 }

@@ -73,8 +73,11 @@ struct Placed {
   SmallVector<NdSbpSignature> candidates;
   unsigned chosen = 0;
   bool pinned = false;
+  /// The op's work (FLOPs), and per candidate a device's seconds for it.
   double compute = 0;
+  SmallVector<double> seconds;
   const NdSbpSignature &signature() const { return candidates[chosen]; }
+  double time() const { return seconds[chosen]; }
 };
 
 /// A function argument the search places (auto-parallel): its layouts.
@@ -173,6 +176,8 @@ public:
 
 private:
   double share(const Placed &placed, const NdSbpSignature &sig) const;
+  double opSeconds(Operation *op, const Placed &placed,
+                   const NdSbpSignature &sig) const;
   void choose(Operation *op, unsigned i);
   void chooseArg(unsigned a, unsigned i);
   /// Marks the values whose layout or wants changed with the op's (the
@@ -326,6 +331,8 @@ LogicalResult Planner::start(StringRef mesh, bool freeArguments,
     order.push_back(&op);
     if (auto iface = dyn_cast<SbpOpInterface>(op))
       placed.compute = iface.getComputeCost();
+    for (const NdSbpSignature &sig : placed.candidates)
+      placed.seconds.push_back(opSeconds(&op, placed, sig));
     // A signature written on the op (flow.operand_sbp and flow.sbp) is
     // kept: it must be one of the op's.
     auto pinnedOperands =
@@ -366,6 +373,25 @@ double Planner::share(const Placed &placed, const NdSbpSignature &sig) const {
                      [&](const NdSbp &s) { return !s[axis].isBroadcast(); }))
       share /= static_cast<double>(meshShape[axis]);
   return share;
+}
+
+/// A device's seconds for an op under a signature: the longer of its share
+/// of the work at the device's throughput and its pieces' bytes (operands
+/// read, results written) at the memory's bandwidth. Views and values
+/// already in memory (reshape, parameter, constant) take no time.
+double Planner::opSeconds(Operation *op, const Placed &placed,
+                          const NdSbpSignature &sig) const {
+  if (isa<ReshapeOp, ParameterOp, ConstantOp>(op))
+    return 0;
+  double seconds = share(placed, sig) / spec.flops;
+  if (spec.memoryBandwidth <= 0)
+    return seconds;
+  double bytes = 0;
+  for (auto [value, layout] : llvm::zip(op->getOperands(), sig.operands))
+    bytes += pieceBytes(value, layout);
+  for (auto [value, layout] : llvm::zip(op->getResults(), sig.results))
+    bytes += pieceBytes(value, layout);
+  return std::max(seconds, bytes / spec.memoryBandwidth);
 }
 
 void Planner::choose(Operation *op, unsigned i) {
@@ -609,7 +635,7 @@ Cost Planner::costOf(ArrayRef<Operation *> ops) {
     const Placed &placed = placedOps[op];
     llvm::for_each(op->getOperands(), touch);
     llvm::for_each(op->getResults(), touch);
-    cost.first += placed.signature().collectiveCost;
+    cost.first += placed.signature().collectiveCost + placed.time();
     cost.second += share(placed, placed.signature());
   }
   for (Value value : touched) {
@@ -617,7 +643,6 @@ Cost Planner::costOf(ArrayRef<Operation *> ops) {
     if (lambda > 0)
       cost.first += lambda * valueMemory(value);
   }
-  cost.first += cost.second / spec.flops;
   return cost;
 }
 
@@ -639,10 +664,9 @@ Cost Planner::planCost() {
   Cost cost{0, 0};
   for (Operation *op : order) {
     const Placed &placed = placedOps[op];
-    cost.first += placed.signature().collectiveCost;
+    cost.first += placed.signature().collectiveCost + placed.time();
     cost.second += share(placed, placed.signature());
   }
-  cost.first += cost.second / spec.flops;
   auto add = [&](Value value) {
     cost.first += valueCost(value);
     if (lambda > 0)
@@ -965,7 +989,7 @@ bool Planner::exact(std::string &why, ArrayRef<bool> axes) {
       ArrayRef<unsigned> domain = opDomain[op];
       problem.addUnary(var, [&, op = op](unsigned i) {
         const NdSbpSignature &sig = placed.candidates[domain[i]];
-        double cost = sig.collectiveCost + share(placed, sig) / spec.flops;
+        double cost = sig.collectiveCost + placed.seconds[domain[i]];
         if (lambda > 0 && !isa<ParameterOp>(op))
           for (auto [result, layout] : llvm::zip(op->getResults(), sig.results))
             cost += lambda * activationWeight * pieceBytes(result, layout);
@@ -1273,7 +1297,7 @@ Figures Planner::figures() {
   Figures f;
   for (Operation *op : order) {
     const Placed &placed = placedOps[op];
-    f.compute += share(placed, placed.signature()) / spec.flops;
+    f.compute += placed.time();
     if (placed.signature().collectiveCost > 0)
       f.collectives["all_reduce"] += placed.signature().collectiveCost;
   }

@@ -4,16 +4,19 @@
 //
 // A mesh description: per mesh axis, the bandwidth a device has for a
 // collective along it and the latency of one collective call; per device,
-// its arithmetic throughput and memory. The SBP planner turns its costs into
-// seconds with it. Built-in presets, or a JSON file:
+// its arithmetic throughput, its memory and the bandwidth of that memory.
+// The SBP planner turns its costs into seconds with it: an op takes the
+// longer of its share of the work at the device's throughput and its
+// pieces' bytes (read and written) at the memory's bandwidth. Built-in
+// presets, or a JSON file:
 //
 //   {"name": "two-nodes",
 //    "axes": [{"bandwidth_gb_per_s": 50, "latency_us": 15},
 //             {"bandwidth_gb_per_s": 450, "latency_us": 3}],
-//    "device": {"tflops": 67, "memory_gib": 80}}
+//    "device": {"tflops": 67, "memory_gib": 80, "memory_gb_per_s": 3350}}
 //
 // "axes" lists the mesh axes outermost first; a single entry stands for
-// every axis.
+// every axis. Without "memory_gb_per_s" ops are timed by their work alone.
 //
 //===----------------------------------------------------------------------===//
 
@@ -41,9 +44,11 @@ struct MeshSpec {
   std::string name;
   /// Outermost axis first; one entry stands for every axis.
   SmallVector<Axis, 2> axes;
-  /// Per device: f32 FLOP/s of matrix products, bytes of memory.
+  /// Per device: f32 FLOP/s of matrix products, bytes of memory, bytes
+  /// per second read and written in memory (0: not modeled).
   double flops = 0;
   double memoryBytes = 0;
+  double memoryBandwidth = 0;
 
   const Axis &axis(unsigned i) const {
     return axes.size() == 1 ? axes.front() : axes[i];

@@ -132,15 +132,18 @@ def PropagateSbpPass : Pass<"flow-propagate-sbp", "func::FuncOp"> {
     (each re-placed at its best for the op's new signature), when that
     lowers the boxing time of the values it touches as their users want
     them (a value is boxed once per distinct layout wanted) plus the ops'
-    compute time, sweeping until no move helps. `search=exact` also finds
-    the optimum of the same measure with each use of a value boxed on its
-    own, by variable elimination (exact; transformer layers in a chain cost
-    time linear in their number), refines it, and keeps the cheaper plan;
-    where the elimination would build too large a table it falls back to
-    greedy+refine and the report says so. Times come from the mesh
-    description `mesh-spec` (a preset, `cpu-mpi` by default, or a JSON
-    file: per mesh axis a bandwidth and a per-call latency, per device
-    f32 FLOP/s and memory; see MeshSpec.h). Where a plan needs more memory
+    times (each the longer of its work at the device's FLOP/s and its
+    pieces' bytes at the memory's bandwidth), sweeping until no move helps.
+    `search=exact` also finds the optimum of the same measure with each use
+    of a value boxed on its own, by variable elimination (exact;
+    transformer layers in a chain cost time linear in their number), and
+    on a mesh of several axes also one axis at a time (each axis exact
+    given the ones before it), refines each, and keeps the cheapest plan;
+    where no elimination fits its budget it falls back to greedy+refine;
+    the report says which ran. Times come from the mesh description
+    `mesh-spec` (a preset, `cpu-mpi` by default, or a JSON file: per mesh
+    axis a bandwidth and a per-call latency, per device f32 FLOP/s, memory
+    and memory bandwidth; see MeshSpec.h). Where a plan needs more memory
     per device than `memory-limit` (with `free-arguments`, the device's
     memory by default), memory
     is priced in the measure (arguments and parameters by their pieces,
