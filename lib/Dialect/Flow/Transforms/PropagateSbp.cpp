@@ -215,6 +215,7 @@ private:
   Cost costOf(ArrayRef<Operation *> ops);
   Cost argCost(unsigned a);
   void placeBest(Operation *op);
+  void placeFollowing(Operation *user, Operation *op);
   void placeBestArg(unsigned a);
   bool moveWithUsers(Operation *op);
   double peakMemory();
@@ -684,14 +685,14 @@ Cost Planner::planCost() {
   return cost;
 }
 
-/// Leaves the choice among `count` (now `current`) that `cost` finds
+/// Leaves the choice among `options` (now `current`) that `cost` finds
 /// cheapest, `set` making each.
-static void pickCheapest(unsigned count, unsigned current,
+static void pickCheapest(ArrayRef<unsigned> options, unsigned current,
                          function_ref<void(unsigned)> set,
                          function_ref<Cost()> cost) {
   unsigned best = current;
   Cost bestCost = cost();
-  for (unsigned i = 0; i < count; ++i) {
+  for (unsigned i : options) {
     if (i == best)
       continue;
     set(i);
@@ -704,13 +705,31 @@ static void pickCheapest(unsigned count, unsigned current,
   }
 }
 
+/// Re-places `user` at its best among the signatures that take `op`'s
+/// results as they are laid out now (and the one it has).
+void Planner::placeFollowing(Operation *user, Operation *op) {
+  Placed &placed = placedOps[user];
+  SmallVector<unsigned> options;
+  for (auto [i, sig] : llvm::enumerate(placed.candidates))
+    if (i == placed.chosen ||
+        llvm::all_of(user->getOpOperands(), [&](OpOperand &use) {
+          return use.get().getDefiningOp() != op ||
+                 sig.operands[use.getOperandNumber()] == sbp[use.get()];
+        }))
+      options.push_back(i);
+  pickCheapest(
+      options, placed.chosen, [&](unsigned i) { choose(user, i); },
+      [&] { return costOf(user); });
+}
+
 void Planner::placeBest(Operation *op) {
   Placed &placed = placedOps[op];
   unsigned before = placed.chosen;
   ++trials;
   pickCheapest(
-      placed.candidates.size(), placed.chosen,
-      [&](unsigned i) { choose(op, i); }, [&] { return costOf(op); });
+      llvm::to_vector(llvm::seq<unsigned>(0, placed.candidates.size())),
+      placed.chosen, [&](unsigned i) { choose(op, i); },
+      [&] { return costOf(op); });
   --trials;
   if (placed.chosen != before && trials == 0)
     noteChange(op);
@@ -720,8 +739,9 @@ void Planner::placeBestArg(unsigned a) {
   unsigned before = freeArgs[a].chosen;
   ++trials;
   pickCheapest(
-      freeArgs[a].candidates.size(), freeArgs[a].chosen,
-      [&](unsigned i) { chooseArg(a, i); }, [&] { return argCost(a); });
+      llvm::to_vector(llvm::seq<unsigned>(0, freeArgs[a].candidates.size())),
+      freeArgs[a].chosen, [&](unsigned i) { chooseArg(a, i); },
+      [&] { return argCost(a); });
   --trials;
   if (freeArgs[a].chosen != before && trials == 0)
     noteArgChange(a);
@@ -773,7 +793,7 @@ bool Planner::moveWithUsers(Operation *op) {
     setGroup(initial);
     choose(op, i);
     for (Operation *user : ArrayRef(group).drop_front())
-      placeBest(user);
+      placeFollowing(user, op);
     for (unsigned j : same) {
       choose(op, j);
       Cost cost = costOf(group);
@@ -825,8 +845,10 @@ void Planner::greedy() {
 
 // Greedy placement sees an op's operands but not its users. A move gives
 // one op another signature, alone or together with its users (each then
-// taking its best signature given the op's new one: a norm and the reshape
-// after it move as one), or a free argument another layout; it is made
+// taking its best signature among those that take the op's new layouts as
+// they are: a norm and the reshape after it move as one; users that would
+// rather box them are left to single moves), or a free argument another
+// layout; it is made
 // when it lowers the measure of what it touches. Every move lowers the
 // plan's measure, so this ends.
 unsigned Planner::refine(bool withUsers) {
@@ -1434,17 +1456,14 @@ struct PropagateSbpPass
       func.emitError("the memory limit must not be negative");
       return signalPassFailure();
     }
-    Planner planner(func, mesh.getShape(), *spec);
+    ArrayRef<int64_t> meshShape = mesh.getShape();
+    Planner planner(func, meshShape, *spec);
     if (failed(planner.start(meshRef.getValue(), freeArguments, printRules)))
       return signalPassFailure();
 
     // The plan of the chosen search; `label` says which search it was.
     std::string label = search;
     bool failedSearch = false;
-    // The first axis of the axis-by-axis search that won the first search
-    // (the later ones, under a price of memory or for the reference
-    // plans, try that order alone).
-    std::optional<unsigned> firstAxis;
     auto run = [&] {
       planner.greedy();
       if (search == "greedy")
@@ -1464,15 +1483,15 @@ struct PropagateSbpPass
       }
       // The exact plan, refined. On a mesh of several axes the exact
       // search over every axis at once may not fit; it is also run one
-      // axis at a time (each order of the axes, rotated), and the best
-      // refined plan kept. Greedy+refine where no elimination fits.
-      // (The reference plans, refined in turn, are the other starting
-      // points: the best of all is kept.)
+      // axis at a time, the axes with more devices first (of equal ones,
+      // the inner first: the faster links on a mesh of nodes x GPUs), and
+      // the better refined plan kept. Greedy+refine where no elimination
+      // fits. (The reference plans, refined in turn, are the other
+      // starting points: the best of all is kept.)
       unsigned rank = planner.meshRank();
       std::optional<Choices> best;
       Cost bestCost;
-      std::optional<unsigned> bestFirst;
-      auto consider = [&](std::string name, std::optional<unsigned> first) {
+      auto consider = [&](std::string name) {
         // Single moves here; moves with users once the best start is
         // known.
         numOpsMoved += planner.refine(/*withUsers=*/false);
@@ -1480,31 +1499,28 @@ struct PropagateSbpPass
         if (!best || better(cost, bestCost)) {
           best = planner.snapshot();
           bestCost = cost;
-          bestFirst = first;
           label = std::move(name);
         }
       };
       std::string gaveUp;
       if (planner.exact(gaveUp, SmallVector<bool>(rank, true)))
-        consider("exact", std::nullopt);
-      for (unsigned first = 0; rank > 1 && first < rank; ++first) {
-        if (firstAxis && first != *firstAxis)
-          continue;
-        SmallVector<unsigned> axes;
+        consider("exact");
+      if (rank > 1) {
+        auto axes = llvm::to_vector(llvm::seq<unsigned>(0, rank));
+        llvm::stable_sort(axes, [&](unsigned a, unsigned b) {
+          return meshShape[a] > meshShape[b] ||
+                 (meshShape[a] == meshShape[b] && a > b);
+        });
         std::string name = "exact by mesh axis (";
-        for (unsigned k = 0; k < rank; ++k) {
-          axes.push_back((first + k) % rank);
-          name += (k ? ", " : "") + std::to_string(axes.back());
-        }
-        std::string why;
+        for (auto [k, axis] : llvm::enumerate(axes))
+          name += (k ? ", " : "") + std::to_string(axis);
         name += ")";
         if (!gaveUp.empty())
           name += " (the exact search over every axis gave up: " + gaveUp + ")";
+        std::string why;
         if (planner.exactByAxis(axes, why))
-          consider(name, first);
+          consider(name);
       }
-      if (!firstAxis)
-        firstAxis = bestFirst;
       if (best) {
         planner.restore(*best);
         return;
