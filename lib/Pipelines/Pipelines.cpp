@@ -294,11 +294,9 @@ std::optional<int64_t> mlir::flow::parseByteCount(StringRef text) {
   return static_cast<int64_t>(value * scale);
 }
 
-void mlir::flow::buildFlowPlacePipeline(OpPassManager &pm,
-                                        const PlaceOptions &options) {
-  addFlowPipeline(pm, std::string("inline,flow-autodiff,flow-apply-optimizer") +
-                          (options.autoParallel ? "{free-layouts=1}" : "") +
-                          ",canonicalize");
+/// The SBP planner on every function: with `autoParallel` the exact search
+/// over ops and unpinned arguments, else greedy+refine over ops.
+static void addSbpPlanner(OpPassManager &pm, const PlaceOptions &options) {
   // Built, not parsed: a mesh description's path may hold any character.
   PropagateSbpPassOptions propagate;
   propagate.meshSpec = options.meshSpec;
@@ -306,6 +304,14 @@ void mlir::flow::buildFlowPlacePipeline(OpPassManager &pm,
   propagate.freeArguments = options.autoParallel;
   propagate.memoryLimit = options.memoryLimit;
   pm.addNestedPass<func::FuncOp>(createPropagateSbpPass(propagate));
+}
+
+void mlir::flow::buildFlowPlacePipeline(OpPassManager &pm,
+                                        const PlaceOptions &options) {
+  addFlowPipeline(pm, std::string("inline,flow-autodiff,flow-apply-optimizer") +
+                          (options.autoParallel ? "{free-layouts=1}" : "") +
+                          ",canonicalize");
+  addSbpPlanner(pm, options);
 }
 
 void mlir::flow::buildFlowGraphPipeline(OpPassManager &pm,
@@ -418,6 +424,19 @@ struct PlacePipelineCLOptions
                      "memory in the mesh description)"),
       llvm::cl::init(0)};
 };
+struct AutoParallelCLOptions
+    : public PassPipelineOptions<AutoParallelCLOptions> {
+  Option<std::string> meshSpec{
+      *this, "mesh-spec",
+      llvm::cl::desc("The mesh description the SBP planner times its "
+                     "choices on: a preset or a JSON file"),
+      llvm::cl::init("cpu-mpi")};
+  Option<int64_t> memoryLimit{
+      *this, "memory-limit",
+      llvm::cl::desc("Bytes per device a plan may use (0: the device's "
+                     "memory in the mesh description)"),
+      llvm::cl::init(0)};
+};
 struct HostPipelineCLOptions
     : public PassPipelineOptions<HostPipelineCLOptions> {
   Option<bool> inPlace{
@@ -484,6 +503,18 @@ void mlir::flow::registerCompilerPipelines() {
         [](OpPassManager &pm, const PlacePipelineCLOptions &o) {
           buildFlowPlacePipeline(pm, {o.meshSpec, o.autoParallel,
                                       o.memoryLimit});
+        });
+    PassPipelineRegistration<AutoParallelCLOptions>(
+        "flow-auto-parallel",
+        "The auto-parallel planner alone: on mesh functions, every op's and "
+        "every unpinned argument's SBP by the exact search under the "
+        "memory limit (flow-propagate-sbp{search=exact free-arguments=1}); "
+        "a training step's optimizer leaves its state free with "
+        "flow-apply-optimizer{free-layouts=1} (flow-place-pipeline="
+        "auto-parallel=1 runs both)",
+        [](OpPassManager &pm, const AutoParallelCLOptions &o) {
+          addSbpPlanner(pm, {o.meshSpec, /*autoParallel=*/true,
+                             o.memoryLimit});
         });
     PassPipelineRegistration<GraphPipelineCLOptions>(
         "flow-graph-pipeline",
