@@ -87,6 +87,9 @@ struct FreeArg {
   unsigned chosen = 0;
   /// For a reference plan: it must be split somewhere (not all-B).
   bool mustSplit = false;
+  /// The returned values that are the argument's state next step (and
+  /// not pinned): laid out as the argument is.
+  SmallVector<Value, 1> next;
 };
 
 /// The choices of a plan, to keep one while trying another.
@@ -143,7 +146,6 @@ public:
   /// axis at a time in `axisOrder` (each given the axes before it, the
   /// rest broadcast); false (with why) when an elimination would not fit.
   bool exactByAxis(ArrayRef<unsigned> axisOrder, std::string &why);
-  unsigned meshRank() const { return rank; }
   /// Every combination; false (with the count) past 10^6.
   bool exhaustive(std::string &why);
 
@@ -302,6 +304,12 @@ LogicalResult Planner::start(StringRef mesh, bool freeArguments,
         state = it->second;
     stateArgOfResult.push_back(state);
   }
+  Operation *ret = func.front().getTerminator();
+  for (FreeArg &free : freeArgs)
+    for (auto [r, state] : llvm::enumerate(stateArgOfResult))
+      if (state == static_cast<int>(free.arg.getArgNumber()) &&
+          !pinnedResults[r])
+        free.next.push_back(ret->getOperand(r));
 
   for (Operation &op : func.getBody().front()) {
     if (auto annotate = dyn_cast<AnnotateOp>(op)) {
@@ -420,13 +428,10 @@ void Planner::chooseArg(unsigned a, unsigned i) {
   const NdSbp &before = freeArgs[a].candidates[freeArgs[a].chosen];
   const NdSbp &after = freeArgs[a].candidates[i];
   if (tracking && before != after) {
-    // The state results this argument's layout is wanted for.
-    Operation *ret = func.front().getTerminator();
-    for (auto [r, state] : llvm::enumerate(stateArgOfResult))
-      if (state == static_cast<int>(arg.getArgNumber()) && !pinnedResults[r]) {
-        want(ret->getOperand(r), before, -1);
-        want(ret->getOperand(r), after, +1);
-      }
+    for (Value next : freeArgs[a].next) {
+      want(next, before, -1);
+      want(next, after, +1);
+    }
     wants[arg].dirty = true;
   }
   if (freeArgs[a].chosen != i && trials == 0)
@@ -445,12 +450,9 @@ void Planner::noteChange(Operation *op) {
 
 void Planner::noteArgChange(unsigned a) {
   ++clock;
-  BlockArgument arg = freeArgs[a].arg;
-  stamp[arg] = clock;
-  Operation *ret = func.front().getTerminator();
-  for (auto [r, state] : llvm::enumerate(stateArgOfResult))
-    if (state == static_cast<int>(arg.getArgNumber()))
-      stamp[ret->getOperand(r)] = clock;
+  stamp[freeArgs[a].arg] = clock;
+  for (Value next : freeArgs[a].next)
+    stamp[next] = clock;
 }
 
 uint64_t Planner::newest(ArrayRef<Operation *> ops) {
@@ -465,12 +467,9 @@ uint64_t Planner::newest(ArrayRef<Operation *> ops) {
 }
 
 uint64_t Planner::newestArg(unsigned a) {
-  BlockArgument arg = freeArgs[a].arg;
-  uint64_t t = stamp.lookup(arg);
-  Operation *ret = func.front().getTerminator();
-  for (auto [r, state] : llvm::enumerate(stateArgOfResult))
-    if (state == static_cast<int>(arg.getArgNumber()))
-      t = std::max(t, stamp.lookup(ret->getOperand(r)));
+  uint64_t t = stamp.lookup(freeArgs[a].arg);
+  for (Value next : freeArgs[a].next)
+    t = std::max(t, stamp.lookup(next));
   return t;
 }
 
@@ -654,9 +653,8 @@ Cost Planner::argCost(unsigned a) {
   if (freeArgs[a].mustSplit && freeArgs[a].chosen == 0)
     return {std::numeric_limits<double>::infinity(), 0};
   double cost = valueCost(arg) + lambda * valueMemory(arg);
-  for (auto [i, state] : llvm::enumerate(stateArgOfResult))
-    if (state == static_cast<int>(arg.getArgNumber()))
-      cost += valueCost(func.front().getTerminator()->getOperand(i));
+  for (Value next : freeArgs[a].next)
+    cost += valueCost(next);
   return {cost, 0};
 }
 
@@ -1161,15 +1159,14 @@ bool Planner::exactByAxis(ArrayRef<unsigned> axisOrder, std::string &why) {
   for (auto [a, free] : llvm::enumerate(freeArgs))
     if (!pinnedArgs[a])
       chooseArg(a, 0);
+  NdSbp whole = broadcastSbp(rank);
+  auto broadcast = [&](ArrayRef<NdSbp> sbps) {
+    return llvm::all_of(sbps, [&](const NdSbp &s) { return s == whole; });
+  };
   for (Operation *op : order) {
     if (!movable(op))
       continue;
     const Placed &placed = placedOps[op];
-    auto broadcast = [](ArrayRef<NdSbp> sbps) {
-      return llvm::all_of(sbps, [](const NdSbp &s) {
-        return llvm::all_of(s, [](SbpDim d) { return d.isBroadcast(); });
-      });
-    };
     for (auto [i, sig] : llvm::enumerate(placed.candidates))
       if (broadcast(sig.operands) && broadcast(sig.results)) {
         choose(op, i);
@@ -1488,7 +1485,7 @@ struct PropagateSbpPass
       // the better refined plan kept. Greedy+refine where no elimination
       // fits. (The reference plans, refined in turn, are the other
       // starting points: the best of all is kept.)
-      unsigned rank = planner.meshRank();
+      unsigned rank = meshShape.size();
       std::optional<Choices> best;
       Cost bestCost;
       auto consider = [&](std::string name) {
