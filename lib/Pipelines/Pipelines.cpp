@@ -658,6 +658,18 @@ FailureOr<CompileResult> mlir::flow::compile(ModuleOp module,
   if (!options.mesh.empty() &&
       (failed(applyMesh(module, options.mesh)) || failed(verify(module))))
     return failure();
+  // Both plan the functions that run on a mesh: without one they would do
+  // nothing, and say nothing.
+  if ((options.autoParallel || options.memoryLimit > 0) &&
+      llvm::none_of(module.getOps<func::FuncOp>(), [](func::FuncOp func) {
+        return !func.isExternal() &&
+               func->hasAttr(FlowDialect::getMeshAttrName());
+      }))
+    return module.emitError(options.autoParallel ? "auto-parallel"
+                                                 : "a memory limit")
+           << " plans the functions that run on a mesh, and none does: give "
+              "a mesh shape (flow-compile --mesh=4, mesh= in Python) or put "
+              "a function on a flow.mesh";
   if (options.compileTo == "input")
     return stop(module.clone());
 

@@ -100,6 +100,9 @@ py::object compile(const std::string &source, const std::string &target,
   }
   mlir::MLIRContext context(registry);
   context.loadAllAvailableDialects();
+  // Errors name the source line; the op printed after each (the whole
+  // module, for an error about an option) would only bury them.
+  context.printOpOnDiagnostic(false);
 
   llvm::SourceMgr sourceMgr;
   sourceMgr.AddNewSourceBuffer(

@@ -72,6 +72,60 @@ def test_compile_missing_file_and_bad_phase(tmp_path):
     assert rc == 1 and "unknown target 'tpu' (targets: cpu, cuda, cuda-emulated)" in err
 
 
+def test_compile_bad_options_are_one_line(tmp_path):
+    """An option's error is one line, not followed by the module printed
+    (what an error on the module op brings by default)."""
+    src = tmp_path / "m.mlir"
+    src.write_text(ADD)
+    out = tmp_path / "m.fbin"
+    rc, err = run([tool("flow-compile"), src, "--mesh=2",
+                   "--mesh-spec=tpu-pod", "-o", out])
+    assert rc == 1 and "'tpu-pod' is neither a preset" in err, err
+    assert len(err.splitlines()) == 1, err
+    rc, err = run([tool("flow-compile"), src, "--allow-tf32", "-o", out])
+    assert rc == 1 and len(err.splitlines()) == 1, err
+    assert "--allow-tf32 is for the CUDA targets" in err, err
+    # Asked for, the op is printed.
+    rc, err = run([tool("flow-compile"), src, "--allow-tf32",
+                   "--mlir-print-op-on-diagnostic", "-o", out])
+    assert rc == 1 and "see current operation" in err, err
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("flag", ["--auto-parallel", "--memory-limit=1GiB"])
+def test_compile_mesh_planning_without_a_mesh(tmp_path, flag):
+    """--auto-parallel and --memory-limit plan a mesh's functions: with no
+    mesh they are an error, not options that silently do nothing."""
+    src = tmp_path / "m.mlir"
+    src.write_text(ADD)
+    rc, err = run([tool("flow-compile"), src, flag, "-o",
+                   tmp_path / "m.fbin"])
+    assert rc == 1, err
+    assert "plans the functions that run on a mesh, and none does" in err
+    assert not (tmp_path / "m.fbin").exists()
+    # With a mesh it compiles.
+    rc, err = run([tool("flow-compile"), src, flag, "--mesh=2", "-o",
+                   tmp_path / "m.fbin"])
+    assert rc == 0, err
+
+
+def test_compile_help_lists_flow_and_mlir_options():
+    """--help shows Flow's options and MLIR's, not the hundreds of LLVM code
+    generation options the tool links (--help-hidden has them)."""
+    proc = subprocess.run([str(tool("flow-compile")), "--help"],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    shown = {line.split()[0].split("=")[0] for line in
+             proc.stdout.splitlines() if line.startswith("  -")}
+    for flag in ("--auto-parallel", "--mesh", "--memory-limit", "-o",
+                 "--compile-to", "--mlir-timing", "--mlir-print-ir-after-all"):
+        assert flag in shown, proc.stdout
+    assert "--amdgpu-dpp-combine" not in shown, proc.stdout
+    hidden = subprocess.run([str(tool("flow-compile")), "--help-hidden"],
+                            capture_output=True, text=True, timeout=60)
+    assert "--amdgpu-dpp-combine" in hidden.stdout
+
+
 def test_compile_dynamic_signature(tmp_path):
     src = tmp_path / "m.mlir"
     src.write_text("func.func @f(%a: tensor<?xf32>) -> tensor<?xf32> {\n"

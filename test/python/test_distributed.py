@@ -800,8 +800,19 @@ def test_mesh_spec_from_python(tmp_path):
                                   "latency_us": 1e6}],
         "device": {"tflops": 1, "memory_gib": 1}}))
     assert "all_gather" in softmax_line(mesh_spec=str(slow))
-    with pytest.raises(flow.FlowError, match="'tpu-pod' is neither a preset"):
+    with pytest.raises(flow.FlowError,
+                       match="'tpu-pod' is neither a preset") as refused:
         flow.compile_ir(SOFTMAX_ON_A_SPLIT_AXIS, "flow", mesh_spec="tpu-pod")
+    assert "see current operation" not in str(refused.value)
+    # The same function without its mesh: nothing for auto-parallel to plan.
+    alone = SOFTMAX_ON_A_SPLIT_AXIS.replace("flow.mesh @m [2]", "").replace(
+        " attributes {flow.mesh = @m}", "").replace(
+        " {flow.sbp = #flow.sbp<[S(1)]>}", "")
+    with pytest.raises(flow.FlowError, match="auto-parallel plans the "
+                       "functions that run on a mesh, and none does"):
+        flow.compile_ir(alone, "flow", auto_parallel=True)
+    assert "flow.softmax" in flow.compile_ir(alone, "flow", mesh=2,
+                                            auto_parallel=True)
     slow.write_text("{")
     with pytest.raises(flow.FlowError, match="slow.json: not JSON"):
         flow.compile_ir(SOFTMAX_ON_A_SPLIT_AXIS, "flow", mesh_spec=str(slow))

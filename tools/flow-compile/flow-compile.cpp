@@ -47,128 +47,137 @@ using namespace mlir;
 using namespace mlir::flow;
 namespace cl = llvm::cl;
 
-static cl::opt<std::string>
-    inputFilename(cl::Positional, cl::desc("<input .mlir>"), cl::init("-"));
-static cl::opt<std::string> outputFilename("o", cl::desc("Output file"),
+// --help lists these two categories; LLVM's code generation options (which
+// the tool links) are hidden, shown by --help-hidden.
+static cl::OptionCategory flowCategory("Flow options");
+static cl::OptionCategory mlirCategory(
+    "MLIR options (IR printing, timing, diagnostics)");
+
+static cl::opt<std::string> inputFilename(cl::Positional, cl::cat(flowCategory),
+                                          cl::desc("<input .mlir or .onnx>"),
+                                          cl::init("-"));
+static cl::opt<std::string> outputFilename("o", cl::cat(flowCategory),
+                                           cl::desc("Output file"),
                                            cl::value_desc("filename"),
                                            cl::init("-"));
 static cl::opt<std::string>
-    target("target", cl::desc("Target device: cpu (default) or cuda"),
-           cl::init("cpu"));
+    target("target", cl::cat(flowCategory),
+           cl::desc("Target device: cpu (default) or cuda"), cl::init("cpu"));
 static cl::opt<std::string>
-    gpuArch("gpu-arch",
+    gpuArch("gpu-arch", cl::cat(flowCategory),
             cl::desc("For --target=cuda: the GPU's compute capability "
                      "(default sm_90: H100, H200; sm_80: A100)"),
             cl::init("sm_90"));
 static cl::opt<bool> allowTf32(
-    "allow-tf32",
+    "allow-tf32", cl::cat(flowCategory),
     cl::desc("For the CUDA targets: let f32 library GEMMs multiply in TF32 "
              "(10-bit mantissas, f32 sums; faster on tensor cores, less "
              "exact)"),
     cl::init(false));
 static cl::opt<std::string> compileTo(
-    "compile-to",
+    "compile-to", cl::cat(flowCategory),
     cl::desc("Stop after a phase and print its IR: input, flow, host, linalg, "
              "then the target's (cpu: bufferized, llvm; cuda: bufferized, "
              "gpu, nvvm, ptx), fbin (default)"),
     cl::init("fbin"));
 static cl::opt<std::string>
-    reportFile("report", cl::desc("Write a JSON compile report to this file"),
+    reportFile("report", cl::cat(flowCategory),
+               cl::desc("Write a JSON compile report to this file"),
                cl::value_desc("filename"), cl::init(""));
 static cl::opt<bool> inPlace(
-    "in-place",
+    "in-place", cl::cat(flowCategory),
     cl::desc("Let element-wise kernels write over an operand that dies at "
              "them (off by default: it measured slower)"),
     cl::init(false));
 static cl::opt<std::string> precision(
-    "precision",
+    "precision", cl::cat(flowCategory),
     cl::desc("f32 (default), or bf16: matrix products and convolutions read "
              "bf16 operands and sum in f32; everything else stays f32"),
     cl::init("f32"));
 static cl::opt<bool> overlapCollectives(
-    "overlap-collectives",
+    "overlap-collectives", cl::cat(flowCategory),
     cl::desc("Mesh programs: start each collective as early as its operand "
              "allows and run it while the next commands do, waiting where "
              "its result is needed (default on)"),
     cl::init(true));
 static cl::opt<bool> gemmEpilogues(
-    "gemm-epilogues",
+    "gemm-epilogues", cl::cat(flowCategory),
     cl::desc("Run element-wise kernels tile by tile with the GEMM before "
              "them (off by default: it measured no faster)"),
     cl::init(false));
 static cl::opt<std::string> memoryPlot(
-    "memory-plot",
+    "memory-plot", cl::cat(flowCategory),
     cl::desc("Draw the arena plan of the function with the largest arena as "
              "SVG: buffers as rectangles over schedule position and offset, "
              "with the lower bound marked"),
     cl::value_desc("file.svg"), cl::init(""));
-static cl::opt<std::string> cpu("cpu",
+static cl::opt<std::string> cpu("cpu", cl::cat(flowCategory),
                                 cl::desc("LLVM CPU name for CPU kernels "
                                          "(default: host)"),
                                 cl::init("host"));
 static cl::opt<bool>
-    libraryMatmul("library-matmul",
+    libraryMatmul("library-matmul", cl::cat(flowCategory),
                   cl::desc("Run f32 matmuls as library GEMMs (default on)"),
                   cl::init(true));
-static cl::opt<std::string> conv(
-    "conv",
-    cl::desc("How f32 convolutions run: library (default; the runtime's "
-             "convolution library, epilogues fused, activations blocked "
-             "between convolutions) or gemm (im2col and a library GEMM)"),
-    cl::init("library"));
+static cl::opt<std::string>
+    conv("conv", cl::cat(flowCategory),
+         cl::desc("How f32 convolutions run: library (default; the runtime's "
+                  "convolution library, epilogues fused, activations blocked "
+                  "between convolutions) or gemm (im2col and a library GEMM)"),
+         cl::init("library"));
 static cl::opt<int64_t> maxColumnsBytes(
-    "max-columns-bytes",
+    "max-columns-bytes", cl::cat(flowCategory),
     cl::desc("Largest im2col buffer of a convolution run as a library GEMM; "
              "larger ones run in blocks of output rows (default 2 MiB, "
              "0: no limit)"),
     cl::init(mlir::flow::kDefaultMaxColumnsBytes));
 static cl::opt<std::string>
-    fusion("fusion",
+    fusion("fusion", cl::cat(flowCategory),
            cl::desc("Fuse ops into kernels: on (default) or off (one op per "
                     "kernel, for comparison)"),
            cl::init("on"));
 
 static cl::opt<std::string>
-    meshShape("mesh",
+    meshShape("mesh", cl::cat(flowCategory),
               cl::desc("Run public functions without a flow.mesh on a mesh "
                        "of this shape: 4, 2x2 (one process per device)"),
               cl::value_desc("shape"), cl::init(""));
 static cl::opt<std::string> meshSpec(
-    "mesh-spec",
+    "mesh-spec", cl::cat(flowCategory),
     cl::desc("The mesh's hardware, which the SBP planner times its choices "
              "on: a preset (cpu-mpi, the default; h100-nvlink, h200-nvlink, "
              "h100-nodes) or a JSON file (docs/distributed.md)"),
     cl::value_desc("name|file"), cl::init("cpu-mpi"));
 
 static cl::opt<bool> autoParallel(
-    "auto-parallel",
+    "auto-parallel", cl::cat(flowCategory),
     cl::desc("Let the SBP planner place the arguments without a flow.sbp "
              "too (inputs, parameters, optimizer state), by its exact "
              "search; the report compares the plan with plain data and "
              "tensor parallel"),
     cl::init(false));
 static cl::opt<std::string> memoryLimit(
-    "memory-limit",
+    "memory-limit", cl::cat(flowCategory),
     cl::desc("Bytes per device a mesh plan may use: 1073741824, 512MiB, "
              "16GiB (default: the device memory of --mesh-spec)"),
     cl::value_desc("bytes"), cl::init(""));
 
 static cl::opt<std::string> sbpPlanGraph(
-    "sbp-plan-graph",
+    "sbp-plan-graph", cl::cat(flowCategory),
     cl::desc("Draw each mesh function's SBP plan as SVG: ops in program "
              "order filled by their SBP, uses that need a collective in "
              "red with its name"),
     cl::value_desc("file.svg"), cl::init(""));
 
 static cl::opt<std::string> parametersFile(
-    "parameters",
+    "parameters", cl::cat(flowCategory),
     cl::desc("For an .onnx input: the safetensors archive to write the "
              "weights to (default: the output with a .safetensors "
              "extension)"),
     cl::value_desc("filename"), cl::init(""));
 
 static cl::opt<std::string> train(
-    "train",
+    "train", cl::cat(flowCategory),
     cl::desc("Compile a training step: give every public function with "
              "flow.requires_grad arguments this flow.optimizer, e.g. "
              "'{kind = \"adamw\", weight_decay = 0.1, max_grad_norm = 1.0}' "
@@ -283,6 +292,16 @@ int main(int argc, char **argv) {
   registerAsmPrinterCLOptions();
   registerMLIRContextCLOptions();
   registerDefaultTimingManagerCLOptions();
+  llvm::DenseMap<llvm::StringRef, cl::Option *> &registered =
+      cl::getRegisteredOptions();
+  for (auto &[name, option] : registered) {
+    if (name.starts_with("mlir-"))
+      option->addCategory(mlirCategory);
+    else if (!llvm::is_contained(option->Categories, &flowCategory) &&
+             name != "help" && name != "help-list" && name != "version" &&
+             option->getOptionHiddenFlag() == cl::NotHidden)
+      option->setHiddenFlag(cl::Hidden);
+  }
   cl::ParseCommandLineOptions(argc, argv, "Flow compiler\n");
 
   std::vector<std::string> phases = getPhaseNames(target);
@@ -303,6 +322,12 @@ int main(int argc, char **argv) {
   registerCompilerDialects(registry);
   MLIRContext context(registry);
   context.loadAllAvailableDialects();
+  // Errors name the source line; the op printed after each (the whole
+  // module, for an error about an option) only with
+  // --mlir-print-op-on-diagnostic.
+  cl::Option *printOp = registered.lookup("mlir-print-op-on-diagnostic");
+  if (!printOp || printOp->getNumOccurrences() == 0)
+    context.printOpOnDiagnostic(false);
 
   std::string error;
   std::unique_ptr<llvm::MemoryBuffer> input;
