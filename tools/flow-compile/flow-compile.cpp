@@ -217,6 +217,25 @@ static LogicalResult applyTrainOption(ModuleOp module) {
   return success();
 }
 
+/// --help: MLIR's options in their category, every other one not Flow's
+/// (LLVM's code generation options) hidden.
+static void arrangeHelp() {
+  for (auto &[name, option] : cl::getRegisteredOptions()) {
+    if (name.starts_with("mlir-"))
+      option->addCategory(mlirCategory);
+    else if (!llvm::is_contained(option->Categories, &flowCategory) &&
+             name != "help" && name != "help-list" && name != "version" &&
+             option->getOptionHiddenFlag() == cl::NotHidden)
+      option->setHiddenFlag(cl::Hidden);
+  }
+}
+
+/// Whether the option `name` (one of the libraries') was given.
+static bool givenOnCommandLine(llvm::StringRef name) {
+  cl::Option *option = cl::getRegisteredOptions().lookup(name);
+  return option && option->getNumOccurrences() > 0;
+}
+
 extern char **environ;
 
 /// Imports the ONNX model at `path` with Flow's Python importer; returns
@@ -292,16 +311,7 @@ int main(int argc, char **argv) {
   registerAsmPrinterCLOptions();
   registerMLIRContextCLOptions();
   registerDefaultTimingManagerCLOptions();
-  llvm::DenseMap<llvm::StringRef, cl::Option *> &registered =
-      cl::getRegisteredOptions();
-  for (auto &[name, option] : registered) {
-    if (name.starts_with("mlir-"))
-      option->addCategory(mlirCategory);
-    else if (!llvm::is_contained(option->Categories, &flowCategory) &&
-             name != "help" && name != "help-list" && name != "version" &&
-             option->getOptionHiddenFlag() == cl::NotHidden)
-      option->setHiddenFlag(cl::Hidden);
-  }
+  arrangeHelp();
   cl::ParseCommandLineOptions(argc, argv, "Flow compiler\n");
 
   std::vector<std::string> phases = getPhaseNames(target);
@@ -325,8 +335,7 @@ int main(int argc, char **argv) {
   // Errors name the source line; the op printed after each (the whole
   // module, for an error about an option) only with
   // --mlir-print-op-on-diagnostic.
-  cl::Option *printOp = registered.lookup("mlir-print-op-on-diagnostic");
-  if (!printOp || printOp->getNumOccurrences() == 0)
+  if (!givenOnCommandLine("mlir-print-op-on-diagnostic"))
     context.printOpOnDiagnostic(false);
 
   std::string error;
