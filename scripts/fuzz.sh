@@ -7,9 +7,9 @@
 #       over its checked-in corpus; exits non-zero on any crash, sanitizer
 #       report, leak or timeout.
 #   scripts/fuzz.sh --target=NAME [--runs=N] [--seconds=S] [-- ARGS...]
-#       one long run of fuzz-NAME (npy, safetensors, fbin-load, fbin-run,
-#       mlir-parse); N executions (default 1000000) or S seconds, whichever
-#       comes first. ARGS go to libFuzzer. New inputs are kept in
+#       one long run of fuzz-NAME (npy, safetensors, state, fbin-load,
+#       fbin-run, mlir-parse, mesh-spec); N executions (default 1000000)
+#       or S seconds, whichever comes first. ARGS go to libFuzzer. New inputs are kept in
 #       build-fuzz/corpus/NAME; the checked-in corpus is only read.
 #   scripts/fuzz.sh --build
 #       only builds.
@@ -78,9 +78,9 @@ fi
 ninja -C "$BUILD" ${FLOW_FUZZ_JOBS:+-j"$FLOW_FUZZ_JOBS"}
 [ "$mode" = build ] && exit 0
 
-targets=(npy safetensors fbin-load fbin-run)
+targets=(npy safetensors state fbin-load fbin-run)
 if [ -x "$BUILD/fuzz-mlir-parse" ] && [ "$MLIR" != OFF ]; then
-  targets+=(mlir-parse)
+  targets+=(mlir-parse mesh-spec)
 fi
 mkdir -p "$BUILD/artifacts"
 # Options every run shares: fail on leaks and on inputs slower than 10 s.

@@ -117,18 +117,29 @@ void mlir::flow::registerCompilerPasses() {
 }
 
 std::optional<std::vector<int64_t>>
-mlir::flow::parseMeshShape(StringRef text) {
+mlir::flow::parseMeshShape(StringRef text, std::string *why) {
+  auto fail = [&](const std::string &reason) {
+    if (why)
+      *why = reason;
+    return std::nullopt;
+  };
   std::vector<int64_t> shape;
   SmallVector<StringRef> parts;
   text.split(parts, 'x');
+  int64_t devices = 1;
   for (StringRef part : parts) {
     int64_t n;
-    if (part.getAsInteger(10, n) || n < 1 || n > 65536)
-      return std::nullopt;
+    if (part.getAsInteger(10, n) || n < 1)
+      return fail("a mesh shape is positive axis sizes joined by 'x', like "
+                  "4 or 2x2; got '" +
+                  text.str() + "'");
+    // Checked per axis, so the product cannot overflow.
+    if (n > kMaxMeshDevices || (devices *= n) > kMaxMeshDevices)
+      return fail("mesh '" + text.str() + "' has more than " +
+                  std::to_string(kMaxMeshDevices) +
+                  " devices, the most Flow compiles for");
     shape.push_back(n);
   }
-  if (shape.empty())
-    return std::nullopt;
   return shape;
 }
 

@@ -23,6 +23,7 @@ programs use are stored once), so the weights are resident once.
 """
 
 import inspect
+import operator
 import os
 import tempfile
 from typing import List, Optional
@@ -51,6 +52,52 @@ def _forward_kwarg(model, *names) -> Optional[str]:
     for name in names:
         if name in params:
             return name
+    return None
+
+
+def _integer(name: str, value, minimum: int) -> int:
+    """`value` as an int, refused by `name` unless it is an integer (a
+    Python or numpy one, not a bool or a float) of at least `minimum`."""
+    try:
+        if isinstance(value, (bool, np.bool_)):
+            raise TypeError
+        number = operator.index(value)
+    except TypeError:
+        raise FlowError(f"{name} must be an integer, got {value!r} "
+                        f"({type(value).__name__})") from None
+    if number < minimum:
+        raise FlowError(f"{name} must be "
+                        + ("positive" if minimum == 1 else
+                           f"at least {minimum}") + f", got {number}")
+    return number
+
+
+def _token_ids(name: str, value) -> np.ndarray:
+    """`value` (a torch tensor, array or nested list) as a numpy array of
+    integers, unconverted; a float or bool one is refused (converting
+    would truncate it silently)."""
+    if type(value).__module__.startswith("torch"):
+        import torch
+        if value.dtype.is_floating_point or value.dtype.is_complex or \
+                value.dtype == torch.bool:
+            raise FlowError(f"{name}: token ids must be integers, got "
+                            f"{str(value.dtype).replace('torch.', '')}")
+        return value.detach().cpu().numpy()
+    array = np.asarray(value)
+    if array.dtype.kind not in "iu":
+        raise FlowError(f"{name}: token ids must be integers, got "
+                        f"{array.dtype}")
+    return array
+
+
+def _position_limit(config) -> Optional[tuple]:
+    """(the config's name for it, the number of positions the model has
+    embeddings for), or None when its config gives none."""
+    for attribute in ("n_positions", "max_position_embeddings"):
+        limit = getattr(config, attribute, None)
+        if isinstance(limit, int) and not isinstance(limit, bool) and \
+                limit > 0:
+            return attribute, limit
     return None
 
 
@@ -116,10 +163,17 @@ class CausalLM:
         from . import compile_mlir
         from .torch_import import import_program
 
-        if max_length < 1 or prefill_chunk < 1 or batch_size < 1:
-            raise FlowError("max_length, prefill_chunk and batch_size must "
-                            "be positive")
+        max_length = _integer("max_length", max_length, 1)
+        prefill_chunk = _integer("prefill_chunk", prefill_chunk, 1)
+        batch_size = _integer("batch_size", batch_size, 1)
         config = getattr(model, "config", None)
+        limit = _position_limit(config) if config is not None else None
+        if limit is not None and max_length > limit[1]:
+            raise FlowError(
+                f"max_length={max_length} exceeds the {limit[1]} positions "
+                f"the model has (config.{limit[0]}={limit[1]}): tokens past "
+                f"position {limit[1] - 1} have no position embedding; "
+                f"compile with max_length <= {limit[1]}")
         window = _sliding_window(config) if config is not None else None
         if window is not None and max_length > window:
             raise FlowError(
@@ -209,16 +263,25 @@ class CausalLM:
         `attention_mask` marks padding in left-padded prompts. Torch in,
         torch out; numpy otherwise."""
         as_torch = type(input_ids).__module__.startswith("torch")
-        ids = np.asarray(input_ids.cpu() if as_torch else input_ids,
-                         dtype=np.int64)
-        if ids.ndim != 2 or ids.shape[0] != self.batch:
+        given = _token_ids("input_ids", input_ids)
+        if given.ndim != 2 or given.shape[0] != self.batch:
             raise FlowError(f"input_ids must be [{self.batch}, length] (the "
-                            f"batch size compiled for), got {list(ids.shape)}")
-        batch, length = ids.shape
+                            f"batch size compiled for), got "
+                            f"{list(given.shape)}")
+        batch, length = given.shape
         if length < 1:
             raise FlowError("the prompt is empty")
-        if max_new_tokens < 0:
-            raise FlowError("max_new_tokens must not be negative")
+        # Checked before converting (a uint64 id would wrap): an id
+        # outside the vocabulary reads past the embedding table.
+        outside = (given < 0) | (given >= self.vocab)
+        if outside.any():
+            row, column = (int(i) for i in np.argwhere(outside)[0])
+            raise FlowError(
+                f"input_ids[{row}, {column}] is {given[row, column]}, "
+                f"outside the vocabulary of {self.vocab} tokens (ids 0 to "
+                f"{self.vocab - 1})")
+        ids = given.astype(np.int64, copy=False)
+        max_new_tokens = _integer("max_new_tokens", max_new_tokens, 0)
         if length + max_new_tokens > self.max_length:
             raise FlowError(
                 f"{length} prompt tokens and {max_new_tokens} new ones need "
@@ -239,9 +302,14 @@ class CausalLM:
             eos_token_id = self.eos_token_id
         eos = set()
         if eos_token_id is not None:
-            eos = set(np.atleast_1d(np.asarray(eos_token_id)).tolist())
+            listed = eos_token_id if isinstance(
+                eos_token_id, (list, tuple, set)) else \
+                np.atleast_1d(np.asarray(eos_token_id)).tolist()
+            eos = {_integer("eos_token_id", e, 0) for e in listed}
         if pad_token_id is None:
             pad_token_id = self.pad_token_id
+        if pad_token_id is not None:
+            pad_token_id = _integer("pad_token_id", pad_token_id, 0)
         pad = pad_token_id if pad_token_id is not None else (
             min(eos) if eos else 0)
 

@@ -9,6 +9,13 @@ write, masks, ranges) is computed at import time by ONNX's reference
 evaluator, and the rest is translated op by op. Initializers above a few
 hundred bytes go to the safetensors archive as `flow.parameter`s. Every
 unsupported op in the graph is reported at once, with its node name.
+
+A model is checked before anything is computed, as onnx.checker would and
+more: one writer per name (SSA form), reads of defined names only, IR and
+opset versions the installed onnx knows, dimensions neither negative nor
+larger than MAX_TENSOR_BYTES, initializers whose data fills their dims, and
+graph outputs of the static shapes they declare. A model that fails is
+refused with a FlowError naming the model and the tensor or node.
 """
 
 from __future__ import annotations
@@ -22,23 +29,33 @@ import numpy as np
 from ._emitter import (ELEMENT_TYPES, FLOAT_TYPES, INT_TYPES, NUMPY_TO_FLOW,
                        TYPES_TEXT, Unsupported, UnsupportedOpsError, Value,
                        handler_registry, numpy_dtype)
+from ._flow import FlowError
 from ._importer import FOLD_BYTES, GraphImporter, Poison
 
-__all__ = ["import_onnx", "SUPPORTED_OPS", "MIN_OPSET", "MAX_TESTED_OPSET"]
+__all__ = ["import_onnx", "SUPPORTED_OPS", "MIN_OPSET", "MAX_TESTED_OPSET",
+           "MAX_TENSOR_BYTES"]
 
 MIN_OPSET = 13
 #: Opsets the conformance suite and model tests cover; later opsets are
-#: accepted for the ops whose semantics they did not change.
+#: accepted for the ops whose semantics they did not change, up to the
+#: newest the installed onnx package defines (onnx.defs.onnx_opset_version).
 MAX_TESTED_OPSET = 21
+#: A tensor larger than this (1 TiB) is refused as a mistake in the model:
+#: more memory than any machine Flow runs on has.
+MAX_TENSOR_BYTES = 1 << 40
+
+def _type_name(elem_type) -> str:
+    import onnx
+    try:
+        return onnx.TensorProto.DataType.Name(int(elem_type))
+    except (ValueError, TypeError):
+        return str(elem_type)
+
 
 def _type_refusal(elem_type) -> str:
     """Why an ONNX element type is refused, by its name."""
-    import onnx
-    try:
-        name = onnx.TensorProto.DataType.Name(int(elem_type))
-    except (ValueError, TypeError):
-        name = str(elem_type)
-    return f"element type {name} (Flow computes in {TYPES_TEXT})"
+    return f"element type {_type_name(elem_type)} (Flow computes in " \
+        f"{TYPES_TEXT})"
 
 
 # ONNX TensorProto element type -> flow element type.
@@ -59,11 +76,32 @@ def _attrs(node) -> Dict[str, Any]:
     return {a.name: helper.get_attribute_value(a) for a in node.attribute}
 
 
+def _itemsize(elem_type) -> int:
+    """Bytes per element of an ONNX element type (1 when unknown)."""
+    from onnx import helper
+    try:
+        return max(np.dtype(helper.tensor_dtype_to_np_dtype(
+            int(elem_type))).itemsize, 1)
+    except (KeyError, TypeError, ValueError):
+        return 1
+
+
+def _declared(dims) -> List[Any]:
+    """A TensorShapeProto's dims: ints, or the symbol ('?': unknown)."""
+    return [d.dim_value if d.HasField("dim_value") else (d.dim_param or "?")
+            for d in dims]
+
+
+def _node_label(node, index: int) -> str:
+    return (f"node '{node.name}'" if node.name else f"node #{index}") + \
+        f" ({node.op_type})"
+
+
 class _OnnxImporter(GraphImporter):
     frontend = "ONNX"
 
     def __init__(self, model, input_shapes, function, constants=None,
-                 placements=None):
+                 placements=None, source=None):
         super().__init__(function, placements=placements)
         self.handlers = _HANDLERS
         self.never_fold = _NEVER_FOLD
@@ -74,6 +112,160 @@ class _OnnxImporter(GraphImporter):
         self.env[""] = None
         self.input_shapes = input_shapes or {}
         self.constants = constants or {}
+        self.node_label = ""
+        #: How messages name the model: its file, else its graph.
+        self.label = f"'{source}'" if source else \
+            f"(graph '{self.graph.name}')"
+
+    # Checks -------------------------------------------------------------
+    def invalid(self, message: str) -> FlowError:
+        """The error for a model Flow refuses: names the model."""
+        return FlowError(f"ONNX model {self.label}: {message}")
+
+    def check_shape(self, what: str, shape, itemsize: int) -> None:
+        """Refuses a negative dimension, or a tensor larger than
+        MAX_TENSOR_BYTES (before anything of that size is allocated).
+        Symbolic dimensions (strings) count as unknown."""
+        shape = [d if isinstance(d, str) else int(d) for d in shape]
+        count = 1
+        for i, d in enumerate(shape):
+            if isinstance(d, str):
+                continue
+            if d < 0:
+                raise self.invalid(f"{what} has dimension {i} = {d} (shape "
+                                   f"{shape}); dimensions are 0 or more")
+            count *= d
+        if count * itemsize > MAX_TENSOR_BYTES:
+            raise self.invalid(
+                f"{what} has shape {shape}: {count} elements "
+                f"({count * itemsize} bytes), more than the "
+                f"{MAX_TENSOR_BYTES} bytes Flow accepts in one tensor")
+
+    def check_value(self, what: str, v) -> None:
+        if isinstance(v, Value):
+            self.check_shape(what, v.shape, numpy_dtype(v.dtype).itemsize)
+
+    def check_versions(self) -> None:
+        """Refuses an IR version or default-domain opset newer than the
+        onnx package Flow reads models with knows."""
+        import onnx
+        import onnx.defs
+        if self.model.ir_version > onnx.IR_VERSION:
+            raise self.invalid(
+                f"ir_version {self.model.ir_version} is newer than the "
+                f"newest Flow reads, {onnx.IR_VERSION} (onnx "
+                f"{onnx.__version__})")
+        newest = onnx.defs.onnx_opset_version()
+        for o in self.model.opset_import:
+            if o.domain in ("", "ai.onnx") and o.version > newest:
+                raise self.invalid(
+                    f"opset_import of the default domain is version "
+                    f"{o.version}; Flow imports opsets {MIN_OPSET} to "
+                    f"{newest} (the newest onnx {onnx.__version__} "
+                    "defines)")
+
+    def check_graph(self) -> None:
+        """What onnx.checker checks of the graph's structure: every name
+        is defined once (static single assignment) by an initializer, a
+        graph input or a node, before a node reads it; every graph output
+        is defined; declared dimensions are not negative nor absurd."""
+        writers: Dict[str, str] = {}
+
+        def define(name, writer):
+            if name in writers:
+                raise self.invalid(
+                    f"'{name}' is written by {writers[name]} and by "
+                    f"{writer}; an ONNX graph defines each name once "
+                    "(SSA form)")
+            writers[name] = writer
+        for init in self.graph.initializer:
+            define(init.name, "an initializer")
+        initializers = set(writers)
+        listed = set()
+        for inp in self.graph.input:
+            if inp.name in initializers and inp.name not in listed:
+                listed.add(inp.name)  # an initializer listed as an input
+                continue
+            define(inp.name, "a graph input")
+        nodes = list(self.graph.node)
+        later = {}
+        for i, node in enumerate(nodes):
+            for name in node.output:
+                if name:
+                    later.setdefault(name, _node_label(node, i))
+        for i, node in enumerate(nodes):
+            for name in node.input:
+                if name and name not in writers:
+                    if name in later:
+                        raise self.invalid(
+                            f"{_node_label(node, i)} reads '{name}' before "
+                            f"{later[name]} writes it; ONNX nodes are in "
+                            "topological order")
+                    raise self.invalid(f"{_node_label(node, i)} reads "
+                                       f"'{name}', which nothing defines")
+            for name in node.output:
+                if name:
+                    define(name, _node_label(node, i))
+        for out in self.graph.output:
+            if out.name not in writers:
+                raise self.invalid(f"graph output '{out.name}' is not "
+                                   "computed: no node, input or "
+                                   "initializer defines it")
+        for kind, infos in (("input", self.graph.input),
+                            ("output", self.graph.output),
+                            ("value_info", self.graph.value_info)):
+            for info in infos:
+                tt = info.type.tensor_type
+                self.check_shape(f"{kind} '{info.name}'",
+                                 _declared(tt.shape.dim),
+                                 _itemsize(tt.elem_type))
+
+    def initializer_array(self, init) -> np.ndarray:
+        """An initializer as an array, its dims checked against its data."""
+        from onnx import helper, numpy_helper
+        dims = [int(d) for d in init.dims]
+        what = f"initializer '{init.name}'"
+        itemsize = _itemsize(init.data_type)
+        self.check_shape(what, dims, itemsize)
+        try:
+            return numpy_helper.to_array(init)
+        except Exception as e:  # noqa: BLE001 - named below
+            if init.data_location == init.EXTERNAL:
+                raise self.invalid(f"{what}: cannot read its external data "
+                                   f"({e})") from e
+            count = int(np.prod(dims, dtype=object))
+            need = (f"dims {dims} need {count} elements of "
+                    f"{_type_name(init.data_type)} ({count * itemsize} "
+                    "bytes)")
+            if init.HasField("raw_data"):
+                n = len(init.raw_data)
+                held = f"{n // itemsize} ({n} bytes)" if n % itemsize == 0 \
+                    else f"{n} bytes"
+            else:
+                try:
+                    held = str(len(getattr(init, helper.tensor_dtype_to_field(
+                        init.data_type))))
+                except Exception:  # noqa: BLE001 - an unknown type
+                    held = None
+            if held is None:
+                raise self.invalid(f"{what}: {e}") from e
+            raise self.invalid(f"{what}: {need}, the data holds {held}") \
+                from e
+
+    def check_output(self, out, v) -> None:
+        """Refuses a graph output whose declared static dimensions are not
+        the shape Flow computes for it (symbolic ones match anything)."""
+        tt = out.type.tensor_type
+        if not tt.HasField("shape"):
+            return
+        declared = _declared(tt.shape.dim)
+        shape = list(self.shape_of(v))
+        if len(declared) != len(shape) or any(
+                isinstance(d, int) and d != s
+                for d, s in zip(declared, shape)):
+            raise self.invalid(
+                f"graph output '{out.name}' is declared with shape "
+                f"{declared}, but the graph computes {shape}")
 
     # Values -------------------------------------------------------------
 
@@ -96,14 +288,15 @@ class _OnnxImporter(GraphImporter):
     # Driver ---------------------------------------------------------------
     def run(self, archive: Optional[str],
             archive_name: Optional[str] = None) -> ImportedOnnx:
-        from onnx import numpy_helper
+        self.check_versions()
         if self.opset is None or self.opset < MIN_OPSET:
             raise UnsupportedOpsError(
                 [(f"opset {self.opset}", "<model>", "",
                   f"Flow imports ONNX opset {MIN_OPSET} and later; convert "
                   "the model with onnx.version_converter")], "ONNX")
+        self.check_graph()
         for init in self.graph.initializer:
-            array = numpy_helper.to_array(init)
+            array = self.initializer_array(init)
             if array.dtype == np.float64:
                 array = array.astype(np.float32)
             self.env[init.name] = array
@@ -136,16 +329,20 @@ class _OnnxImporter(GraphImporter):
                             f"ONNX input '{inp.name}' has the symbolic "
                             f"dimension '{d.dim_param or '?'}': pass "
                             f"input_shapes={{'{inp.name}': (...)}}")
+            self.check_shape(f"input '{inp.name}'", shape,
+                             numpy_dtype(dtype).itemsize)
             self.e.locate(name=inp.name)
             self.env[inp.name] = self.e.argument(shape, dtype)
             inputs.append(inp.name)
 
-        for node in self.graph.node:
+        for index, node in enumerate(self.graph.node):
             self.node = node
+            self.node_label = _node_label(node, index)
             self.e.locate(name=node.name or node.output[0])
             outs = self.visit(node)
             for name, v in zip(node.output, outs):
                 if name:
+                    self.check_value(f"{self.node_label} output '{name}'", v)
                     self.env[name] = v
 
         self.e.locate()
@@ -154,8 +351,7 @@ class _OnnxImporter(GraphImporter):
             v = self.env.get(out.name)
             if isinstance(v, Poison):
                 continue
-            if v is None:
-                raise ValueError(f"graph output '{out.name}' is not computed")
+            self.check_output(out, v)
             v = self.result(v, out)
             if v is not None:
                 results.append(v)
@@ -164,11 +360,8 @@ class _OnnxImporter(GraphImporter):
         return ImportedOnnx(text, archive, inputs, names)
 
     def visit(self, node) -> List[Any]:
+        # check_graph made sure every name read is defined.
         ins = [self.env.get(n) if n else None for n in node.input]
-        for name, v in zip(node.input, ins):
-            if name and name not in self.env:
-                raise ValueError(f"node '{node.name}' ({node.op_type}) reads "
-                                 f"'{name}', which nothing defines")
         poison = lambda: [Poison()] * len(node.output)
         if node.domain not in ("", "ai.onnx") and not any(
                 isinstance(v, Poison) for v in ins):
@@ -207,6 +400,8 @@ class _OnnxImporter(GraphImporter):
         outs = [f"out{i}" for i in range(len(node.output))]
         copy = helper.make_node(node.op_type, names, outs, domain=node.domain,
                                 **_attrs(node))
+        if self.fold_bytes(copy, feeds) > FOLD_BYTES:
+            return None  # translated instead (and its size checked)
         graph = helper.make_graph(
             [copy], "fold",
             [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(
@@ -225,6 +420,38 @@ class _OnnxImporter(GraphImporter):
                 r = r.astype(np.float32)
             out.append(r)
         return out
+
+    def fold_bytes(self, node, feeds) -> int:
+        """The bytes `node` (reading `feeds`) would compute, as far as
+        ONNX's shape inference knows them before computing anything (the
+        small inputs' values given, for the shapes, repeats and ranges an
+        output's size depends on); 0 when unknown."""
+        from onnx import helper, numpy_helper, shape_inference
+        initializers, inputs = [], []
+        try:
+            for n, a in feeds.items():
+                if a.size <= 64:
+                    initializers.append(numpy_helper.from_array(a, n))
+                else:
+                    inputs.append(helper.make_tensor_value_info(
+                        n, helper.np_dtype_to_tensor_dtype(a.dtype), a.shape))
+            graph = helper.make_graph(
+                [node], "fold", inputs,
+                [helper.make_tensor_value_info(o, 0, None)
+                 for o in node.output if o], initializer=initializers)
+            model = helper.make_model(
+                graph, opset_imports=[helper.make_opsetid("", self.opset)])
+            inferred = shape_inference.infer_shapes(model).graph.output
+        except Exception:  # noqa: BLE001 - no estimate: fold as before
+            return 0
+        total = 0
+        for out in inferred:
+            tt = out.type.tensor_type
+            dims = _declared(tt.shape.dim)
+            if tt.HasField("shape") and all(isinstance(d, int) for d in dims):
+                total += int(np.prod(dims, dtype=object)) * \
+                    _itemsize(tt.elem_type)
+        return total
 
 
 def _gather_elements(ins, attrs):
@@ -856,7 +1083,10 @@ def _one_hot(self, ins, attrs):
     # all off.
     idx = self.e.wrap_negative(idx, depth)
     shape = list(idx.shape)
-    shape.insert(axis, 1)
+    shape.insert(axis, depth)
+    self.check_shape(f"{self.node_label}'s result", shape,
+                     numpy_dtype(values.dtype).itemsize)
+    shape[axis] = 1
     idx = self.e.reshape(idx, shape)
     iota_shape = [1] * rank
     iota_shape[axis] = depth
@@ -920,6 +1150,18 @@ def _depth_space(self, ins, attrs):
 def _range(self, ins, attrs):
     start, limit, delta = (np.asarray(self.const(v, "Range's inputs"))
                            for v in ins[:3])
+    # Reached when folding did not compute it: sized before it is.
+    if any(v.size != 1 for v in (start, limit, delta)):
+        raise Unsupported("inputs other than scalars")
+    start, limit, delta = (v.reshape(()) for v in (start, limit, delta))
+    if delta == 0:
+        raise Unsupported("a delta of 0")
+    count = max(int(np.ceil((float(limit) - float(start)) / float(delta))), 0)
+    self.check_shape(f"{self.node_label}'s result", [count],
+                     start.dtype.itemsize)
+    if count * start.dtype.itemsize > FOLD_BYTES:
+        raise Unsupported(f"a range of {count} elements (computed at import, "
+                          f"up to {FOLD_BYTES} bytes)")
     return self.e.constant(np.arange(start, limit, delta).astype(start.dtype))
 
 
@@ -1056,7 +1298,10 @@ def _global_pool(self, ins, attrs):
 @_handles("Reshape")
 def _reshape(self, ins, attrs):
     x = self.value(ins[0])
-    shape = [int(d) for d in self.const(ins[1], "the shape")]
+    shape = [int(d) for d in self.const(ins[1], "the shape").reshape(-1)]
+    if min(shape, default=0) < -1:
+        raise self.invalid(f"{self.node_label} reshapes to {shape}; the "
+                           "entries of a shape are -1 or more")
     allow_zero = attrs.get("allowzero", 0)
     for i, d in enumerate(shape):
         if d == 0 and not allow_zero:
@@ -1297,8 +1542,15 @@ def _split(self, ins, attrs):
 @_handles("Expand")
 def _expand(self, ins, attrs):
     x = self.value(ins[0])
-    shape = [int(d) for d in self.const(ins[1], "the shape")]
-    return self.e.broadcast_to(x, np.broadcast_shapes(x.shape, tuple(shape)))
+    shape = [int(d) for d in self.const(ins[1], "the shape").reshape(-1)]
+    if min(shape, default=0) < 0:
+        raise self.invalid(f"{self.node_label} expands to {shape}; the "
+                           "entries of a shape are 0 or more")
+    try:
+        shape = np.broadcast_shapes(x.shape, tuple(shape))
+    except ValueError:
+        raise Unsupported(f"expanding {list(x.shape)} to {shape}") from None
+    return self.e.broadcast_to(x, shape)
 
 
 @_handles("Pad")
@@ -1575,9 +1827,18 @@ def _size(self, ins, attrs):
 
 @_handles("ConstantOfShape")
 def _constant_of_shape(self, ins, attrs):
-    # Only reached when the shape is not constant, which cannot happen for
-    # the static shapes Flow compiles.
-    raise Unsupported("the shape must be known at compile time")
+    # Reached when the result is too large to fold: a broadcast scalar.
+    from onnx import numpy_helper
+    shape = [int(d) for d in self.const(ins[0], "the shape").reshape(-1)]
+    value = attrs.get("value")
+    fill = numpy_helper.to_array(value).reshape(-1)[:1] if value is not None \
+        else np.zeros(1, np.float32)
+    if fill.size != 1:
+        raise Unsupported("a value of other than one element")
+    if fill.dtype == np.float64:
+        fill = fill.astype(np.float32)
+    self.check_shape(f"{self.node_label}'s result", shape, fill.itemsize)
+    return self.e.broadcast_to(self.value(fill.reshape(())), shape)
 
 
 #: The ONNX ops this importer translates (others fold only when constant).
@@ -1598,11 +1859,13 @@ def _load(model):
 def import_program(model, *, parameters=None, input_shapes=None,
                    constants=None, function="main",
                    archive_name=None, placements=None) -> ImportedOnnx:
+    source = os.fspath(model) if isinstance(model, (str, os.PathLike)) \
+        else None
     model = _load(model)
     if not hasattr(model, "graph"):
         raise ValueError(f"not an ONNX model: {type(model).__name__}")
     return _OnnxImporter(model, input_shapes, function, constants,
-                         placements).run(
+                         placements, source).run(
         os.fspath(parameters) if parameters is not None else None,
         archive_name)
 
@@ -1655,7 +1918,7 @@ def main(argv=None) -> int:
         program = import_program(args.model, parameters=parameters,
                                  input_shapes=dict(args.input_shape),
                                  archive_name=args.archive_name)
-    except (UnsupportedOpsError, ValueError) as e:
+    except (UnsupportedOpsError, FlowError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
     if args.output == "-":

@@ -12,6 +12,7 @@ the learning rate, and gets the loss back (docs/training.md).
 
 from __future__ import annotations
 
+import inspect
 import math
 import os
 import re
@@ -24,19 +25,75 @@ from ._flow import FlowError
 from . import optim as _optim
 
 
-def _loss_module(model, loss_fn):
+def _loss_kind(model, loss_fn, example_batch) -> str:
+    """How the step calls `loss_fn` on a batch: "model" (None:
+    model(*batch) is the loss), "criterion" (a torch criterion such as
+    torch.nn.CrossEntropyLoss(): criterion(model(*batch[:-1]), batch[-1]))
+    or "function" (loss_fn(model, *batch)). A loss that cannot be called
+    either way on the example batch is refused, saying what is expected."""
+    import torch
+    expected = ("loss_fn is loss_fn(model, *batch) returning the scalar "
+                "loss (e.g. lambda m, x, y: F.cross_entropy(m(x), y)), a "
+                "torch criterion such as torch.nn.CrossEntropyLoss() (called "
+                "as criterion(model(*batch[:-1]), batch[-1])), or None "
+                "(model(*batch) is the loss)")
+    if loss_fn is None:
+        return "model"
+    if loss_fn is model:
+        raise FlowError(f"loss_fn is the model itself; {expected}")
+    if not callable(loss_fn):
+        raise FlowError(f"loss_fn is a {type(loss_fn).__name__}, not "
+                        f"callable; {expected}")
+    try:
+        signature = inspect.signature(loss_fn)
+    except (TypeError, ValueError):  # no signature to check (a builtin)
+        signature = None
+    # A module other than the model is a criterion (torch.nn's losses
+    # always; another module unless it takes the model and the batch).
+    if isinstance(loss_fn, torch.nn.Module) and (
+            isinstance(loss_fn, torch.nn.modules.loss._Loss)
+            or signature is None
+            or not _binds(signature, model, *example_batch)):
+        if len(example_batch) < 2:
+            raise FlowError(
+                f"loss_fn is the criterion {type(loss_fn).__name__}, which "
+                "takes the model's output and the target: the batch must be "
+                f"(inputs..., target), got {len(example_batch)} element(s)")
+        return "criterion"
+    if signature is not None and not _binds(signature, model,
+                                            *example_batch):
+        raise FlowError(
+            f"loss_fn{signature} cannot be called with the model and the "
+            f"{len(example_batch)} tensor(s) of the batch; {expected}")
+    return "function"
+
+
+def _binds(signature, *args) -> bool:
+    try:
+        signature.bind(*args)
+    except TypeError:
+        return False
+    return True
+
+
+def _loss_module(model, loss_fn, kind: str):
     """A module whose forward is the loss of a batch (torch is imported
-    only when training is used)."""
+    only when training is used); `kind` is _loss_kind's."""
     import torch
 
     class LossModule(torch.nn.Module):
         def __init__(self):
             super().__init__()
             self.model = model
+            if kind == "criterion":
+                self.criterion = loss_fn
 
         def forward(self, *batch):
-            if loss_fn is None:
+            if kind == "model":
                 return self.model(*batch)
+            if kind == "criterion":
+                # As a PyTorch training loop: the last tensor is the target.
+                return self.criterion(self.model(*batch[:-1]), batch[-1])
             return loss_fn(self.model, *batch)
 
     return LossModule()
@@ -175,6 +232,13 @@ class TrainStep:
                     f"state '{name}' is {array.dtype}{list(array.shape)}; "
                     f"this training step's is {dtype}{list(shape)}")
             new[name] = np.array(array, order="C")
+            # The runtime's rule (finite values, a non-negative step count
+            # and second moments), checked for every tensor before any is
+            # set.
+            try:
+                self.module._module.check_state(name, new[name])
+            except FlowError as e:
+                raise FlowError(f"{e}; the state was not changed") from None
         for name, array in new.items():
             self.module._module.set_state(name, array)
 
@@ -186,11 +250,18 @@ class TrainStep:
              metadata={"flow.steps": str(self.steps), "flow.lr": repr(self.lr)})
 
     def load(self, path) -> None:
-        """Reads a state written by `save` (and its step count)."""
+        """Reads a state written by `save` (and its step count); a file
+        that is not such a state (a malformed archive, a state of another
+        model, values the optimizer cannot have) is refused whole, leaving
+        the state as it was."""
         from .safetensors import load, read_metadata
         path = os.fspath(path)
-        self.load_state_dict(load(path))
         steps = read_metadata(path).get("flow.steps")
+        if steps is not None and not re.fullmatch(r"[0-9]+", steps):
+            raise FlowError(
+                f"'{path}': the metadata flow.steps is {steps!r}; it is the "
+                "number of steps taken, a non-negative integer")
+        self.load_state_dict(load(path))
         if steps is not None:
             self.steps = int(steps)
 
@@ -267,8 +338,14 @@ def compile_train(model, loss_fn: Optional[Callable], example_batch, *,
 
     `loss_fn(model, *batch)` returns the scalar loss of a batch (for
     example `lambda m, x, y: F.cross_entropy(m(x), y)`); with None,
-    `model(*batch)` is the loss. `example_batch` (a tuple) gives the batch's
-    shapes and dtypes; every call takes a batch of the same ones.
+    `model(*batch)` is the loss. A torch criterion (a torch.nn loss such
+    as `torch.nn.CrossEntropyLoss()` or `torch.nn.MSELoss()`, or another
+    module than the model that does not take the model and the batch) is
+    called as a PyTorch training loop calls it: the batch's last tensor is
+    the target, `criterion(model(*batch[:-1]), batch[-1])`. Any other loss
+    that cannot take (model, *batch) is refused. `example_batch` (a tuple)
+    gives the batch's shapes and dtypes; every call takes a batch of the
+    same ones.
     `optimizer` is `flow.optim.SGD(...)` or `flow.optim.AdamW(...)`;
     `max_grad_norm` clips the gradients by their global norm first. The
     parameters that require grad are trained; the step starts from their
@@ -315,6 +392,7 @@ def compile_train(model, loss_fn: Optional[Callable], example_batch, *,
                         "flow.optim.AdamW(...)")
     if not isinstance(example_batch, tuple):
         example_batch = (example_batch,)
+    loss_kind = _loss_kind(model, loss_fn, example_batch)
     if recompute is None:
         recompute = ()
     elif isinstance(recompute, str):
@@ -355,7 +433,7 @@ def compile_train(model, loss_fn: Optional[Callable], example_batch, *,
     os.close(fd)
     try:
         program = import_program(
-            _loss_module(model, loss_fn), example_batch,
+            _loss_module(model, loss_fn, loss_kind), example_batch,
             parameters=archive, function=function, placements=placements,
             training=(trainable,
                       _optim._dictionary(optimizer, max_grad_norm,

@@ -17,6 +17,7 @@
 #include "flow/runtime/Communicator.h"
 #include "flow/runtime/Executable.h"
 #include "flow/runtime/Session.h"
+#include "flow/runtime/TrainingState.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
@@ -67,9 +68,10 @@ py::object compile(const std::string &source, const std::string &target,
     throw FlowError("conv must be 'library' or 'gemm', got '" + conv + "'");
   std::optional<std::vector<int64_t>> meshShape;
   if (!mesh.empty()) {
-    meshShape = mlir::flow::parseMeshShape(mesh);
+    std::string why;
+    meshShape = mlir::flow::parseMeshShape(mesh, &why);
     if (!meshShape)
-      throw FlowError("mesh needs a shape like 4 or 2x2, got '" + mesh + "'");
+      throw FlowError("mesh: " + why);
   }
   std::vector<std::string> phases = mlir::flow::getPhaseNames(target);
   if (phases.empty())
@@ -254,6 +256,13 @@ public:
   }
   void setState(const std::string &name, const py::array &value) {
     rt::Status status = session->setState(name, hostTensor(value));
+    if (!status.isOk())
+      throw FlowError(status.message());
+  }
+  /// Checks `value` as the value of state `name` (rt::checkStateValue:
+  /// what the runtime refuses in setState), setting nothing.
+  static void checkState(const std::string &name, const py::array &value) {
+    rt::Status status = rt::checkStateValue(name, hostTensor(value));
     if (!status.isOk())
       throw FlowError(status.message());
   }
@@ -578,6 +587,8 @@ PYBIND11_MODULE(_flow, m) {
       .def_property_readonly("rank", &Module::rank)
       .def("state_names", &Module::stateNames)
       .def("set_state", &Module::setState, py::arg("name"), py::arg("value"))
+      .def_static("check_state", &Module::checkState, py::arg("name"),
+                  py::arg("value"))
       .def("get_state", &Module::getState, py::arg("name"))
       .def("state_type", &Module::stateType, py::arg("name"))
       .def_property_readonly("state_bytes", &Module::stateBytes)

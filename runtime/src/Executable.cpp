@@ -603,6 +603,9 @@ Status Checker::loadDeviceOffsets(const fbs::Constant *entry, size_t index,
 Status Checker::verifyTensor(const fbs::TensorType *type,
                              const std::string &what, TensorSpec &spec,
                              uint64_t &bytes) {
+  // Every table field is optional to the FlatBuffers verifier.
+  if (!type)
+    return Status::error(what + ": has no type");
   auto dtype = static_cast<uint8_t>(type->dtype());
   if (dtype > static_cast<uint8_t>(fbs::DType::MAX))
     return Status::error(what + ": invalid dtype " + std::to_string(dtype));

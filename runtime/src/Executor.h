@@ -15,6 +15,7 @@
 
 #include "ExecutableImpl.h"
 #include "flow/runtime/Session.h"
+#include "flow/runtime/TrainingState.h"
 
 #include <functional>
 #include <optional>
@@ -71,11 +72,7 @@ public:
   }
 };
 
-/// The first NaN or infinity among \p bytes bytes of \p dtype at \p data:
-/// its element index and value as text; nullopt when all are finite (and
-/// for non-float types).
-std::optional<std::pair<uint64_t, std::string>>
-firstNonFinite(const uint8_t *data, uint64_t bytes, DType dtype);
+using flow::runtime::firstNonFinite;
 
 /// For profiles and messages: "dispatch", "gemm", "conv", ... and what it
 /// computes ("1 x 4x256x784", "conv 1x64x56x56 * 256x64x1x1, relu").

@@ -12,6 +12,7 @@
 
 #include "flow/runtime/Npy.h"
 #include "flow/runtime/Executable.h"
+#include "flow/runtime/FileWriter.h"
 
 #include <algorithm>
 #include <atomic>
@@ -356,23 +357,6 @@ std::string errnoMessage(const char *verb, const std::string &path) {
   return std::string("cannot ") + verb + " '" + path + "': " + strerror(errno);
 }
 
-/// Writes all of \p bytes to \p fd, retrying on short writes and EINTR.
-bool writeAll(int fd, const std::vector<uint8_t> &bytes) {
-  size_t done = 0;
-  while (done < bytes.size()) {
-    ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0) {
-      if (n == 0)
-        errno = EIO;
-      return false;
-    }
-    done += static_cast<size_t>(n);
-  }
-  return true;
-}
-
 } // namespace
 
 size_t flow::runtime::dtypeSize(DType dtype) { return info(dtype).size; }
@@ -657,29 +641,5 @@ Status flow::runtime::writeNpy(const std::string &path,
                          " data bytes, expected " + std::to_string(expected));
   std::vector<uint8_t> bytes = serializeNpy(tensor);
 
-  static std::atomic<unsigned> counter{0};
-  std::string tmp;
-  int fd = -1;
-  for (int attempt = 0; fd < 0 && attempt < 100; ++attempt) {
-    tmp = path + ".tmp." + std::to_string(::getpid()) + "." +
-          std::to_string(counter++);
-    fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-    if (fd < 0 && errno != EEXIST)
-      break;
-  }
-  if (fd < 0)
-    return Status::error(errnoMessage("write", path));
-  bool written = writeAll(fd, bytes);
-  int savedErrno = errno;
-  if (::close(fd) != 0 && written) {
-    written = false;
-    savedErrno = errno;
-  }
-  if (written && ::rename(tmp.c_str(), path.c_str()) == 0)
-    return Status::ok();
-  if (written)
-    savedErrno = errno;
-  ::unlink(tmp.c_str());
-  errno = savedErrno ? savedErrno : EIO;
-  return Status::error(errnoMessage("write", path));
+  return replaceFile(path, {{bytes.data(), bytes.size()}});
 }

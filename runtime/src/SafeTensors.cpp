@@ -10,6 +10,7 @@
 
 #include "flow/runtime/SafeTensors.h"
 #include "flow/runtime/Executable.h"
+#include "flow/runtime/FileWriter.h"
 
 #include <cstdio>
 #include <cerrno>
@@ -343,7 +344,8 @@ SafeTensorsFile::open(const std::string &path) {
     return Status::error("cannot " + what + " '" + path +
                          "': " + std::strerror(errno));
   };
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // Non-blocking: a FIFO with no writer must be refused below, not wait.
+  int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0)
     return fail("open parameter archive");
   struct stat st;
@@ -455,30 +457,12 @@ Status flow::runtime::writeSafeTensors(
   }
   header += "}";
   header.append((8 - header.size() % 8) % 8, ' ');
-  std::string tmp = path + ".tmp";
-  FILE *f = fopen(tmp.c_str(), "wb");
-  if (!f)
-    return Status::error("cannot write '" + tmp + "': " + strerror(errno));
   uint64_t length = header.size();
   uint8_t prefix[8];
   for (int i = 0; i < 8; ++i)
     prefix[i] = static_cast<uint8_t>(length >> (8 * i));
-  bool ok = fwrite(prefix, 1, 8, f) == 8 &&
-            fwrite(header.data(), 1, header.size(), f) == header.size();
-  for (auto it = tensors.begin(); ok && it != tensors.end(); ++it)
-    ok = it->second.data.empty() ||
-         fwrite(it->second.data.data(), 1, it->second.data.size(), f) ==
-             it->second.data.size();
-  int error = ok ? 0 : errno;
-  if (fclose(f) != 0 && ok) {
-    ok = false;
-    error = errno;
-  }
-  if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
-    if (ok)
-      error = errno;
-    std::remove(tmp.c_str());
-    return Status::error("cannot write '" + path + "': " + strerror(error));
-  }
-  return Status::ok();
+  std::vector<ByteSpan> pieces = {{prefix, 8}, {header.data(), header.size()}};
+  for (const auto &[name, t] : tensors)
+    pieces.push_back({t.data.data(), t.data.size()});
+  return replaceFile(path, pieces);
 }

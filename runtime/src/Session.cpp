@@ -31,44 +31,6 @@
 using namespace flow::runtime;
 using detail::BufferRef;
 
-std::optional<std::pair<uint64_t, std::string>>
-detail::firstNonFinite(const uint8_t *data, uint64_t bytes, DType dtype) {
-  auto describe = [](bool nan, bool negative) {
-    return std::string(nan ? "nan" : negative ? "-inf" : "inf");
-  };
-  if (!data)
-    return std::nullopt;
-  if (dtype == DType::F64) {
-    uint64_t n = bytes / 8;
-    for (uint64_t i = 0; i < n; ++i) {
-      uint64_t bits;
-      std::memcpy(&bits, data + 8 * i, 8);
-      if ((bits & 0x7ff0000000000000ull) == 0x7ff0000000000000ull)
-        return std::make_pair(
-            i, describe(bits & 0xfffffffffffffull, bits >> 63));
-    }
-  } else if (dtype == DType::F32) {
-    uint64_t n = bytes / 4;
-    for (uint64_t i = 0; i < n; ++i) {
-      uint32_t bits;
-      std::memcpy(&bits, data + 4 * i, 4);
-      if ((bits & 0x7f800000u) == 0x7f800000u)
-        return std::make_pair(i, describe(bits & 0x7fffffu, bits >> 31));
-    }
-  } else if (dtype == DType::F16 || dtype == DType::BF16) {
-    uint16_t expMask = dtype == DType::F16 ? 0x7c00 : 0x7f80;
-    uint16_t fracMask = dtype == DType::F16 ? 0x03ff : 0x007f;
-    uint64_t n = bytes / 2;
-    for (uint64_t i = 0; i < n; ++i) {
-      uint16_t bits;
-      std::memcpy(&bits, data + 2 * i, 2);
-      if ((bits & expMask) == expMask)
-        return std::make_pair(i, describe(bits & fracMask, bits >> 15));
-    }
-  }
-  return std::nullopt;
-}
-
 namespace {
 
 /// "conv 1x64x56x56 * 256x64x1x1 + residual, relu".
@@ -718,6 +680,8 @@ Status Session::setState(const std::string &name, const HostTensor &value) {
     return Status::error("state '" + name + "' is " + spec.str() + ", got " +
                          given.str() + " (" +
                          std::to_string(value.data.size()) + " bytes)");
+  if (Status s = checkStateValue(name, value); !s)
+    return s;
   std::lock_guard<std::mutex> lock(runMutex);
   if (slot->onMesh)
     if (Status s = checkSameOnEveryRank({"state '" + name + "'"}, {&value});

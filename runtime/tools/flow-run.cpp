@@ -18,8 +18,9 @@
 #include "flow/runtime/Communicator.h"
 #include "flow/runtime/Executable.h"
 #include "flow/runtime/Npy.h"
-#include "flow/runtime/Session.h"
 #include "flow/runtime/SafeTensors.h"
+#include "flow/runtime/Session.h"
+#include "flow/runtime/TrainingState.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -435,6 +436,21 @@ int runSteps(const Options &options, std::shared_ptr<const Executable> exe,
     if (!results)
       return fail("step " + std::to_string(step) + ": " +
                   results.status().message());
+    // A non-finite loss ends the run before anything is saved: the state
+    // it leaves is no checkpoint to keep (the last good one stays).
+    for (size_t r = 0; r < results->size(); ++r) {
+      const HostTensor &t = (*results)[r];
+      if (auto bad = firstNonFinite(t.data.data(), t.data.size(), t.dtype))
+        return fail(
+            "step " + std::to_string(step) + ": result " + std::to_string(r) +
+            (r == 0 ? " (the loss)" : "") + " is " + bad->second +
+            (t.numElements() > 1 ? " at element " + std::to_string(bad->first)
+                                 : std::string()) +
+            "; stopping" +
+            (options.saveState.empty()
+                 ? std::string()
+                 : " without writing '" + options.saveState + "'"));
+    }
     if (!writer)
       continue;
     printf("step %" PRId64 ": %.4g ms", step, elapsed.count());

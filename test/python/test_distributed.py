@@ -363,14 +363,36 @@ def test_split_longer_than_the_dimension_is_refused(tmp_path):
     assert "error" in result.stderr and "S(0)" in result.stderr
 
 
-def test_bad_mesh_flag(tmp_path):
+@pytest.mark.parametrize("mesh,message", [
+    ("2xx", "--mesh: a mesh shape is positive axis sizes joined by 'x', like "
+            "4 or 2x2; got '2xx'"),
+    ("0", "positive axis sizes"),
+    ("-2", "positive axis sizes"),
+    ("1000000", "--mesh: mesh '1000000' has more than 4096 devices, the most "
+                "Flow compiles for"),
+    ("1024x1024", "mesh '1024x1024' has more than 4096 devices"),
+    ("65536x65536x65536x65536", "has more than 4096 devices"),
+])
+def test_bad_mesh_flag(tmp_path, mesh, message):
+    """One rule for every mesh shape, and a mesh too large to compile in
+    seconds is refused at once (the partitioner writes each device's
+    program: its time grows with the device count)."""
     src = tmp_path / "m.mlir"
     src.write_text((MODELS / "mlp.mlir").read_text())
     result = subprocess.run([str(tool("flow-compile")), str(src), "-o",
-                             str(tmp_path / "m.fbin"), "--mesh=2xx"],
-                            capture_output=True, text=True)
+                             str(tmp_path / "m.fbin"), f"--mesh={mesh}"],
+                            capture_output=True, text=True, timeout=60)
     assert result.returncode == 1
-    assert "--mesh needs a shape like 4 or 2x2, got '2xx'" in result.stderr
+    assert message in result.stderr, result.stderr
+
+
+def test_the_largest_mesh_compiles(tmp_path):
+    src = tmp_path / "m.mlir"
+    src.write_text((MODELS / "mlp.mlir").read_text())
+    result = subprocess.run([str(tool("flow-compile")), str(src), "-o",
+                             str(tmp_path / "m.fbin"), "--mesh=4096"],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
 
 
 # ---------------------------------------------------------------------------

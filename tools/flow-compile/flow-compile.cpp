@@ -423,11 +423,10 @@ int main(int argc, char **argv) {
   }
   options.precision = precision;
   if (!meshShape.empty()) {
-    std::optional<std::vector<int64_t>> shape = parseMeshShape(meshShape);
+    std::string why;
+    std::optional<std::vector<int64_t>> shape = parseMeshShape(meshShape, &why);
     if (!shape) {
-      llvm::errs() << "flow-compile: error: --mesh needs a shape like 4 or "
-                      "2x2, got '"
-                   << meshShape << "'\n";
+      llvm::errs() << "flow-compile: error: --mesh: " << why << "\n";
       return 1;
     }
     options.mesh = *shape;
@@ -436,6 +435,20 @@ int main(int argc, char **argv) {
   if (failed(result))
     return 1;
 
+  // Keeps a written file, or reports why it could not be written (a full
+  // disk, /dev/full) and removes it: an error, never LLVM's fatal one.
+  auto finish = [](llvm::ToolOutputFile &file) {
+    file.os().flush();
+    if (file.os().has_error()) {
+      llvm::errs() << "flow-compile: error: cannot write '"
+                   << file.getFilename() << "': " << file.os().error().message()
+                   << "\n";
+      file.os().clear_error();
+      return false;
+    }
+    file.keep();
+    return true;
+  };
   auto output = openOutputFile(outputFilename, &error);
   if (!output) {
     llvm::errs() << "flow-compile: error: " << error << "\n";
@@ -451,7 +464,8 @@ int main(int argc, char **argv) {
     result->module->print(output->os());
     output->os() << "\n";
   }
-  output->keep();
+  if (!finish(*output))
+    return 1;
 
   if (!reportFile.empty()) {
     auto report = openOutputFile(reportFile, &error);
@@ -460,7 +474,8 @@ int main(int argc, char **argv) {
       return 1;
     }
     result->report.writeJson(report->os());
-    report->keep();
+    if (!finish(*report))
+      return 1;
   }
   if (!sbpPlanGraph.empty()) {
     if (result->sbpPlanSvg.empty()) {
@@ -475,7 +490,8 @@ int main(int argc, char **argv) {
       return 1;
     }
     graph->os() << result->sbpPlanSvg;
-    graph->keep();
+    if (!finish(*graph))
+      return 1;
   }
   if (!memoryPlot.empty()) {
     // The function with the largest arena.
@@ -496,7 +512,8 @@ int main(int argc, char **argv) {
     }
     writeMemoryPlot(plot->os(), largest->buffers, largest->result,
                     "@" + largest->function, /*alignment=*/64);
-    plot->keep();
+    if (!finish(*plot))
+      return 1;
   }
   return 0;
 }

@@ -105,8 +105,10 @@ struct CompileOptions {
   bool sbpPlanGraph = false;
 };
 
-/// Parses a mesh shape: `4`, `2x2`; std::nullopt when malformed.
-std::optional<std::vector<int64_t>> parseMeshShape(StringRef text);
+/// Parses a mesh shape: `4`, `2x2`, at most kMaxMeshDevices devices;
+/// std::nullopt when malformed or too large, with the reason in \p why.
+std::optional<std::vector<int64_t>> parseMeshShape(StringRef text,
+                                                   std::string *why = nullptr);
 
 /// Phase timings and figures about the result (`--report`).
 struct CompileReport {

@@ -144,6 +144,17 @@ flow.mesh @m [2, 0]
 
 // -----
 
+// expected-error @+1 {{mesh has more than 4096 devices}}
+flow.mesh @m [1024, 1024]
+
+// -----
+
+// The product overflows int64: still the same error.
+// expected-error @+1 {{mesh has more than 4096 devices}}
+flow.mesh @m [4294967296, 4294967296, 4294967296]
+
+// -----
+
 func.func @f(%a: tensor<4xf32>) -> tensor<4xf32> {
   // expected-error @+1 {{refers to @m, which is not a flow.mesh in scope}}
   %0 = flow.annotate %a as #flow.sbp<[S(0)]> on @m : tensor<4xf32>

@@ -26,7 +26,6 @@ using namespace mlir::flow;
 /// from int64 overflow while allowing every real tensor.
 static constexpr int64_t kMaxSize = int64_t(1) << 48;
 /// Limit on the number of devices in a mesh.
-static constexpr int64_t kMaxDevices = int64_t(1) << 20;
 
 /// a * b + c, or nullopt if it overflows or exceeds kMaxSize.
 static std::optional<int64_t> mulAdd(int64_t a, int64_t b, int64_t c) {
@@ -254,8 +253,9 @@ LogicalResult MeshOp::verify() {
     if (size < 1)
       return emitOpError() << "mesh axis sizes must be positive, got " << size;
   std::optional<int64_t> devices = product(getShape());
-  if (!devices || *devices > kMaxDevices)
-    return emitOpError() << "mesh has more than " << kMaxDevices << " devices";
+  if (!devices || *devices > kMaxMeshDevices)
+    return emitOpError() << "mesh has more than " << kMaxMeshDevices
+                         << " devices";
   return success();
 }
 

@@ -6,6 +6,7 @@
 
 #include "flow/Dialect/Flow/IR/MeshSpec.h"
 
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
 
@@ -74,8 +75,48 @@ SmallVector<StringRef> mlir::flow::meshSpecPresets() {
   return names;
 }
 
+namespace {
+/// The deepest nesting of arrays and objects in \p json (strings skipped),
+/// stopping early past \p limit: llvm::json's parser recurses once per
+/// level, so a hostile file must be measured before it is parsed.
+int nestingDepth(StringRef json, int limit) {
+  int depth = 0, deepest = 0;
+  bool inString = false;
+  for (size_t i = 0; i < json.size(); ++i) {
+    char c = json[i];
+    if (inString) {
+      if (c == '\\')
+        ++i;
+      else if (c == '"')
+        inString = false;
+      continue;
+    }
+    if (c == '"') {
+      inString = true;
+    } else if (c == '[' || c == '{') {
+      deepest = std::max(deepest, ++depth);
+      if (deepest > limit)
+        return deepest;
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return deepest;
+}
+
+// A mesh description is a few objects deep and a few hundred bytes long.
+constexpr int kMaxMeshSpecDepth = 32;
+constexpr uint64_t kMaxMeshSpecBytes = 1 << 20;
+} // namespace
+
 std::optional<MeshSpec> mlir::flow::parseMeshSpec(StringRef json,
                                                   std::string &error) {
+  if (nestingDepth(json, kMaxMeshSpecDepth) > kMaxMeshSpecDepth) {
+    error = "nested more than " + std::to_string(kMaxMeshSpecDepth) +
+            " levels deep; a mesh description is an object of axes and a "
+            "device";
+    return std::nullopt;
+  }
   llvm::Expected<llvm::json::Value> value = llvm::json::parse(json);
   if (!value) {
     error = "not JSON: " + llvm::toString(value.takeError());
@@ -91,7 +132,8 @@ std::optional<MeshSpec> mlir::flow::parseMeshSpec(StringRef json,
                       StringRef where, double unit,
                       double &out) -> bool {
     std::optional<double> n = object.getNumber(key);
-    if (!n || !std::isfinite(*n) || *n <= 0) {
+    // (Finite in the unit too: 1e300 GB/s is no bandwidth.)
+    if (!n || !std::isfinite(*n) || *n <= 0 || !std::isfinite(*n * unit)) {
       error = (where + " needs \"" + key + "\", a positive number").str();
       return false;
     }
@@ -146,6 +188,25 @@ std::optional<MeshSpec> mlir::flow::loadMeshSpec(StringRef nameOrPath,
   for (const MeshSpec &spec : presets())
     if (spec.name == nameOrPath)
       return spec;
+  // Only a regular file of a sensible size is read: a FIFO would wait for
+  // a writer and a device such as /dev/zero never ends.
+  llvm::sys::fs::file_status status;
+  if (!llvm::sys::fs::status(nameOrPath, status) &&
+      llvm::sys::fs::exists(status)) {
+    if (status.type() != llvm::sys::fs::file_type::regular_file) {
+      error = "'" + nameOrPath.str() +
+              "' is not a regular file: a mesh description is read from a "
+              "JSON file";
+      return std::nullopt;
+    }
+    if (status.getSize() > kMaxMeshSpecBytes) {
+      error = "'" + nameOrPath.str() + "' is " +
+              std::to_string(status.getSize()) +
+              " bytes: a mesh description is a JSON file of at most " +
+              std::to_string(kMaxMeshSpecBytes) + " bytes";
+      return std::nullopt;
+    }
+  }
   llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> file =
       llvm::MemoryBuffer::getFile(nameOrPath);
   if (!file) {

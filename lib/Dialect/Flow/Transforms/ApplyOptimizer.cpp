@@ -11,6 +11,7 @@
 
 #include "flow/Dialect/Flow/IR/FlowOps.h"
 #include "flow/Dialect/Flow/Transforms/Passes.h"
+#include "flow/runtime/TrainingState.h"
 
 #include <string>
 
@@ -273,11 +274,12 @@ LogicalResult StepBuilder::run() {
   Value t;
   if (opt.adamw) {
     auto i64 = RankedTensorType::get({}, b.getI64Type());
-    BlockArgument step = stateArgument("optimizer.step", i64);
+    std::string stepName(::flow::runtime::kOptimizerStepState);
+    BlockArgument step = stateArgument(stepName, i64);
     Value one = ConstantOp::create(
         b, loc, DenseElementsAttr::get(i64, b.getI64IntegerAttr(1)));
     Value next = AddOp::create(b, loc, step, one);
-    newResults.push_back({next, "optimizer.step"});
+    newResults.push_back({next, stepName});
     t = asType(next, f32);
   }
 
@@ -303,7 +305,8 @@ LogicalResult StepBuilder::run() {
       if (opt.weightDecay != 0)
         g = add(g, mul(p, opt.weightDecay));
       if (opt.momentum != 0) {
-        std::string bufName = name + ".momentum_buffer";
+        std::string bufName =
+            name + std::string(::flow::runtime::kMomentumSuffix);
         BlockArgument buf = stateArgument(bufName, p.getType(), momentSbp(p));
         g = add(mul(buf, opt.momentum), g);
         newResults.push_back({g, bufName});
@@ -312,7 +315,10 @@ LogicalResult StepBuilder::run() {
     } else {
       // torch.optim.AdamW: p *= 1 - lr wd; m = lerp(m, g, 1 - b1);
       // v = b2 v + (1 - b2) g^2; p -= lr / bc1 * m / (sqrt(v) / sqrt(bc2) + eps)
-      std::string mName = name + ".exp_avg", vName = name + ".exp_avg_sq";
+      std::string mName =
+          name + std::string(::flow::runtime::kFirstMomentSuffix);
+      std::string vName =
+          name + std::string(::flow::runtime::kSecondMomentSuffix);
       SbpAttr layout = momentSbp(p);
       BlockArgument m = stateArgument(mName, p.getType(), layout);
       BlockArgument v = stateArgument(vName, p.getType(), layout);
@@ -372,7 +378,7 @@ LogicalResult StepBuilder::run() {
 }
 
 struct ApplyOptimizerPass
-    : flow::impl::ApplyOptimizerPassBase<ApplyOptimizerPass> {
+    : mlir::flow::impl::ApplyOptimizerPassBase<ApplyOptimizerPass> {
   using ApplyOptimizerPassBase::ApplyOptimizerPassBase;
   void runOnOperation() override {
     for (auto func : llvm::to_vector(getOperation().getOps<func::FuncOp>())) {

@@ -78,9 +78,7 @@ StatusOr<HostTensor> readNpy(const std::string &path);
 /// numElements() * dtypeSize(dtype) bytes.
 std::vector<uint8_t> serializeNpy(const HostTensor &tensor);
 
-/// Writes \p tensor to \p path as .npy. The bytes go to a temporary file in
-/// the same directory that is then renamed over \p path, so a failed write
-/// never leaves a truncated file behind.
+/// Writes \p tensor to \p path as .npy, whole or not at all (replaceFile).
 Status writeNpy(const std::string &path, const HostTensor &tensor);
 
 } // namespace runtime

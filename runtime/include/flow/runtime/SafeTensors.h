@@ -72,9 +72,8 @@ private:
 };
 
 /// Writes \p tensors (by name; names in byte order) and \p metadata as a
-/// safetensors file at \p path: into `path.tmp` first, renamed over
-/// \p path once whole, so a failed write never leaves a truncated archive
-/// where a good one was.
+/// safetensors file at \p path, whole or not at all (replaceFile: a failed
+/// or interrupted write leaves the archive that was there whole).
 Status writeSafeTensors(const std::string &path,
                         const std::map<std::string, HostTensor> &tensors,
                         const std::map<std::string, std::string> &metadata = {});

@@ -26,6 +26,12 @@
 namespace mlir {
 namespace flow {
 
+/// The most devices a mesh may have. The partitioner writes each device's
+/// program before merging the equal ones, so compile time grows with the
+/// device count: at this many, a small training step compiles in about a
+/// second (docs/distributed.md).
+inline constexpr int64_t kMaxMeshDevices = 4096;
+
 /// Broadcasts shapes with numpy rules (aligned from the right; each pair of
 /// dimensions is equal or contains a 1). Reports a mismatch through
 /// `emitError` when given, and fails.
