@@ -321,7 +321,7 @@ void mlir::flow::buildFlowPlacePipeline(OpPassManager &pm,
                                         const PlaceOptions &options) {
   addFlowPipeline(pm, std::string("inline,flow-autodiff,flow-apply-optimizer") +
                           (options.autoParallel ? "{free-layouts=1}" : "") +
-                          ",canonicalize");
+                          ",canonicalize,func.func(flow-check-index-inputs)");
   addSbpPlanner(pm, options);
 }
 

@@ -681,13 +681,33 @@ FunctionWriter::write(func::FuncOp func) {
     state.push_back(fb::CreateStateDirect(fbb, name.str().c_str(), i, output,
                                           zeros));
   }
+  // The inputs a gather reads as indices (flow-check-index-inputs).
+  std::vector<flatbuffers::Offset<fb::IndexCheck>> indexChecks;
+  for (int64_t i = 0; i < numInputs; ++i) {
+    auto check = func.getArgAttrOfType<DictionaryAttr>(
+        i, FlowDialect::getIndexCheckAttrName());
+    if (!check)
+      continue;
+    auto bound = check.getAs<IntegerAttr>("bound");
+    auto ignore = check.getAs<IntegerAttr>("ignore");
+    auto what = check.getAs<StringAttr>("what");
+    auto lower = check.getAs<IntegerAttr>("lower");
+    if (!bound)
+      continue;
+    indexChecks.push_back(fb::CreateIndexCheckDirect(
+        fbb, i, bound.getInt(), ignore ? ignore.getInt() : 0,
+        static_cast<bool>(ignore),
+        what ? what.getValue().str().c_str() : nullptr,
+        lower ? lower.getInt() : 0));
+  }
   return fb::CreateFunctionDirect(
       fbb, func.getSymName().str().c_str(), &*inputs, &*outputs, &commandTypes,
       &commands, arenaBytes, ranks.empty() ? nullptr : &ranks,
       globalName.empty() ? nullptr : globalName.c_str(),
       globalInputs.empty() && ranks.empty() ? nullptr : &globalInputs,
       globalOutputs.empty() && ranks.empty() ? nullptr : &globalOutputs,
-      state.empty() ? nullptr : &state);
+      state.empty() ? nullptr : &state,
+      indexChecks.empty() ? nullptr : &indexChecks);
 }
 
 FailureOr<std::vector<uint8_t>> mlir::flow::writeExecutable(

@@ -75,8 +75,9 @@ def save(tensors: Mapping[str, np.ndarray], path: str,
     for name, array in tensors.items():
         array = np.asarray(array)
         if array.dtype.name not in DTYPES:
-            raise TypeError(f"tensor '{name}': dtype {array.dtype} cannot be "
-                            "stored in a safetensors archive")
+            raise FlowError(f"cannot save '{os.fspath(path)}': tensor "
+                            f"'{name}' is {array.dtype}, which a safetensors "
+                            f"archive cannot hold ({', '.join(DTYPES)})")
         # (np.ascontiguousarray would make a 0-d array 1-d.)
         arrays[name] = np.asarray(array, order="C")
     order = sorted(arrays, key=lambda n: (-arrays[n].dtype.itemsize,

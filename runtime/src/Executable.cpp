@@ -211,6 +211,12 @@ private:
       const std::string &ctx,
       const flatbuffers::Vector<flatbuffers::Offset<fbs::State>> *list,
       FunctionSignature &sig);
+  /// Checks the index checks: inputs in range, of an integer type, bounds
+  /// not negative.
+  Status verifyIndexChecks(
+      const std::string &ctx,
+      const flatbuffers::Vector<flatbuffers::Offset<fbs::IndexCheck>> *list,
+      FunctionSignature &sig);
   Status verifyPlacements(const std::string &ctx,
                           const flatbuffers::Vector<
                               flatbuffers::Offset<fbs::Placement>> *list,
@@ -670,6 +676,8 @@ Status Checker::verifyFunction(size_t index) {
 
   if (Status s = verifyState(ctx, function->state(), sig); !s)
     return s;
+  if (Status s = verifyIndexChecks(ctx, function->index_checks(), sig); !s)
+    return s;
 
   sig.arenaSize = sizes.arena = function->arena_size();
   if (sizes.arena > kMaxBufferBytes)
@@ -821,6 +829,40 @@ Status Checker::verifyState(
       sizes.tiedOutputs[spec.output] = true;
     }
     sig.state.push_back(std::move(spec));
+  }
+  return Status::ok();
+}
+
+Status Checker::verifyIndexChecks(
+    const std::string &ctx,
+    const flatbuffers::Vector<flatbuffers::Offset<fbs::IndexCheck>> *list,
+    FunctionSignature &sig) {
+  size_t count = list ? list->size() : 0;
+  for (size_t k = 0; k < count; ++k) {
+    const fbs::IndexCheck *entry = list->Get(k);
+    std::string where = ctx + " index check " + std::to_string(k);
+    IndexCheck check;
+    check.input = entry->input();
+    check.bound = entry->bound();
+    check.lower = entry->lower();
+    if (entry->has_ignore())
+      check.ignore = entry->ignore();
+    if (entry->what())
+      check.what = printable(entry->what()->str());
+    if (check.input >= sig.inputs.size())
+      return Status::error(where + ": input " + std::to_string(check.input) +
+                           " does not exist (the function takes " +
+                           std::to_string(sig.inputs.size()) + ")");
+    DType dtype = sig.inputs[check.input].dtype;
+    if (dtype != DType::I64 && dtype != DType::I32)
+      return Status::error(where + ": input " + std::to_string(check.input) +
+                           " is " + sig.inputs[check.input].str() +
+                           ", not indices (i32 or i64)");
+    if (check.bound < 0 || check.lower > 0 || check.lower < -check.bound)
+      return Status::error(where + ": range [" + std::to_string(check.lower) +
+                           ", " + std::to_string(check.bound) +
+                           ") is not [0, n) or [-n, n)");
+    sig.indexChecks.push_back(std::move(check));
   }
   return Status::ok();
 }

@@ -542,6 +542,15 @@ Status Session::runInPlace(size_t function,
                              sig.inputs[i].str() + ") holds " + bad->second +
                              " at element " + std::to_string(bad->first));
     }
+  for (const IndexCheck &check : sig.indexChecks) {
+    // (A resident state is never indices.)
+    if (resident && (*resident)[check.input])
+      continue;
+    if (Status s = checkIndices(check, sig.inputs[check.input].dtype,
+                                inputs[check.input]);
+        !s)
+      return Status::error("function '" + sig.name + "': " + s.message());
+  }
   lastCollectiveBytes.clear();
   hooks.collectiveBytes = &lastCollectiveBytes;
   if (comm)
@@ -552,6 +561,36 @@ Status Session::runInPlace(size_t function,
       return group(axes);
     };
   return executor->run(function, inputs, outputs, hooks);
+}
+
+Status flow::runtime::checkIndices(const IndexCheck &check, DType dtype,
+                                   const ConstBuffer &buffer) {
+  size_t width = dtype == DType::I32 ? 4 : 8;
+  uint64_t n = buffer.size / width;
+  const uint8_t *p = static_cast<const uint8_t *>(buffer.data);
+  for (uint64_t i = 0; i < n; ++i) {
+    int64_t v;
+    if (width == 4) {
+      int32_t narrow;
+      std::memcpy(&narrow, p + 4 * i, 4);
+      v = narrow;
+    } else {
+      std::memcpy(&v, p + 8 * i, 8);
+    }
+    if ((v >= check.lower && v < check.bound) ||
+        (check.ignore && v == *check.ignore))
+      continue;
+    return Status::error(
+        "input " + std::to_string(check.input) + " holds " + std::to_string(v) +
+        " at element " + std::to_string(i) + ", an index out of range for " +
+        (check.what.empty() ? std::string("a gather") : check.what) +
+        " (indices are " + std::to_string(check.lower) + " to " +
+        std::to_string(check.bound - 1) +
+        (check.ignore ? ", or " + std::to_string(*check.ignore) + " (ignored)"
+                      : std::string()) +
+        ")");
+  }
+  return Status::ok();
 }
 
 /// A tensor of zeros of \p spec's type (a state's first value).

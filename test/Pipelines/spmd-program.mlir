@@ -35,11 +35,11 @@ func.func @forward(%x: tensor<12x16xf32>, %table: tensor<24x16xf32> {flow.sbp = 
 // CHECK: flow.piece_offsets <[S(0)]> of [24] : tensor<1xi64>
 // CHECK-NOT: func.func @forward_r
 
-// UNEVEN: func.func @forward_r0(%{{.*}}: tensor<12x16xf32>, %{{.*}}: tensor<5x16xf32>, %{{.*}}: tensor<12xi64>) -> tensor<3x16xf32>
+// UNEVEN: func.func @forward_r0(%{{.*}}: tensor<12x16xf32>, %{{.*}}: tensor<5x16xf32>, %{{.*}}: tensor<12xi64> {flow.index_check = {bound = 24 : i64, what = "flow.gather at {{.*}}"}}) -> tensor<3x16xf32>
 // UNEVEN-SAME: flow.ranks = array<i64: 0, 1>
-// UNEVEN: func.func @forward_r2(%{{.*}}: tensor<12x16xf32>, %{{.*}}: tensor<5x16xf32>, %{{.*}}: tensor<12xi64>) -> tensor<2x16xf32>
+// UNEVEN: func.func @forward_r2(%{{.*}}: tensor<12x16xf32>, %{{.*}}: tensor<5x16xf32>, %{{.*}}: tensor<12xi64> {flow.index_check = {bound = 24 : i64, {{.*}}}}) -> tensor<2x16xf32>
 // UNEVEN-SAME: flow.ranks = array<i64: 2, 3>
-// UNEVEN: func.func @forward_r4(%{{.*}}: tensor<12x16xf32>, %{{.*}}: tensor<4x16xf32>, %{{.*}}: tensor<12xi64>) -> tensor<2x16xf32>
+// UNEVEN: func.func @forward_r4(%{{.*}}: tensor<12x16xf32>, %{{.*}}: tensor<4x16xf32>, %{{.*}}: tensor<12xi64> {flow.index_check = {bound = 24 : i64, {{.*}}}}) -> tensor<2x16xf32>
 // UNEVEN-SAME: flow.ranks = array<i64: 4>
 // UNEVEN-NOT: func.func @forward_r
 

@@ -134,6 +134,15 @@ def test_save_into_a_missing_directory_names_it(tmp_path):
         safetensors.save({"w": np.zeros(2, np.float32)}, str(path))
 
 
+def test_save_refuses_a_dtype_the_archive_cannot_hold(tmp_path):
+    path = tmp_path / "w.safetensors"
+    with pytest.raises(flow.FlowError, match=f"cannot save '{path}': tensor "
+                       "'z' is complex64, which a safetensors archive cannot "
+                       "hold"):
+        safetensors.save({"z": np.zeros(2, np.complex64)}, str(path))
+    assert not path.exists()
+
+
 # --- safetensors.load --------------------------------------------------------
 
 def archive(path, header, body=b""):

@@ -112,8 +112,7 @@ TEST(FileWriterTest, RefusesWhatIsNotARegularFile) {
   ASSERT_EQ(mkfifo((dir / "fifo").c_str(), 0600), 0);
   Status s = write(dir / "fifo", "x");
   ASSERT_FALSE(s.isOk());
-  EXPECT_NE(s.message().find("it is a FIFO"), std::string::npos)
-      << s.message();
+  EXPECT_NE(s.message().find("it is a FIFO"), std::string::npos) << s.message();
   ASSERT_EQ(mkdir((dir / "sub").c_str(), 0700), 0);
   s = write(dir / "sub", "x");
   ASSERT_FALSE(s.isOk());
@@ -126,8 +125,7 @@ TEST(FileWriterTest, AMissingDirectoryIsAnErrorNamingThePath) {
   TempDir dir;
   Status s = write(dir / "none/a", "x");
   ASSERT_FALSE(s.isOk());
-  EXPECT_NE(s.message().find(dir / "none/a"), std::string::npos)
-      << s.message();
+  EXPECT_NE(s.message().find(dir / "none/a"), std::string::npos) << s.message();
   EXPECT_NE(s.message().find("No such file or directory"), std::string::npos)
       << s.message();
 }

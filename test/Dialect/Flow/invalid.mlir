@@ -1321,3 +1321,17 @@ func.func @piece_offsets_within_axes() -> tensor<2xi64> {
   %0 = flow.piece_offsets <[S(0), B]> within <[B]> of [8, 6] : tensor<2xi64>
   return %0 : tensor<2xi64>
 }
+
+// -----
+
+// expected-error @+1 {{'flow.index_check' on argument #0 is {bound, lower?, ignore?, what?} (integers and a string) on an i32 or i64 tensor}}
+func.func @index_check_on_floats(%a: tensor<4xf32> {flow.index_check = {bound = 4 : i64}}) -> tensor<4xf32> {
+  return %a : tensor<4xf32>
+}
+
+// -----
+
+// expected-error @+1 {{'flow.index_check' on argument #0 is {bound, lower?, ignore?, what?}}}
+func.func @index_check_negative_bound(%a: tensor<4xi64> {flow.index_check = {bound = -1 : i64}}) -> tensor<4xi64> {
+  return %a : tensor<4xi64>
+}

@@ -306,7 +306,8 @@ LogicalResult FlowDialect::verifyOperationAttribute(Operation *op,
 
 /// Verifies the training attributes of function value `index` of `types`
 /// (`flow.state` on arguments and results; `flow.state_init` and
-/// `flow.learning_rate` on arguments); std::nullopt for other attributes.
+/// `flow.learning_rate` and `flow.index_check` on arguments); std::nullopt
+/// for other attributes.
 static std::optional<LogicalResult>
 verifyTrainingAttr(Operation *op, NamedAttribute attr, StringRef what,
                    unsigned index, TypeRange types, bool argument) {
@@ -352,6 +353,28 @@ verifyTrainingAttr(Operation *op, NamedAttribute attr, StringRef what,
       return op->emitOpError()
              << "'" << FlowDialect::getLearningRateAttrName()
              << "' marks a float tensor of one element (unit attribute)";
+    return success();
+  }
+  if (attr.getName() == FlowDialect::getIndexCheckAttrName()) {
+    auto check = dyn_cast<DictionaryAttr>(attr.getValue());
+    auto bound = check ? check.getAs<IntegerAttr>("bound") : IntegerAttr();
+    auto element =
+        type ? dyn_cast<IntegerType>(type.getElementType()) : IntegerType();
+    bool known =
+        check && llvm::all_of(check, [](NamedAttribute entry) {
+          return llvm::is_contained({"bound", "lower", "ignore", "what"},
+                                    entry.getName().getValue());
+        });
+    if (!known || !bound || bound.getInt() < 0 ||
+        (check.get("ignore") && !check.getAs<IntegerAttr>("ignore")) ||
+        (check.get("lower") && !check.getAs<IntegerAttr>("lower")) ||
+        (check.get("what") && !check.getAs<StringAttr>("what")) || !element ||
+        (element.getWidth() != 32 && element.getWidth() != 64))
+      return op->emitOpError()
+             << "'" << FlowDialect::getIndexCheckAttrName() << "' on " << what
+             << " #" << index
+             << " is {bound, lower?, ignore?, what?} (integers and a string) "
+                "on an i32 or i64 tensor";
     return success();
   }
   return std::nullopt;

@@ -294,9 +294,12 @@ FailureOr<func::FuncOp> DeviceWriter::write(OpBuilder &moduleBuilder,
                                    FunctionType::get(ctx, argTypes, resultTypes));
   // The training state's names go with the pieces: each device keeps its
   // piece of every state and updates it in place (flow-tie-state).
-  for (StringRef attr : {FlowDialect::getStateAttrName(),
-                         FlowDialect::getStateInitAttrName(),
-                         FlowDialect::getLearningRateAttrName()})
+  // So do the index checks (a piece of indices is checked against the
+  // same bound).
+  for (StringRef attr :
+       {FlowDialect::getStateAttrName(), FlowDialect::getStateInitAttrName(),
+        FlowDialect::getLearningRateAttrName(),
+        FlowDialect::getIndexCheckAttrName()})
     for (unsigned i = 0; i < global.getNumArguments(); ++i)
       if (Attribute a = global.getArgAttr(i, attr))
         func.setArgAttr(i, attr, a);

@@ -22,6 +22,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -74,6 +75,19 @@ struct StateSpec {
   bool zeros = false;
 };
 
+/// An input that holds indices (of a gather): every element must be in
+/// [lower, bound) (lower: 0, or -bound where negative indices count from
+/// the end), or equal to `ignore` where given (a loss's ignore_index).
+/// Session checks each call's value before it runs.
+struct IndexCheck {
+  size_t input = 0;
+  int64_t lower = 0;
+  int64_t bound = 0;
+  std::optional<int64_t> ignore;
+  /// The op that reads the indices ("flow.gather at model.py:12:0").
+  std::string what;
+};
+
 /// The signature of one function of an executable.
 struct FunctionSignature {
   std::string name;
@@ -89,6 +103,8 @@ struct FunctionSignature {
   std::vector<Placement> globalInputs, globalOutputs;
   /// The state the function reads and updates, by input.
   std::vector<StateSpec> state;
+  /// The inputs that hold indices, checked on every call.
+  std::vector<IndexCheck> indexChecks;
 
   /// The input output \p output is written into in place, or -1.
   int64_t tiedInput(size_t output) const;

@@ -58,6 +58,12 @@ struct MutableBuffer {
   size_t size = 0;
 };
 
+/// Checks \p buffer (the value of input check.input, of \p dtype) against
+/// \p check: an error names the input, the element, its value, the op and
+/// the valid range.
+Status checkIndices(const IndexCheck &check, DType dtype,
+                    const ConstBuffer &buffer);
+
 /// Runs an executable's functions. run() calls on one Session are serialized
 /// (they share the arenas); use one Session per thread to run concurrently.
 class Session {

@@ -83,6 +83,15 @@ def Flow_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral getLearningRateAttrName() {
       return ::llvm::StringLiteral("flow.learning_rate");
     }
+    /// On a function argument that a gather reads as indices
+    /// (flow-check-index-inputs): a dictionary of `bound` (indices are in
+    /// [lower, bound)), optional `lower` (0, or -bound where negative
+    /// indices count from the end), `ignore` (a value also allowed: a
+    /// loss's ignore_index) and `what` (the gather, for the error); the
+    /// runtime checks the argument's value before every call.
+    static constexpr ::llvm::StringLiteral getIndexCheckAttrName() {
+      return ::llvm::StringLiteral("flow.index_check");
+    }
     /// On a function: the ops flow-autodiff recomputes in the backward pass
     /// (an array of op names, or "elementwise").
     static constexpr ::llvm::StringLiteral getRecomputeAttrName() {

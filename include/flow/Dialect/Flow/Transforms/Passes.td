@@ -262,6 +262,38 @@ def PartitionPass : Pass<"flow-partition", "ModuleOp"> {
   let dependentDialects = ["::mlir::flow::FlowDialect"];
 }
 
+def CheckIndexInputsPass : Pass<"flow-check-index-inputs", "func::FuncOp"> {
+  let summary = "Marks arguments a gather reads as indices, for a check at "
+                "run time";
+  let description = [{
+    A gather clamps an index outside its input's dimension into range (no
+    read leaves the tensor), which would turn a bad token id or class
+    target into a silent wrong answer; PyTorch raises. This pass finds the
+    function arguments whose values reach the indices of a `flow.gather` or
+    `flow.gather_elements` unchanged: directly, through reshapes,
+    broadcasts, transposes and widening integer casts, through a loss's
+    `select(compare ne(x, c), x, k)` (so `c`, an ignore_index, is allowed
+    too), or through `select(compare lt(x, 0), add(x, n), x)` (negative
+    indices counting from the end, as ONNX's: `lower = -n`). Each gets
+    `flow.index_check = {bound, lower?, ignore?, what}`; the
+    executable lists them and the runtime checks every call's value before
+    it runs. An argument read by several gathers gets the smallest bound.
+    Indices computed inside the program are not checked.
+
+    ```mlir
+    func.func @f(%t: tensor<64x8xf32>, %ids: tensor<4xi64>) -> tensor<4x8xf32> {
+      %e = flow.gather %t[%ids] axis = 0 : (tensor<64x8xf32>, tensor<4xi64>) -> tensor<4x8xf32>
+      return %e : tensor<4x8xf32>
+    }
+    // after: %ids: tensor<4xi64> {flow.index_check = {bound = 64 : i64, what = "flow.gather at ..."}}
+    ```
+  }];
+  let statistics = [
+    Statistic<"numChecked", "checked-arguments",
+              "Arguments marked for an index check">
+  ];
+}
+
 def StripAnnotationsPass : Pass<"flow-strip-annotations", "func::FuncOp"> {
   let summary = "Drops SBP annotations for a single-device compile";
   let description = [{
