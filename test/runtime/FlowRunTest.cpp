@@ -6,6 +6,8 @@
 
 #include "FbinBuilder.h"
 
+#include "flow/runtime/Blas.h"
+#include "flow/runtime/CpuFeatures.h"
 #include "flow/runtime/Npy.h"
 
 #include <gtest/gtest.h>
@@ -24,12 +26,24 @@ struct Result {
   std::string output; // stdout and stderr together
 };
 
-/// Runs flow-run with \p args (already shell-quoted) in \p dir. Without
-/// OPENBLAS_CORETYPE: a machine that forces OpenBLAS's kernels gets a
-/// warning on stderr, which the tests' exact outputs do not hold.
+/// The OPENBLAS_CORETYPE setting flow-run gets: the kernels Flow would
+/// choose for this CPU. A machine that forces other kernels would get a
+/// warning on stderr, which the tests' exact outputs do not hold; and an
+/// OpenBLAS preloaded into the process (as the sanitized unit tests do)
+/// picks its kernels at start, before Flow could choose them.
+std::string openBlasCoreSetting() {
+  auto has = [](const char *name) { return cpuHasFeature(name); };
+  std::string core = chooseOpenBlasCore(has("avx2"), has("fma"), has("avx512f"),
+                                        has("avx512bw"), has("avx512vl"),
+                                        has("avx512dq"), has("avx512bf16"));
+  return core.empty() ? "-u OPENBLAS_CORETYPE" : "OPENBLAS_CORETYPE=" + core;
+}
+
+/// Runs flow-run with \p args (already shell-quoted) in \p dir, with
+/// openBlasCoreSetting().
 Result flowRun(const std::string &dir, const std::string &args) {
-  std::string command = "cd '" + dir + "' && env -u OPENBLAS_CORETYPE '" +
-                        std::string(FLOW_RUN) + "' " + args + " 2>&1";
+  std::string command = "cd '" + dir + "' && env " + openBlasCoreSetting() +
+                        " '" + std::string(FLOW_RUN) + "' " + args + " 2>&1";
   Result result;
   FILE *pipe = popen(command.c_str(), "r");
   if (!pipe)
