@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "flow/runtime/FileWriter.h"
+#include "TempDir.h"
 #include "flow/runtime/TrainingState.h"
 
 #include <gtest/gtest.h>
@@ -22,37 +23,7 @@ using namespace flow::runtime;
 
 namespace {
 
-/// A fresh directory, removed (with its files, not recursively) at the end.
-class TempDir {
-public:
-  TempDir() {
-    std::string tmpl = ::testing::TempDir() + "flow-writer-XXXXXX";
-    path = mkdtemp(tmpl.data()) ? tmpl : "";
-  }
-  ~TempDir() {
-    for (const std::string &f : files()) {
-      std::string p = path + "/" + f;
-      if (unlink(p.c_str()) != 0)
-        rmdir(p.c_str());
-    }
-    rmdir(path.c_str());
-  }
-  std::vector<std::string> files() const {
-    std::vector<std::string> out;
-    if (DIR *d = opendir(path.c_str())) {
-      while (dirent *e = readdir(d))
-        if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
-          out.push_back(e->d_name);
-      closedir(d);
-    }
-    std::sort(out.begin(), out.end());
-    return out;
-  }
-  std::string operator/(const std::string &name) const {
-    return path + "/" + name;
-  }
-  std::string path;
-};
+using flow::test::TempDir;
 
 std::string contents(const std::string &path) {
   std::ifstream in(path, std::ios::binary);

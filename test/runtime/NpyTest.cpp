@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "flow/runtime/Npy.h"
+#include "TempDir.h"
 
 #include <gtest/gtest.h>
 
@@ -96,30 +97,7 @@ HostTensor makeTensor(DType dtype, std::vector<int64_t> shape) {
   return t;
 }
 
-/// A fresh empty directory, removed (with its files) on destruction.
-class TempDir {
-public:
-  TempDir() {
-    std::string tmpl = ::testing::TempDir() + "flow-npy-XXXXXX";
-    path = mkdtemp(tmpl.data()) ? tmpl : "";
-  }
-  ~TempDir() {
-    for (const std::string &f : files())
-      unlink((path + "/" + f).c_str());
-    rmdir(path.c_str());
-  }
-  std::vector<std::string> files() const {
-    std::vector<std::string> out;
-    if (DIR *d = opendir(path.c_str())) {
-      while (dirent *e = readdir(d))
-        if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
-          out.push_back(e->d_name);
-      closedir(d);
-    }
-    return out;
-  }
-  std::string path;
-};
+using flow::test::TempDir;
 
 } // namespace
 
