@@ -3,9 +3,9 @@
 # unit tests (GoogleTest through ctest), a short run of every fuzz target
 # over its corpus (scripts/fuzz.sh --smoke) and pytest, whose end-to-end
 # numeric tests run three times: with fusion (the default), without, and
-# with the CUDA target's kernels emulated on the CPU; then lit,
-# the unit tests and pytest again under ASan and UBSan
-# (scripts/test-sanitized.sh, about 11 minutes more). Exits non-zero if any
+# with the CUDA target's kernels emulated on the CPU; then lit, the unit
+# tests and a chosen subset of pytest again under ASan and UBSan
+# (scripts/test-sanitized.sh, about 13 minutes more). Exits non-zero if any
 # suite fails. pytest lists every test that did not pass and why (-ra): a
 # skip is visible, never silent.
 #
