@@ -5,49 +5,50 @@
 //===----------------------------------------------------------------------===//
 
 #include "flow/Pipelines/Pipelines.h"
-#include "flow/Target/CUDA.h"
-#include "flow/Support/Location.h"
-#include "flow/Dialect/Flow/IR/FlowSbp.h"
-#include "flow/Dialect/Flow/IR/MeshSpec.h"
-#include "mlir/IR/Verifier.h"
-#include "flow/Conversion/Passes.h"
-#include "flow/Dialect/Flow/IR/FlowDialect.h"
-#include "flow/Dialect/Flow/IR/FlowOps.h"
-#include "flow/Dialect/Flow/Transforms/Passes.h"
 #include "flow/Codegen/CPU/Passes.h"
 #include "flow/Codegen/CUDA/Passes.h"
 #include "flow/Codegen/Common/Passes.h"
+#include "flow/Conversion/Passes.h"
+#include "flow/Dialect/Flow/IR/FlowDialect.h"
+#include "flow/Dialect/Flow/IR/FlowOps.h"
+#include "flow/Dialect/Flow/IR/FlowSbp.h"
+#include "flow/Dialect/Flow/IR/MeshSpec.h"
+#include "flow/Dialect/Flow/Transforms/Passes.h"
 #include "flow/Fusion/Passes.h"
+#include "flow/Support/Location.h"
+#include "flow/Target/CUDA.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Arith/Transforms/BufferDeallocationOpInterfaceImpl.h"
 #include "mlir/Dialect/Arith/Transforms/BufferViewFlowOpInterfaceImpl.h"
 #include "mlir/Dialect/Arith/Transforms/BufferizableOpInterfaceImpl.h"
-#include "mlir/Dialect/ControlFlow/Transforms/BufferDeallocationOpInterfaceImpl.h"
-#include "mlir/Dialect/Linalg/Transforms/AllInterfaces.h"
-#include "mlir/Dialect/MemRef/Transforms/AllocationOpInterfaceImpl.h"
-#include "mlir/Dialect/MemRef/Transforms/BufferViewFlowOpInterfaceImpl.h"
-#include "mlir/Dialect/SCF/Transforms/BufferDeallocationOpInterfaceImpl.h"
-#include "mlir/Dialect/Tensor/IR/TensorInferTypeOpInterfaceImpl.h"
-#include "mlir/Dialect/Tensor/IR/TensorTilingInterfaceImpl.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Bufferization/Transforms/FuncBufferizableOpInterfaceImpl.h"
 #include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
+#include "mlir/Dialect/ControlFlow/Transforms/BufferDeallocationOpInterfaceImpl.h"
 #include "mlir/Dialect/Func/Extensions/InlinerExtension.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Linalg/Transforms/AllInterfaces.h"
 #include "mlir/Dialect/Linalg/Transforms/BufferizableOpInterfaceImpl.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/MemRef/Transforms/AllocationOpInterfaceImpl.h"
+#include "mlir/Dialect/MemRef/Transforms/BufferViewFlowOpInterfaceImpl.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/SCF/Transforms/BufferDeallocationOpInterfaceImpl.h"
 #include "mlir/Dialect/SCF/Transforms/BufferizableOpInterfaceImpl.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Tensor/IR/TensorInferTypeOpInterfaceImpl.h"
+#include "mlir/Dialect/Tensor/IR/TensorTilingInterfaceImpl.h"
 #include "mlir/Dialect/Tensor/Transforms/BufferizableOpInterfaceImpl.h"
+#include "mlir/IR/Verifier.h"
 #include "mlir/InitAllExtensions.h"
 #include "mlir/InitAllPasses.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Support/Timing.h"
+#include "mlir/Transforms/Passes.h"
 #include "llvm/Support/JSON.h"
 
 #include <chrono>
@@ -55,19 +56,6 @@
 
 using namespace mlir;
 using namespace mlir::flow;
-
-std::vector<std::string> mlir::flow::getPhaseNames(StringRef targetName) {
-  const Target *target = lookupTarget(targetName);
-  if (!target)
-    return {};
-  std::vector<std::string> names = {"input", "flow", "host", "linalg"};
-  for (const KernelPhase &phase : target->getKernelPhases(TargetOptions()))
-    names.push_back(phase.name);
-  if (!target->getTextPhase().empty())
-    names.push_back(target->getTextPhase().str());
-  names.push_back("fbin");
-  return names;
-}
 
 void mlir::flow::registerCompilerDialects(DialectRegistry &registry) {
   registry
@@ -116,194 +104,11 @@ void mlir::flow::registerCompilerPasses() {
   });
 }
 
-std::optional<std::vector<int64_t>>
-mlir::flow::parseMeshShape(StringRef text, std::string *why) {
-  auto fail = [&](const std::string &reason) {
-    if (why)
-      *why = reason;
-    return std::nullopt;
-  };
-  std::vector<int64_t> shape;
-  SmallVector<StringRef> parts;
-  text.split(parts, 'x');
-  int64_t devices = 1;
-  for (StringRef part : parts) {
-    int64_t n;
-    if (part.getAsInteger(10, n) || n < 1)
-      return fail("a mesh shape is positive axis sizes joined by 'x', like "
-                  "4 or 2x2; got '" +
-                  text.str() + "'");
-    // Checked per axis, so the product cannot overflow.
-    if (n > kMaxMeshDevices || (devices *= n) > kMaxMeshDevices)
-      return fail("mesh '" + text.str() + "' has more than " +
-                  std::to_string(kMaxMeshDevices) +
-                  " devices, the most Flow compiles for");
-    shape.push_back(n);
-  }
-  return shape;
-}
-
-/// Puts the public functions without a mesh on a new mesh of `shape`.
-static LogicalResult applyMesh(ModuleOp module, ArrayRef<int64_t> shape) {
-  auto placed = [](func::FuncOp func) {
-    return !func.isPublic() || func.isExternal() ||
-           func->hasAttr(FlowDialect::getMeshAttrName());
-  };
-  if (llvm::all_of(module.getOps<func::FuncOp>(), placed))
-    return success();
-  std::string name = "mesh";
-  for (int i = 0; SymbolTable::lookupSymbolIn(module, name); ++i)
-    name = "mesh" + std::to_string(i);
-  OpBuilder b = OpBuilder::atBlockBegin(module.getBody());
-  MeshOp::create(b, module.getLoc(), name, shape);
-  auto ref = FlatSymbolRefAttr::get(module.getContext(), name);
-  for (func::FuncOp func : module.getOps<func::FuncOp>())
-    if (!placed(func))
-      func->setAttr(FlowDialect::getMeshAttrName(), ref);
-  return success();
-}
-
-/// Each kernel's ops and each refused fusion, for the report.
-static void recordKernels(ModuleOp module, CompileReport &report) {
-  module.walk([&](Operation *op) {
-    if (auto refused = op->getAttrOfType<StringAttr>(
-            FlowDialect::getFusionRefusedAttrName()))
-      report.fusionRefusals.push_back({op->getName().getStringRef().str(),
-                                       locationText(op->getLoc()),
-                                       refused.getValue().str()});
-  });
-  for (func::FuncOp func : module.getOps<func::FuncOp>()) {
-    if (!func->hasAttr(FlowDialect::getKernelAttrName()))
-      continue;
-    CompileReport::Kernel kernel;
-    kernel.name = func.getSymName().str();
-    if (auto rows = func->getAttrOfType<IntegerAttr>(
-            FlowDialect::getWorkgroupExtentAttrName()))
-      kernel.rows = rows.getInt();
-    func.walk([&](Operation *op) {
-      if (isa<FlowDialect>(op->getDialect()) && !isa<ConstantOp>(op)) {
-        kernel.ops.push_back(op->getName().getStringRef().str());
-        kernel.locations.push_back(locationText(op->getLoc()));
-      }
-    });
-    report.kernels.push_back(std::move(kernel));
-  }
-}
-
-/// Every value of the mesh functions with its SBP, for the report.
-/// The device programs flow-partition wrote, and who runs each.
-static void recordDevicePrograms(ModuleOp module, CompileReport &report) {
-  for (func::FuncOp func : module.getOps<func::FuncOp>()) {
-    auto ranks =
-        func->getAttrOfType<DenseI64ArrayAttr>(FlowDialect::getRanksAttrName());
-    if (!ranks)
-      continue;
-    auto of = func->getAttrOfType<StringAttr>(
-        FlowDialect::getPartitionOfAttrName());
-    report.devicePrograms.push_back({func.getSymName().str(),
-                                     of ? of.str() : func.getSymName().str(),
-                                     ranks.asArrayRef().vec()});
-  }
-}
-
-static void recordPlacements(ModuleOp module, CompileReport &report) {
-  auto text = [](Attribute a) {
-    std::string s;
-    llvm::raw_string_ostream os(s);
-    a.print(os);
-    return s;
-  };
-  for (func::FuncOp func : module.getOps<func::FuncOp>()) {
-    if (!func->hasAttr(FlowDialect::getMeshAttrName()) || func.isExternal())
-      continue;
-    MeshOp mesh = lookupMesh(
-        func, func->getAttrOfType<FlatSymbolRefAttr>(
-                  FlowDialect::getMeshAttrName()));
-    if (!mesh)
-      continue;
-    if (auto plan = func->getAttrOfType<DictionaryAttr>(
-            FlowDialect::getModeledPlanAttrName())) {
-      auto figuresOf = [](DictionaryAttr dict) {
-        CompileReport::PlanFigures figures;
-        for (NamedAttribute entry : dict) {
-          StringRef name = entry.getName().getValue();
-          if (auto bytes = dyn_cast<IntegerAttr>(entry.getValue());
-              bytes && name == "memory_bytes")
-            figures.memoryBytes = bytes.getValue().getSExtValue();
-          auto number = dyn_cast<FloatAttr>(entry.getValue());
-          if (!number || !name.consume_back("_seconds"))
-            continue;
-          if (name == "compute")
-            figures.computeSeconds = number.getValueAsDouble();
-          else
-            figures.collectiveSeconds.push_back(
-                {name.str(), number.getValueAsDouble()});
-        }
-        return figures;
-      };
-      CompileReport::ModeledPlan modeled;
-      modeled.function = func.getSymName().str();
-      if (auto search = plan.getAs<StringAttr>("search"))
-        modeled.search = search.str();
-      if (auto limit = plan.getAs<IntegerAttr>("memory_limit_bytes"))
-        modeled.memoryLimitBytes = limit.getValue().getSExtValue();
-      modeled.figures = figuresOf(plan);
-      for (NamedAttribute entry : plan)
-        if (auto reference = dyn_cast<DictionaryAttr>(entry.getValue()))
-          modeled.references.push_back(
-              {entry.getName().str(), figuresOf(reference)});
-      report.modeledPlans.push_back(std::move(modeled));
-    }
-    for (BlockArgument arg : func.getArguments()) {
-      auto sbp = func.getArgAttrOfType<SbpAttr>(arg.getArgNumber(),
-                                                FlowDialect::getSbpAttrName());
-      if (!sbp)
-        sbp = SbpAttr::get(func.getContext(), broadcastSbp(mesh.getRank()));
-      report.placements.push_back(
-          {func.getSymName().str(),
-           "argument " + std::to_string(arg.getArgNumber()), text(sbp)});
-    }
-    func.walk([&](Operation *op) {
-      auto sbps = op->getAttrOfType<ArrayAttr>(FlowDialect::getSbpAttrName());
-      if (!sbps)
-        return;
-      for (auto [i, sbp] : llvm::enumerate(sbps)) {
-        std::string where;
-        llvm::raw_string_ostream os(where);
-        os << op->getName() << " result " << i << " at " << op->getLoc();
-        report.placements.push_back(
-            {func.getSymName().str(), where, text(sbp)});
-      }
-    });
-  }
-}
-
 //===----------------------------------------------------------------------===//
 // The phase pipelines, built here and registered by name (flow-opt runs each
-// alone: `flow-opt --flow-graph-pipeline`, ...). Each is spelled as flow-opt
-// would spell it inside `builtin.module(...)`.
+// alone: `flow-opt --flow-graph-pipeline`, ...). Option values go into the
+// passes' option structs, never into pipeline text.
 //===----------------------------------------------------------------------===//
-
-std::optional<int64_t> mlir::flow::parseByteCount(StringRef text) {
-  text = text.trim();
-  static const std::pair<StringRef, double> units[] = {
-      {"KiB", 1024.0},        {"MiB", 1024.0 * 1024},
-      {"GiB", 1024.0 * 1024 * 1024}, {"TiB", 1024.0 * 1024 * 1024 * 1024},
-      {"KB", 1e3},            {"MB", 1e6},
-      {"GB", 1e9},            {"TB", 1e12},
-      {"B", 1.0}};
-  double scale = 1;
-  for (auto [suffix, factor] : units)
-    if (text.consume_back(suffix)) {
-      scale = factor;
-      break;
-    }
-  double value;
-  if (text.trim().getAsDouble(value) || !(value >= 0) ||
-      value * scale > 9.0e18)
-    return std::nullopt;
-  return static_cast<int64_t>(value * scale);
-}
 
 /// The SBP planner on every function: with `autoParallel` the exact search
 /// over ops and unpinned arguments, else greedy+refine over ops.
@@ -319,51 +124,64 @@ static void addSbpPlanner(OpPassManager &pm, const PlaceOptions &options) {
 
 void mlir::flow::buildFlowPlacePipeline(OpPassManager &pm,
                                         const PlaceOptions &options) {
-  addFlowPipeline(pm, std::string("inline,flow-autodiff,flow-apply-optimizer") +
-                          (options.autoParallel ? "{free-layouts=1}" : "") +
-                          ",canonicalize,func.func(flow-check-index-inputs)");
+  pm.addPass(createInlinerPass());
+  pm.addPass(createAutodiffPass());
+  ApplyOptimizerPassOptions optimizer;
+  optimizer.freeLayouts = options.autoParallel;
+  pm.addPass(createApplyOptimizerPass(optimizer));
+  pm.addPass(createCanonicalizerPass());
+  pm.addNestedPass<func::FuncOp>(createCheckIndexInputsPass());
   addSbpPlanner(pm, options);
 }
 
 void mlir::flow::buildFlowGraphPipeline(OpPassManager &pm,
                                         const GraphPipelineOptions &options) {
-  std::string text =
-      std::string("flow-partition,func.func(flow-strip-annotations") +
-      (options.libraryMatmul &&
-               (!options.libraryConv || options.symmetricConvLibrary)
-           ? ",flow-conv-to-gemm{max-columns-bytes=" +
-                 std::to_string(options.maxColumnsBytes) + " only-asymmetric=" +
-                 (options.libraryConv ? "1" : "0") + " narrow=" +
-                 (options.narrowLibraryMatmul ? "1" : "0") + "}"
-           : "") +
-      (options.bf16Matmuls ? ",flow-matmuls-to-bf16" : "") +
-      "),func.func(flow-form-dispatch-regions{fusion=" +
-      (options.fusion ? "1" : "0") +
-      " library-matmul=" + (options.libraryMatmul ? "1" : "0") +
-      " narrow-library-matmul=" + (options.narrowLibraryMatmul ? "1" : "0") +
-      " library-conv=" + (options.libraryConv ? "1" : "0") +
-      "}),flow-outline-kernels,symbol-dce";
-  addFlowPipeline(pm, text);
+  pm.addPass(createPartitionPass());
+  OpPassManager &funcs = pm.nest<func::FuncOp>();
+  funcs.addPass(createStripAnnotationsPass());
+  if (options.libraryMatmul &&
+      (!options.libraryConv || options.symmetricConvLibrary)) {
+    ConvToGemmPassOptions convToGemm;
+    convToGemm.maxColumnsBytes = options.maxColumnsBytes;
+    convToGemm.onlyAsymmetric = options.libraryConv;
+    convToGemm.narrow = options.narrowLibraryMatmul;
+    funcs.addPass(createConvToGemmPass(convToGemm));
+  }
+  if (options.bf16Matmuls)
+    funcs.addPass(createMatmulsToBf16Pass());
+  FormDispatchRegionsPassOptions regions;
+  regions.fusion = options.fusion;
+  regions.libraryMatmul = options.libraryMatmul;
+  regions.narrowLibraryMatmul = options.narrowLibraryMatmul;
+  regions.libraryConv = options.libraryConv;
+  pm.addNestedPass<func::FuncOp>(createFormDispatchRegionsPass(regions));
+  pm.addPass(createOutlineKernelsPass());
+  pm.addPass(createSymbolDCEPass());
 }
 
 void mlir::flow::buildHostPipeline(OpPassManager &pm,
                                    const HostPipelineOptions &options) {
-  addFlowPipeline(pm, std::string("flow-dedup-kernels,flow-build-host-schedule") +
-                      "{bf16-convs=" + (options.bf16Convs ? "1" : "0") +
-                      " allow-tf32=" + (options.allowTf32 ? "1" : "0") + "}," +
-                      (options.libraryGemmEpilogues
-                           ? "flow-library-gemm-epilogues,"
-                           : "") +
-                      (options.gemmEpilogues ? "flow-fuse-gemm-epilogues," : "") +
-                      (options.convEpilogues ? "flow-fuse-conv-epilogues," : "") +
-                      (options.blockedConvLayouts
-                           ? "flow-library-pools,flow-choose-conv-layouts,"
-                           : "") +
-                      "flow-tie-state," +
-                      (options.overlapCollectives ? "flow-overlap-collectives,"
-                                                  : "") +
-                      "flow-plan-memory{in-place=" +
-                      (options.inPlace ? "1" : "0") + "}");
+  pm.addPass(createDedupKernelsPass());
+  BuildHostSchedulePassOptions schedule;
+  schedule.bf16Convs = options.bf16Convs;
+  schedule.allowTf32 = options.allowTf32;
+  pm.addPass(createBuildHostSchedulePass(schedule));
+  if (options.libraryGemmEpilogues)
+    pm.addPass(createLibraryGemmEpiloguesPass());
+  if (options.gemmEpilogues)
+    pm.addPass(createFuseGemmEpiloguesPass());
+  if (options.convEpilogues)
+    pm.addPass(createFuseConvEpiloguesPass());
+  if (options.blockedConvLayouts) {
+    pm.addPass(createLibraryPoolsPass());
+    pm.addPass(createChooseConvLayoutsPass());
+  }
+  pm.addPass(createTieStatePass());
+  if (options.overlapCollectives)
+    pm.addPass(createOverlapCollectivesPass());
+  PlanMemoryPassOptions plan;
+  plan.inPlace = options.inPlace;
+  pm.addPass(createPlanMemoryPass(plan));
 }
 
 void mlir::flow::buildKernelLinalgPipeline(OpPassManager &pm) {
@@ -586,383 +404,4 @@ void mlir::flow::registerCompilerPipelines() {
           buildKernelNvvmPipeline(pm, o.get());
         });
   });
-}
-
-namespace {
-/// Times a phase into the report.
-struct PhaseTimer {
-  CompileReport &report;
-  std::string name;
-  std::chrono::steady_clock::time_point start =
-      std::chrono::steady_clock::now();
-  ~PhaseTimer() {
-    report.phaseSeconds.push_back(
-        {name,
-         std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
-             .count()});
-  }
-};
-} // namespace
-
-/// Runs the pipeline `build` adds on `module`, timed under `name`.
-static LogicalResult
-runPipeline(ModuleOp module, StringRef name, TimingScope *timing,
-            llvm::function_ref<void(OpPassManager &)> build) {
-  PassManager pm(module->getContext(), ModuleOp::getOperationName());
-  if (failed(applyPassManagerCLOptions(pm)))
-    return failure();
-  std::optional<TimingScope> scope;
-  if (timing) {
-    scope.emplace(timing->nest(name.str()));
-    pm.enableTiming(*scope);
-  }
-  build(pm);
-  return pm.run(module);
-}
-
-/// "flow.exp at model.py:12:0, flow.add at model.py:13:0", at most the
-/// first eight ops.
-static std::string describeKernel(const CompileReport::Kernel &k) {
-  constexpr size_t kShown = 8;
-  std::string s;
-  for (size_t i = 0; i < k.ops.size() && i < kShown; ++i) {
-    if (i)
-      s += ", ";
-    s += k.ops[i];
-    if (i < k.locations.size() && !k.locations[i].empty())
-      s += " at " + k.locations[i];
-  }
-  if (k.ops.size() > kShown)
-    s += " and " + std::to_string(k.ops.size() - kShown) + " more";
-  return s;
-}
-
-FailureOr<CompileResult> mlir::flow::compile(ModuleOp module,
-                                             const CompileOptions &options,
-                                             TimingScope *timing) {
-  CompileResult result;
-  CompileReport &report = result.report;
-  const Target *target = lookupTarget(options.target);
-  if (!target)
-    return module.emitError("unknown target '")
-           << options.target << "' (targets: "
-           << llvm::join(getTargetNames(), ", ") << ")";
-  std::vector<std::string> phases = getPhaseNames(options.target);
-  if (!llvm::is_contained(phases, options.compileTo))
-    return module.emitError("target '")
-           << options.target << "' has no phase '" << options.compileTo
-           << "' (phases: " << llvm::join(phases, ", ") << ")";
-  TargetOptions targetOptions{options.cpu, options.cuda};
-  if (failed(target->verifyOptions(module, targetOptions)))
-    return failure();
-  if (options.precision != "f32" && options.precision != "bf16")
-    return module.emitError("precision '")
-           << options.precision << "' is not supported (f32, bf16)";
-  auto stop = [&](ModuleOp m) -> FailureOr<CompileResult> {
-    result.module = OwningOpRef<ModuleOp>(m);
-    return std::move(result);
-  };
-  std::string why;
-  std::optional<MeshSpec> meshSpec = loadMeshSpec(options.meshSpec, why);
-  if (!meshSpec)
-    return module.emitError("mesh description: ") << why;
-  if (!options.mesh.empty() &&
-      (failed(applyMesh(module, options.mesh)) || failed(verify(module))))
-    return failure();
-  // Both plan the functions that run on a mesh: without one they would do
-  // nothing, and say nothing.
-  if ((options.autoParallel || options.memoryLimit > 0) &&
-      llvm::none_of(module.getOps<func::FuncOp>(), [](func::FuncOp func) {
-        return !func.isExternal() &&
-               func->hasAttr(FlowDialect::getMeshAttrName());
-      }))
-    return module.emitError(options.autoParallel ? "auto-parallel"
-                                                 : "a memory limit")
-           << " plans the functions that run on a mesh, and none does: give "
-              "a mesh shape (flow-compile --mesh=4, mesh= in Python) or put "
-              "a function on a flow.mesh";
-  if (options.compileTo == "input")
-    return stop(module.clone());
-
-  // flow: the host schedule and its kernels, still in the flow dialect.
-  {
-    PhaseTimer t{report, "flow"};
-    if (failed(runPipeline(module, "flow-place-pipeline", timing,
-                           [&](OpPassManager &pm) {
-                             buildFlowPlacePipeline(
-                                 pm, {options.meshSpec, options.autoParallel,
-                                      options.memoryLimit});
-                           })))
-      return failure();
-    recordPlacements(module, report);
-    if (options.sbpPlanGraph) {
-      llvm::raw_string_ostream svg(result.sbpPlanSvg);
-      writeSbpPlanGraph(svg, module);
-    }
-    GraphPipelineOptions graph{options.fusion, options.libraryMatmul,
-                               options.maxColumnsBytes,
-                               options.precision == "bf16",
-                               // A library without bf16 (CUDA's cuDNN
-                               // path) leaves bf16 convolutions to GEMMs.
-                               options.libraryConv &&
-                                   target->hasConvolutionLibrary() &&
-                                   (options.precision == "f32" ||
-                                    target->usesBlockedConvLayouts()),
-                               target->hasNarrowGemmLibrary(),
-                               target->convolutionLibraryNeedsSymmetricPadding()};
-    if (failed(runPipeline(module, "flow-graph-pipeline", timing,
-                           [&](OpPassManager &pm) {
-                             buildFlowGraphPipeline(pm, graph);
-                           })))
-      return failure();
-    recordKernels(module, report);
-    recordDevicePrograms(module, report);
-    if (!report.devicePrograms.empty())
-      report.meshSpec = meshSpec->name;
-  }
-  if (options.compileTo == "flow")
-    return stop(module.clone());
-
-  // host: the schedules on buffers, memory-planned.
-  {
-    PhaseTimer t{report, "host"};
-    HostPipelineOptions host;
-    host.inPlace = options.inPlace;
-    host.gemmEpilogues = options.gemmEpilogues;
-    host.convEpilogues = options.fusion;
-    host.bf16Convs = options.precision == "bf16";
-    host.blockedConvLayouts = target->usesBlockedConvLayouts();
-    host.libraryGemmEpilogues =
-        options.fusion && target->hasGemmLibraryEpilogues();
-    host.allowTf32 = options.cuda.allowTf32;
-    host.overlapCollectives = options.overlapCollectives;
-    if (failed(runPipeline(module, "flow-host-pipeline", timing,
-                           [&](OpPassManager &pm) {
-                             buildHostPipeline(pm, host);
-                           })))
-      return failure();
-  }
-  if (options.compileTo == "host")
-    return stop(module.clone());
-
-  // Split: the kernels go to a module of their own.
-  OwningOpRef<ModuleOp> kernels = ModuleOp::create(module.getLoc());
-  for (func::FuncOp func : llvm::to_vector(module.getOps<func::FuncOp>()))
-    if (func->hasAttr(FlowDialect::getKernelAttrName()))
-      func->moveBefore(kernels->getBody(), kernels->getBody()->end());
-  report.numKernels = llvm::range_size(kernels->getOps<func::FuncOp>());
-  // Kernels flow-dedup-kernels merged into another: their calls run it.
-  llvm::StringMap<std::string> runAs;
-  for (func::FuncOp func : kernels->getOps<func::FuncOp>())
-    if (auto merged = func->getAttrOfType<ArrayAttr>(
-            FlowDialect::getMergedKernelsAttrName()))
-      for (auto name : merged.getAsRange<StringAttr>())
-        runAs[name.getValue()] = func.getSymName().str();
-  // Kernels the host phase fused into library calls
-  // (flow-fuse-conv-epilogues) are not kernels any more.
-  llvm::erase_if(report.kernels, [&](const CompileReport::Kernel &k) {
-    return !kernels->lookupSymbol(k.name) && !runAs.count(k.name);
-  });
-
-  std::vector<KernelPhase> steps = {{"linalg", buildKernelLinalgPipeline}};
-  for (KernelPhase &phase : target->getKernelPhases(targetOptions))
-    steps.push_back(std::move(phase));
-  llvm::StringMap<KernelInfo> infos;
-  for (const KernelPhase &step : steps) {
-    PhaseTimer t{report, step.name};
-    if (failed(runPipeline(*kernels, step.name, timing, step.build)))
-      return failure();
-    if (options.compileTo == step.name)
-      return stop(kernels.release());
-    if (step.name != target->getAbiPhase())
-      continue;
-    infos = target->getKernelInfos(*kernels);
-    for (const CompileReport::Kernel &k : report.kernels)
-      if (auto it = infos.find(k.name); it != infos.end())
-        it->second.description = describeKernel(k);
-    for (CompileReport::Kernel &k : report.kernels) {
-      auto alias = runAs.find(k.name);
-      StringRef name = alias == runAs.end() ? StringRef(k.name)
-                                            : StringRef(alias->second);
-      if (auto it = infos.find(name); it != infos.end())
-        for (int64_t size : it->second.bindingSizes)
-          k.bytes += size;
-    }
-  }
-
-  // fbin: the kernel libraries and the executable.
-  std::optional<TimingScope> fbinTiming;
-  if (timing)
-    fbinTiming.emplace(timing->nest("fbin: code generation, link, write"));
-  bool textOnly = options.compileTo == target->getTextPhase();
-  {
-    PhaseTimer t{report, textOnly ? target->getTextPhase().str() : "fbin"};
-    FailureOr<std::vector<KernelLibraryBlob>> libraries = target->serialize(
-        *kernels, targetOptions, textOnly ? &result.text : nullptr);
-    if (failed(libraries))
-      return failure();
-    if (!textOnly) {
-      for (const KernelLibraryBlob &library : *libraries)
-        report.kernelLibraryBytes += library.data.size();
-      FailureOr<std::vector<uint8_t>> executable =
-          writeExecutable(module, infos, *libraries,
-                          target->getExecutableTarget(), report.executable);
-      if (failed(executable))
-        return failure();
-      report.executableBytes = executable->size();
-      result.executable = std::move(*executable);
-    }
-  }
-  return std::move(result);
-}
-
-void CompileReport::writeJson(raw_ostream &os) const {
-  llvm::json::Object phases;
-  double total = 0;
-  for (const auto &[name, seconds] : phaseSeconds) {
-    phases[name] = seconds;
-    total += seconds;
-  }
-  llvm::json::Object root{
-      {"phase_seconds", std::move(phases)},
-      {"total_seconds", total},
-      {"kernels", numKernels},
-      {"dispatches", executable.numDispatches},
-      {"gemms", executable.numGemms},
-      {"convs", executable.numConvs},
-      {"pools", executable.numPools},
-      {"gemm_epilogues", executable.numGemmEpilogues},
-      {"copies", executable.numCopies},
-      {"arena_bytes", executable.arenaBytes},
-      {"transient_bytes", executable.transientBytes},
-      {"constant_bytes", executable.constantBytes},
-      {"parameter_bytes", executable.parameterBytes},
-      {"collectives", executable.numCollectives},
-      {"async_collectives", executable.numAsyncCollectives},
-      {"placements",
-       [&] {
-         llvm::json::Array list;
-         for (const auto &[function, value, sbp] : placements)
-           list.push_back(llvm::json::Object{
-               {"function", function}, {"value", value}, {"sbp", sbp}});
-         return list;
-       }()},
-      {"mesh_spec", meshSpec},
-      {"modeled_plans",
-       [&] {
-         llvm::json::Array list;
-         auto figures = [](llvm::json::Object &o, const PlanFigures &f) {
-           llvm::json::Object collectives;
-           double total = f.computeSeconds;
-           for (const auto &[kind, seconds] : f.collectiveSeconds) {
-             collectives[kind] = seconds;
-             total += seconds;
-           }
-           o["compute_seconds"] = f.computeSeconds;
-           o["collective_seconds"] = std::move(collectives);
-           o["total_seconds"] = total;
-           o["memory_bytes"] = f.memoryBytes;
-         };
-         for (const ModeledPlan &p : modeledPlans) {
-           llvm::json::Object plan{{"function", p.function},
-                                   {"search", p.search}};
-           figures(plan, p.figures);
-           if (p.memoryLimitBytes > 0)
-             plan["memory_limit_bytes"] = p.memoryLimitBytes;
-           for (const auto &[name, f] : p.references) {
-             llvm::json::Object reference;
-             figures(reference, f);
-             plan[name] = std::move(reference);
-           }
-           list.push_back(std::move(plan));
-         }
-         return list;
-       }()},
-      {"device_programs",
-       [&] {
-         llvm::json::Array list;
-         for (const DeviceProgram &p : devicePrograms) {
-           llvm::json::Array ranks;
-           for (int64_t r : p.ranks)
-             ranks.push_back(r);
-           list.push_back(llvm::json::Object{{"function", p.function},
-                                             {"partition_of", p.partitionOf},
-                                             {"ranks", std::move(ranks)}});
-         }
-         return list;
-       }()},
-      {"collective_ops",
-       [&] {
-         llvm::json::Array list;
-         for (const ExecutableStats::Collective &c : executable.collectives) {
-           llvm::json::Array axes;
-           for (int64_t a : c.meshAxes)
-             axes.push_back(a);
-           list.push_back(llvm::json::Object{{"function", c.function},
-                                             {"op", c.op},
-                                             {"mesh_axes", std::move(axes)},
-                                             {"bytes_per_device", c.bytes},
-                                             {"async", c.async}});
-         }
-         return list;
-       }()},
-      {"kernel_ops",
-       [&] {
-         llvm::json::Array list;
-         for (const Kernel &k : kernels) {
-           llvm::json::Array ops;
-           for (const std::string &op : k.ops)
-             ops.push_back(op);
-           list.push_back(llvm::json::Object{{"kernel", k.name},
-                                             {"rows", k.rows},
-                                             {"bytes", k.bytes},
-                                             {"ops", std::move(ops)}});
-         }
-         return list;
-       }()},
-      {"kernel_bytes",
-       [&] {
-         int64_t total = 0;
-         for (const Kernel &k : kernels)
-           total += k.bytes;
-         return total;
-       }()},
-      {"fusion_refusals",
-       [&] {
-         llvm::json::Array list;
-         for (const FusionRefusal &r : fusionRefusals)
-           list.push_back(llvm::json::Object{{"op", r.op},
-                                             {"location", r.location},
-                                             {"reason", r.reason}});
-         return list;
-       }()},
-      {"arena_lower_bound", executable.arenaLowerBound},
-      {"in_place_buffers", executable.numInPlace},
-      {"memory_plans",
-       [&] {
-         llvm::json::Array list;
-         for (const ExecutableStats::FunctionPlan &p : executable.plans) {
-           llvm::json::Array buffers;
-           for (const PlannedBuffer &b : p.buffers)
-             buffers.push_back(llvm::json::Object{
-                 {"value", b.name},
-                 {"offset", b.offset},
-                 {"size", b.size},
-                 {"first", b.begin},
-                 {"last", b.end},
-                 {"in_place", b.reuses >= 0}});
-           list.push_back(llvm::json::Object{
-               {"function", p.function},
-               {"arena_bytes", p.result.arenaBytes},
-               {"lower_bound", p.result.lowerBound},
-               {"unplanned_bytes", p.result.unplannedBytes},
-               {"heuristic", p.result.heuristic},
-               {"buffers", std::move(buffers)}});
-         }
-         return list;
-       }()},
-      {"kernel_library_bytes", kernelLibraryBytes},
-      {"executable_bytes", executableBytes},
-  };
-  os << llvm::formatv("{0:2}", llvm::json::Value(std::move(root))) << "\n";
 }

@@ -86,6 +86,32 @@ static std::vector<std::string> cpuHas(StringRef cpu,
   return has;
 }
 
+std::optional<std::string> mlir::flow::checkCpuName(StringRef cpu) {
+  if (cpu == "host")
+    return std::nullopt;
+  llvm::InitializeNativeTarget();
+  llvm::Triple triple(llvm::sys::getDefaultTargetTriple());
+  std::string error;
+  const llvm::Target *target =
+      llvm::TargetRegistry::lookupTarget(triple, error);
+  if (!target)
+    return "no LLVM target for " + triple.str() + ": " + error;
+  // Asked with the generic CPU: LLVM warns on stderr for an unknown name.
+  std::unique_ptr<llvm::MCSubtargetInfo> generic(
+      target->createMCSubtargetInfo(triple, "", ""));
+  if (!generic || !generic->isCPUStringValid(cpu))
+    return "'" + cpu.str() + "' is not a processor LLVM knows for " +
+           triple.getArchName().str() +
+           " (host, or a name like x86-64-v3, skylake-avx512, znver4, "
+           "sapphirerapids)";
+  std::unique_ptr<llvm::MCSubtargetInfo> info(
+      target->createMCSubtargetInfo(triple, cpu, ""));
+  if (triple.getArch() == llvm::Triple::x86_64 &&
+      !info->checkFeatures("+64bit"))
+    return "'" + cpu.str() + "' has no 64-bit code (x86-64)";
+  return std::nullopt;
+}
+
 bool CpuKernelFeatures::convertsBf16() const {
   return llvm::is_contained(features, "avx512bf16") ||
          llvm::is_contained(features, "avxneconvert");

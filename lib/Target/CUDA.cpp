@@ -13,17 +13,20 @@
 //===----------------------------------------------------------------------===//
 
 #include "flow/Target/CUDA.h"
+#include "flow/Codegen/CUDA/Passes.h"
 #include "flow/Dialect/Flow/IR/FlowDialect.h"
 #include "flow/Target/CPU.h"
 #include "flow/Target/Target.h"
 #include "flow/runtime/executable_generated.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/GPU/Transforms/Passes.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Target/LLVM/NVVM/Target.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/GPU/GPUToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/NVVM/NVVMToLLVMIRTranslation.h"
+#include "mlir/Transforms/Passes.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FileUtilities.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -45,6 +48,17 @@ std::optional<int> mlir::flow::parseComputeCapability(StringRef arch) {
   if (arch.getAsInteger(10, cc) || cc < 10 || cc > 999)
     return std::nullopt;
   return cc;
+}
+
+std::optional<std::string> mlir::flow::checkGpuArch(StringRef arch) {
+  std::optional<int> cc = parseComputeCapability(arch);
+  if (!cc)
+    return "'" + arch.str() +
+           "' is not a compute capability sm_XY (sm_80, sm_90, sm_90a)";
+  if (*cc < 70)
+    return "'" + arch.str() +
+           "' is older than Flow's CUDA target supports (sm_70 and newer)";
+  return std::nullopt;
 }
 
 std::string mlir::flow::cudaToolkitPath(const CudaTargetOptions &options) {
@@ -76,21 +90,26 @@ void mlir::flow::buildKernelCudaBufferizePipeline(OpPassManager &pm) {
 
 void mlir::flow::buildKernelGpuPipeline(OpPassManager &pm,
                                         const CudaTargetOptions &options) {
-  addFlowPipeline(pm, "flow-map-kernels-to-gpu{block-size=" +
-                          std::to_string(options.blockSize) +
-                          "},canonicalize,cse");
+  MapKernelsToGpuPassOptions map;
+  map.blockSize = options.blockSize;
+  pm.addPass(createMapKernelsToGpuPass(map));
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
 }
 
 void mlir::flow::buildKernelNvvmPipeline(OpPassManager &pm,
                                          const CudaTargetOptions &options) {
   // f16 and bf16 math functions compute in f32 (libdevice has f32 ones).
-  addFlowPipeline(
-      pm, "gpu.module(lower-affine,convert-scf-to-cf,"
-          "math-extend-to-supported-types,expand-strided-metadata,"
-          "lower-affine),nvvm-attach-target{chip=" +
-              options.arch +
-              " O=3},gpu.module(convert-gpu-to-nvvm{use-bare-ptr-memref-call-"
-              "conv=1},canonicalize,cse),reconcile-unrealized-casts");
+  addFlowPipeline(pm, "gpu.module(lower-affine,convert-scf-to-cf,"
+                      "math-extend-to-supported-types,expand-strided-metadata,"
+                      "lower-affine)");
+  GpuNVVMAttachTargetOptions attach;
+  attach.chip = options.arch;
+  attach.optLevel = 3;
+  pm.addPass(createGpuNVVMAttachTarget(attach));
+  addFlowPipeline(pm, "gpu.module(convert-gpu-to-nvvm{use-bare-ptr-memref-"
+                      "call-conv=1},canonicalize,cse),"
+                      "reconcile-unrealized-casts");
 }
 
 namespace {
@@ -114,15 +133,8 @@ public:
   }
   LogicalResult verifyOptions(ModuleOp module,
                               const TargetOptions &options) const override {
-    std::optional<int> cc = parseComputeCapability(options.cuda.arch);
-    if (!cc)
-      return module.emitError("--gpu-arch must name a compute capability "
-                              "as sm_XY (sm_80, sm_90), got '")
-             << options.cuda.arch << "'";
-    if (*cc < 70)
-      return module.emitError("--gpu-arch=")
-             << options.cuda.arch
-             << " is older than Flow's CUDA target supports (sm_70 and newer)";
+    if (std::optional<std::string> why = checkGpuArch(options.cuda.arch))
+      return module.emitError("--gpu-arch: ") << *why;
     if (failed(verifyBlockSize(module, options.cuda)))
       return failure();
     std::string toolkit = cudaToolkitPath(options.cuda);
@@ -223,8 +235,10 @@ CudaTarget::serialize(ModuleOp kernels, const TargetOptions &options,
     return libraries;
   std::string toolkit = cudaToolkitPath(options.cuda);
   PassManager pm(kernels->getContext(), ModuleOp::getOperationName());
-  addFlowPipeline(pm, "gpu-module-to-binary{format=isa toolkit=" + toolkit +
-                          "}");
+  GpuModuleToBinaryPassOptions toBinary;
+  toBinary.compilationTarget = "isa";
+  toBinary.toolkitPath = toolkit;
+  pm.addPass(createGpuModuleToBinaryPass(toBinary));
   if (failed(pm.run(kernels)))
     return failure();
   std::string ptx;

@@ -25,13 +25,14 @@ import numpy as np
 from ._flow import FlowError, Module as _Module, compile as _compile
 from ._flow import BuildError, ProgramBuilder
 from ._flow import blas_info as _blas_info
+from ._flow import compile_options as _compile_option_rows
 from ._emitter import UnsupportedOpsError
 from .torch_import import import_torch
 from . import sbp
 
 __all__ = ["FlowError", "BuildError", "ProgramBuilder",
            "UnsupportedOpsError", "CompiledModule",
-           "CompiledModel", "compile", "compile_mlir", "compile_ir", "load",
+           "CompiledModel", "compile", "compile_mlir", "compile_ir", "compile_options", "load",
            "import_torch", "import_onnx", "sbp", "blas_info",
            "compile_causal_lm", "CausalLM"]
 
@@ -141,49 +142,84 @@ def import_onnx(model, *, parameters=None, input_shapes=None, constants=None,
                         function=function)
 
 
-def compile_mlir(source: str, target: str = "cpu", threads: int = 0,
-                 library_matmul: bool = True, parameters: str = "",
-                 base_directory: str = "", cpu: str = "host", mesh=None,
+def compile_mlir(source: str, threads: int = 0, parameters: str = "",
+                 base_directory: str = "",
                  timeout: Optional[float] = None,
-                 fusion: bool = True,
-                 precision: str = "f32",
-                 check_numerics: bool = False,
-                 conv: str = "library", gpu_arch: str = "sm_90",
-                 allow_tf32: bool = False,
-                 mesh_spec: str = "cpu-mpi", auto_parallel: bool = False,
-                 memory_limit=None) -> CompiledModule:
-    """Compiles flow-dialect MLIR text for `target` and loads it.
+                 check_numerics: bool = False, **options) -> CompiledModule:
+    """Compiles flow-dialect MLIR text and loads it.
 
-    The options are flow-compile's (`cpu` is its --cpu, the LLVM CPU the
-    kernels are generated for; `fusion=False` is its --fusion=off, one op
-    per kernel; `precision="bf16"` is its --precision=bf16: matrix products
-    and convolutions read bf16 operands and sum in f32; `conv="gemm"` is
-    its --conv=gemm: f32 convolutions as im2col and a GEMM instead of the
-    runtime's convolution library; `gpu_arch` is its --gpu-arch and
-    `allow_tf32=True` its --allow-tf32, for the CUDA targets; `mesh_spec` is
-    its --mesh-spec, the mesh description the SBP planner times its
-    choices on: a preset name or a JSON file; `auto_parallel=True` is its
-    --auto-parallel: the planner places the inputs and weights that no SBP
-    pins as well, by its exact search; `memory_limit` its --memory-limit,
-    bytes per device as an int or a string like "16GiB"). A relative
-    parameter archive named by the
-    module is taken from `base_directory` (default: the current
-    directory); `parameters` overrides it. `timeout` and `check_numerics`
-    are flow.compile's."""
+    `options` are the compile options (below; each is a flow-compile flag
+    too: `fusion=False` is --fusion=false, `mesh=(2, 2)` --mesh=2x2). A
+    relative parameter archive named by the module is taken from
+    `base_directory` (default: the current directory); `parameters`
+    overrides it. `threads`, `timeout` and `check_numerics` are
+    flow.compile's."""
     return CompiledModule(
-        _compile(source, target=target, library_matmul=library_matmul,
-                 cpu=cpu, mesh=_mesh_text(mesh), fusion=fusion,
-                 precision=precision, conv=conv, gpu_arch=gpu_arch,
-                 allow_tf32=allow_tf32, mesh_spec=mesh_spec,
-                 auto_parallel=auto_parallel,
-                 memory_limit=_memory_limit(memory_limit)),
+        _compile(source, _compile_options(options, "compile_mlir")),
         threads, parameters, base_directory, timeout, check_numerics)
 
 
-def _memory_limit(limit) -> str:
-    """--memory-limit's text ("" for the default); flow-compile's parser
-    checks it."""
-    return "" if limit is None else str(limit)
+def compile_options() -> list:
+    """The compile options, one dict each: `keyword` (flow.compile's),
+    `flag` (flow-compile's), `type`, `default` (as text), `accepts` and
+    `help`. docs/reference/CompileOptions.md lists them."""
+    return [dict(row) for row in _compile_option_table()]
+
+
+def _compile_option_table():
+    global _OPTION_TABLE
+    if _OPTION_TABLE is None:
+        _OPTION_TABLE = {row["keyword"]: row for row in _compile_option_rows()}
+    return _OPTION_TABLE.values()
+
+
+_OPTION_TABLE = None
+
+
+def _compile_options(options: dict, caller: str) -> dict:
+    """`options` (compile options by keyword; None: the default) as the
+    text the compiler reads, which checks each value."""
+    _compile_option_table()
+    texts = {}
+    for keyword, value in options.items():
+        row = _OPTION_TABLE.get(keyword)
+        if row is None:
+            raise TypeError(f"{caller}() got an unexpected keyword argument "
+                            f"'{keyword}' (compile options: "
+                            f"{', '.join(_OPTION_TABLE)})")
+        if value is not None:
+            texts[keyword] = _option_text(row, value)
+    return texts
+
+
+def _option_text(row: dict, value) -> str:
+    """A compile option's value as text: booleans true/false, a mesh shape
+    like 2x2, a path as its string."""
+    keyword, kind = row["keyword"], row["type"]
+    if isinstance(value, (bool, np.bool_)):
+        if kind != "bool":
+            raise FlowError(f"{keyword}: {value!r} is not "
+                            f"{row['accepts']}")
+        return "true" if value else "false"
+    if kind == "mesh" and isinstance(value, (tuple, list)):
+        return "x".join(str(int(d)) for d in value)
+    if isinstance(value, (int, np.integer)):
+        return str(int(value))
+    if isinstance(value, float) and kind == "bytes":
+        return repr(value)
+    if isinstance(value, (str, os.PathLike)):
+        return os.fspath(value)
+    raise FlowError(f"{keyword}: {value!r} is not {row['accepts']}")
+
+
+def _options_doc() -> str:
+    lines = ["", "    Compile options (flow.compile_options(); "
+             "docs/reference/CompileOptions.md):"]
+    for row in _compile_option_table():
+        default = row["default"] or "none"
+        lines.append(f"      {row['keyword']} ({row['flag']}, default "
+                     f"{default}): {row['help']}; {row['accepts']}.")
+    return "\n".join(lines) + "\n"
 
 
 def _timeout_seconds(timeout) -> float:
@@ -196,14 +232,6 @@ def _timeout_seconds(timeout) -> float:
         raise ValueError("timeout is a number of seconds >= 0 (0: wait "
                          f"forever), got {timeout!r}")
     return seconds
-
-
-def _mesh_text(mesh) -> str:
-    if mesh is None:
-        return ""
-    if isinstance(mesh, int):
-        return str(mesh)
-    return "x".join(str(int(d)) for d in mesh)
 
 
 def load(path, threads: int = 0, parameters: str = "",
@@ -224,21 +252,14 @@ def load(path, threads: int = 0, parameters: str = "",
                           check_numerics)
 
 
-def compile_ir(source: str, phase: str, target: str = "cpu",
-               gpu_arch: str = "sm_90", allow_tf32: bool = False,
-               mesh=None, mesh_spec: str = "cpu-mpi",
-               auto_parallel: bool = False, memory_limit=None):
+def compile_ir(source: str, phase: str, **options):
     """The IR of `source` after compile phase `phase` (as flow-compile
     --compile-to prints it; the CUDA target's `ptx` phase gives the PTX
-    text, and `fbin` the executable's bytes). `gpu_arch` and `allow_tf32`
-    are flow-compile's --gpu-arch and --allow-tf32, for the CUDA targets;
-    `mesh`, `mesh_spec`, `auto_parallel` and `memory_limit` its --mesh,
-    --mesh-spec, --auto-parallel and --memory-limit."""
-    return _compile(source, target=target, compile_to=phase,
-                    gpu_arch=gpu_arch, allow_tf32=allow_tf32,
-                    mesh=_mesh_text(mesh), mesh_spec=mesh_spec,
-                    auto_parallel=auto_parallel,
-                    memory_limit=_memory_limit(memory_limit))
+    text, and `fbin` the executable's bytes). `options` are the compile
+    options, as compile_mlir's."""
+    options = _compile_options(options, "compile_ir")
+    options["compile_to"] = phase
+    return _compile(source, options)
 
 
 # ---------------------------------------------------------------------------
@@ -381,16 +402,9 @@ def _is_onnx(model) -> bool:
 
 
 def compile(model: Any, example_args=(), example_kwargs=None, *,
-            target: str = "cpu", threads: int = 0,
-            parameters: Optional[str] = None,
-            library_matmul: bool = True, cpu: str = "host", mesh=None,
-            sbp=None, timeout: Optional[float] = None,
-            fusion: bool = True, precision: str = "f32",
-            check_numerics: bool = False,
-            conv: str = "library", gpu_arch: str = "sm_90",
-            allow_tf32: bool = False,
-            mesh_spec: str = "cpu-mpi", auto_parallel: bool = False,
-            memory_limit=None) -> CompiledModel:
+            threads: int = 0, parameters: Optional[str] = None, sbp=None,
+            timeout: Optional[float] = None, check_numerics: bool = False,
+            **options) -> CompiledModel:
     """Imports, compiles and loads `model`; returns a callable.
 
     `model` is a torch.nn.Module or torch.export.ExportedProgram (traced
@@ -429,10 +443,12 @@ def compile(model: Any, example_args=(), example_kwargs=None, *,
     kernel, the ops it computes and their source lines, the element and its
     value (`compiled.module.check_numerics` turns it on and off).
     """
+    texts = _compile_options(options, "compile")
+    mesh = options.get("mesh")
     if sbp and mesh is None:
         raise FlowError("sbp= places inputs and weights on a mesh: pass "
                         "mesh=")
-    if auto_parallel and mesh is None:
+    if options.get("auto_parallel") and mesh is None:
         raise FlowError("auto_parallel=True plans for a mesh: pass mesh=")
     placements = (sbp, _mesh_shape(mesh)) if sbp else None
     keep = parameters is not None
@@ -452,15 +468,9 @@ def compile(model: Any, example_args=(), example_kwargs=None, *,
                                     parameters=archive,
                                     placements=placements)
             frontend = "torch"
-        module = compile_mlir(program.text, target=target, threads=threads,
-                              library_matmul=library_matmul, cpu=cpu,
-                              mesh=mesh, timeout=timeout, fusion=fusion,
-                              precision=precision,
-                              check_numerics=check_numerics, conv=conv,
-                              gpu_arch=gpu_arch, allow_tf32=allow_tf32,
-                              mesh_spec=mesh_spec,
-                              auto_parallel=auto_parallel,
-                              memory_limit=memory_limit)
+        module = CompiledModule(_compile(program.text, texts), threads,
+                                timeout=timeout,
+                                check_numerics=check_numerics)
     finally:
         if not keep and os.path.exists(archive):
             os.unlink(archive)
@@ -470,3 +480,7 @@ def compile(model: Any, example_args=(), example_kwargs=None, *,
 from .generation import CausalLM, compile_causal_lm  # noqa: E402
 from . import optim  # noqa: E402
 from .training import TrainStep, compile_train  # noqa: E402
+
+for _function in (compile, compile_mlir, compile_ir):
+    _function.__doc__ += _options_doc()
+del _function

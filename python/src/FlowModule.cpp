@@ -49,37 +49,23 @@ struct BuildError : FlowError {
 };
 
 /// Compiles MLIR text. Returns bytes (phase "fbin") or the IR text.
-py::object compile(const std::string &source, const std::string &target,
-                   const std::string &compileTo, bool libraryMatmul,
-                   const std::string &cpu, const std::string &mesh,
-                   bool fusion, const std::string &precision,
-                   const std::string &conv, const std::string &gpuArch,
-                   bool allowTf32, const std::string &meshSpec,
-                   bool autoParallel, const std::string &memoryLimit) {
-  std::optional<int64_t> limitBytes = int64_t(0);
-  if (!memoryLimit.empty()) {
-    limitBytes = mlir::flow::parseByteCount(memoryLimit);
-    if (!limitBytes || *limitBytes == 0)
-      throw FlowError("memory_limit is a positive number of bytes (an int, "
-                      "or a string like \"16GiB\"), got '" +
-                      memoryLimit + "'");
+/// `options` maps compile options' keywords (flow.compile_options()) to
+/// their values as text; the option table checks them.
+py::object compile(const std::string &source,
+                   const std::map<std::string, std::string> &given) {
+  mlir::flow::CompileOptions options;
+  for (const auto &[keyword, text] : given) {
+    const mlir::flow::CompileOptionInfo *info =
+        mlir::flow::lookupCompileOption(keyword);
+    if (!info || keyword != info->keyword)
+      throw py::type_error("unknown compile option '" + keyword + "'");
+    if (std::optional<std::string> why =
+            mlir::flow::setCompileOption(options, keyword, text, keyword))
+      throw FlowError(*why);
   }
-  if (conv != "library" && conv != "gemm")
-    throw FlowError("conv must be 'library' or 'gemm', got '" + conv + "'");
-  std::optional<std::vector<int64_t>> meshShape;
-  if (!mesh.empty()) {
-    std::string why;
-    meshShape = mlir::flow::parseMeshShape(mesh, &why);
-    if (!meshShape)
-      throw FlowError("mesh: " + why);
-  }
-  std::vector<std::string> phases = mlir::flow::getPhaseNames(target);
-  if (phases.empty())
-    throw FlowError("unknown target '" + target + "' (targets: " +
-                    llvm::join(mlir::flow::getTargetNames(), ", ") + ")");
-  if (!llvm::is_contained(phases, compileTo))
-    throw FlowError("unknown phase '" + compileTo + "' for target '" + target +
-                    "' (" + llvm::join(phases, ", ") + ")");
+  if (std::optional<std::string> why =
+          mlir::flow::verifyCompileOptions(options, /*flagStyle=*/false))
+    throw FlowError(*why);
   mlir::DialectRegistry registry;
   mlir::flow::registerCompilerDialects(registry);
   // Text from the user must not take this process down: refuse what the
@@ -113,26 +99,12 @@ py::object compile(const std::string &source, const std::string &target,
   llvm::raw_string_ostream os(diagnostics);
   mlir::SourceMgrDiagnosticHandler handler(sourceMgr, &context, os);
 
-  mlir::ParserConfig config(&context, /*verifyAfterParse=*/!meshShape);
+  mlir::ParserConfig config(&context,
+                            /*verifyAfterParse=*/options.mesh.empty());
   mlir::OwningOpRef<mlir::ModuleOp> module =
       mlir::parseSourceFile<mlir::ModuleOp>(sourceMgr, config);
   if (!module)
     throw FlowError(diagnostics);
-  mlir::flow::CompileOptions options;
-  options.target = target;
-  options.cpu.cpu = cpu;
-  options.cuda.arch = gpuArch;
-  options.cuda.allowTf32 = allowTf32;
-  options.compileTo = compileTo;
-  options.libraryMatmul = libraryMatmul;
-  options.fusion = fusion;
-  options.precision = precision;
-  options.libraryConv = conv == "library";
-  if (meshShape)
-    options.mesh = *meshShape;
-  options.meshSpec = meshSpec;
-  options.autoParallel = autoParallel;
-  options.memoryLimit = *limitBytes;
   mlir::FailureOr<mlir::flow::CompileResult> result;
   {
     py::gil_scoped_release release;
@@ -145,7 +117,7 @@ py::object compile(const std::string &source, const std::string &target,
   if (!diagnostics.empty() &&
       PyErr_WarnEx(PyExc_UserWarning, diagnostics.c_str(), 1) != 0)
     throw py::error_already_set();
-  if (compileTo == "fbin")
+  if (options.compileTo == "fbin")
     return py::bytes(reinterpret_cast<const char *>(result->executable.data()),
                      result->executable.size());
   if (!result->module)
@@ -541,15 +513,33 @@ PYBIND11_MODULE(_flow, m) {
   py::register_exception<BuildError>(m, "BuildError", flowError);
   bindProgramBuilder(m);
   mlir::flow::registerCompilerPasses();
-  m.def("compile", &compile, py::arg("source"), py::arg("target") = "cpu",
-        py::arg("compile_to") = "fbin", py::arg("library_matmul") = true,
-        py::arg("cpu") = "host", py::arg("mesh") = "", py::arg("fusion") = true,
-        py::arg("precision") = "f32", py::arg("conv") = "library",
-        py::arg("gpu_arch") = "sm_90", py::arg("allow_tf32") = false,
-        py::arg("mesh_spec") = "cpu-mpi", py::arg("auto_parallel") = false,
-        py::arg("memory_limit") = "",
+  m.def("compile", &compile, py::arg("source"),
+        py::arg("options") = std::map<std::string, std::string>(),
         "Compiles flow-dialect MLIR text: executable bytes, or the IR of an "
-        "earlier phase as text.");
+        "earlier phase as text. `options` maps compile options' keywords to "
+        "their values as text.");
+  m.def(
+      "compile_options",
+      []() {
+        py::list rows;
+        mlir::flow::CompileOptions defaults;
+        static const char *types[] = {"bool",  "choice", "int",
+                                      "bytes", "mesh",   "text"};
+        for (const mlir::flow::CompileOptionInfo &info :
+             mlir::flow::getCompileOptions()) {
+          py::dict row;
+          row["keyword"] = info.keyword;
+          row["flag"] = std::string("--") + info.flag;
+          row["type"] = types[static_cast<int>(info.type)];
+          row["default"] = info.get(defaults);
+          row["accepts"] = info.accepts();
+          row["help"] = info.help;
+          rows.append(row);
+        }
+        return rows;
+      },
+      "The compile options, one dict per option: keyword, flag, type, "
+      "default (as text), accepts, help.");
   m.def(
       "blas_info",
       []() {

@@ -7,7 +7,7 @@
 // RUN: flow-compile %s --compile-to=llvm | FileCheck %s --check-prefix=LLVM
 // RUN: flow-compile %s -o %t.fbin --report=%t.json && FileCheck %s --input-file=%t.json --check-prefix=REPORT
 // RUN: not flow-compile %s --fusion=maybe 2>&1 | FileCheck %s --check-prefix=BADFUSION
-// BADFUSION: flow-compile: --fusion must be on or off, got 'maybe'
+// BADFUSION: flow-compile: error: --fusion: 'maybe' is not true or false
 
 flow.mesh @mesh [2]
 

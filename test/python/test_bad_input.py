@@ -66,10 +66,10 @@ def test_compile_missing_file_and_bad_phase(tmp_path):
     src = tmp_path / "m.mlir"
     src.write_text(ADD)
     rc, err = run([tool("flow-compile"), src, "--compile-to=asm"])
-    assert rc == 1 and "unknown phase 'asm'" in err
+    assert rc == 1 and "flow-compile: error: --compile-to: 'asm' is not a phase of target 'cpu' (input, flow, host, linalg, bufferized, llvm, fbin)" in err
     rc, err = run([tool("flow-compile"), src, "--target=tpu", "-o",
                    tmp_path / "m.fbin"])
-    assert rc == 1 and "unknown target 'tpu' (targets: cpu, cuda, cuda-emulated)" in err
+    assert rc == 1 and "flow-compile: error: --target: 'tpu' is not one of cpu, cuda, cuda-emulated\n" == err
 
 
 def test_compile_bad_options_are_one_line(tmp_path):
@@ -115,7 +115,7 @@ def test_compile_help_lists_flow_and_mlir_options():
     proc = subprocess.run([str(tool("flow-compile")), "--help"],
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
-    shown = {line.split()[0].split("=")[0] for line in
+    shown = {line.split()[0].split("=")[0].rstrip("[") for line in
              proc.stdout.splitlines() if line.startswith("  -")}
     for flag in ("--auto-parallel", "--mesh", "--memory-limit", "-o",
                  "--compile-to", "--mlir-timing", "--mlir-print-ir-after-all"):

@@ -244,5 +244,5 @@ def test_pools_between_convolutions(path, tmp_path):
 
 
 def test_bad_conv_option():
-    with pytest.raises(flow.FlowError, match="conv must be 'library' or 'gemm'"):
+    with pytest.raises(flow.FlowError, match="conv: 'direct' is not one of library, gemm"):
         flow.compile_mlir("func.func @f() { return }", conv="direct")

@@ -2,25 +2,26 @@
 //
 // Part of the Flow project.
 //
-//   flow-compile IN.mlir -o OUT.fbin --target=cpu|cuda [--gpu-arch=sm_90]
-//                [--allow-tf32]
-//                [--compile-to=PHASE]
-//                [--report=FILE.json] [--mlir-timing]
+//   flow-compile IN.mlir -o OUT.fbin [--target=cpu|cuda] [--compile-to=PHASE]
+//                [compile options] [--report=FILE.json] [--mlir-timing]
 //                [--mlir-print-ir-after-all]
 //   flow-compile IN.onnx -o OUT.fbin [--parameters=W.safetensors]
 //
-// A thin main over lib/Pipelines. An .onnx input is imported by Flow's
-// Python importer (`python -m flow.onnx_import`, run with the Python the
-// build was configured with, or $FLOW_PYTHON); its weights go to a
-// safetensors archive next to the output, which the executable names.
+// A thin main over lib/Pipelines. The compile options' flags come from
+// their table (flow/Pipelines/Options.h), which checks their values. An .onnx
+// input is imported by Flow's Python importer (`python -m flow.onnx_import`,
+// run with the Python the build was configured with, or $FLOW_PYTHON); its
+// weights go to a safetensors archive next to the output, which the executable
+// names.
 //
 //===----------------------------------------------------------------------===//
 
 #include "flow/Conversion/Passes.h"
+#include "flow/Dialect/Flow/IR/FlowOps.h"
 #include "flow/Dialect/Flow/Transforms/Passes.h"
+#include "flow/Pipelines/Options.h"
 #include "flow/Pipelines/Pipelines.h"
 #include "flow/Support/ParseGuard.h"
-#include "flow/Dialect/Flow/IR/FlowOps.h"
 #include "mlir/AsmParser/AsmParser.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/AsmState.h"
@@ -36,10 +37,10 @@
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FileUtilities.h"
+#include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
-#include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ToolOutputFile.h"
 
@@ -61,106 +62,15 @@ static cl::opt<std::string> outputFilename("o", cl::cat(flowCategory),
                                            cl::value_desc("filename"),
                                            cl::init("-"));
 static cl::opt<std::string>
-    target("target", cl::cat(flowCategory),
-           cl::desc("Target device: cpu (default) or cuda"), cl::init("cpu"));
-static cl::opt<std::string>
-    gpuArch("gpu-arch", cl::cat(flowCategory),
-            cl::desc("For --target=cuda: the GPU's compute capability "
-                     "(default sm_90: H100, H200; sm_80: A100)"),
-            cl::init("sm_90"));
-static cl::opt<bool> allowTf32(
-    "allow-tf32", cl::cat(flowCategory),
-    cl::desc("For the CUDA targets: let f32 library GEMMs multiply in TF32 "
-             "(10-bit mantissas, f32 sums; faster on tensor cores, less "
-             "exact)"),
-    cl::init(false));
-static cl::opt<std::string> compileTo(
-    "compile-to", cl::cat(flowCategory),
-    cl::desc("Stop after a phase and print its IR: input, flow, host, linalg, "
-             "then the target's (cpu: bufferized, llvm; cuda: bufferized, "
-             "gpu, nvvm, ptx), fbin (default)"),
-    cl::init("fbin"));
-static cl::opt<std::string>
     reportFile("report", cl::cat(flowCategory),
                cl::desc("Write a JSON compile report to this file"),
                cl::value_desc("filename"), cl::init(""));
-static cl::opt<bool> inPlace(
-    "in-place", cl::cat(flowCategory),
-    cl::desc("Let element-wise kernels write over an operand that dies at "
-             "them (off by default: it measured slower)"),
-    cl::init(false));
-static cl::opt<std::string> precision(
-    "precision", cl::cat(flowCategory),
-    cl::desc("f32 (default), or bf16: matrix products and convolutions read "
-             "bf16 operands and sum in f32; everything else stays f32"),
-    cl::init("f32"));
-static cl::opt<bool> overlapCollectives(
-    "overlap-collectives", cl::cat(flowCategory),
-    cl::desc("Mesh programs: start each collective as early as its operand "
-             "allows and run it while the next commands do, waiting where "
-             "its result is needed (default on)"),
-    cl::init(true));
-static cl::opt<bool> gemmEpilogues(
-    "gemm-epilogues", cl::cat(flowCategory),
-    cl::desc("Run element-wise kernels tile by tile with the GEMM before "
-             "them (off by default: it measured no faster)"),
-    cl::init(false));
 static cl::opt<std::string> memoryPlot(
     "memory-plot", cl::cat(flowCategory),
     cl::desc("Draw the arena plan of the function with the largest arena as "
              "SVG: buffers as rectangles over schedule position and offset, "
              "with the lower bound marked"),
     cl::value_desc("file.svg"), cl::init(""));
-static cl::opt<std::string> cpu("cpu", cl::cat(flowCategory),
-                                cl::desc("LLVM CPU name for CPU kernels "
-                                         "(default: host)"),
-                                cl::init("host"));
-static cl::opt<bool>
-    libraryMatmul("library-matmul", cl::cat(flowCategory),
-                  cl::desc("Run f32 matmuls as library GEMMs (default on)"),
-                  cl::init(true));
-static cl::opt<std::string>
-    conv("conv", cl::cat(flowCategory),
-         cl::desc("How f32 convolutions run: library (default; the runtime's "
-                  "convolution library, epilogues fused, activations blocked "
-                  "between convolutions) or gemm (im2col and a library GEMM)"),
-         cl::init("library"));
-static cl::opt<int64_t> maxColumnsBytes(
-    "max-columns-bytes", cl::cat(flowCategory),
-    cl::desc("Largest im2col buffer of a convolution run as a library GEMM; "
-             "larger ones run in blocks of output rows (default 2 MiB, "
-             "0: no limit)"),
-    cl::init(mlir::flow::kDefaultMaxColumnsBytes));
-static cl::opt<std::string>
-    fusion("fusion", cl::cat(flowCategory),
-           cl::desc("Fuse ops into kernels: on (default) or off (one op per "
-                    "kernel, for comparison)"),
-           cl::init("on"));
-
-static cl::opt<std::string>
-    meshShape("mesh", cl::cat(flowCategory),
-              cl::desc("Run public functions without a flow.mesh on a mesh "
-                       "of this shape: 4, 2x2 (one process per device)"),
-              cl::value_desc("shape"), cl::init(""));
-static cl::opt<std::string> meshSpec(
-    "mesh-spec", cl::cat(flowCategory),
-    cl::desc("The mesh's hardware, which the SBP planner times its choices "
-             "on: a preset (cpu-mpi, the default; h100-nvlink, h200-nvlink, "
-             "h100-nodes) or a JSON file (docs/distributed.md)"),
-    cl::value_desc("name|file"), cl::init("cpu-mpi"));
-
-static cl::opt<bool> autoParallel(
-    "auto-parallel", cl::cat(flowCategory),
-    cl::desc("Let the SBP planner place the arguments without a flow.sbp "
-             "too (inputs, parameters, optimizer state), by its exact "
-             "search; the report compares the plan with plain data and "
-             "tensor parallel"),
-    cl::init(false));
-static cl::opt<std::string> memoryLimit(
-    "memory-limit", cl::cat(flowCategory),
-    cl::desc("Bytes per device a mesh plan may use: 1073741824, 512MiB, "
-             "16GiB (default: the device memory of --mesh-spec)"),
-    cl::value_desc("bytes"), cl::init(""));
 
 static cl::opt<std::string> sbpPlanGraph(
     "sbp-plan-graph", cl::cat(flowCategory),
@@ -183,6 +93,59 @@ static cl::opt<std::string> train(
              "'{kind = \"adamw\", weight_decay = 0.1, max_grad_norm = 1.0}' "
              "(docs/training.md)"),
     cl::value_desc("optimizer"), cl::init(""));
+
+static cl::opt<bool> printOptionsReference(
+    "print-options-reference", cl::Hidden,
+    cl::desc("Print the compile options as a Markdown table "
+             "(docs/reference/CompileOptions.md) and exit"),
+    cl::init(false));
+
+/// The compile options' flags, one per row of the option table
+/// (flow/Pipelines/Options.h), which checks their values.
+struct CompileFlag {
+  const CompileOptionInfo *info;
+  /// The flag keeps a reference to its help text.
+  std::unique_ptr<std::string> help;
+  std::unique_ptr<cl::opt<std::string>> flag;
+};
+static std::vector<CompileFlag> makeCompileFlags() {
+  std::vector<CompileFlag> flags;
+  CompileOptions defaults;
+  for (const CompileOptionInfo &info : getCompileOptions()) {
+    std::string value = info.get(defaults);
+    auto help = std::make_unique<std::string>(
+        std::string(info.help) + " [" + info.accepts() +
+        (value.empty() ? "" : "; default " + value) + "]");
+    auto flag = std::make_unique<cl::opt<std::string>>(
+        StringRef(info.flag), cl::cat(flowCategory), cl::desc(*help),
+        cl::value_desc(info.valueName),
+        // A boolean flag alone (--fusion) means true.
+        info.type == OptionType::Bool ? cl::ValueOptional : cl::ValueRequired);
+    flags.push_back({&info, std::move(help), std::move(flag)});
+  }
+  return flags;
+}
+
+/// The options the command line gives; false after printing why one is not
+/// a value its option accepts.
+static bool readCompileFlags(const std::vector<CompileFlag> &flags,
+                             CompileOptions &options) {
+  for (const CompileFlag &f : flags) {
+    if (!f.flag->getNumOccurrences())
+      continue;
+    if (std::optional<std::string> why = setCompileOption(
+            options, f.info->flag, *f.flag, "--" + std::string(f.info->flag))) {
+      llvm::errs() << "flow-compile: error: " << *why << "\n";
+      return false;
+    }
+  }
+  if (std::optional<std::string> why =
+          verifyCompileOptions(options, /*flagStyle=*/true)) {
+    llvm::errs() << "flow-compile: error: " << *why << "\n";
+    return false;
+  }
+  return true;
+}
 
 /// --train: sets the optimizer of the functions that have parameters.
 static LogicalResult applyTrainOption(ModuleOp module) {
@@ -312,21 +275,15 @@ int main(int argc, char **argv) {
   registerMLIRContextCLOptions();
   registerDefaultTimingManagerCLOptions();
   arrangeHelp();
+  std::vector<CompileFlag> compileFlags = makeCompileFlags();
   cl::ParseCommandLineOptions(argc, argv, "Flow compiler\n");
-
-  std::vector<std::string> phases = getPhaseNames(target);
-  if (phases.empty()) {
-    llvm::errs() << "flow-compile: error: unknown target '" << target
-                 << "' (targets: " << llvm::join(getTargetNames(), ", ")
-                 << ")\n";
-    return 1;
+  if (printOptionsReference) {
+    printCompileOptionsReference(llvm::outs());
+    return 0;
   }
-  if (!llvm::is_contained(phases, compileTo)) {
-    llvm::errs() << "flow-compile: error: unknown phase '" << compileTo
-                 << "' for --compile-to with --target=" << target << " ("
-                 << llvm::join(phases, ", ") << ")\n";
+  CompileOptions options;
+  if (!readCompileFlags(compileFlags, options))
     return 1;
-  }
 
   DialectRegistry registry;
   registerCompilerDialects(registry);
@@ -371,7 +328,7 @@ int main(int argc, char **argv) {
     TimingScope parseTiming = timing.nest("parse");
     // With --mesh the module is verified once the mesh is applied (an
     // argument's flow.sbp needs its function's mesh).
-    ParserConfig config(&context, /*verifyAfterParse=*/meshShape.empty());
+    ParserConfig config(&context, /*verifyAfterParse=*/options.mesh.empty());
     module = parseSourceFile<ModuleOp>(sourceMgr, config);
   }
   if (!module)
@@ -379,58 +336,7 @@ int main(int argc, char **argv) {
   if (!train.empty() && failed(applyTrainOption(*module)))
     return 1;
 
-  CompileOptions options;
-  options.target = target;
-  options.cpu.cpu = cpu;
-  options.cuda.arch = gpuArch;
-  options.cuda.allowTf32 = allowTf32;
-  options.compileTo = compileTo;
-  options.libraryMatmul = libraryMatmul;
-  if (maxColumnsBytes < 0) {
-    llvm::errs() << "flow-compile: --max-columns-bytes must be at least 0, "
-                    "got "
-                 << maxColumnsBytes << "\n";
-    return 1;
-  }
-  options.maxColumnsBytes = maxColumnsBytes;
-  if (conv != "library" && conv != "gemm") {
-    llvm::errs() << "flow-compile: --conv must be library or gemm, got '"
-                 << conv << "'\n";
-    return 1;
-  }
-  options.libraryConv = conv == "library";
-  if (fusion != "on" && fusion != "off") {
-    llvm::errs() << "flow-compile: --fusion must be on or off, got '"
-                 << fusion << "'\n";
-    return 1;
-  }
-  options.fusion = fusion == "on";
-  options.inPlace = inPlace;
-  options.gemmEpilogues = gemmEpilogues;
-  options.overlapCollectives = overlapCollectives;
-  options.meshSpec = meshSpec;
-  options.autoParallel = autoParallel;
   options.sbpPlanGraph = !sbpPlanGraph.empty();
-  if (!memoryLimit.empty()) {
-    std::optional<int64_t> bytes = parseByteCount(memoryLimit);
-    if (!bytes || *bytes == 0) {
-      llvm::errs() << "flow-compile: error: --memory-limit needs a positive "
-                      "byte count like 1073741824, 512MiB or 16GiB, got '"
-                   << memoryLimit << "'\n";
-      return 1;
-    }
-    options.memoryLimit = *bytes;
-  }
-  options.precision = precision;
-  if (!meshShape.empty()) {
-    std::string why;
-    std::optional<std::vector<int64_t>> shape = parseMeshShape(meshShape, &why);
-    if (!shape) {
-      llvm::errs() << "flow-compile: error: --mesh: " << why << "\n";
-      return 1;
-    }
-    options.mesh = *shape;
-  }
   FailureOr<CompileResult> result = compile(*module, options, &timing);
   if (failed(result))
     return 1;
@@ -454,7 +360,7 @@ int main(int argc, char **argv) {
     llvm::errs() << "flow-compile: error: " << error << "\n";
     return 1;
   }
-  if (compileTo == "fbin") {
+  if (options.compileTo == "fbin") {
     output->os().write(
         reinterpret_cast<const char *>(result->executable.data()),
         result->executable.size());

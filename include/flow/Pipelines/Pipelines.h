@@ -27,9 +27,10 @@
 #ifndef FLOW_PIPELINES_PIPELINES_H
 #define FLOW_PIPELINES_PIPELINES_H
 
+#include "flow/Pipelines/Options.h"
 #include "flow/Target/CPU.h"
-#include "flow/Target/Target.h"
 #include "flow/Target/Executable.h"
+#include "flow/Target/Target.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
 #include "mlir/Support/LLVM.h"
@@ -44,71 +45,6 @@ class DialectRegistry;
 class OpPassManager;
 class TimingScope;
 namespace flow {
-
-/// About one core's L2 cache: im2col buffers up to this size are written
-/// and read back while they are still in it.
-constexpr int64_t kDefaultMaxColumnsBytes = int64_t(2) << 20;
-
-/// The phases `target` (a registered target's name) can stop after, in
-/// order: input, flow, host, linalg, its kernel phases, its text phase (if
-/// any), fbin. Empty for an unknown target.
-std::vector<std::string> getPhaseNames(StringRef target);
-
-struct CompileOptions {
-  /// A registered target's name (flow/Target/Target.h): cpu, cuda.
-  std::string target = "cpu";
-  CpuTargetOptions cpu;
-  CudaTargetOptions cuda;
-  /// Stop after this phase (getPhaseNames; "fbin": the executable).
-  std::string compileTo = "fbin";
-  /// f32 matmuls as library GEMMs (else generated kernels).
-  bool libraryMatmul = true;
-  /// f32 convolutions as library convolution commands, their element-wise
-  /// epilogues (residual add, relu) fused in and activations between them
-  /// in the library's blocked layout; else im2col and a GEMM
-  /// (flow-conv-to-gemm). With precision "bf16" library convolutions run
-  /// in bf16 too (flow-build-host-schedule{bf16-convs}). Only on targets
-  /// with a convolution library (Target::hasConvolutionLibrary: the CPU).
-  bool libraryConv = true;
-  /// Largest im2col buffer of a convolution as a library GEMM; larger ones
-  /// run in blocks of output rows (flow-conv-to-gemm{max-columns-bytes}).
-  int64_t maxColumnsBytes = kDefaultMaxColumnsBytes;
-  /// Fuse ops into kernels (flow-form-dispatch-regions); false keeps one op
-  /// per kernel.
-  bool fusion = true;
-  /// "f32", or "bf16": matrix products (convolutions included) read bf16
-  /// operands and sum in f32 (flow-matmuls-to-bf16); the rest stays f32.
-  std::string precision = "f32";
-  /// Let element-wise kernels write over a dying operand
-  /// (flow-plan-memory{in-place}); off by default (it measured slower).
-  bool inPlace = false;
-  /// Run element-wise kernels tile by tile with the GEMM before them
-  /// (flow-fuse-gemm-epilogues); off by default (it measured no faster).
-  bool gemmEpilogues = false;
-  /// Start collectives early and run them while later commands do
-  /// (flow-overlap-collectives).
-  bool overlapCollectives = true;
-  /// When not empty, public functions without a `flow.mesh` run on a new
-  /// mesh of this shape (`--mesh=4`, `--mesh=2x2`).
-  std::vector<int64_t> mesh;
-  /// The mesh description the SBP planner times its choices on: a preset
-  /// or a JSON file (`--mesh-spec`; MeshSpec.h).
-  std::string meshSpec = "cpu-mpi";
-  /// Auto-parallel (`--auto-parallel`): the planner also places arguments
-  /// without a `flow.sbp`, by its exact search.
-  bool autoParallel = false;
-  /// Bytes per device a plan may use (`--memory-limit`; 0: the device
-  /// memory of the mesh description).
-  int64_t memoryLimit = 0;
-  /// Draw the SBP plan of the mesh functions (`--sbp-plan-graph`) into
-  /// CompileResult::sbpPlanSvg.
-  bool sbpPlanGraph = false;
-};
-
-/// Parses a mesh shape: `4`, `2x2`, at most kMaxMeshDevices devices;
-/// std::nullopt when malformed or too large, with the reason in \p why.
-std::optional<std::vector<int64_t>> parseMeshShape(StringRef text,
-                                                   std::string *why = nullptr);
 
 /// Phase timings and figures about the result (`--report`).
 struct CompileReport {
@@ -257,9 +193,6 @@ struct PlaceOptions {
   bool autoParallel = false;
   int64_t memoryLimit = 0;
 };
-/// Parses a byte count: `1048576`, `512MiB`, `16GiB`, `1.5GB`; std::nullopt
-/// when malformed or negative.
-std::optional<int64_t> parseByteCount(StringRef text);
 /// The phases' pipelines, as compile() runs them.
 void buildFlowPlacePipeline(OpPassManager &pm,
                             const PlaceOptions &options = {});

@@ -10,6 +10,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Support/LLVM.h"
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,11 @@ struct CpuKernelFeatures {
 
 /// `cpu` ("host": the machine compiling) as a kernel library sees it.
 CpuKernelFeatures cpuKernelFeatures(llvm::StringRef cpu);
+
+/// Why `cpu` cannot be the CPU kernels are compiled for (not a processor
+/// LLVM knows for this machine's architecture, or one without 64-bit
+/// code); std::nullopt when it can ("host" always can).
+std::optional<std::string> checkCpuName(llvm::StringRef cpu);
 
 /// Translates `module` (LLVM dialect, kernels with entry points) to LLVM IR,
 /// optimizes it, emits an object for x86-64 and links it into an ELF shared

@@ -32,6 +32,10 @@ void buildKernelNvvmPipeline(OpPassManager &pm,
 /// `arch` is not of that form.
 std::optional<int> parseComputeCapability(StringRef arch);
 
+/// Why `arch` cannot be the CUDA target's --gpu-arch (not `sm_XY`, or
+/// older than sm_70); std::nullopt when it can.
+std::optional<std::string> checkGpuArch(StringRef arch);
+
 /// The CUDA toolkit `options` name, else $FLOW_CUDA_PATH, else
 /// /usr/local/cuda.
 std::string cudaToolkitPath(const CudaTargetOptions &options);
