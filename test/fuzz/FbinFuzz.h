@@ -51,7 +51,7 @@ inline std::vector<uint8_t> readFileBytes(const std::string &path) {
 }
 
 /// Whether \p data holds a buffer the loader's FlatBuffers verifier accepts
-/// (same limits as runtime/src/Executable.cpp).
+/// (same limits as runtime/src/ExecutableLoad.cpp).
 inline bool verifiesAsExecutable(const uint8_t *data, size_t size) {
   if (size < 8 || size >= FLATBUFFERS_MAX_BUFFER_SIZE ||
       !flatbuffers::BufferHasIdentifier(data, fbs::ExecutableIdentifier()))
