@@ -22,14 +22,6 @@
 using namespace flow::runtime;
 using namespace flow::runtime::detail;
 
-int64_t detail::pieceSize(int64_t n, int64_t g, int64_t i) {
-  return n / g + (i < n % g ? 1 : 0);
-}
-
-int64_t detail::pieceOffset(int64_t n, int64_t g, int64_t i) {
-  return i * (n / g) + std::min(i, n % g);
-}
-
 void detail::copyBox(const uint8_t *src, const std::vector<int64_t> &srcShape,
                      const std::vector<int64_t> &srcOffset, uint8_t *dst,
                      const std::vector<int64_t> &dstShape,

@@ -9,6 +9,7 @@
 
 #include "ExecutableImpl.h"
 #include "flow/runtime/Communicator.h"
+#include "flow/runtime/rules/Pieces.h"
 
 namespace flow {
 namespace runtime {
@@ -23,9 +24,9 @@ void copyBox(const uint8_t *src, const std::vector<int64_t> &srcShape,
              const std::vector<int64_t> &box, size_t elementSize);
 
 /// Length of piece `i` of `n` cut over `g` (the longer pieces first), and
-/// where it starts.
-int64_t pieceSize(int64_t n, int64_t g, int64_t i);
-int64_t pieceOffset(int64_t n, int64_t g, int64_t i);
+/// where it starts: the rule the compiler cuts by (flow/runtime/rules/).
+using flow::rules::pieceOffset;
+using flow::rules::pieceSize;
 
 /// A strided copy between the buffers of a collective: `rows` rows of
 /// `rowBytes`, `srcPitch` and `dstPitch` bytes apart, from `srcOffset` of

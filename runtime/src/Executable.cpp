@@ -11,6 +11,9 @@
 
 #include "ExecutableChecker.h"
 
+#include "flow/runtime/rules/Mesh.h"
+#include "flow/runtime/rules/Pieces.h"
+
 #include <algorithm>
 #include <cstring>
 
@@ -157,10 +160,7 @@ std::vector<int64_t>
 flow::runtime::meshCoordinates(const std::vector<int64_t> &mesh,
                                int64_t rank) {
   std::vector<int64_t> coords(mesh.size());
-  for (size_t a = mesh.size(); a-- > 0;) {
-    coords[a] = rank % mesh[a];
-    rank /= mesh[a];
-  }
+  flow::rules::meshCoordinates(mesh, rank, coords);
   return coords;
 }
 
@@ -177,9 +177,8 @@ void flow::runtime::localPiece(const std::vector<int64_t> &global,
       continue;
     int64_t d = sbp[axis].dim;
     int64_t n = shape[d], p = mesh[axis], r = coords[axis];
-    int64_t base = n / p, extra = n % p;
-    offset[d] += r * base + std::min(r, extra);
-    shape[d] = base + (r < extra ? 1 : 0);
+    offset[d] += flow::rules::pieceOffset(n, p, r);
+    shape[d] = flow::rules::pieceSize(n, p, r);
   }
 }
 

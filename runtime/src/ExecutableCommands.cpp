@@ -13,6 +13,10 @@
 
 #include "ExecutableChecker.h"
 
+#include "flow/runtime/rules/Layout.h"
+#include "flow/runtime/rules/Pieces.h"
+#include "flow/runtime/rules/Window.h"
+
 #include <algorithm>
 #include <climits>
 #include <tuple>
@@ -80,22 +84,19 @@ Status Checker::verifyCollective(const std::string &ctx,
       out.splitDim == out.concatDim)
     return Status::error(ctx + ": an all-to-all must cut and join different "
                                "dimensions");
-  auto isPiece = [&](int64_t piece, int64_t whole) {
-    return piece == whole / group || piece == (whole + group - 1) / group;
-  };
   for (int64_t d = 0; d < rank; ++d) {
     int64_t in = out.inputShape[d], o = out.outputShape[d];
     bool ok = in == o;
     if (out.kind == detail::CollectiveCommand::AllGather && d == out.dim)
-      ok = isPiece(in, o);
+      ok = flow::rules::isPiece(in, o, group);
     if (out.kind == detail::CollectiveCommand::ReduceScatter && d == out.dim)
-      ok = in >= group && isPiece(o, in);
+      ok = in >= group && flow::rules::isPiece(o, in, group);
     if (out.kind == detail::CollectiveCommand::AllToAll &&
         out.splitDim != out.concatDim) {
       if (d == out.splitDim)
-        ok = in >= group && isPiece(o, in);
+        ok = in >= group && flow::rules::isPiece(o, in, group);
       if (d == out.concatDim)
-        ok = isPiece(in, o);
+        ok = flow::rules::isPiece(in, o, group);
     }
     if (!ok)
       return Status::error(ctx + ": shapes do not fit the collective over " +
@@ -487,23 +488,6 @@ static Status readSizes(const std::string &ctx,
   return Status::ok();
 }
 
-/// The extent of a window's output along one axis: \p size with padding
-/// \p before and \p after, rounded down (or up with \p ceil, dropping a
-/// window that would start in the end padding).
-static int64_t windowExtent(int64_t size, int64_t before, int64_t after,
-                            int64_t dilation, int64_t kernel, int64_t stride,
-                            bool ceil = false) {
-  int64_t span = size + before + after - dilation * (kernel - 1) - 1;
-  if (span < 0)
-    return 0;
-  int64_t out = span / stride + 1;
-  if (ceil) {
-    out = (span + stride - 1) / stride + 1;
-    if ((out - 1) * stride >= size + before)
-      --out;
-  }
-  return out;
-}
 Status Checker::verifyConv(const std::string &ctx, const fbs::Conv &cmd,
                            detail::ConvCommand &out) {
   auto read = [&](const flatbuffers::Vector<int64_t> *v, const char *name,
@@ -537,10 +521,10 @@ Status Checker::verifyConv(const std::string &ctx, const fbs::Conv &cmd,
                          std::to_string(filter[1]) +
                          " input channels per filter");
   if (outShape[0] != out.n || outShape[1] != out.o ||
-      out.oh != windowExtent(out.h, out.padTop, out.padBottom, out.dilationH,
-                             out.kh, out.strideH) ||
-      out.ow != windowExtent(out.w, out.padLeft, out.padRight, out.dilationW,
-                             out.kw, out.strideW))
+      out.oh != flow::rules::windowExtent(out.h, out.padTop, out.padBottom,
+                                          out.dilationH, out.kh, out.strideH) ||
+      out.ow != flow::rules::windowExtent(out.w, out.padLeft, out.padRight,
+                                          out.dilationW, out.kw, out.strideW))
     return Status::error(ctx + ": output_shape does not follow from the "
                                "input, filter, strides, padding and "
                                "dilations");
@@ -549,8 +533,9 @@ Status Checker::verifyConv(const std::string &ctx, const fbs::Conv &cmd,
   out.blockedOutput = cmd.blocked_output();
   out.blockedResidual = cmd.blocked_residual();
   out.bf16 = cmd.bf16();
-  if ((out.blockedInput && out.c % 16) ||
-      ((out.blockedOutput || out.blockedResidual) && out.o % 16))
+  if ((out.blockedInput && !flow::rules::blockable(out.c)) ||
+      ((out.blockedOutput || out.blockedResidual) &&
+       !flow::rules::blockable(out.o)))
     return Status::error(ctx + ": a blocked tensor needs a multiple of 16 "
                                "channels");
   // Element types: f32, or bf16 for a blocked tensor of a bf16 command.
@@ -674,15 +659,17 @@ Status Checker::verifyPool(const std::string &ctx, const Table &cmd,
   // (whose span fits in 2^31 with both factors below it), and the output
   // is the floor or ceil count.
   for (int i = 0; i < 4; ++i)
-    if (padding[i] >= dilations[i % 2] * (kernel[i % 2] - 1) + 1)
+    if (padding[i] >=
+        flow::rules::dilatedWindow(kernel[i % 2], dilations[i % 2]))
       return Status::error(ctx + ": padding " + std::to_string(padding[i]) +
                            " is not smaller than the window");
   // Both axes rounded down, or both up (ceil mode).
   auto fitsWith = [&](bool ceil) {
     for (int axis = 0; axis < 2; ++axis)
       if (outShape[2 + axis] !=
-          windowExtent(in[2 + axis], padding[axis], padding[axis + 2],
-                       dilations[axis], kernel[axis], strides[axis], ceil))
+          flow::rules::windowExtent(in[2 + axis], padding[axis],
+                                    padding[axis + 2], dilations[axis],
+                                    kernel[axis], strides[axis], ceil))
         return false;
     return outShape[0] == out.n && outShape[1] == out.c;
   };
@@ -692,7 +679,7 @@ Status Checker::verifyPool(const std::string &ctx, const Table &cmd,
                                "dilations");
   out.blockedInput = cmd.blocked_input();
   out.blockedOutput = cmd.blocked_output();
-  if ((out.blockedInput || out.blockedOutput) && out.c % 16)
+  if ((out.blockedInput || out.blockedOutput) && !flow::rules::blockable(out.c))
     return Status::error(ctx + ": a blocked tensor needs a multiple of 16 "
                                "channels");
   for (auto [dtype, blocked, name, isBf16] :

@@ -14,6 +14,7 @@
 #include "TestValues.h"
 
 #include "flow/runtime/Session.h"
+#include "flow/runtime/rules/Window.h"
 
 #include <gtest/gtest.h>
 
@@ -37,26 +38,15 @@ struct Window {
   bool average = false, includePad = false;
 };
 
-/// Output extent along one axis (PyTorch's rule, ceil mode included).
-int64_t extent(int64_t size, int64_t before, int64_t after, int64_t dilation,
-               int64_t kernel, int64_t stride, bool ceil) {
-  int64_t span = size + before + after - dilation * (kernel - 1) - 1;
-  int64_t out = span / stride + 1;
-  if (ceil) {
-    out = (span + stride - 1) / stride + 1;
-    if ((out - 1) * stride >= size + before)
-      --out;
-  }
-  return out;
-}
-
 struct Dims {
   int64_t n, c, h, w;
   int64_t oh(const Window &p) const {
-    return extent(h, p.top, p.bottom, p.dh, p.kh, p.sh, p.ceil);
+    return flow::rules::windowExtent(h, p.top, p.bottom, p.dh, p.kh, p.sh,
+                                     p.ceil);
   }
   int64_t ow(const Window &p) const {
-    return extent(w, p.left, p.right, p.dw, p.kw, p.sw, p.ceil);
+    return flow::rules::windowExtent(w, p.left, p.right, p.dw, p.kw, p.sw,
+                                     p.ceil);
   }
 };
 

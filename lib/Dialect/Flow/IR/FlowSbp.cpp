@@ -10,6 +10,7 @@
 
 #include "flow/Dialect/Flow/IR/FlowSbp.h"
 #include "flow/Dialect/Flow/IR/FlowOps.h"
+#include "flow/runtime/rules/Pieces.h"
 
 #include <limits>
 
@@ -821,10 +822,7 @@ void mlir::flow::localPiece(ArrayRef<int64_t> globalShape, ArrayRef<SbpDim> sbp,
     if (!d.isSplit())
       continue;
     int64_t n = shape[d.dim], p = meshShape[axis], r = coords[axis];
-    int64_t base = n / p, extra = n % p;
-    int64_t size = base + (r < extra ? 1 : 0);
-    int64_t start = r * base + std::min(r, extra);
-    offset[d.dim] += start;
-    shape[d.dim] = size;
+    offset[d.dim] += ::flow::rules::pieceOffset(n, p, r);
+    shape[d.dim] = ::flow::rules::pieceSize(n, p, r);
   }
 }

@@ -6,6 +6,7 @@
 
 #include "flow/Dialect/Flow/IR/FlowOps.h"
 #include "flow/Dialect/Flow/Transforms/Passes.h"
+#include "flow/runtime/rules/Layout.h"
 
 namespace mlir {
 namespace flow {
@@ -36,13 +37,14 @@ static bool onlyLibraryTouches(Value buffer) {
 
 namespace {
 struct ChooseConvLayoutsPass
-    : flow::impl::ChooseConvLayoutsPassBase<ChooseConvLayoutsPass> {
+    : mlir::flow::impl::ChooseConvLayoutsPassBase<ChooseConvLayoutsPass> {
   void runOnOperation() override {
     llvm::DenseSet<Value> blocked;
     getOperation().walk([&](HostAllocOp alloc) {
       MemRefType type = alloc.getType();
       if (type.getRank() == 4 && type.getElementType().isF32() &&
-          type.getDimSize(1) % 16 == 0 && onlyLibraryTouches(alloc)) {
+          ::flow::rules::blockable(type.getDimSize(1)) &&
+          onlyLibraryTouches(alloc)) {
         blocked.insert(alloc.getResult());
         ++numBlocked;
       }

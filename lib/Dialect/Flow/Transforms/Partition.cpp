@@ -30,6 +30,7 @@
 #include "flow/Dialect/Flow/IR/FlowOps.h"
 #include "flow/Dialect/Flow/IR/FlowSbp.h"
 #include "flow/Dialect/Flow/Transforms/Passes.h"
+#include "flow/runtime/rules/Mesh.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
@@ -383,7 +384,7 @@ FailureOr<func::FuncOp> DeviceWriter::write(OpBuilder &moduleBuilder,
 }
 
 namespace {
-struct PartitionPass : flow::impl::PartitionPassBase<PartitionPass> {
+struct PartitionPass : mlir::flow::impl::PartitionPassBase<PartitionPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
     SmallVector<func::FuncOp> globals;
@@ -455,10 +456,7 @@ struct PartitionPass : flow::impl::PartitionPassBase<PartitionPass> {
     llvm::StringMap<size_t> byText;
     for (int64_t rank = 0; rank < devices; ++rank) {
       SmallVector<int64_t> coords(shape.size());
-      for (int64_t r = rank, axis = shape.size() - 1; axis >= 0; --axis) {
-        coords[axis] = r % shape[axis];
-        r /= shape[axis];
-      }
+      ::flow::rules::meshCoordinates(shape, rank, coords);
       DeviceWriter writer(global, mesh, coords);
       std::string name = (global.getSymName() + "_r" + Twine(rank)).str();
       FailureOr<func::FuncOp> func = writer.write(builder, name);
