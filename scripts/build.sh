@@ -37,6 +37,7 @@ if (($#)); then
   targets=("$@")
 else
   targets=(flow-opt flow-compile flow-run flow-runtime-tests flow-support-tests
+           flow-conformance-tests
            flow-python FlowDialectDocGen FlowHostOpsDocGen FlowPassesDocGen
            FlowConversionPassesDocGen FlowFusionPassesDocGen
            FlowCodegenCommonPassesDocGen FlowCodegenCPUPassesDocGen

@@ -18,6 +18,7 @@
 #include "Bf16.h"
 #include "BlasCalls.h"
 #include "Collectives.h"
+#include "CommandLoop.h"
 #include "Convolution.h"
 #include "Executor.h"
 #include "Gemm.h"
@@ -514,6 +515,181 @@ private:
   /// Collectives in flight (async ones, and the collectives started after
   /// them, which queue behind them).
   detail::CollectiveQueue collectives;
+  class CpuCommands;
+};
+
+/// The CPU's way with each command: kernels and libraries on the caller's
+/// buffers, on the executor's thread pool.
+class CpuExecutor::CpuCommands final : public detail::CommandSink {
+public:
+  CpuCommands(CpuExecutor &executor, const Executable::Impl &impl,
+              const FunctionSignature &sig, const Frame &frame,
+              const std::vector<detail::Command> &commands,
+              const detail::CallHooks &hooks, std::vector<uint64_t> *bytes)
+      : x(executor), impl(impl), sig(sig), frame(frame), commands(commands),
+        hooks(hooks), bytes(bytes),
+        asyncAllowed(detail::asyncCollectivesEnabled()),
+        last(hooks.times ? Clock::now() : Clock::time_point()) {}
+
+  Status before(size_t index) override {
+    // Each command's time is the time until the next one starts.
+    if (hooks.times && index > 0) {
+      Clock::time_point now = Clock::now();
+      (*hooks.times)[index - 1].first +=
+          std::chrono::duration<double>(now - last).count();
+      ++(*hooks.times)[index - 1].second;
+      last = now;
+    }
+    return Status::ok();
+  }
+  /// The last command's time.
+  void finishTiming() {
+    if (!hooks.times || commands.empty())
+      return;
+    (*hooks.times)[commands.size() - 1].first +=
+        std::chrono::duration<double>(Clock::now() - last).count();
+    ++(*hooks.times)[commands.size() - 1].second;
+  }
+
+  Status dispatch(const detail::DispatchCommand &dispatch, size_t) override {
+    if (skipEpilogue) { // it ran with the GEMM before it
+      skipEpilogue = false;
+      return Status::ok();
+    }
+    return runDispatch(dispatch, impl.kernels[dispatch.kernel], frame, x.pool);
+  }
+
+  Status gemm(const detail::GemmCommand &gemm, size_t index) override {
+    if (!gemm.isPlain())
+      return runWidenedGemm(gemm, frame, x.pool);
+    // A GEMM epilogue next runs tile by tile with the GEMM's pieces, when
+    // its workgroups are the GEMM's rows.
+    const auto *next =
+        index + 1 < commands.size()
+            ? std::get_if<detail::DispatchCommand>(&commands[index + 1])
+            : nullptr;
+    const detail::PackedB *packed = x.packedWeights.get(gemm, frame);
+    const GemmOperands ops = plainOperands(gemm, frame);
+    constexpr size_t kInline = 32;
+    if (next && next->gemmEpilogue && !hooks.checkNumerics &&
+        gemm.batchCount == 1 && !gemm.hasEpilogue() &&
+        next->maxWorkgroups == static_cast<uint32_t>(gemm.m) &&
+        next->bindings.size() <= kInline) {
+      void *args[kInline];
+      for (size_t i = 0; i < next->bindings.size(); ++i)
+        args[i] = frame.pointer(next->bindings[i]);
+      Epilogue epilogue{impl.kernels[next->kernel], args};
+      skipEpilogue = runGemm(gemm, ops, x.pool, &epilogue, packed);
+    } else {
+      runGemm(gemm, ops, x.pool, nullptr, packed);
+      applyGemmEpilogue(gemm, ops.c,
+                        gemm.hasBias ? reinterpret_cast<const float *>(
+                                           frame.pointer(gemm.bias))
+                                     : nullptr,
+                        x.pool);
+    }
+    return Status::ok();
+  }
+
+  Status conv(const detail::ConvCommand &conv, size_t) override {
+    auto address = [&](const BufferRef &ref) {
+      return static_cast<void *>(frame.pointer(ref));
+    };
+    auto floats = [&](const BufferRef &ref) {
+      return reinterpret_cast<const float *>(frame.pointer(ref));
+    };
+    detail::ConvBuffers buffers{address(conv.input), floats(conv.filter),
+                                conv.hasBias ? floats(conv.bias) : nullptr,
+                                conv.hasResidual ? address(conv.residual)
+                                                 : nullptr,
+                                address(conv.output)};
+    if (Status s = x.convs.run(conv, buffers,
+                               conv.filter.space == detail::Space::Constant);
+        !s)
+      return Status::error("function '" + sig.name + "': " + s.message());
+    return Status::ok();
+  }
+
+  Status pool(const detail::PoolCommand &pool, size_t) override {
+    // The convolutions' layout matters (and is settled) only for a blocked
+    // buffer.
+    int block =
+        pool.blockedInput || pool.blockedOutput ? x.convs.layoutBlock() : 16;
+    detail::runPool(pool, frame.pointer(pool.input), frame.pointer(pool.output),
+                    block, x.pool);
+    return Status::ok();
+  }
+
+  Status collective(const detail::CollectiveCommand &col,
+                    size_t index) override {
+    if (!hooks.group)
+      return Status::error("function '" + sig.name +
+                           "' runs a collective but has no communicator");
+    StatusOr<Group *> g = hooks.group(col.meshAxes);
+    if (!g)
+      return g.status();
+    const auto *in = static_cast<const uint8_t *>(frame.pointer(col.input));
+    auto *out = static_cast<uint8_t *>(frame.pointer(col.output));
+    // Checking numerics reads every output as it is written: no overlap.
+    bool async = col.async && asyncAllowed && !hooks.checkNumerics &&
+                 (*g)->callableFromAnyThread();
+    Status s = Status::ok();
+    if (async) {
+      tickets.resize(commands.size());
+      tickets[index] = x.collectives.start(col, **g, in, out);
+    } else if (x.collectives.busy()) {
+      // Behind the ones in flight, on the same thread, in order.
+      s = x.collectives.wait(x.collectives.start(col, **g, in, out), bytes);
+    } else {
+      // The bytes the communicator itself handed to its transport.
+      uint64_t before = (*g)->bytesPassed();
+      s = detail::runCollective(col, **g, in, out);
+      if (bytes)
+        bytes->push_back((*g)->bytesPassed() - before);
+    }
+    if (!s)
+      return Status::error("function '" + sig.name + "': " + s.message());
+    return Status::ok();
+  }
+
+  Status wait(const detail::WaitCommand &wait, size_t) override {
+    // Zero for a collective that ran where it started (nothing to wait
+    // for).
+    uint64_t ticket =
+        wait.collective < tickets.size() ? tickets[wait.collective] : 0;
+    if (Status s = x.collectives.wait(ticket, bytes); !s)
+      return Status::error("function '" + sig.name + "': " + s.message());
+    return Status::ok();
+  }
+
+  Status copy(const detail::CopyCommand &copy, size_t) override {
+    if (copy.src.size > 0)
+      std::memmove(frame.pointer(copy.dst), frame.pointer(copy.src),
+                   copy.src.size);
+    return Status::ok();
+  }
+
+  Status after(const detail::Command &command, size_t index) override {
+    if (hooks.checkNumerics)
+      return checkCommand(impl, sig.name, index, command, frame);
+    return Status::ok();
+  }
+
+private:
+  using Clock = std::chrono::steady_clock;
+  CpuExecutor &x;
+  const Executable::Impl &impl;
+  const FunctionSignature &sig;
+  const Frame &frame;
+  const std::vector<detail::Command> &commands;
+  const detail::CallHooks &hooks;
+  std::vector<uint64_t> *bytes;
+  const bool asyncAllowed;
+  Clock::time_point last;
+  /// Each async collective's ticket, by command position.
+  std::vector<uint64_t> tickets;
+  /// The next dispatch ran with the GEMM before it.
+  bool skipEpilogue = false;
 };
 
 Status CpuExecutor::run(size_t function, const std::vector<ConstBuffer> &inputs,
@@ -541,140 +717,10 @@ Status CpuExecutor::run(size_t function, const std::vector<ConstBuffer> &inputs,
     std::vector<uint64_t> *bytes;
     ~Drain() { (void)queue.drain(bytes); }
   } drain{collectives, bytes};
-  // Each async collective's ticket, by command position.
-  std::vector<uint64_t> tickets;
-  const bool asyncAllowed = detail::asyncCollectivesEnabled();
-  std::vector<std::pair<double, uint64_t>> *times = hooks.times;
-  using Clock = std::chrono::steady_clock;
-  Clock::time_point last = times ? Clock::now() : Clock::time_point();
-  bool skipEpilogue = false;
-  for (size_t index = 0; index < commands.size(); ++index) {
-    const detail::Command &command = commands[index];
-    if (times && index > 0) {
-      Clock::time_point now = Clock::now();
-      (*times)[index - 1].first +=
-          std::chrono::duration<double>(now - last).count();
-      ++(*times)[index - 1].second;
-      last = now;
-    }
-    if (const auto *dispatch = std::get_if<detail::DispatchCommand>(&command)) {
-      if (skipEpilogue) { // it ran with the GEMM before it
-        skipEpilogue = false;
-        continue;
-      }
-      if (Status s = runDispatch(*dispatch, impl.kernels[dispatch->kernel],
-                                 frame, pool);
-          !s)
-        return s;
-    } else if (const auto *gemm = std::get_if<detail::GemmCommand>(&command)) {
-      // A GEMM epilogue next runs tile by tile with the GEMM's pieces, when
-      // its workgroups are the GEMM's rows.
-      const auto *next =
-          index + 1 < commands.size()
-              ? std::get_if<detail::DispatchCommand>(&commands[index + 1])
-              : nullptr;
-      if (!gemm->isPlain()) {
-        if (Status s = runWidenedGemm(*gemm, frame, pool); !s)
-          return s;
-      } else {
-        const detail::PackedB *packed = packedWeights.get(*gemm, frame);
-        const GemmOperands ops = plainOperands(*gemm, frame);
-        constexpr size_t kInline = 32;
-        if (next && next->gemmEpilogue && !hooks.checkNumerics &&
-            gemm->batchCount == 1 && !gemm->hasEpilogue() &&
-            next->maxWorkgroups == static_cast<uint32_t>(gemm->m) &&
-            next->bindings.size() <= kInline) {
-          void *args[kInline];
-          for (size_t i = 0; i < next->bindings.size(); ++i)
-            args[i] = frame.pointer(next->bindings[i]);
-          Epilogue epilogue{impl.kernels[next->kernel], args};
-          skipEpilogue = runGemm(*gemm, ops, pool, &epilogue, packed);
-        } else {
-          runGemm(*gemm, ops, pool, nullptr, packed);
-          applyGemmEpilogue(
-              *gemm, ops.c,
-              gemm->hasBias
-                  ? reinterpret_cast<const float *>(frame.pointer(gemm->bias))
-                  : nullptr,
-              pool);
-        }
-      }
-    } else if (const auto *conv = std::get_if<detail::ConvCommand>(&command)) {
-      auto address = [&](const BufferRef &ref) {
-        return static_cast<void *>(frame.pointer(ref));
-      };
-      auto floats = [&](const BufferRef &ref) {
-        return reinterpret_cast<const float *>(frame.pointer(ref));
-      };
-      detail::ConvBuffers buffers{
-          address(conv->input), floats(conv->filter),
-          conv->hasBias ? floats(conv->bias) : nullptr,
-          conv->hasResidual ? address(conv->residual) : nullptr,
-          address(conv->output)};
-      if (Status s = convs.run(*conv, buffers,
-                                conv->filter.space == detail::Space::Constant);
-          !s)
-        return Status::error("function '" + sig.name + "': " + s.message());
-    } else if (const auto *mp =
-                   std::get_if<detail::PoolCommand>(&command)) {
-      // The convolutions' layout matters (and is settled) only for a
-      // blocked buffer.
-      int block = mp->blockedInput || mp->blockedOutput ? convs.layoutBlock()
-                                                        : 16;
-      detail::runPool(*mp, frame.pointer(mp->input),
-                         frame.pointer(mp->output), block, pool);
-    } else if (const auto *col =
-                   std::get_if<detail::CollectiveCommand>(&command)) {
-      if (!hooks.group)
-        return Status::error("function '" + sig.name +
-                             "' runs a collective but has no communicator");
-      StatusOr<Group *> g = hooks.group(col->meshAxes);
-      if (!g)
-        return g.status();
-      const auto *in = static_cast<const uint8_t *>(frame.pointer(col->input));
-      auto *out = static_cast<uint8_t *>(frame.pointer(col->output));
-      // Checking numerics reads every output as it is written: no overlap.
-      bool async = col->async && asyncAllowed && !hooks.checkNumerics &&
-                   (*g)->callableFromAnyThread();
-      Status s = Status::ok();
-      if (async) {
-        tickets.resize(commands.size());
-        tickets[index] = collectives.start(*col, **g, in, out);
-      } else if (collectives.busy()) {
-        // Behind the ones in flight, on the same thread, in order.
-        s = collectives.wait(collectives.start(*col, **g, in, out), bytes);
-      } else {
-        // The bytes the communicator itself handed to its transport.
-        uint64_t before = (*g)->bytesPassed();
-        s = detail::runCollective(*col, **g, in, out);
-        if (bytes)
-          bytes->push_back((*g)->bytesPassed() - before);
-      }
-      if (!s)
-        return Status::error("function '" + sig.name + "': " + s.message());
-    } else if (const auto *wait =
-                   std::get_if<detail::WaitCommand>(&command)) {
-      // Zero for a collective that ran where it started (nothing to wait
-      // for).
-      uint64_t ticket =
-          wait->collective < tickets.size() ? tickets[wait->collective] : 0;
-      if (Status s = collectives.wait(ticket, bytes); !s)
-        return Status::error("function '" + sig.name + "': " + s.message());
-    } else {
-      const auto &copy = std::get<detail::CopyCommand>(command);
-      if (copy.src.size > 0)
-        std::memmove(frame.pointer(copy.dst), frame.pointer(copy.src),
-                     copy.src.size);
-    }
-    if (hooks.checkNumerics)
-      if (Status s = checkCommand(impl, sig.name, index, command, frame); !s)
-        return s;
-  }
-  if (times && !commands.empty()) {
-    (*times)[commands.size() - 1].first +=
-        std::chrono::duration<double>(Clock::now() - last).count();
-    ++(*times)[commands.size() - 1].second;
-  }
+  CpuCommands sink{*this, impl, sig, frame, commands, hooks, bytes};
+  if (Status s = detail::runCommands(commands, sink); !s)
+    return s;
+  sink.finishTiming();
   return Status::ok();
 }
 

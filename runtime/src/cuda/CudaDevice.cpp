@@ -26,6 +26,7 @@
 #endif
 
 #include "../Collectives.h"
+#include "../CommandLoop.h"
 
 #include "../Executor.h"
 #include "../StagedBuffers.h"
@@ -294,6 +295,7 @@ private:
   /// function runs collectives).
   Status waitForStream(size_t function, const std::string &name);
   Status runConv(const detail::ConvCommand &cmd, const DeviceFrame &frame);
+  class CudaCommands;
 
   std::shared_ptr<const Executable> exe;
   CudaDevice &device;
@@ -968,6 +970,62 @@ Status CudaExecutor::waitForStream(size_t function, const std::string &name) {
   }
 }
 
+/// CUDA's way with each command: kernels, cuBLASLt, cuDNN, NCCL and copies
+/// queued on the device's stream in command order.
+class CudaExecutor::CudaCommands final : public detail::CommandSink {
+public:
+  CudaCommands(CudaExecutor &executor, const DeviceFrame &frame,
+               const detail::CallHooks &hooks,
+               const std::vector<CUevent> &events)
+      : x(executor), frame(frame), hooks(hooks), events(events) {}
+
+  Status before(size_t index) override {
+    // Profiling: an event before each command (and one after the last).
+    if (hooks.times)
+      x.device.api().cuEventRecord(events[index], x.device.queue());
+    return Status::ok();
+  }
+  Status dispatch(const detail::DispatchCommand &c, size_t) override {
+    return x.runDispatch(c, frame);
+  }
+  Status gemm(const detail::GemmCommand &c, size_t) override {
+    return x.runGemm(c, frame);
+  }
+  Status conv(const detail::ConvCommand &c, size_t) override {
+    return x.runConv(c, frame);
+  }
+  Status pool(const detail::PoolCommand &, size_t) override {
+    // Pools are library commands of the CPU's blocked convolution layouts;
+    // the CUDA target leaves pooling to its kernels.
+    return Status::error("a library pool command runs on the CPU device "
+                         "only (the CUDA target compiles pooling into its "
+                         "kernels)");
+  }
+  Status collective(const detail::CollectiveCommand &c, size_t) override {
+    return x.runCollective(c, frame, hooks);
+  }
+  Status wait(const detail::WaitCommand &, size_t) override {
+    // NCCL runs on the compute stream, in command order: the wait has
+    // nothing left to do (no overlap on CUDA yet).
+    return Status::ok();
+  }
+  Status copy(const detail::CopyCommand &c, size_t) override {
+    if (c.src.size == 0)
+      return Status::ok();
+    const Driver &d = x.device.api();
+    return d.check(d.cuMemcpyDtoDAsync(frame.address(c.dst),
+                                       frame.address(c.src), c.src.size,
+                                       x.device.queue()),
+                   "copying on the device");
+  }
+
+private:
+  CudaExecutor &x;
+  const DeviceFrame &frame;
+  const detail::CallHooks &hooks;
+  const std::vector<CUevent> &events;
+};
+
 Status CudaExecutor::run(size_t function,
                          const std::vector<ConstBuffer> &inputs,
                          const std::vector<MutableBuffer> &outputs,
@@ -1010,35 +1068,12 @@ Status CudaExecutor::run(size_t function,
         return s;
       }
   }
-  Status status = Status::ok();
-  for (size_t index = 0; index < commands.size() && status; ++index) {
-    if (hooks.times)
-      d.cuEventRecord(events[index], device.queue());
-    const detail::Command &command = commands[index];
-    if (const auto *dispatch = std::get_if<detail::DispatchCommand>(&command))
-      status = runDispatch(*dispatch, frame);
-    else if (const auto *gemm = std::get_if<detail::GemmCommand>(&command))
-      status = runGemm(*gemm, frame);
-    else if (const auto *col =
-                 std::get_if<detail::CollectiveCommand>(&command))
-      status = runCollective(*col, frame, hooks);
-    else if (const auto *conv = std::get_if<detail::ConvCommand>(&command))
-      status = runConv(*conv, frame);
-    else if (std::holds_alternative<detail::WaitCommand>(command)) {
-      // NCCL runs on the compute stream, in command order: the wait has
-      // nothing left to do (no overlap on CUDA yet).
-    } else if (const auto *copy = std::get_if<detail::CopyCommand>(&command))
-      status = copy->src.size == 0
-                   ? Status::ok()
-                   : d.check(d.cuMemcpyDtoDAsync(frame.address(copy->dst),
-                                                 frame.address(copy->src),
-                                                 copy->src.size,
-                                                 device.queue()),
-                             "copying on the device");
-    if (!status)
-      status = Status::error("function '" + sig.name + "' command " +
-                             std::to_string(index) + ": " + status.message());
-  }
+  CudaCommands sink{*this, frame, hooks, events};
+  size_t failedAt = 0;
+  Status status = detail::runCommands(commands, sink, &failedAt);
+  if (!status)
+    status = Status::error("function '" + sig.name + "' command " +
+                           std::to_string(failedAt) + ": " + status.message());
   if (hooks.times && status)
     d.cuEventRecord(events[commands.size()], device.queue());
   if (status)
