@@ -3,8 +3,8 @@
 // Part of the Flow project.
 //
 // `flow-tile-rows` tiles a kernel's result by rows and fuses its producers
-// into the tile; `flow-kernel-scratch` then gives the tile's temporaries
-// one buffer per workgroup. See Passes.td.
+// into the tile (KernelScratch.cpp then gives the tile's temporaries one
+// buffer per workgroup). See Passes.td.
 //
 //===----------------------------------------------------------------------===//
 
@@ -18,7 +18,6 @@
 namespace mlir {
 namespace flow {
 #define GEN_PASS_DEF_TILEROWSPASS
-#define GEN_PASS_DEF_KERNELSCRATCHPASS
 #include "flow/Codegen/Common/Passes.h.inc"
 } // namespace flow
 } // namespace mlir
@@ -246,47 +245,6 @@ struct TileRowsPass : flow::impl::TileRowsPassBase<TileRowsPass> {
       if (kernel->hasAttr(flow::FlowDialect::getKernelAttrName()) &&
           !kernel.isExternal() && tileKernel(kernel))
         ++numTiled;
-  }
-};
-
-/// Scratch buffers of at most this many bytes go on the stack.
-constexpr int64_t kStackScratchBytes = 64 * 1024;
-
-struct KernelScratchPass
-    : flow::impl::KernelScratchPassBase<KernelScratchPass> {
-  void runOnOperation() override {
-    for (auto kernel : getOperation().getOps<func::FuncOp>()) {
-      if (!kernel->hasAttr(flow::FlowDialect::getKernelAttrName()) ||
-          kernel.isExternal())
-        continue;
-      Block &entry = kernel.getBody().front();
-      SmallVector<memref::AllocOp> nested;
-      kernel.walk([&](memref::AllocOp alloc) {
-        if (alloc->getBlock() != &entry && alloc.getType().hasStaticShape() &&
-            alloc.getDynamicSizes().empty() &&
-            alloc.getSymbolOperands().empty())
-          nested.push_back(alloc);
-      });
-      OpBuilder b = OpBuilder::atBlockBegin(&entry);
-      for (memref::AllocOp alloc : nested) {
-        MemRefType type = alloc.getType();
-        int64_t bytes = type.getNumElements() *
-                        std::max<int64_t>(1, type.getElementTypeBitWidth() / 8);
-        Operation *moved;
-        if (bytes <= kStackScratchBytes) {
-          auto stack = memref::AllocaOp::create(b, alloc.getLoc(), type,
-                                                alloc.getAlignmentAttr());
-          alloc.replaceAllUsesWith(stack.getResult());
-          alloc.erase();
-          moved = stack;
-        } else {
-          alloc->moveBefore(&entry, entry.begin());
-          moved = alloc;
-        }
-        moved->setAttr(flow::FlowDialect::getScratchAttrName(),
-                       b.getUnitAttr());
-      }
-    }
   }
 };
 
