@@ -38,7 +38,7 @@ if (($#)); then
 else
   targets=(flow-opt flow-compile flow-run flow-runtime-tests flow-support-tests
            flow-conformance-tests
-           flow-python FlowDialectDocGen FlowHostOpsDocGen FlowPassesDocGen
+           flow-python FlowDialectDocGen HostDialectDocGen FlowHostPassesDocGen FlowPassesDocGen
            FlowConversionPassesDocGen FlowFusionPassesDocGen
            FlowCodegenCommonPassesDocGen FlowCodegenCPUPassesDocGen
            FlowCodegenCUDAPassesDocGen)

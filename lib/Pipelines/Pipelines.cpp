@@ -14,6 +14,7 @@
 #include "flow/Dialect/Flow/IR/FlowSbp.h"
 #include "flow/Dialect/Flow/IR/MeshSpec.h"
 #include "flow/Dialect/Flow/Transforms/Passes.h"
+#include "flow/Dialect/Host/Transforms/Passes.h"
 #include "flow/Fusion/Passes.h"
 #include "flow/Support/Location.h"
 #include "flow/Target/CUDA.h"
@@ -59,7 +60,7 @@ using namespace mlir::flow;
 
 void mlir::flow::registerCompilerDialects(DialectRegistry &registry) {
   registry
-      .insert<FlowDialect, func::FuncDialect, arith::ArithDialect,
+      .insert<FlowDialect, HostDialect, func::FuncDialect, arith::ArithDialect,
               math::MathDialect, linalg::LinalgDialect, tensor::TensorDialect,
               bufferization::BufferizationDialect, memref::MemRefDialect,
               scf::SCFDialect, cf::ControlFlowDialect, LLVM::LLVMDialect>();
@@ -93,6 +94,7 @@ void mlir::flow::registerCompilerPasses() {
   std::call_once(once, [] {
     registerAllPasses();
     registerFlowTransformsPasses();
+    registerFlowHostTransformsPasses();
     registerFlowConversionPasses();
     registerFlowFusionPasses();
     registerFlowCodegenCommonPasses();

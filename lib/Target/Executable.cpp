@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "flow/Dialect/Host/IR/HostOps.h"
 #include "flow/Target/Executable.h"
 
 #include <set>
@@ -123,7 +124,7 @@ struct ConstantEntry {
   std::vector<SbpDim> pieceSbp;
   /// With both offsets and an SBP: the shape of the block the SBP cuts.
   std::vector<int64_t> pieceSbpOf;
-  /// Device offsets (flow.host.piece_offsets): filled by the runtime from
+  /// Device offsets (host.piece_offsets): filled by the runtime from
   /// `pieceSbp`, `pieceWithin` and `pieceOf`; no data.
   bool deviceOffsets = false;
   std::vector<SbpDim> pieceWithin;

@@ -6,17 +6,17 @@
 // RUN: flow-compile %s --precision=bf16 -o %t.fbin
 
 // CHECK-LABEL: func.func @block
-// CHECK: %[[A:.*]] = flow.host.slice %{{.*}}[[[OFF:[0-9]+]]] live[1, 3] : {{.*}} -> memref<1x32x8x8xbf16>
-// CHECK: flow.host.conv %arg0, %{{.*}} -> %[[A]] {{.*}} {bf16, blocked_output, relu} : memref<1x3x8x8xf32>, memref<32x3x3x3xf32> -> memref<1x32x8x8xbf16>
-// CHECK: %[[B:.*]] = flow.host.{{.*}}memref<1x16x8x8xbf16>
-// CHECK: flow.host.conv %[[A]], %{{.*}} -> %[[B]] {{.*}} {bf16, blocked_input, blocked_output, relu}
+// CHECK: %[[A:.*]] = host.slice %{{.*}}[[[OFF:[0-9]+]]] live[1, 3] : {{.*}} -> memref<1x32x8x8xbf16>
+// CHECK: host.conv %arg0, %{{.*}} -> %[[A]] {{.*}} {bf16, blocked_output, relu} : memref<1x3x8x8xf32>, memref<32x3x3x3xf32> -> memref<1x32x8x8xbf16>
+// CHECK: %[[B:.*]] = host.{{.*}}memref<1x16x8x8xbf16>
+// CHECK: host.conv %[[A]], %{{.*}} -> %[[B]] {{.*}} {bf16, blocked_input, blocked_output, relu}
 // The residual add writes over %[[A]], which dies there (a sum post-op).
-// CHECK: %[[C:.*]] = flow.host.slice %{{.*}}[[[OFF]]] live[3, 4] in_place : {{.*}} -> memref<1x32x8x8xbf16>
-// CHECK: flow.host.conv %[[B]], %{{.*}} residual(%[[A]] : memref<1x32x8x8xbf16>) -> %[[C]] {{.*}} {bf16, blocked_input, blocked_output, blocked_residual, relu} : memref<1x16x8x8xbf16>, memref<32x16x1x1xf32> -> memref<1x32x8x8xbf16>
-// CHECK: %[[D:.*]] = flow.host.{{.*}}memref<1x32x8x8xf32>
-// CHECK: flow.host.conv %[[C]], %{{.*}} -> %[[D]] {{.*}} {bf16, blocked_input} : memref<1x32x8x8xbf16>, memref<32x32x1x1xf32> -> memref<1x32x8x8xf32>
-// CHECK: flow.host.dispatch @{{.*}}(%[[D]])
-// CHECK: flow.host.gemm {{.*}} : memref<1x32xbf16>, memref<10x32xbf16> -> memref<1x10xf32>
+// CHECK: %[[C:.*]] = host.slice %{{.*}}[[[OFF]]] live[3, 4] in_place : {{.*}} -> memref<1x32x8x8xbf16>
+// CHECK: host.conv %[[B]], %{{.*}} residual(%[[A]] : memref<1x32x8x8xbf16>) -> %[[C]] {{.*}} {bf16, blocked_input, blocked_output, blocked_residual, relu} : memref<1x16x8x8xbf16>, memref<32x16x1x1xf32> -> memref<1x32x8x8xbf16>
+// CHECK: %[[D:.*]] = host.{{.*}}memref<1x32x8x8xf32>
+// CHECK: host.conv %[[C]], %{{.*}} -> %[[D]] {{.*}} {bf16, blocked_input} : memref<1x32x8x8xbf16>, memref<32x32x1x1xf32> -> memref<1x32x8x8xf32>
+// CHECK: host.dispatch @{{.*}}(%[[D]])
+// CHECK: host.gemm {{.*}} : memref<1x32xbf16>, memref<10x32xbf16> -> memref<1x10xf32>
 // F32-LABEL: func.func @block
 // F32-NOT: bf16
 func.func @block(%x: tensor<1x3x8x8xf32>) -> tensor<1x10xf32> {

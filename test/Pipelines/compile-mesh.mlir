@@ -29,10 +29,10 @@ func.func @forward(%x: tensor<8x16xf32> {flow.sbp = #flow.sbp<[S(0)]>}, %w: tens
 // HOST-SAME: (%{{.*}}: memref<4x16xf32>, %{{.*}}: memref<16x32xf32>, %{{.*}}: memref<32xf32>, %[[OUT:.*]]: memref<8x32xf32>)
 // HOST-SAME: flow.host_outputs = 1
 // HOST-SAME: flow.ranks = array<i64: 0, 1>
-// HOST: flow.host.gemm
-// HOST: %[[S:.*]] = flow.host.slice
-// HOST: flow.host.dispatch @forward_k0({{.*}}) outs(%[[S]])
-// HOST: flow.host.collective all_gather %[[S]] -> %[[OUT]] on @mesh axes = [0] {dim = 0 : i64} : memref<4x32xf32> -> memref<8x32xf32>
+// HOST: host.gemm
+// HOST: %[[S:.*]] = host.slice
+// HOST: host.dispatch @forward_k0({{.*}}) outs(%[[S]])
+// HOST: host.collective all_gather %[[S]] -> %[[OUT]] on @mesh axes = [0] {dim = 0 : i64} : memref<4x32xf32> -> memref<8x32xf32>
 // HOST-NEXT: return
 
 // REPORT: "async_collectives": 0,

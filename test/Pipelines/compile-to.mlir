@@ -42,10 +42,10 @@ func.func @forward(%x: tensor<8x16xf32>, %w: tensor<16x32xf32>,
 // HOST-LABEL: func.func @forward
 // HOST-SAME: (%[[X:.*]]: memref<8x16xf32>, %[[W:.*]]: memref<16x32xf32>, %[[B:.*]]: memref<32xf32>, %[[OUT:.*]]: memref<8x32xf32>)
 // HOST-SAME: flow.host_outputs = 1
-// HOST: %[[ARENA:.*]] = flow.host.arena <bytes = 1024, lower_bound = 1024, unplanned = 1024, {{.*}}> : memref<1024xi8>
-// HOST: %[[M:.*]] = flow.host.slice %[[ARENA]][0] live[1, 2] : memref<1024xi8> -> memref<8x32xf32>
-// HOST: flow.host.gemm %[[X]], %[[W]] -> %[[M]]
-// HOST: flow.host.dispatch @forward_k0(%[[M]], %[[B]]) outs(%[[OUT]])
+// HOST: %[[ARENA:.*]] = host.arena <bytes = 1024, lower_bound = 1024, unplanned = 1024, {{.*}}> : memref<1024xi8>
+// HOST: %[[M:.*]] = host.slice %[[ARENA]][0] live[1, 2] : memref<1024xi8> -> memref<8x32xf32>
+// HOST: host.gemm %[[X]], %[[W]] -> %[[M]]
+// HOST: host.dispatch @forward_k0(%[[M]], %[[B]]) outs(%[[OUT]])
 // HOST-NEXT: return
 // HOST: func.func private @forward_k0
 

@@ -23,18 +23,18 @@ func.func @step(%x: tensor<256x16xf32> {flow.sbp = #flow.sbp<[S(0)]>}, %w: tenso
 }
 
 // CHECK-LABEL: func.func @step
-// CHECK: flow.host.gemm %{{.*}} -> %[[G:[^ ]*]]
-// CHECK-NEXT: flow.host.collective all_reduce %[[G]] -> %[[G]] on @mesh axes = [0] async
-// CHECK: flow.host.gemm
-// CHECK: flow.host.dispatch
-// CHECK: flow.host.wait %[[G]] -> %[[G]]
-// CHECK-NEXT: flow.host.dispatch @{{.*}}(%[[G]]
+// CHECK: host.gemm %{{.*}} -> %[[G:[^ ]*]]
+// CHECK-NEXT: host.collective all_reduce %[[G]] -> %[[G]] on @mesh axes = [0] async
+// CHECK: host.gemm
+// CHECK: host.dispatch
+// CHECK: host.wait %[[G]] -> %[[G]]
+// CHECK-NEXT: host.dispatch @{{.*}}(%[[G]]
 
 // OFF-LABEL: func.func @step
 // OFF-NOT: async
-// OFF-NOT: flow.host.wait
-// OFF: flow.host.collective all_reduce %{{[^ ]*}} -> %[[R:[^ ]*]] on @mesh axes = [0] {
-// OFF-NEXT: flow.host.dispatch @{{.*}}(%[[R]]
+// OFF-NOT: host.wait
+// OFF: host.collective all_reduce %{{[^ ]*}} -> %[[R:[^ ]*]] on @mesh axes = [0] {
+// OFF-NEXT: host.dispatch @{{.*}}(%[[R]]
 
 // REPORT: "async_collectives": 1,
 // REPORT: "collective_ops": [

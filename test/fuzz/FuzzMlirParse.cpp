@@ -20,6 +20,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "flow/Dialect/Flow/IR/FlowDialect.h"
+#include "flow/Dialect/Host/IR/HostOps.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
@@ -45,7 +46,7 @@ const DialectRegistry &registry() {
     auto *reg = new DialectRegistry();
     registerAllDialects(*reg);
     registerAllExtensions(*reg);
-    reg->insert<flow::FlowDialect>();
+    reg->insert<flow::FlowDialect, flow::HostDialect>();
     return reg;
   }();
   return *r;

@@ -164,7 +164,7 @@ def test_host_schedule_fuses_and_blocks():
         program = import_program(model, (x,), None,
                                  parameters=os.path.join(d, "w.safetensors"))
         host = flow.compile_ir(program.text, "host")
-    convs = [line for line in host.splitlines() if "flow.host.conv" in line]
+    convs = [line for line in host.splitlines() if "host.conv" in line]
     # The stem, three per block, two downsampling branches.
     assert len(convs) == 15, host
     # The blocks' last convolutions add their residual and apply ReLU, but
@@ -178,9 +178,9 @@ def test_host_schedule_fuses_and_blocks():
     # mean reads.
     assert "blocked_input" not in convs[0] and "blocked_output" in convs[0]
     assert sum("blocked_input" in c for c in convs) >= 9, convs
-    pools = [line for line in host.splitlines() if "flow.host.max_pool" in line]
+    pools = [line for line in host.splitlines() if "host.max_pool" in line]
     assert len(pools) == 1 and "blocked_input, blocked_output" in pools[0], pools
-    assert "flow.host.dispatch" in host  # mean, classifier's bias
+    assert "host.dispatch" in host  # mean, classifier's bias
 
 
 class _Pools(torch.nn.Module):

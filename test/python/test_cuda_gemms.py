@@ -45,7 +45,7 @@ func.func @f(%x: tensor<16x64x{mlir}>, %w: tensor<64x48x{mlir}>, %b: tensor<48x{
 }}"""
     ir = host_ir(text)
     assert f"bias(%arg2 : memref<48x{mlir}>)" in ir and "activation = relu" in ir
-    assert "flow.host.dispatch" not in ir
+    assert "host.dispatch" not in ir
     x, w, b = (quarters(s, np.float32) for s in ((16, 64), (64, 48), (48,)))
     module = flow.compile_mlir(text, target="cuda-emulated")
     args = [torch.from_numpy(a).to(tdtype) for a in (x, w, b)]

@@ -250,7 +250,7 @@ def test_resident_state_is_updated_in_place(case):
     header = header[:header.index("{\n")]
     states = 4 * (2 if "momentum" in case else 1) if "sgd" in case else 13
     assert header.count("flow.tied_input") == states
-    assert "flow.host.copy" not in host
+    assert "host.copy" not in host
 
     given = {k: v.copy() for k, v in params.items()}
     passed_losses, passed_state = train_flow(text, given, batches, lrs)

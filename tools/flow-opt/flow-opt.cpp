@@ -16,6 +16,7 @@
 #include "flow/Conversion/Passes.h"
 #include "flow/Dialect/Flow/IR/FlowDialect.h"
 #include "flow/Dialect/Flow/Transforms/Passes.h"
+#include "flow/Dialect/Host/Transforms/Passes.h"
 #include "flow/Fusion/Passes.h"
 #include "flow/Pipelines/Pipelines.h"
 #include "flow/Support/ParseGuard.h"
@@ -36,6 +37,7 @@ int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   registerAllPasses();
   flow::registerFlowTransformsPasses();
+  flow::registerFlowHostTransformsPasses();
   flow::registerFlowConversionPasses();
   flow::registerFlowFusionPasses();
   flow::registerFlowCodegenCommonPasses();
@@ -46,7 +48,7 @@ int main(int argc, char **argv) {
   DialectRegistry registry;
   registerAllDialects(registry);
   registerAllExtensions(registry);
-  registry.insert<flow::FlowDialect>();
+  registry.insert<flow::FlowDialect, flow::HostDialect>();
 
   auto [inputFilename, outputFilename] =
       registerAndParseCLIOptions(argc, argv, "Flow optimizer driver\n", registry);

@@ -101,4 +101,75 @@ def FormDispatchRegionsPass
   let dependentDialects = ["::mlir::flow::FlowDialect"];
 }
 
+def OutlineKernelsPass : Pass<"flow-outline-kernels", "ModuleOp"> {
+  let summary = "Turns each dispatch region into a kernel function";
+  let description = [{
+    Runs after `flow-form-dispatch-regions`. Every `flow.dispatch_region` of
+    a public function becomes a private kernel function
+    (`@<function>_k<N>`, marked `flow.kernel`, in program order) and is
+    replaced by a `func.call` to it: the values the region reads from above
+    are the kernel's operands, the values it returns its results. The host
+    schedule keeps what the host runs itself: `flow.constant`,
+    `flow.parameter`, `flow.reshape` (a view of its operand's buffer),
+    library GEMMs (`flow.matmul` outside a region) and collectives. Splat
+    constants are cloned into the kernels that use them; other constants
+    are passed as buffers. A compute op outside any region is an error.
+
+    Each kernel records the region's `rows` in `flow.workgroup_extent`: how
+    many independent rows it may be split into (1: it runs as a single
+    workgroup). When every op of the region is element-wise, the call lists
+    in `flow.inplace_operands` the operands of the result's type that the
+    region reads only at the result's own positions: the result may take
+    over such an operand's buffer (`flow-plan-memory` decides).
+
+    ```mlir
+    func.func @f(%x: tensor<8x16xf32>) -> tensor<8x16xf32> {
+      %0 = flow.dispatch_region rows = 8 -> (tensor<8x16xf32>) {
+        %1 = flow.relu %x : tensor<8x16xf32>
+        flow.return %1 : tensor<8x16xf32>
+      }
+      return %0 : tensor<8x16xf32>
+    }
+    // becomes
+    func.func @f(%x: tensor<8x16xf32>) -> tensor<8x16xf32> {
+      %0 = call @f_k0(%x) : (tensor<8x16xf32>) -> tensor<8x16xf32>
+      return %0 : tensor<8x16xf32>
+    }
+    func.func private @f_k0(%arg0: tensor<8x16xf32>) -> tensor<8x16xf32>
+        attributes {flow.kernel, flow.workgroup_extent = 8 : i64} {
+      %0 = flow.relu %arg0 : tensor<8x16xf32>
+      return %0 : tensor<8x16xf32>
+    }
+    ```
+  }];
+  let statistics = [
+    Statistic<"numKernels", "kernels", "Number of kernels outlined">
+  ];
+  let dependentDialects = ["::mlir::flow::FlowDialect",
+                           "::mlir::func::FuncDialect"];
+}
+
+def DedupKernelsPass : Pass<"flow-dedup-kernels", "ModuleOp"> {
+  let summary = "Keeps one kernel of each set of identical kernels";
+  let description = [{
+    Kernels (`flow.kernel` functions) that are the same function under
+    another name (the fusion pass's `flow.fusion_refused` notes and
+    locations aside) become one: calls to the others call the first, and
+    the others are erased. Repeated blocks of a model (ResNet's residual
+    blocks, a transformer's layers) then compile each kernel once. It runs
+    first in the host phase, after the compile report has listed every
+    kernel the fusion pass formed.
+
+    ```mlir
+    func.func private @f_k0(%x: tensor<8xf32>) -> tensor<8xf32> attributes {flow.kernel, flow.workgroup_extent = 8 : i64} { ... }
+    func.func private @f_k1(%x: tensor<8xf32>) -> tensor<8xf32> attributes {flow.kernel, flow.workgroup_extent = 8 : i64} { ... same ... }
+    // call @f_k1 becomes call @f_k0; @f_k1 is erased
+    ```
+  }];
+  let statistics = [
+    Statistic<"numRemoved", "removed", "Number of duplicate kernels erased">
+  ];
+  let dependentDialects = ["::mlir::func::FuncDialect"];
+}
+
 #endif // FLOW_FUSION_PASSES_TD

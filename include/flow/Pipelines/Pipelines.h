@@ -9,7 +9,7 @@
 //   flow        canonicalized, single-device (SPMD), fused and outlined:
 //               public functions call kernels (flow.kernel functions)
 //   host        the public functions as host schedules on buffers
-//               (flow.host.*), memory-planned into one arena each
+//               (host.*), memory-planned into one arena each
 //   linalg      kernels lowered to linalg/tensor/arith/math on tensors
 //   fbin        the executable
 //

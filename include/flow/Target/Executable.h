@@ -69,7 +69,7 @@ struct ExecutableStats {
   int64_t numCopies = 0;
   int64_t constantBytes = 0;
   int64_t numCollectives = 0;
-  /// Collectives in flight while later commands run (flow.host.wait).
+  /// Collectives in flight while later commands run (host.wait).
   int64_t numAsyncCollectives = 0;
   /// Every collective: its device program, op, mesh axes, the bytes each
   /// device exchanges through it (all-gather, all-to-all: the whole

@@ -81,7 +81,7 @@ public:
   /// convolution library's blocked layouts, with the pools next to them run
   /// by the runtime (flow-choose-conv-layouts, flow-library-pools).
   virtual bool usesBlockedConvLayouts() const = 0;
-  /// Whether the target's runtime device runs `flow.host.conv` commands;
+  /// Whether the target's runtime device runs `host.conv` commands;
   /// without one, convolutions become im2col and a library GEMM
   /// (flow-conv-to-gemm) whatever CompileOptions::libraryConv says.
   virtual bool hasConvolutionLibrary() const = 0;
@@ -92,7 +92,7 @@ public:
     return false;
   }
   /// Whether the runtime device's GEMM library applies bias and activation
-  /// epilogues (flow.host.gemm's `bias` and `activation`).
+  /// epilogues (host.gemm's `bias` and `activation`).
   virtual bool hasGemmLibraryEpilogues() const = 0;
   /// Whether the GEMM library also runs f16 and bf16 products (f16 x f16
   /// and bf16 x bf16, summed in f32, into their own type or f32); without

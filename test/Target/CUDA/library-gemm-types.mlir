@@ -9,21 +9,21 @@
 // RUN: flow-compile %s --target=cuda-emulated --allow-tf32 -o %t.fbin
 
 // CHECK-LABEL: func.func @forward
-// CHECK: flow.host.gemm %arg0, %{{.*}} bias(%{{.*}} : memref<64xf16>) -> %{{.*}} activation = relu :
+// CHECK: host.gemm %arg0, %{{.*}} bias(%{{.*}} : memref<64xf16>) -> %{{.*}} activation = relu :
 // CHECK-SAME: memref<8x32xf16>, memref<32x64xf16> -> memref<8x64xf16>
 // CHECK-NOT: allow_tf32
-// CHECK: flow.host.gemm %arg5, %{{.*}} -> %{{.*}} : memref<8x64xbf16>, memref<64x16xbf16> -> memref<8x16xbf16>
-// CHECK: flow.host.gemm %arg3, %{{.*}} -> %{{.*}} : memref<8x16xf32>
+// CHECK: host.gemm %arg5, %{{.*}} -> %{{.*}} : memref<8x64xbf16>, memref<64x16xbf16> -> memref<8x16xbf16>
+// CHECK: host.gemm %arg3, %{{.*}} -> %{{.*}} : memref<8x16xf32>
 // TF32-LABEL: func.func @forward
-// TF32: flow.host.gemm %arg0, {{.*}} activation = relu :
+// TF32: host.gemm %arg0, {{.*}} activation = relu :
 // TF32-NOT: allow_tf32
-// TF32: flow.host.gemm %arg5, {{.*}} : memref<8x64xbf16>
-// TF32: flow.host.gemm %arg3, %{{.*}} -> %{{.*}} {allow_tf32} : memref<8x16xf32>
+// TF32: host.gemm %arg5, {{.*}} : memref<8x64xbf16>
+// TF32: host.gemm %arg3, %{{.*}} -> %{{.*}} {allow_tf32} : memref<8x16xf32>
 // CPU-LABEL: func.func @forward
-// CPU-NOT: flow.host.gemm %arg0
-// CPU: flow.host.dispatch @forward_k0(%arg0, %arg1, %arg2)
-// CPU-NOT: flow.host.gemm %arg5
-// CPU: flow.host.gemm %arg3
+// CPU-NOT: host.gemm %arg0
+// CPU: host.dispatch @forward_k0(%arg0, %arg1, %arg2)
+// CPU-NOT: host.gemm %arg5
+// CPU: host.gemm %arg3
 // CPU-TF32: error: --allow-tf32 is for the CUDA targets (a CPU has no TF32 arithmetic)
 func.func @forward(%x: tensor<8x32xf16>, %w: tensor<32x64xf16>, %b: tensor<64xf16>, %y: tensor<8x16xf32>, %v: tensor<16x16xf32>, %c: tensor<8x64xbf16>) -> (tensor<8x64xf16>, tensor<8x16xbf16>, tensor<8x16xf32>) {
   %h = flow.matmul %x, %w : (tensor<8x32xf16>, tensor<32x64xf16>) -> tensor<8x64xf16>

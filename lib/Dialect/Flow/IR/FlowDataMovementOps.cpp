@@ -5,7 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "flow/Dialect/Flow/IR/FlowOps.h"
-#include "FlowOpsCommon.h"
+#include "flow/Dialect/Flow/IR/FlowVerifiers.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Diagnostics.h"

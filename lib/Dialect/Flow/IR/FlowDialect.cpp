@@ -40,10 +40,6 @@ void FlowDialect::initialize() {
 #define GET_OP_LIST
 #include "flow/Dialect/Flow/IR/FlowOps.cpp.inc"
       >();
-  addOperations<
-#define GET_OP_LIST
-#include "flow/Dialect/Flow/IR/FlowHostOps.cpp.inc"
-      >();
   registerAttributes();
   addInterfaces<FlowInlinerInterface>();
   registerSbpInterfaceModels(getContext());

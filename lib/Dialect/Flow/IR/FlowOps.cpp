@@ -8,7 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "flow/Dialect/Flow/IR/FlowOps.h"
-#include "FlowOpsCommon.h"
+#include "flow/Dialect/Flow/IR/FlowVerifiers.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Diagnostics.h"
@@ -666,3 +666,54 @@ LogicalResult BatchNormOp::verify() {
 //===----------------------------------------------------------------------===//
 #define GET_OP_CLASSES
 #include "flow/Dialect/Flow/IR/FlowOps.cpp.inc"
+
+//===----------------------------------------------------------------------===//
+// Dispatch regions
+//===----------------------------------------------------------------------===//
+
+LogicalResult DispatchRegionOp::verify() {
+  if (getRows() < 1)
+    return emitOpError("rows must be at least 1, got ") << getRows();
+  auto ret = cast<ReturnOp>(getBody().front().getTerminator());
+  if (ret.getOperandTypes() != getResultTypes())
+    return emitOpError("returns ")
+           << ret.getNumOperands() << " values of types "
+           << ret.getOperandTypes() << " but the region has results of types "
+           << getResultTypes();
+  for (Operation &op : getBody().front().without_terminator()) {
+    if (!isa<FlowDialect>(op.getDialect()) || op.getNumRegions() != 0 ||
+        isa<MeshOp, AnnotateOp, ParameterOp, AllReduceOp, AllGatherOp,
+            ReduceScatterOp, AllToAllOp, BroadcastOp>(op))
+    {
+      InFlightDiagnostic diag =
+          emitOpError("may hold only flow compute ops, found '")
+          << op.getName() << "'";
+      diag.attachNote(op.getLoc()) << "found here";
+      return diag;
+    }
+  }
+  return success();
+}
+
+bool mlir::flow::isElementwise(Operation *op) {
+  return op->hasTrait<OpTrait::Elementwise>() ||
+         isa<AddOp, SubOp, MulOp, DivOp, MaximumOp, MinimumOp, PowOp,
+             CompareOp, SelectOp, BroadcastToOp, BatchNormOp, RandomUniformOp>(op);
+}
+
+bool mlir::flow::isFlowElementType(Type type) {
+  if (type.isF32() || type.isF16() || type.isBF16() || type.isF64() ||
+      type.isInteger(1))
+    return true;
+  auto integer = dyn_cast<IntegerType>(type);
+  if (!integer || integer.isSigned())
+    return false;
+  unsigned width = integer.getWidth();
+  return width == 8 || width == 16 || width == 32 || width == 64;
+}
+
+int64_t mlir::flow::storageBytes(ShapedType type) {
+  Type t = type.getElementType();
+  int64_t width = t.isInteger(1) ? 1 : t.getIntOrFloatBitWidth() / 8;
+  return type.getNumElements() * width;
+}

@@ -130,13 +130,13 @@ def Flow_ArenaPlanAttr : AttrDef<Flow_Dialect, "ArenaPlan"> {
   let mnemonic = "arena_plan";
   let summary = "a function's arena: its size and how good the packing is";
   let description = [{
-    On a host schedule's `flow.host.arena`: the arena's `bytes`, the
+    On a host schedule's `host.arena`: the arena's `bytes`, the
     `lower_bound` (the most bytes alive at one schedule position: no packing
     does better), the `unplanned` total (every buffer its own memory) and
     the packing order (`heuristic`) that gave the smallest arena.
 
     ```mlir
-    %arena = flow.host.arena #flow.arena_plan<bytes = 2048,
+    %arena = host.arena #flow.arena_plan<bytes = 2048,
         lower_bound = 2048, unplanned = 4096,
         heuristic = "schedule order, first fit"> : memref<2048xi8>
     ```
