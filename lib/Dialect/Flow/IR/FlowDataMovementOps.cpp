@@ -6,6 +6,7 @@
 
 #include "flow/Dialect/Flow/IR/FlowOps.h"
 #include "flow/Dialect/Flow/IR/FlowVerifiers.h"
+#include "flow/runtime/rules/Pieces.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Diagnostics.h"
@@ -412,9 +413,7 @@ LogicalResult
 mlir::flow::opsupport::verifyPieces(Operation *op, RankedTensorType input, RankedTensorType result,
              ArrayRef<std::pair<int64_t, int64_t>> gathered,
              ArrayRef<std::pair<int64_t, int64_t>> scattered) {
-  auto isPiece = [](int64_t piece, int64_t whole, int64_t g) {
-    return piece == whole / g || piece == (whole + g - 1) / g;
-  };
+  using ::flow::rules::isPiece;
   for (int64_t d = 0; d < input.getRank(); ++d) {
     int64_t in = input.getDimSize(d), out = result.getDimSize(d);
     auto gather = llvm::find_if(gathered, [&](auto p) { return p.first == d; });

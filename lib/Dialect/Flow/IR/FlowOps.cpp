@@ -9,6 +9,7 @@
 
 #include "flow/Dialect/Flow/IR/FlowOps.h"
 #include "flow/Dialect/Flow/IR/FlowVerifiers.h"
+#include "flow/runtime/rules/Window.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Diagnostics.h"
@@ -333,13 +334,9 @@ static FailureOr<int64_t> windowOutputSize(int64_t size, int64_t padBegin,
                        " with dilation) is larger "
                        "than the padded input ",
                        dimName, " (", *paddedOr, ")");
-  int64_t out = span / stride + 1;
-  if (ceilMode) {
-    out = (span + stride - 1) / stride + 1;
-    if ((out - 1) * stride >= size + padBegin)
-      --out;
-  }
-  return out;
+  // The runtime checks library pools with the same rule.
+  return ::flow::rules::windowExtent(size, padBegin, padEnd, dilation, kernel,
+                                     stride, ceilMode);
 }
 
 /// Output height and width of a window sliding over the spatial dims of

@@ -6,6 +6,8 @@
 
 #include "flow/Dialect/Host/IR/HostOps.h"
 #include "flow/Dialect/Flow/IR/FlowVerifiers.h"
+#include "flow/runtime/rules/Layout.h"
+#include "flow/runtime/rules/Window.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Diagnostics.h"
@@ -256,8 +258,9 @@ LogicalResult HostConvOp::verify() {
                            << " must have the output's shape " << out;
   if (getBlockedResidual() && !getResidual())
     return emitOpError() << "marks a blocked residual but has none";
-  if ((getBlockedInput() && xs[1] % 16) ||
-      ((getBlockedOutput() || getBlockedResidual()) && ws[0] % 16))
+  if ((getBlockedInput() && !::flow::rules::blockable(xs[1])) ||
+      ((getBlockedOutput() || getBlockedResidual()) &&
+       !::flow::rules::blockable(ws[0])))
     return emitOpError() << "a blocked buffer needs a multiple of 16 channels";
   return success();
 }
@@ -287,7 +290,8 @@ static LogicalResult verifyHostPool(Operation *op, MemRefType x,
   if (failed(checkWindow(kernel, strides, padding, dilations, report)))
     return failure();
   for (int i = 0; i < 4; ++i)
-    if (padding[i] >= dilations[i % 2] * (kernel[i % 2] - 1) + 1)
+    if (padding[i] >=
+        ::flow::rules::dilatedWindow(kernel[i % 2], dilations[i % 2]))
       return op->emitOpError()
              << "padding " << padding[i] << " is not smaller than the window";
   ArrayRef<int64_t> xs = x.getShape();
@@ -307,7 +311,7 @@ static LogicalResult verifyHostPool(Operation *op, MemRefType x,
            << (allowed[0] == allowed[1]
                    ? std::string()
                    : " (or " + shapeStr(allowed[1]) + " in ceil mode)");
-  if ((blockedInput || blockedOutput) && xs[1] % 16)
+  if ((blockedInput || blockedOutput) && !::flow::rules::blockable(xs[1]))
     return op->emitOpError()
            << "a blocked buffer needs a multiple of 16 channels";
   return success();
