@@ -18,7 +18,7 @@ APT_PACKAGES=(
   lld-22 cmake ninja-build ccache g++ libgtest-dev
   flatbuffers-compiler libflatbuffers-dev libopenblas-dev libdnnl-dev openmpi-bin
   libopenmpi-dev
-  clang-22 libclang-rt-22-dev
+  clang-22 libclang-rt-22-dev clang-format
   python3 python3-venv
 )
 

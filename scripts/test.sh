@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Sets up, builds, and runs every Flow test: lit (flow-opt, docs), the runtime
+# Sets up, builds, and runs every Flow test: the layering and format checks,
+# lit (flow-opt, docs), the runtime
 # unit tests (GoogleTest through ctest), a short run of every fuzz target
 # over its corpus (scripts/fuzz.sh --smoke) and pytest, whose end-to-end
 # numeric tests run three times: with fusion (the default), without, and
@@ -44,6 +45,11 @@ run() {
   fi
 }
 
+# The tree's shape: no source file over 1,200 lines, no include cycle
+# between folders (scripts/check-layering.py); the last commit's C++ lines
+# as clang-format writes them (scripts/check-format.sh).
+run "layering" "$FLOW_CACHE/venv/bin/python" "$ROOT/scripts/check-layering.py"
+run "format of changed lines" "$ROOT/scripts/check-format.sh"
 run "lit" /usr/lib/llvm-22/bin/lit -sv "$BUILD/test"
 run "runtime unit tests" ctest --test-dir "$BUILD" --output-on-failure
 run "fuzz smoke" env FLOW_FUZZ_SMOKE_SECONDS="${FLOW_FUZZ_SMOKE_SECONDS:-10}" \
