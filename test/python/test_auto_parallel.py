@@ -128,7 +128,7 @@ def test_memory_limit_from_python():
     plan fits is an error saying what the smallest needs; a malformed one
     names itself."""
     import flow
-    text = (ROOT / "test" / "Dialect" / "Flow" /
+    text = (ROOT / "test" / "Pipelines" /
             "auto-parallel-memory.mlir").read_text()
     with pytest.raises(flow.FlowError, match="the smallest needs 32.09 MiB"):
         flow.compile_ir(text, "flow", auto_parallel=True,

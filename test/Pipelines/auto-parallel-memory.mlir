@@ -1,9 +1,9 @@
 // Auto-parallel under a memory limit (flow-compile --memory-limit): memory
 // per device is priced into the measure until the plan fits.
-// RUN: flow-opt %s --flow-place-pipeline="auto-parallel=1 mesh-spec=%S/Inputs/slow-calls.json" | FileCheck %s --check-prefix=SLOW
-// RUN: flow-opt %s --flow-place-pipeline="auto-parallel=1 mesh-spec=%S/Inputs/slow-calls.json memory-limit=100000000" | FileCheck %s --check-prefix=LIMIT
-// RUN: not flow-opt %s --flow-place-pipeline="auto-parallel=1 mesh-spec=%S/Inputs/slow-calls.json memory-limit=1000000" 2>&1 | FileCheck %s --check-prefix=TOOSMALL
-// RUN: flow-opt %s --flow-place-pipeline="auto-parallel=1 mesh-spec=%S/Inputs/tiny-memory.json" 2>&1 | FileCheck %s --check-prefix=DEVICE
+// RUN: flow-opt %s --flow-place-pipeline="auto-parallel=1 mesh-spec=%S/../Dialect/Flow/Inputs/slow-calls.json" | FileCheck %s --check-prefix=SLOW
+// RUN: flow-opt %s --flow-place-pipeline="auto-parallel=1 mesh-spec=%S/../Dialect/Flow/Inputs/slow-calls.json memory-limit=100000000" | FileCheck %s --check-prefix=LIMIT
+// RUN: not flow-opt %s --flow-place-pipeline="auto-parallel=1 mesh-spec=%S/../Dialect/Flow/Inputs/slow-calls.json memory-limit=1000000" 2>&1 | FileCheck %s --check-prefix=TOOSMALL
+// RUN: flow-opt %s --flow-place-pipeline="auto-parallel=1 mesh-spec=%S/../Dialect/Flow/Inputs/tiny-memory.json" 2>&1 | FileCheck %s --check-prefix=DEVICE
 
 // Memory: where every call costs a second (slow-calls.json), two 64 MiB
 // weights are best kept whole on every device (128 MiB each, no
