@@ -231,9 +231,7 @@ std::optional<int64_t> ProgramBuilder::constant(const TensorSpec &spec,
     return fail("flow.constant: " + lastError);
   int64_t count = type->getNumElements();
   Type element = type->getElementType();
-  size_t width = element.isInteger(1)
-                     ? 1
-                     : (element.getIntOrFloatBitWidth() + 7) / 8;
+  size_t width = static_cast<size_t>(elementStorageBytes(element));
   if (size != static_cast<size_t>(count) * width)
     return fail("flow.constant: " + llvm::Twine(size) + " bytes for " +
                 llvm::Twine(count) + " elements of " + spec.dtype);

@@ -385,8 +385,8 @@ double Planner::pieceBytes(Value value, ArrayRef<SbpDim> layout) const {
   double elements = 1;
   for (int64_t n : shape)
     elements *= static_cast<double>(n);
-  unsigned bits = type.getElementType().getIntOrFloatBitWidth();
-  return elements * std::max(1u, bits / 8);
+  return elements *
+         static_cast<double>(elementStorageBytes(type.getElementType()));
 }
 
 /// The bytes a value holds on a device: an argument its piece; a parameter

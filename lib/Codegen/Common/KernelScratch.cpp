@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "flow/Codegen/Common/Passes.h"
+#include "flow/Dialect/Flow/IR/FlowOps.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 
 namespace mlir {
@@ -42,8 +43,7 @@ struct KernelScratchPass
       OpBuilder b = OpBuilder::atBlockBegin(&entry);
       for (memref::AllocOp alloc : nested) {
         MemRefType type = alloc.getType();
-        int64_t bytes = type.getNumElements() *
-                        std::max<int64_t>(1, type.getElementTypeBitWidth() / 8);
+        int64_t bytes = mlir::flow::storageBytes(type);
         Operation *moved;
         if (bytes <= kStackScratchBytes) {
           auto stack = memref::AllocaOp::create(b, alloc.getLoc(), type,

@@ -4,8 +4,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "flow/Dialect/Flow/IR/FlowDialect.h"
 #include "flow/Codegen/Common/Passes.h"
+#include "flow/Dialect/Flow/IR/FlowOps.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinTypes.h"
 
@@ -37,10 +37,7 @@ struct RecordKernelAbiPass
               << type << " is not a tensor of static shape";
           return signalPassFailure();
         }
-        Type element = tensor.getElementType();
-        int64_t width =
-            element.isInteger(1) ? 1 : element.getIntOrFloatBitWidth() / 8;
-        sizes.push_back(tensor.getNumElements() * width);
+        sizes.push_back(mlir::flow::storageBytes(tensor));
       }
       OpBuilder b(func);
       // The operands are the caller's buffers (a user's input, a weight, a

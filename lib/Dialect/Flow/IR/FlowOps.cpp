@@ -709,8 +709,10 @@ bool mlir::flow::isFlowElementType(Type type) {
   return width == 8 || width == 16 || width == 32 || width == 64;
 }
 
+int64_t mlir::flow::elementStorageBytes(Type element) {
+  return element.isInteger(1) ? 1 : element.getIntOrFloatBitWidth() / 8;
+}
+
 int64_t mlir::flow::storageBytes(ShapedType type) {
-  Type t = type.getElementType();
-  int64_t width = t.isInteger(1) ? 1 : t.getIntOrFloatBitWidth() / 8;
-  return type.getNumElements() * width;
+  return type.getNumElements() * elementStorageBytes(type.getElementType());
 }

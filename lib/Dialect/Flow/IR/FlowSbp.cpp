@@ -305,8 +305,8 @@ Rules sbpRules(ReduceMaxOp op) { return reductionRules(op, PMax); }
 // across the splitting mesh axes itself (its partition hook): one small
 // all-reduce per statistic, priced by `statisticsBytes`.
 double elementBytes(Type type) {
-  Type element = cast<RankedTensorType>(type).getElementType();
-  return element.isInteger(1) ? 1 : element.getIntOrFloatBitWidth() / 8;
+  return static_cast<double>(
+      elementStorageBytes(cast<RankedTensorType>(type).getElementType()));
 }
 /// Marks `sig` as reducing `count` statistics of `input` over dimensions
 /// [from, to) across the mesh axis.
@@ -782,9 +782,9 @@ double mlir::flow::forEachBoxingStep(
     ArrayRef<SbpDim> from, ArrayRef<SbpDim> to, RankedTensorType type,
     ArrayRef<int64_t> meshShape, const MeshSpec &spec,
     function_ref<void(unsigned, SbpDim, SbpDim, double)> visit) {
-  Type element = type.getElementType();
-  double bytes = static_cast<double>(type.getNumElements()) *
-                 (element.isInteger(1) ? 1 : element.getIntOrFloatBitWidth() / 8);
+  double bytes =
+      static_cast<double>(type.getNumElements()) *
+      static_cast<double>(elementStorageBytes(type.getElementType()));
   NdSbp current(from.begin(), from.end());
   double total = 0;
   for (unsigned axis = 0; axis < meshShape.size(); ++axis) {

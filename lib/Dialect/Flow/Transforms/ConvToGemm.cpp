@@ -101,7 +101,8 @@ static Value rewrite(Conv2dOp conv, int64_t maxColumnsBytes,
   int64_t oh = out.getDimSize(2);
   // The columns of one output row, all images.
   int64_t rowBytes = in.getDimSize(0) * in.getDimSize(1) * kh * kw *
-                     out.getDimSize(3) * (in.getElementTypeBitWidth() / 8);
+                     out.getDimSize(3) *
+                     elementStorageBytes(in.getElementType());
 
   int64_t rows = oh;
   if (!isPointwise(conv) && maxColumnsBytes > 0 && rowBytes > 0 &&

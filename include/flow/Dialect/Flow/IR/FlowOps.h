@@ -58,6 +58,11 @@ ParameterOp createParameterPiece(OpBuilder &b, Location loc,
 /// 64 bits.
 bool isFlowElementType(Type type);
 
+/// Bytes one element of `element` (a Flow element type) takes in a Flow
+/// executable: its width in bytes, and a byte for an i1 (as the runtime's
+/// dtypeSize).
+int64_t elementStorageBytes(Type element);
+
 /// Bytes a tensor or buffer of `type` takes in a Flow executable (an i1
 /// takes a byte).
 int64_t storageBytes(ShapedType type);
