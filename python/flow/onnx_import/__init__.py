@@ -22,7 +22,8 @@ types, the op table) and one module of op handlers per family:
 `elementwise` (arithmetic, comparisons, activations), `linalg` (matmuls,
 convolution, pooling), `reductions` (reductions, normalization, top-k),
 `shape` (reshapes, indexing, scatters, pads), `recurrent` (RNN, GRU, LSTM)
-and `misc` (casts, dropout, tensors made from shapes).
+and `misc` (casts, dropout, tensors made from shapes). Composite
+activations come from `flow._composites`, shared with the PyTorch importer.
 `python -m flow.onnx_import` runs `main` (see __main__.py).
 """
 

@@ -1,10 +1,12 @@
 """Element-wise ops and activations: arithmetic, comparisons, logic,
-unary math, clips, and the activations Flow builds from its own ops."""
+unary math, clips, and the activations Flow builds from its own ops
+(`flow._composites`, shared with the PyTorch importer)."""
 
 from __future__ import annotations
 
 import numpy as np
 
+from .. import _composites as composites
 from .._emitter import FLOAT_TYPES, INT_TYPES, Unsupported, Value
 from ._core import _common, _float_input, _handles, _rounds_once
 
@@ -41,15 +43,8 @@ def _pow(self, ins, attrs):
         e = np.asarray(exponent)
         if e.size == 1 and float(e.reshape(-1)[0]).is_integer() and \
                 abs(float(e.reshape(-1)[0])) <= 4 and e.ndim <= len(base.shape):
-            n = int(e.reshape(-1)[0])
-            result = self.e.broadcast_to(self.e.scalar(1, base.dtype),
-                                         base.shape) if n == 0 else base
-            for _ in range(abs(n) - 1):
-                result = self.e.binary("mul", result, base)
-            if n < 0:
-                result = self.e.binary("div", self.e.scalar(1, base.dtype),
-                                       result)
-            return result
+            return composites.integer_power(self.e, base,
+                                            int(e.reshape(-1)[0]))
     return self.e.binary("pow", base, self.value(exponent, base.dtype))
 
 
@@ -86,18 +81,15 @@ for _op, _pred in [("Equal", "eq"), ("Less", "lt"), ("LessOrEqual", "le"),
 
 @_handles("Not")
 def _not(self, ins, attrs):
-    return self.e.compare("eq", self.value(ins[0], "i1"),
-                          self.e.scalar(False, "i1"))
+    return composites.logical_not(self.e, self.value(ins[0], "i1"))
 
 
 @_handles("And", "Or")
 def _and_or(self, ins, attrs):
     a, b = self.value(ins[0], "i1"), self.value(ins[1], "i1")
-    shape = np.broadcast_shapes(a.shape, b.shape)
-    a = self.e.broadcast_to(a, shape)
     if self.node.op_type == "And":
-        return self.e.select(a, b, self.e.scalar(False, "i1"))
-    return self.e.select(a, self.e.scalar(True, "i1"), b)
+        return composites.logical_and(self.e, a, b)
+    return composites.logical_or(self.e, a, b)
 
 
 @_handles("Where")
@@ -139,8 +131,7 @@ def _is_nan(self, ins, attrs):
 
 @_handles("Reciprocal")
 def _reciprocal(self, ins, attrs):
-    v = self.value(ins[0])
-    return self.e.binary("div", self.e.scalar(1, v.dtype), v)
+    return composites.reciprocal(self.e, self.value(ins[0]))
 
 
 @_handles("Gelu")
@@ -154,29 +145,22 @@ def _gelu(self, ins, attrs):
 
 @_handles("LeakyRelu")
 def _leaky_relu(self, ins, attrs):
-    v = self.value(ins[0])
-    alpha = attrs.get("alpha", 0.01)
-    scaled = self.e.binary("mul", v, self.e.scalar(alpha, v.dtype))
-    positive = self.e.compare("gt", v, self.e.scalar(0, v.dtype))
-    return self.e.select(positive, v, scaled)
+    return composites.leaky_relu(self.e, self.value(ins[0]),
+                                 attrs.get("alpha", 0.01))
 
 
 @_handles("Softplus")
 @_rounds_once
 def _softplus(self, ins, attrs):
-    v = self.value(ins[0])
-    return self.e.log1p(self.e.unary("exp", v))
+    return composites.softplus(self.e, self.value(ins[0]))
 
 
 @_handles("HardSigmoid")
 @_rounds_once
 def _hard_sigmoid(self, ins, attrs):
-    v = self.value(ins[0])
-    y = self.e.binary("add", self.e.binary(
-        "mul", v, self.e.scalar(attrs.get("alpha", 0.2), v.dtype)),
-        self.e.scalar(attrs.get("beta", 0.5), v.dtype))
-    y = self.e.binary("maximum", y, self.e.scalar(0, v.dtype))
-    return self.e.binary("minimum", y, self.e.scalar(1, v.dtype))
+    return composites.hard_sigmoid(self.e, self.value(ins[0]),
+                                   attrs.get("alpha", 0.2),
+                                   attrs.get("beta", 0.5))
 
 
 @_handles("Clip")
@@ -184,16 +168,9 @@ def _clip(self, ins, attrs):
     v = self.value(ins[0])
     lo = ins[1] if len(ins) > 1 else None
     hi = ins[2] if len(ins) > 2 else None
-    if lo is not None:
-        v = self.e.binary("maximum", v, self.value(lo, v.dtype))
-    if hi is not None:
-        v = self.e.binary("minimum", v, self.value(hi, v.dtype))
-    return v
-
-
-def _expm1_scaled(self, v, alpha):
-    """alpha * (exp(v) - 1)."""
-    return self.e.binary("mul", self.e.expm1(v), self.e.scalar(alpha, v.dtype))
+    return composites.clamp(
+        self.e, v, self.value(lo, v.dtype) if lo is not None else None,
+        self.value(hi, v.dtype) if hi is not None else None)
 
 
 @_handles("Elu", "Selu")
@@ -202,59 +179,39 @@ def _elu(self, ins, attrs):
     v = _float_input(self, ins[0])
     selu = self.node.op_type == "Selu"
     alpha = attrs.get("alpha", 1.67326319217681884765625 if selu else 1.0)
-    positive = self.e.compare("gt", v, self.e.scalar(0, v.dtype))
-    y = self.e.select(positive, v, _expm1_scaled(self, v, alpha))
-    if selu:
-        y = self.e.binary("mul", y, self.e.scalar(
-            attrs.get("gamma", 1.05070102214813232421875), v.dtype))
-    return y
+    gamma = attrs.get("gamma", 1.05070102214813232421875) if selu else None
+    return composites.elu(self.e, v, alpha, gamma)
 
 
 @_handles("Celu")
 @_rounds_once
 def _celu(self, ins, attrs):
-    v = _float_input(self, ins[0])
-    alpha = attrs.get("alpha", 1.0)
-    zero = self.e.scalar(0, v.dtype)
-    scaled = self.e.binary("div", v, self.e.scalar(alpha, v.dtype))
-    return self.e.binary("add", self.e.binary("maximum", v, zero),
-                         self.e.binary("minimum", zero,
-                                       _expm1_scaled(self, scaled, alpha)))
+    return composites.celu(self.e, _float_input(self, ins[0]),
+                           attrs.get("alpha", 1.0))
 
 
 @_handles("Softsign")
 @_rounds_once
 def _softsign(self, ins, attrs):
-    v = _float_input(self, ins[0])
-    return self.e.binary("div", v, self.e.binary(
-        "add", self.e.unary("abs", v), self.e.scalar(1, v.dtype)))
+    return composites.softsign(self.e, _float_input(self, ins[0]))
 
 
 @_handles("ThresholdedRelu")
 def _thresholded_relu(self, ins, attrs):
-    v = _float_input(self, ins[0])
-    above = self.e.compare("gt", v, self.e.scalar(attrs.get("alpha", 1.0),
-                                                  v.dtype))
-    return self.e.select(above, v, self.e.scalar(0, v.dtype))
+    return composites.thresholded_relu(self.e, _float_input(self, ins[0]),
+                                       attrs.get("alpha", 1.0))
 
 
 @_handles("HardSwish")
 @_rounds_once
 def _hard_swish(self, ins, attrs):
-    v = _float_input(self, ins[0])
-    gate = self.e.binary("add", self.e.binary(
-        "mul", v, self.e.scalar(1 / 6, v.dtype)), self.e.scalar(0.5, v.dtype))
-    gate = self.e.binary("minimum", self.e.binary(
-        "maximum", gate, self.e.scalar(0, v.dtype)), self.e.scalar(1, v.dtype))
-    return self.e.binary("mul", v, gate)
+    return composites.hard_swish(self.e, _float_input(self, ins[0]))
 
 
 @_handles("Mish")
 @_rounds_once
 def _mish(self, ins, attrs):
-    v = _float_input(self, ins[0])
-    softplus = self.e.log1p(self.e.unary("exp", v))
-    return self.e.binary("mul", v, self.e.unary("tanh", softplus))
+    return composites.mish(self.e, _float_input(self, ins[0]))
 
 
 @_handles("PRelu")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from .. import _composites as composites
 from .._emitter import FLOAT_TYPES, INT_TYPES, Unsupported
 from ._core import _common, _handles
 
@@ -38,14 +39,9 @@ def _gemm(self, ins, attrs):
         a = self.e.transpose(a, [1, 0])
     y = self.e.matmul(a, b, transpose_rhs=bool(attrs.get("transB", 0)))
     alpha, beta = attrs.get("alpha", 1.0), attrs.get("beta", 1.0)
-    if alpha != 1.0:
-        y = self.e.binary("mul", y, self.e.scalar(alpha, y.dtype))
-    if len(ins) > 2 and ins[2] is not None and beta != 0:
-        c = self.value(ins[2], y.dtype)
-        if beta != 1.0:
-            c = self.e.binary("mul", c, self.e.scalar(beta, y.dtype))
-        y = self.e.binary("add", y, c)
-    return y
+    c = self.value(ins[2], y.dtype) if len(ins) > 2 and ins[2] is not None \
+        and beta != 0 else None
+    return composites.scaled_sum(self.e, y, alpha, c, beta)
 
 
 def _spatial_pads(self, attrs, in_hw, kernel, strides, dilations):

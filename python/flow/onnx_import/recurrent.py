@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import _composites as composites
 from .._emitter import Unsupported, Value
 from ._core import _float_input, _handles, _rounds_once
 
@@ -11,7 +12,8 @@ from ._core import _float_input, _handles, _rounds_once
 # Recurrent layers -----------------------------------------------------------
 
 def _rnn_activation(self, name, alpha, beta):
-    """One of ONNX's recurrent activations as a function of a Value."""
+    """One of ONNX's recurrent activations as a function of a Value (the
+    composite ones as the ops of the same name build them)."""
     e = self.e
 
     def scal(v, x):
@@ -22,22 +24,14 @@ def _rnn_activation(self, name, alpha, beta):
         "Relu": lambda x: e.unary("relu", x),
         "Affine": lambda x: e.binary("add", e.binary(
             "mul", x, scal(alpha, x)), scal(beta, x)),
-        "LeakyRelu": lambda x: e.select(
-            e.compare("gt", x, scal(0, x)), x,
-            e.binary("mul", x, scal(alpha, x))),
-        "ThresholdedRelu": lambda x: e.select(
-            e.compare("gt", x, scal(alpha, x)), x, scal(0, x)),
+        "LeakyRelu": lambda x: composites.leaky_relu(e, x, alpha),
+        "ThresholdedRelu": lambda x: composites.thresholded_relu(e, x, alpha),
         "ScaledTanh": lambda x: e.binary("mul", scal(alpha, x), e.unary(
             "tanh", e.binary("mul", x, scal(beta, x)))),
-        "HardSigmoid": lambda x: e.binary("minimum", e.binary(
-            "maximum", e.binary("add", e.binary("mul", x, scal(alpha, x)),
-                                scal(beta, x)), scal(0, x)), scal(1, x)),
-        "Elu": lambda x: e.select(
-            e.compare("gt", x, scal(0, x)), x,
-            e.binary("mul", e.expm1(x), scal(alpha, x))),
-        "Softsign": lambda x: e.binary("div", x, e.binary(
-            "add", e.unary("abs", x), scal(1, x))),
-        "Softplus": lambda x: e.log1p(e.unary("exp", x)),
+        "HardSigmoid": lambda x: composites.hard_sigmoid(e, x, alpha, beta),
+        "Elu": lambda x: composites.elu(e, x, alpha),
+        "Softsign": lambda x: composites.softsign(e, x),
+        "Softplus": lambda x: composites.softplus(e, x),
     }
     if name not in table:
         raise Unsupported(f"activation {name}")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import _composites as composites
 from .._emitter import FLOAT_TYPES, Unsupported
 from ._core import _axis, _float_input, _handles, _rounds_once
 
@@ -209,10 +210,8 @@ def _instance_norm(self, ins, attrs):
         raise Unsupported("an input of rank below 3")
     y = self.e.normalize(x, list(range(2, len(x.shape))),
                          attrs.get("epsilon", 1e-5))
-    per_channel = (x.shape[1],) + (1,) * (len(x.shape) - 2)
-    scale = self.e.reshape(self.value(ins[1], x.dtype), per_channel)
-    bias = self.e.reshape(self.value(ins[2], x.dtype), per_channel)
-    return self.e.binary("add", self.e.binary("mul", y, scale), bias)
+    return composites.channel_affine(self.e, y, self.value(ins[1], x.dtype),
+                                     self.value(ins[2], x.dtype))
 
 
 @_handles("MeanVarianceNormalization")

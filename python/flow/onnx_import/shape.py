@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import _composites as composites
 from .._emitter import Unsupported, Value, numpy_dtype
 from ._core import _axis, _common, _handles
 
@@ -314,14 +315,7 @@ def _split(self, ins, attrs):
         n = attrs.get("num_outputs", count)
         chunk = -(-size // n)
         sizes = [min(chunk, size - i * chunk) for i in range(n)]
-    out, offset = [], 0
-    for s in sizes:
-        lo = [0] * len(x.shape)
-        hi = list(x.shape)
-        lo[axis], hi[axis] = offset, offset + s
-        out.append(self.e.slice(x, lo, hi, [1] * len(x.shape)))
-        offset += s
-    return out
+    return composites.split(self.e, x, axis, sizes)
 
 
 @_handles("Expand")

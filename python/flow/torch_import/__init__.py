@@ -21,7 +21,8 @@ import), and one module of op handlers per family: `elementwise`
 (arithmetic, comparisons, activations), `linalg` (matmuls, convolution,
 attention, pooling), `reductions` (reductions, sorting, normalization),
 `shape` (views, indexing, scatters, pads) and `misc` (randomness, dtype
-conversions, fills, assertions).
+conversions, fills, assertions). Composite activations come from
+`flow._composites`, shared with the ONNX importer.
 """
 
 from __future__ import annotations

@@ -1,10 +1,12 @@
 """Element-wise ops and activations: arithmetic, comparisons, logic,
-unary math, clamps, and the activations Flow builds from its own ops."""
+unary math, clamps, and the activations Flow builds from its own ops
+(`flow._composites`, shared with the ONNX importer)."""
 
 from __future__ import annotations
 
 import numpy as np
 
+from .. import _composites as composites
 from .._emitter import FLOAT_TYPES, Unsupported, Value
 from ._core import _handles, _promoted
 
@@ -50,16 +52,7 @@ def _pow(self, a, b):
     if isinstance(b, (int, float)) and float(b).is_integer() and \
             -4 <= b <= 4 and isinstance(a, Value):
         # Small integer powers multiply out (exact, and right for x < 0).
-        x = self.value(a, dtype)
-        n = int(b)
-        if n == 0:
-            return self.e.broadcast_to(self.e.scalar(1, dtype), x.shape)
-        result = x
-        for _ in range(abs(n) - 1):
-            result = self.e.binary("mul", result, x)
-        if n < 0:
-            result = self.e.binary("div", self.e.scalar(1, dtype), result)
-        return result
+        return composites.integer_power(self.e, self.value(a, dtype), int(b))
     if isinstance(b, float) and b == 0.5 and isinstance(a, Value):
         return self.e.unary("sqrt", self.value(a, dtype))
     return self.e.binary("pow", self.value(a, dtype), self.value(b, dtype))
@@ -97,7 +90,7 @@ def _not(self, x):
     v = self.value(x)
     if v.dtype != "i1":
         raise Unsupported("bitwise not of an integer tensor")
-    return self.e.compare("eq", v, self.e.scalar(False, "i1"))
+    return composites.logical_not(self.e, v)
 
 
 @_handles("aten.logical_and.default", "aten.bitwise_and.Tensor")
@@ -105,9 +98,7 @@ def _and(self, a, b):
     av, bv = self.value(a, "i1"), self.value(b, "i1")
     if self.out_dtype() != "i1":
         raise Unsupported("bitwise and of integer tensors")
-    shape = np.broadcast_shapes(av.shape, bv.shape)
-    return self.e.select(self.e.broadcast_to(av, shape), bv,
-                         self.e.scalar(False, "i1"))
+    return composites.logical_and(self.e, av, bv)
 
 
 @_handles("aten.logical_or.default", "aten.bitwise_or.Tensor")
@@ -115,9 +106,7 @@ def _or(self, a, b):
     av, bv = self.value(a, "i1"), self.value(b, "i1")
     if self.out_dtype() != "i1":
         raise Unsupported("bitwise or of integer tensors")
-    shape = np.broadcast_shapes(av.shape, bv.shape)
-    return self.e.select(self.e.broadcast_to(av, shape),
-                         self.e.scalar(True, "i1"), bv)
+    return composites.logical_or(self.e, av, bv)
 
 
 def _unary(op, float_only=True):
@@ -148,8 +137,7 @@ def _gelu(self, x, approximate="none"):
 
 @_handles("aten.reciprocal.default")
 def _reciprocal(self, x):
-    dtype = self.out_dtype()
-    return self.e.binary("div", self.e.scalar(1, dtype), self.value(x, dtype))
+    return composites.reciprocal(self.e, self.value(x, self.out_dtype()))
 
 
 @_handles("aten.clamp_max.default", "aten.clamp_max.Tensor")
@@ -161,12 +149,10 @@ def _clamp_max(self, x, hi):
           "aten.clamp_min.Tensor")
 def _clamp(self, x, lo=None, hi=None):
     dtype = self.out_dtype()
-    v = self.value(x, dtype)
-    if lo is not None:
-        v = self.e.binary("maximum", v, self.value(lo, dtype))
-    if hi is not None:
-        v = self.e.binary("minimum", v, self.value(hi, dtype))
-    return v
+    return composites.clamp(
+        self.e, self.value(x, dtype),
+        self.value(lo, dtype) if lo is not None else None,
+        self.value(hi, dtype) if hi is not None else None)
 
 
 @_handles("aten.hardtanh.default")
@@ -201,21 +187,17 @@ def _expm1(self, x):
 
 @_handles("aten.elu.default")
 def _elu(self, x, alpha=1.0, scale=1.0, input_scale=1.0):
-    v = _float_value(self, x)
-    inner = self.e.binary("mul", v, self.e.scalar(input_scale, v.dtype))
-    negative = self.e.binary("mul", self.e.expm1(inner),
-                             self.e.scalar(alpha, v.dtype))
-    y = self.e.select(self.e.compare("gt", v, self.e.scalar(0, v.dtype)), v,
-                      negative)
-    return self.e.binary("mul", y, self.e.scalar(scale, v.dtype))
+    """scale * (x where x > 0, else alpha * expm1(input_scale * x)): ELU,
+    and what core ATen decomposes SELU and CELU to. Both scales are always
+    multiplied in (as PyTorch does)."""
+    return composites.elu(self.e, _float_value(self, x), alpha, scale,
+                          input_scale)
 
 
 @_handles("aten.leaky_relu.default")
 def _leaky_relu(self, x, negative_slope=0.01):
-    v = self.value(x, self.out_dtype())
-    scaled = self.e.binary("mul", v, self.e.scalar(negative_slope, v.dtype))
-    return self.e.select(self.e.compare("gt", v, self.e.scalar(0, v.dtype)),
-                         v, scaled)
+    return composites.leaky_relu(self.e, self.value(x, self.out_dtype()),
+                                 negative_slope)
 
 
 @_handles("aten.sign.default")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import _composites as composites
 from .._emitter import FLOAT_TYPES, Unsupported, Value, numpy_dtype
 from ._core import _handles, _norm_dim
 from .misc import _dropout_of
@@ -29,15 +30,8 @@ def _mm(self, a, b):
 def _addmm(self, bias, a, b, beta=1, alpha=1):
     av, bv = _matmul_operands(self, a, b)
     y = self.e.matmul(av, bv)
-    dtype = y.dtype
-    if alpha != 1:
-        y = self.e.binary("mul", y, self.e.scalar(alpha, dtype))
-    if beta == 0:
-        return y
-    c = self.value(bias, dtype)
-    if beta != 1:
-        c = self.e.binary("mul", c, self.e.scalar(beta, dtype))
-    return self.e.binary("add", y, c)
+    c = self.value(bias, y.dtype) if beta != 0 else None
+    return composites.scaled_sum(self.e, y, alpha, c, beta)
 
 
 @_handles("aten.linear.default")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import _composites as composites
 from .._emitter import Unsupported
 from ._core import _flow_dtype, _handles, _norm_dim
 
@@ -94,9 +95,11 @@ def _var(self, x, dims=None, *args, correction=None, keepdim=False,
         max(count - correction, 0), v.dtype))
 
 
-def _per_channel(self, w, dtype, rank):
-    wv = self.value(w, dtype)
-    return self.e.reshape(wv, (wv.shape[0],) + (1,) * (rank - 2))
+def _channel_affine(self, y, w, b, dtype):
+    """y * w + b with w and b (either may be None) per channel."""
+    return composites.channel_affine(
+        self.e, y, self.value(w, dtype) if w is not None else None,
+        self.value(b, dtype) if b is not None else None)
 
 
 @_handles("aten.native_group_norm.default")
@@ -107,11 +110,7 @@ def _group_norm(self, x, w, b, n, c, hw, groups, eps):
     grouped = self.e.reshape(
         v, (shape[0], groups, int(np.prod(shape[1:])) // groups))
     y = self.e.reshape(self.e.normalize(grouped, [2], eps), shape)
-    if w is not None:
-        y = self.e.binary("mul", y, _per_channel(self, w, dtype, len(shape)))
-    if b is not None:
-        y = self.e.binary("add", y, _per_channel(self, b, dtype, len(shape)))
-    return (y, None, None)
+    return (_channel_affine(self, y, w, b, dtype), None, None)
 
 
 @_handles("aten._native_batch_norm_legit.no_stats")
@@ -122,11 +121,7 @@ def _batch_norm_batch_stats(self, x, w, b, training, momentum, eps):
     v = self.value(x, dtype)
     axes = [0] + list(range(2, len(v.shape)))
     y = self.e.normalize(v, axes, eps)
-    if w is not None:
-        y = self.e.binary("mul", y, _per_channel(self, w, dtype, len(v.shape)))
-    if b is not None:
-        y = self.e.binary("add", y, _per_channel(self, b, dtype, len(v.shape)))
-    return (y, None, None)
+    return (_channel_affine(self, y, w, b, dtype), None, None)
 
 
 @_handles("aten._native_batch_norm_legit_functional.default")
@@ -147,10 +142,7 @@ def _batch_norm_functional(self, x, w, b, mean, var, training, momentum,
     count = int(np.prod([v.shape[a] for a in axes]))
     y, batch_mean, batch_var, rstd = self.e.normalize_with_statistics(
         v, axes, eps)
-    if w is not None:
-        y = self.e.binary("mul", y, _per_channel(self, w, dtype, rank))
-    if b is not None:
-        y = self.e.binary("add", y, _per_channel(self, b, dtype, rank))
+    y = _channel_affine(self, y, w, b, dtype)
     c = v.shape[1]
     flat = [self.e.reshape(t, (c,)) for t in (batch_mean, batch_var, rstd)]
     outs = [y, flat[0], flat[2]]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import _composites as composites
 from .._emitter import FLOAT_TYPES, INT_TYPES, Unsupported, Value, numpy_dtype
 from ._core import _handles, _norm_dim
 
@@ -137,14 +138,7 @@ def _split(self, x, sizes, dim=0):
     total = v.shape[dim]
     if isinstance(sizes, int):
         sizes = [min(sizes, total - i) for i in range(0, total, sizes)]
-    out, offset = [], 0
-    for size in sizes:
-        starts = [0] * rank
-        limits = list(v.shape)
-        starts[dim], limits[dim] = offset, offset + size
-        out.append(self.e.slice(v, starts, limits, [1] * rank))
-        offset += size
-    return tuple(out)
+    return tuple(composites.split(self.e, v, dim, sizes))
 
 
 @_handles("getitem")
