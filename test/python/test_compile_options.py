@@ -75,6 +75,21 @@ def test_python_refuses_bad_value_naming_keyword(row, value):
         flow.compile_mlir(ADD, **options)
 
 
+def test_threads_is_refused_not_ignored(tmp_path):
+    """LLVM links a hidden --threads into the tool; flow-compile says it has
+    no such option instead of taking -3 and doing nothing."""
+    src = tmp_path / "m.mlir"
+    src.write_text(ADD)
+    for value in ("-3", "4"):
+        proc = subprocess.run([str(tool("flow-compile")), str(src),
+                               f"--threads={value}", "-o",
+                               str(tmp_path / "m.fbin")],
+                              capture_output=True, text=True)
+        assert proc.returncode == 1
+        assert proc.stderr.startswith("flow-compile: error: --threads: ")
+        assert proc.stderr.count("\n") == 1
+
+
 def test_unknown_keyword_is_a_type_error():
     for function, args in ((flow.compile_mlir, (ADD,)),
                            (flow.compile_ir, (ADD, "flow"))):

@@ -281,6 +281,15 @@ int main(int argc, char **argv) {
     printCompileOptionsReference(llvm::outs());
     return 0;
   }
+  // LLVM's own --threads (hidden, linked in) would take any integer and do
+  // nothing a user of flow-compile expects.
+  if (givenOnCommandLine("threads")) {
+    llvm::errs() << "flow-compile: error: --threads: flow-compile takes no "
+                    "thread count (it compiles with MLIR's threads; "
+                    "--mlir-disable-threading turns them off); the threads "
+                    "an executable runs on are flow-run's --threads\n";
+    return 1;
+  }
   CompileOptions options;
   if (!readCompileFlags(compileFlags, options))
     return 1;
