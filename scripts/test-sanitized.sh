@@ -91,15 +91,16 @@ run "runtime unit tests (sanitized)" \
   env ${early:+LD_PRELOAD="$early"} \
   ASAN_OPTIONS="$ASAN_OPTIONS:verify_asan_link_order=0" \
   ctest --test-dir "$BUILD" --output-on-failure \
-    --exclude-regex '^(ConvTest|PoolConvTest)'
-# The convolution tests (and the pool tests between convolutions) start
+    --exclude-regex '^(ConvTest|PoolConvTest|Devices/Conformance\.ConvolutionAndPool)'
+# The convolution tests (and the pool tests between convolutions, and the
+# device conformance suite's convolution program) start
 # OpenMP's team, the threads such a session runs on; LeakSanitizer's exit scan
 # cannot read those threads' dynamic TLS (the scan itself crashes on it),
 # so they run with address and undefined-behaviour checks but no leak scan.
 run "convolution unit tests (sanitized, no leak scan)" \
   env ASAN_OPTIONS="$ASAN_OPTIONS:detect_leaks=0" \
   ctest --test-dir "$BUILD" --output-on-failure \
-    --tests-regex '^(ConvTest|PoolConvTest)'
+    --tests-regex '^(ConvTest|PoolConvTest|Devices/Conformance\.ConvolutionAndPool)'
 # pytest: the interpreter and its libraries run uninstrumented under the
 # preloaded runtime, Flow's extension and tools instrumented. A chosen
 # subset, so that CI stays under an hour on 2 cores (all of it took 23 of

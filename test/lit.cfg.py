@@ -43,6 +43,20 @@ if config.flow_sanitizer_preload:
 config.substitutions.append(
     ("%flow_python", "env %s %s" % (" ".join(python_env),
                                     config.python_executable)))
+# flow-run on a program with library convolutions: they start OpenMP's
+# threads, whose dynamic TLS LeakSanitizer's exit scan cannot read (the scan
+# crashes), so in a sanitized build it runs with address and undefined-
+# behaviour checks but no leak scan (as scripts/test-sanitized.sh runs the
+# convolution unit tests).
+if config.flow_sanitizer_preload:
+    asan_options = os.environ.get("ASAN_OPTIONS", "")
+    config.substitutions.append(
+        ("%flow_run_conv", "env ASAN_OPTIONS=%s %s" % (":".join(
+            o for o in (asan_options, "detect_leaks=0") if o),
+            os.path.join(config.flow_tools_dir, "flow-run"))))
+else:
+    config.substitutions.append(
+        ("%flow_run_conv", os.path.join(config.flow_tools_dir, "flow-run")))
 
 # The CUDA toolkit (libdevice, ptxas) the CUDA target uses: tests of CUDA
 # code generation need it and say so (REQUIRES: cuda-toolkit, ptxas); where
