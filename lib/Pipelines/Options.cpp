@@ -171,7 +171,10 @@ static const CompileOptionInfo kCompileOptions[] = {
     {"gpu-arch", "gpu_arch", OptionType::Text, "sm_XY",
      "For the CUDA targets: the GPU's compute capability (sm_90: H100, "
      "H200; sm_80: A100)",
-     [] { return std::string("sm_XY, sm_70 or newer (sm_80, sm_90, sm_90a)"); },
+     [] {
+       return "an architecture CUDA 13 compiles for: " +
+              llvm::join(getGpuArchs(), ", ");
+     },
      [](CompileOptions &o, StringRef text) -> Reason {
        if (Reason why = checkGpuArch(text))
          return why;

@@ -50,14 +50,25 @@ std::optional<int> mlir::flow::parseComputeCapability(StringRef arch) {
   return cc;
 }
 
+ArrayRef<StringRef> mlir::flow::getGpuArchs() {
+  // What CUDA 13's ptxas compiles for (`ptxas --help`, --gpu-name): Volta
+  // (sm_70, sm_72) is gone from it.
+  static const StringRef archs[] = {
+      "sm_75",   "sm_80",   "sm_86",  "sm_87",   "sm_88",   "sm_89",
+      "sm_90",   "sm_90a",  "sm_100", "sm_100a", "sm_100f", "sm_103",
+      "sm_103a", "sm_103f", "sm_110", "sm_110a", "sm_110f", "sm_120",
+      "sm_120a", "sm_120f", "sm_121", "sm_121a", "sm_121f"};
+  return archs;
+}
+
 std::optional<std::string> mlir::flow::checkGpuArch(StringRef arch) {
-  std::optional<int> cc = parseComputeCapability(arch);
-  if (!cc)
+  if (!parseComputeCapability(arch))
     return "'" + arch.str() +
            "' is not a compute capability sm_XY (sm_80, sm_90, sm_90a)";
-  if (*cc < 70)
+  if (!llvm::is_contained(getGpuArchs(), arch))
     return "'" + arch.str() +
-           "' is older than Flow's CUDA target supports (sm_70 and newer)";
+           "' is not an architecture CUDA 13 compiles for (" +
+           llvm::join(getGpuArchs(), ", ") + ")";
   return std::nullopt;
 }
 

@@ -27,7 +27,7 @@ BAD_BY_TYPE = {
 }
 BAD_BY_OPTION = {
     "cpu": ["pentium9", "pentium4", ""],
-    "gpu_arch": ["sm_9", "gfx90a", "sm_60", ""],
+    "gpu_arch": ["sm_9", "gfx90a", "sm_60", "sm_70", "sm_72", "sm_91", ""],
     "mesh_spec": ["nope", "/dev/zero"],
     "compile_to": ["foo", ""],
 }

@@ -32,8 +32,12 @@ void buildKernelNvvmPipeline(OpPassManager &pm,
 /// `arch` is not of that form.
 std::optional<int> parseComputeCapability(StringRef arch);
 
-/// Why `arch` cannot be the CUDA target's --gpu-arch (not `sm_XY`, or
-/// older than sm_70); std::nullopt when it can.
+/// The architectures the CUDA target compiles for: those of CUDA 13's
+/// ptxas, sm_75 (Turing) and newer.
+ArrayRef<StringRef> getGpuArchs();
+
+/// Why `arch` cannot be the CUDA target's --gpu-arch (not `sm_XY`, or not
+/// one of getGpuArchs()); std::nullopt when it can.
 std::optional<std::string> checkGpuArch(StringRef arch);
 
 /// The CUDA toolkit `options` name, else $FLOW_CUDA_PATH, else
