@@ -813,7 +813,14 @@ Status CudaExecutor::runConv(const detail::ConvCommand &cmd,
         !s)
       return s;
   if (p.fused) {
-    // y = relu(conv(x) + weight * z + bias).
+    // y = relu(conv(x) + weight * z + bias). Without a residual z is y with
+    // weight 0: y is zeroed first, as 0 times a NaN left in it would be NaN.
+    if (!cmd.hasResidual && !p.copyResidual)
+      if (Status s = d.check(d.cuMemsetD8Async(frame.address(cmd.output), 0,
+                                               cmd.output.size, device.queue()),
+                             "clearing a convolution's output");
+          !s)
+        return s;
     void *z = cmd.hasResidual && !cmd.residualInPlace ? at(cmd.residual) : y;
     const void *bias = p.zeroBias ? reinterpret_cast<void *>(c.zeros.address())
                                   : at(cmd.bias);
