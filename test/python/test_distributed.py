@@ -940,6 +940,9 @@ np.testing.assert_array_equal(y_rows.astype(np.float32), want)
 np.testing.assert_array_equal(m.astype(np.float32),
                               x.astype(np.float32).max(1, keepdims=True))
 print("rank", module.rank, "reduced", dtype, flush=True)
+# A file per rank: the ranks' printed lines may interleave.
+with open(f"done-{module.rank}", "w") as f:
+    f.write(f"reduced {dtype}")
 '''
 
 
@@ -956,7 +959,10 @@ def test_half_precision_partial_sums_reduce(tmp_path, dtype):
     result = mpirun(2, [sys.executable, script, dtype], cwd=tmp_path,
                     env_extra={"PYTHONPATH": str(build_dir() / "python")})
     assert result.returncode == 0, result.stdout + result.stderr
-    assert result.stdout.count(f"reduced {dtype}") == 2, result.stdout
+    for rank in (0, 1):
+        done = tmp_path / f"done-{rank}"
+        assert done.exists(), result.stdout + result.stderr
+        assert done.read_text() == f"reduced {dtype}"
 
 
 # ---------------------------------------------------------------------------
