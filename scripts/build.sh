@@ -42,5 +42,10 @@ else
            FlowConversionPassesDocGen FlowFusionPassesDocGen
            FlowCodegenCommonPassesDocGen FlowCodegenCPUPassesDocGen
            FlowCodegenCUDAPassesDocGen)
+  # The fake-driver tests of the CUDA device, where the toolkit's headers
+  # are.
+  if grep -q "^build flow-cuda-fake-tests:" "$BUILD/build.ninja"; then
+    targets+=(flow-cuda-fake-tests)
+  fi
 fi
 ninja -C "$BUILD" -j "${FLOW_JOBS:-$(nproc)}" "${targets[@]}"

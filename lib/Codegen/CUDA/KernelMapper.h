@@ -32,6 +32,15 @@ namespace gpumap {
 /// Shared memory a block may use without opting in to more (bytes).
 constexpr int64_t kMaxSharedBytes = 48 * 1024;
 
+/// Shared memory each gpu.all_reduce adds when it is lowered: a buffer of
+/// one partial per warp (32 of them; the value is widened to at least 32
+/// bits) and its alignment.
+inline int64_t allReduceSharedBytes(Type element) {
+  int64_t bytes =
+      std::max<int64_t>(4, (element.getIntOrFloatBitWidth() + 7) / 8);
+  return 32 * bytes + 16;
+}
+
 /// Offsets within a buffer are multiples of this many elements when nothing
 /// smaller is known: every binding and temporary starts 16-byte aligned.
 constexpr int64_t kAlignedBase = int64_t(1) << 20;

@@ -27,6 +27,20 @@ using namespace mlir::flow::gpumap;
 
 namespace {
 
+/// The shared memory the reductions of a row tile add when their
+/// gpu.all_reduce ops are lowered: every generic op with a reduction
+/// iterator may become one (counted whether or not it does).
+int64_t reductionSharedBytes(scf::ForallOp forall) {
+  int64_t bytes = 0;
+  forall.getBody()->walk([&](linalg::GenericOp op) {
+    if (op.getNumReductionLoops() == 0 || op.getNumDpsInits() == 0)
+      return;
+    bytes += gpumap::allReduceSharedBytes(
+        getElementTypeOrSelf(op.getDpsInits()[0].getType()));
+  });
+  return bytes;
+}
+
 struct MapKernelsToGpuPass
     : public flow::impl::MapKernelsToGpuPassBase<MapKernelsToGpuPass> {
   using Base::Base;
@@ -187,8 +201,11 @@ LogicalResult MapKernelsToGpuPass::mapRows(gpu::GPUFuncOp gpuFunc,
                              "' has effects no thread mapping covers");
     }
   }
+  // Each reduction's gpu.all_reduce adds a buffer of its own when lowered.
+  sharedBytes += reductionSharedBytes(forall);
   if (sharedBytes > kMaxSharedBytes)
-    return refuse(forall, "its row temporaries need " + Twine(sharedBytes) +
+    return refuse(forall, "its row temporaries and reductions need " +
+                              Twine(sharedBytes) +
                               " bytes of shared memory, more than a "
                               "block's 48 KiB");
   // Threads: enough for the widest op, in whole warps.
@@ -325,7 +342,7 @@ LogicalResult MapKernelsToGpuPass::mapKernel(func::FuncOp func,
           (type.getNumElements() * elementBytes(type.getElementType()) + 15) /
           16 * 16;
     }
-    if (bytes <= kMaxSharedBytes || !ubs)
+    if (bytes + reductionSharedBytes(forall) <= kMaxSharedBytes || !ubs)
       continue;
     int64_t rows = 1;
     for (int64_t u : *ubs)

@@ -41,8 +41,10 @@ namespace cuda {
   X(cuMemGetInfo)                                                              \
   X(cuMemAlloc)                                                                \
   X(cuMemFree)                                                                 \
-  X(cuMemcpyHtoD)                                                              \
-  X(cuMemcpyDtoH)                                                              \
+  X(cuMemHostAlloc)                                                            \
+  X(cuMemFreeHost)                                                             \
+  X(cuMemcpyHtoDAsync)                                                         \
+  X(cuMemcpyDtoHAsync)                                                         \
   X(cuMemcpyDtoDAsync)                                                         \
   X(cuMemcpy2DAsync)                                                           \
   X(cuMemsetD8Async)                                                           \
@@ -53,6 +55,7 @@ namespace cuda {
   X(cuEventCreate)                                                             \
   X(cuEventDestroy)                                                            \
   X(cuEventRecord)                                                             \
+  X(cuEventSynchronize)                                                        \
   X(cuEventElapsedTime)                                                        \
   X(cuModuleLoadDataEx)                                                        \
   X(cuModuleUnload)                                                            \

@@ -8,6 +8,9 @@
 
 #include "../Executor.h"
 
+#include <cctype>
+#include <string_view>
+
 using namespace flow::runtime;
 using namespace flow::runtime::cuda;
 
@@ -50,6 +53,68 @@ cuda::chooseLibrary(const std::vector<detail::GpuLibrary> &libraries,
                        "holds " + (built.empty() ? "no kernel library" : built) +
                        "; recompile with flow-compile --target=cuda "
                        "--gpu-arch=" + arch);
+}
+
+std::optional<size_t>
+cuda::chooseFallbackPtx(const std::vector<detail::GpuLibrary> &libraries,
+                        int deviceCC) {
+  std::optional<size_t> best;
+  for (size_t i = 0; i < libraries.size(); ++i) {
+    const detail::GpuLibrary &l = libraries[i];
+    bool specific = !l.arch.empty() && l.arch.back() == 'a';
+    if (l.format != detail::GpuLibrary::Ptx || l.computeCapability > deviceCC ||
+        (specific && l.computeCapability != deviceCC))
+      continue;
+    if (!best || l.computeCapability > libraries[*best].computeCapability)
+      best = i;
+  }
+  return best;
+}
+
+int cuda::ptxIsaVersion(const detail::GpuLibrary &library) {
+  if (library.format != detail::GpuLibrary::Ptx || !library.data)
+    return 0;
+  std::string_view text(reinterpret_cast<const char *>(library.data),
+                        library.size);
+  size_t at = text.find(".version");
+  if (at == std::string_view::npos)
+    return 0;
+  at += 8;
+  while (at < text.size() && (text[at] == ' ' || text[at] == '\t'))
+    ++at;
+  int major = 0, minor = 0;
+  size_t i = at;
+  for (; i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]));
+       ++i)
+    major = major * 10 + (text[i] - '0');
+  if (i == at || i >= text.size() || text[i] != '.')
+    return 0;
+  size_t m = ++i;
+  for (; i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]));
+       ++i)
+    minor = minor * 10 + (text[i] - '0');
+  if (i == m || minor > 9)
+    return 0;
+  return major * 10 + minor;
+}
+
+int cuda::cudaVersionForPtxIsa(int isa) {
+  // NVIDIA's PTX ISA release notes: the CUDA version that introduced each
+  // ISA version.
+  static const std::pair<int, int> introduced[] = {
+      {70, 11000}, {71, 11010}, {72, 11020}, {73, 11030}, {74, 11040},
+      {75, 11050}, {76, 11060}, {77, 11070}, {78, 11080}, {80, 12000},
+      {81, 12010}, {82, 12020}, {83, 12030}, {84, 12040}, {85, 12050},
+      {86, 12070}, {87, 12080}, {88, 12090}, {90, 13000}, {91, 13010}};
+  for (auto [ptx, cuda] : introduced)
+    if (isa <= ptx)
+      return cuda;
+  return 0;
+}
+
+std::string cuda::cudaVersionName(int version) {
+  return std::to_string(version / 1000) + "." +
+         std::to_string(version % 1000 / 10);
 }
 
 uint64_t DeviceFrame::address(const detail::BufferRef &ref) const {

@@ -18,6 +18,8 @@
 #include "../ExecutableImpl.h"
 
 #include <cstdint>
+#include <optional>
+#include <string>
 #include <vector>
 
 namespace flow {
@@ -31,6 +33,26 @@ namespace cuda {
 /// built for and what to pass --gpu-arch.
 StatusOr<size_t> chooseLibrary(const std::vector<detail::GpuLibrary> &libraries,
                                int deviceCC, const std::string &deviceName);
+
+/// The PTX library a device of compute capability \p deviceCC falls back
+/// to when the driver refuses the cubin chooseLibrary picked (a cubin from
+/// a toolkit newer than the driver): the closest PTX for it or an older
+/// compute capability, or none.
+std::optional<size_t>
+chooseFallbackPtx(const std::vector<detail::GpuLibrary> &libraries,
+                  int deviceCC);
+
+/// The PTX ISA version a PTX library declares (`.version 7.8` is 78), or 0
+/// when it declares none.
+int ptxIsaVersion(const detail::GpuLibrary &library);
+
+/// The first CUDA version whose driver compiles PTX ISA \p isa, as
+/// cuDriverGetVersion spells it (12040 for CUDA 12.4); 0 for an ISA newer
+/// than Flow knows.
+int cudaVersionForPtxIsa(int isa);
+
+/// "12.4" for cuDriverGetVersion's 12040.
+std::string cudaVersionName(int version);
 
 /// The device addresses of one call's buffers.
 struct DeviceFrame {

@@ -7,10 +7,12 @@
 #include "Nccl.h"
 #include "CudaDriver.h"
 
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <dlfcn.h>
 #include <mutex>
+#include <thread>
 #include <vector>
 
 using namespace flow::runtime;
@@ -88,35 +90,96 @@ std::optional<ncclDataType_t> cuda::ncclReductionType(DType dtype) {
 
 namespace {
 
+/// Waits for a non-blocking communicator's call that NCCL answered
+/// `result` ("in progress": NCCL finishes it in the background) to finish,
+/// at most `timeout` seconds (0: forever); aborts the communicator when it
+/// fails or times out.
+Status settle(const Nccl &nccl, ncclComm_t comm, ncclResult_t result,
+              double timeout, const std::string &what, bool &aborted) {
+  auto start = std::chrono::steady_clock::now();
+  while (result == ncclInProgress) {
+    double waited =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+            .count();
+    if (timeout > 0 && waited > timeout) {
+      nccl.ncclCommAbort(comm);
+      aborted = true;
+      return Status::error(what + ": waited " +
+                           std::to_string(static_cast<int>(waited)) +
+                           " s for the other GPUs' processes "
+                           "(FLOW_COLLECTIVE_TIMEOUT); a peer has stopped, "
+                           "the NCCL communicator was aborted");
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(100));
+    if (ncclResult_t r = nccl.ncclCommGetAsyncError(comm, &result);
+        r != ncclSuccess)
+      result = r;
+  }
+  if (result != ncclSuccess && comm && !aborted) {
+    nccl.ncclCommAbort(comm);
+    aborted = true;
+  }
+  return nccl.check(result, what);
+}
+
 class NcclGroup final : public Group {
 public:
   NcclGroup(const Nccl &nccl, ncclComm_t comm, int rank, int size,
-            CUstream stream)
+            CUstream stream, double timeout)
       : nccl(nccl), comm(comm), me(rank), members(size),
-        stream(reinterpret_cast<cudaStream_t>(stream)) {}
-  ~NcclGroup() override { nccl.ncclCommDestroy(comm); }
+        stream(reinterpret_cast<cudaStream_t>(stream)), timeout(timeout) {}
+  ~NcclGroup() override {
+    // An aborted communicator is gone already; destroying one with a
+    // failed peer would wait for it.
+    if (!aborted)
+      nccl.ncclCommDestroy(comm);
+  }
+
+  Status asyncError() override {
+    if (aborted)
+      return Status::error("the NCCL communicator was aborted");
+    ncclResult_t state = ncclSuccess;
+    if (Status s = nccl.check(nccl.ncclCommGetAsyncError(comm, &state),
+                              "asking NCCL for errors");
+        !s)
+      return s;
+    if (state == ncclSuccess || state == ncclInProgress)
+      return Status::ok();
+    return nccl.check(state, "NCCL (a collective failed after it was "
+                             "queued)");
+  }
+
+  void abort() override {
+    if (!aborted)
+      nccl.ncclCommAbort(comm);
+    aborted = true;
+  }
 
   int rank() const override { return me; }
   int size() const override { return members; }
 
   Status allReduce(void *data, size_t count, DType dtype,
                    Reduction op) override {
+    if (aborted)
+      return abortedError();
     std::optional<ncclDataType_t> type = ncclReductionType(dtype);
     if (!type)
       return unsupported(dtype);
     countBytes(count * dtypeSize(dtype));
-    return nccl.check(nccl.ncclAllReduce(data, data, count, *type, redOp(op),
-                                         comm, stream),
-                      "NCCL all-reduce");
+    return call(
+        nccl.ncclAllReduce(data, data, count, *type, redOp(op), comm, stream),
+        "NCCL all-reduce");
   }
 
   Status allGather(const void *send, void *recv,
                    const std::vector<size_t> &counts) override {
+    if (aborted)
+      return abortedError();
     countBytes(offset(counts, members));
     if (equal(counts))
-      return nccl.check(nccl.ncclAllGather(send, recv, counts[me], ncclUint8,
-                                           comm, stream),
-                        "NCCL all-gather");
+      return call(
+          nccl.ncclAllGather(send, recv, counts[me], ncclUint8, comm, stream),
+          "NCCL all-gather");
     // Uneven pieces: every member sends its piece to every other.
     return exchange(
         [&](int) { return std::pair{send, counts[me]}; },
@@ -130,18 +193,19 @@ public:
   Status reduceScatter(const void *send, void *recv,
                        const std::vector<size_t> &counts, DType dtype,
                        Reduction op) override {
+    if (aborted)
+      return abortedError();
     std::optional<ncclDataType_t> type = ncclReductionType(dtype);
     if (!type)
       return unsupported(dtype);
     countBytes(offset(counts, members) * dtypeSize(dtype));
     if (equal(counts))
-      return nccl.check(nccl.ncclReduceScatter(send, recv, counts[me], *type,
-                                               redOp(op), comm, stream),
-                        "NCCL reduce-scatter");
+      return call(nccl.ncclReduceScatter(send, recv, counts[me], *type,
+                                         redOp(op), comm, stream),
+                  "NCCL reduce-scatter");
     // Uneven pieces: member i is the root of the reduction of its piece.
     size_t element = dtypeSize(dtype);
-    if (Status s = nccl.check(nccl.ncclGroupStart(), "NCCL reduce-scatter");
-        !s)
+    if (Status s = call(nccl.ncclGroupStart(), "NCCL reduce-scatter"); !s)
       return s;
     for (int i = 0; i < members; ++i) {
       const void *piece =
@@ -149,16 +213,18 @@ public:
       ncclResult_t r = nccl.ncclReduce(piece, i == me ? recv : nullptr,
                                        counts[i], *type, redOp(op), i, comm,
                                        stream);
-      if (r != ncclSuccess) {
+      if (r != ncclSuccess && r != ncclInProgress) {
         nccl.ncclGroupEnd();
-        return nccl.check(r, "NCCL reduce-scatter");
+        return call(r, "NCCL reduce-scatter");
       }
     }
-    return nccl.check(nccl.ncclGroupEnd(), "NCCL reduce-scatter");
+    return call(nccl.ncclGroupEnd(), "NCCL reduce-scatter");
   }
 
   Status allToAll(const void *send, const std::vector<size_t> &sendCounts,
                   void *recv, const std::vector<size_t> &recvCounts) override {
+    if (aborted)
+      return abortedError();
     countBytes(offset(sendCounts, members));
     return exchange(
         [&](int peer) {
@@ -200,7 +266,7 @@ private:
   /// bytes sent to and received from each.
   template <typename To, typename From>
   Status exchange(To to, From from, const char *what) {
-    if (Status s = nccl.check(nccl.ncclGroupStart(), what); !s)
+    if (Status s = call(nccl.ncclGroupStart(), what); !s)
       return s;
     for (int peer = 0; peer < members; ++peer) {
       auto [sendAt, sendBytes] = to(peer);
@@ -208,20 +274,31 @@ private:
       ncclResult_t r = ncclSuccess;
       if (sendBytes)
         r = nccl.ncclSend(sendAt, sendBytes, ncclUint8, peer, comm, stream);
-      if (r == ncclSuccess && recvBytes)
+      if ((r == ncclSuccess || r == ncclInProgress) && recvBytes)
         r = nccl.ncclRecv(recvAt, recvBytes, ncclUint8, peer, comm, stream);
-      if (r != ncclSuccess) {
+      if (r != ncclSuccess && r != ncclInProgress) {
         nccl.ncclGroupEnd();
-        return nccl.check(r, what);
+        return call(r, what);
       }
     }
-    return nccl.check(nccl.ncclGroupEnd(), what);
+    return call(nccl.ncclGroupEnd(), what);
+  }
+
+  /// A call's result, waited for while NCCL answers "in progress".
+  Status call(ncclResult_t result, const std::string &what) {
+    return settle(nccl, comm, result, timeout, what, aborted);
+  }
+  static Status abortedError() {
+    return Status::error("the NCCL communicator was aborted after an "
+                         "earlier failure or timeout");
   }
 
   const Nccl &nccl;
   ncclComm_t comm;
   int me, members;
   cudaStream_t stream;
+  double timeout;
+  bool aborted = false;
 };
 
 } // namespace
@@ -258,13 +335,23 @@ StatusOr<std::unique_ptr<Group>> cuda::createNcclGroup(Group &host,
   if (!received.ok)
     return Status::error("member 0 of the group could not make an NCCL "
                          "unique id (its error says why)");
+  StatusOr<double> timeout = collectiveTimeoutFromEnvironment();
+  if (!timeout)
+    return timeout.status();
+  // Non-blocking: a member that never joins is waited for at most the
+  // collective timeout.
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 0;
   ncclComm_t comm = nullptr;
-  if (Status s = nccl.check(nccl.ncclCommInitRank(&comm, size, received.id, rank),
-                            "cannot join an NCCL group of " +
-                                std::to_string(size) + " GPUs as member " +
-                                std::to_string(rank));
-      !s)
+  std::string what = "cannot join an NCCL group of " + std::to_string(size) +
+                     " GPUs as member " + std::to_string(rank);
+  ncclResult_t result =
+      nccl.ncclCommInitRankConfig(&comm, size, received.id, rank, &config);
+  bool aborted = false;
+  if (!comm)
+    return nccl.check(result == ncclSuccess ? ncclInternalError : result, what);
+  if (Status s = settle(nccl, comm, result, *timeout, what, aborted); !s)
     return s;
   return std::unique_ptr<Group>(
-      std::make_unique<NcclGroup>(nccl, comm, rank, size, stream));
+      std::make_unique<NcclGroup>(nccl, comm, rank, size, stream, *timeout));
 }

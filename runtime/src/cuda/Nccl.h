@@ -37,7 +37,9 @@ namespace cuda {
   X(ncclGetVersion)                                                            \
   X(ncclGetErrorString)                                                        \
   X(ncclGetUniqueId)                                                           \
-  X(ncclCommInitRank)                                                          \
+  X(ncclCommInitRankConfig)                                                    \
+  X(ncclCommGetAsyncError)                                                     \
+  X(ncclCommAbort)                                                             \
   X(ncclCommDestroy)                                                           \
   X(ncclAllReduce)                                                             \
   X(ncclAllGather)                                                             \
@@ -68,7 +70,12 @@ StatusOr<const Nccl *> loadNccl();
 std::optional<ncclDataType_t> ncclReductionType(DType dtype);
 
 /// A group of the GPUs of `host`'s members (this process's is the current
-/// context's), on `stream`. Collective over `host`.
+/// context's), on `stream`. Collective over `host`. The communicator is
+/// non-blocking: joining it, and every call that NCCL answers "in
+/// progress", waits at most the collective timeout
+/// (FLOW_COLLECTIVE_TIMEOUT) and then aborts the communicator (a peer that
+/// stopped ends the job instead of hanging it). The group reports NCCL's
+/// asynchronous errors (Group::asyncError) and aborts on Group::abort.
 StatusOr<std::unique_ptr<Group>> createNcclGroup(Group &host, CUstream stream);
 
 } // namespace cuda

@@ -111,12 +111,14 @@ func.func @column_sums(%x: memref<64x32xf32>, %y: memref<32xf32>) attributes {fl
 // in shared memory (16-byte aligned), each op is spread over the block's
 // threads with a barrier after it, and the row's maximum is one partial
 // value per thread (four lanes reduced) combined by gpu.all_reduce, joined
-// with the output's initial value and stored by thread 0.
+// with the output's initial value and stored by thread 0. Its shared memory
+// is the row (2048 bytes) and the buffer gpu.all_reduce adds when lowered
+// (a partial per warp, 128 bytes, and 16 of alignment).
 // CHECK-LABEL: gpu.func @row_max
 // CHECK-SAME: workgroup(%[[T:.*]] : memref<1x512xf32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64})
 // CHECK-SAME: flow.block = array<i64: 128, 1, 1>
 // CHECK-SAME: flow.grid = array<i64: 6, 1, 1>
-// CHECK-SAME: flow.shared_bytes = 2048
+// CHECK-SAME: flow.shared_bytes = 2192
 // CHECK: %[[BID:.*]] = gpu.block_id x
 // CHECK: %[[TID:.*]] = gpu.thread_id x
 // CHECK: memref.subview %{{.*}}[%[[BID]], 0] [1, 512]

@@ -71,6 +71,16 @@ public:
   /// MPI_THREAD_SERIALIZED or above.
   virtual bool callableFromAnyThread() const { return false; }
 
+  /// An error the transport found after a call had returned (NCCL's
+  /// asynchronous errors: a peer that failed, a broken connection); ok
+  /// where there is none or the transport reports errors only as calls
+  /// return.
+  virtual Status asyncError() { return Status::ok(); }
+  /// Ends the group's queued work after a failure or a timeout, so that no
+  /// member waits on it forever (ncclCommAbort); the group is unusable
+  /// after. Nothing where a call's work never outlives its return.
+  virtual void abort() {}
+
   /// The bytes of tensor data this member has handed to its transport
   /// (MPI, NCCL, a copy for a group of one) in collectives so far, counted
   /// by the implementation at each call it makes, rounds of a large
