@@ -87,12 +87,14 @@ protected:
     EXPECT_EQ(reported("live pinned allocations"), 0) << report();
     EXPECT_EQ(reported("live streams"), 0) << report();
     EXPECT_EQ(reported("live modules"), 0) << report();
+    EXPECT_EQ(reported("live graphs"), 0) << report();
   }
 
-  /// Runs conformance program `name` (compiled for CUDA) twice on a fresh
-  /// CUDA device.
+  /// Runs conformance program `name` (compiled for CUDA) `times` times on
+  /// a fresh CUDA device; the last call's outputs.
   StatusOr<std::vector<HostTensor>> run(const std::string &name,
-                                        const std::vector<HostTensor> &inputs) {
+                                        const std::vector<HostTensor> &inputs,
+                                        int times = 2) {
     StatusOr<std::shared_ptr<Device>> device = openDevice("cuda");
     if (!device)
       return device.status();
@@ -106,10 +108,10 @@ protected:
         Session::create(std::move(*exe), options);
     if (!session)
       return session.status();
-    StatusOr<std::vector<HostTensor>> first = (*session)->run("main", inputs);
-    if (!first)
-      return first;
-    return (*session)->run("main", inputs);
+    StatusOr<std::vector<HostTensor>> out = (*session)->run("main", inputs);
+    for (int i = 1; i < times && out; ++i)
+      out = (*session)->run("main", inputs);
+    return out;
   }
 };
 
@@ -170,6 +172,67 @@ TEST_F(FakeCuda, KernelLaunchesKeepTheRules) {
   ASSERT_TRUE(reduced) << reduced.status().message();
   EXPECT_GT(reported("calls cuLaunchKernel"), 0) << report();
   EXPECT_EQ(reported("violations"), 0) << report();
+}
+
+TEST_F(FakeCuda, CallsReplayACapturedGraph) {
+  std::vector<HostTensor> in = {tensor(values(1600, 0.9f), {16, 100})};
+  ASSERT_TRUE(run("softmax", in, 1));
+  long perCall = reported("calls cuLaunchKernel");
+  ASSERT_GT(perCall, 0) << report();
+  configure("reset=1");
+  // The first call runs directly, the second is captured and launched as
+  // a graph, the others replay it: the kernels are launched twice.
+  ASSERT_TRUE(run("softmax", in, 5));
+  EXPECT_EQ(reported("calls cuGraphLaunch"), 4) << report();
+  EXPECT_EQ(reported("calls cuStreamBeginCapture"), 1) << report();
+  EXPECT_EQ(reported("calls cuLaunchKernel"), 2 * perCall) << report();
+  EXPECT_EQ(reported("violations"), 0) << report();
+}
+
+TEST_F(FakeCuda, ReplayedGraphsSeeEachCallsInputs) {
+  StatusOr<std::shared_ptr<Device>> device = openDevice("cuda");
+  ASSERT_TRUE(device) << device.status().message();
+  StatusOr<std::unique_ptr<Executable>> exe = Executable::loadFile(
+      std::string(FLOW_CONFORMANCE_DIR) + "/copy-cuda.fbin");
+  ASSERT_TRUE(exe) << exe.status().message();
+  RuntimeOptions options;
+  options.device = *device;
+  StatusOr<std::unique_ptr<Session>> session =
+      Session::create(std::move(*exe), options);
+  ASSERT_TRUE(session) << session.status().message();
+  for (int call = 0; call < 4; ++call) {
+    std::vector<float> a = values(60, 0.7f * float(call));
+    StatusOr<std::vector<HostTensor>> out =
+        (*session)->run("main", {tensor(a, {6, 10})});
+    ASSERT_TRUE(out) << out.status().message();
+    ASSERT_EQ(out->size(), 2u);
+    for (const HostTensor &t : *out)
+      EXPECT_EQ(std::memcmp(t.data.data(), a.data(), a.size() * 4), 0)
+          << "call " << call;
+  }
+  EXPECT_GT(reported("calls cuGraphLaunch"), 0) << report();
+  EXPECT_EQ(reported("violations"), 0) << report();
+}
+
+TEST_F(FakeCuda, WithoutCaptureCallsRunDirectly) {
+  configure("no-capture=1");
+  std::vector<float> a = values(60, 2.5f);
+  StatusOr<std::vector<HostTensor>> out = run("copy", {tensor(a, {6, 10})}, 4);
+  ASSERT_TRUE(out) << out.status().message();
+  EXPECT_EQ(std::memcmp((*out)[0].data.data(), a.data(), a.size() * 4), 0);
+  EXPECT_EQ(reported("calls cuGraphLaunch"), -1) << report();
+  EXPECT_EQ(reported("calls cuStreamBeginCapture"), 1) << report();
+  EXPECT_EQ(reported("violations"), 0) << report();
+}
+
+TEST_F(FakeCuda, GraphsCanBeTurnedOff) {
+  setenv("FLOW_CUDA_GRAPHS", "0", 1);
+  StatusOr<std::vector<HostTensor>> out =
+      run("softmax", {tensor(values(1600, 0.9f), {16, 100})}, 4);
+  unsetenv("FLOW_CUDA_GRAPHS");
+  ASSERT_TRUE(out) << out.status().message();
+  EXPECT_EQ(reported("calls cuGraphLaunch"), -1) << report();
+  EXPECT_EQ(reported("calls cuStreamBeginCapture"), -1) << report();
 }
 
 TEST_F(FakeCuda, RefusedCubinFallsBackToPtx) {

@@ -30,6 +30,7 @@
 #include <algorithm>
 #include <chrono>
 #include <climits>
+#include <cstdlib>
 #include <cstring>
 #include <thread>
 #include <unordered_map>
@@ -130,6 +131,28 @@ private:
   DeviceMemory convWorkspace;
   /// The groups whose collectives the current call queued.
   std::vector<Group *> calling;
+
+  /// Each function's command list captured as a CUDA graph, replayed with
+  /// one launch per call while the call's buffers stay where they were.
+  struct Graph {
+    CUgraphExec exec = nullptr;
+    /// The buffer addresses the graph was captured with.
+    std::vector<uint64_t> frame;
+    /// Direct calls so far (a function is captured at its second call,
+    /// after the first has made what it makes lazily).
+    unsigned calls = 0;
+    /// Capture failed (an operation that cannot be captured): the function
+    /// runs its commands directly from then on.
+    bool refused = false;
+  };
+  std::vector<Graph> graphs;
+  /// Runs the command list directly on the stream.
+  Status runDirect(size_t function, const DeviceFrame &frame,
+                   const detail::CallHooks &hooks,
+                   const std::vector<CUevent> &events);
+  /// Runs the command list as a CUDA graph where it can (see Graph).
+  Status runGraph(size_t function, const DeviceFrame &frame,
+                  const detail::CallHooks &hooks);
 };
 
 CudaExecutor::~CudaExecutor() {
@@ -161,6 +184,9 @@ CudaExecutor::~CudaExecutor() {
   if (dnnHandle)
     dnn->cudnnDestroy(dnnHandle);
 #endif
+  for (Graph &g : graphs)
+    if (g.exec)
+      device.api().cuGraphExecDestroy(g.exec);
   if (module)
     device.api().cuModuleUnload(module);
 }
@@ -930,12 +956,9 @@ Status CudaExecutor::run(size_t function,
       }
   }
   calling.clear();
-  CudaCommands sink{*this, frame, hooks, events};
-  size_t failedAt = 0;
-  Status status = detail::runCommands(commands, sink, &failedAt);
-  if (!status)
-    status = Status::error("function '" + sig.name + "' command " +
-                           std::to_string(failedAt) + ": " + status.message());
+  // Profiled calls time each command with events between them: no graph.
+  Status status = hooks.times ? runDirect(function, frame, hooks, events)
+                              : runGraph(function, frame, hooks);
   if (hooks.times && status)
     d.cuEventRecord(events[commands.size()], device.queue());
   if (status)
@@ -951,6 +974,91 @@ Status CudaExecutor::run(size_t function,
   if (!status)
     return status;
   return b.copyOut(device, sig, outputs, hooks);
+}
+
+Status CudaExecutor::runDirect(size_t function, const DeviceFrame &frame,
+                               const detail::CallHooks &hooks,
+                               const std::vector<CUevent> &events) {
+  const Executable::Impl &impl = exe->implementation();
+  CudaCommands sink{*this, frame, hooks, events};
+  size_t failedAt = 0;
+  Status status =
+      detail::runCommands(impl.functions[function].commands, sink, &failedAt);
+  if (!status)
+    return Status::error("function '" + impl.signatures[function].name +
+                         "' command " + std::to_string(failedAt) + ": " +
+                         status.message());
+  return status;
+}
+
+/// Whether CUDA graphs are on: FLOW_CUDA_GRAPHS=0 turns them off.
+static bool graphsEnabled() {
+  const char *value = std::getenv("FLOW_CUDA_GRAPHS");
+  return !value || std::string(value) != "0";
+}
+
+Status CudaExecutor::runGraph(size_t function, const DeviceFrame &frame,
+                              const detail::CallHooks &hooks) {
+  const Executable::Impl &impl = exe->implementation();
+  const std::vector<detail::Command> &commands =
+      impl.functions[function].commands;
+  static const std::vector<CUevent> noEvents;
+  // Collectives poll their communicators and may allocate stages as they
+  // run: they run directly.
+  bool collectives =
+      std::any_of(commands.begin(), commands.end(), [](const auto &c) {
+        return std::holds_alternative<detail::CollectiveCommand>(c);
+      });
+  if (graphs.size() < impl.functions.size())
+    graphs.resize(impl.functions.size());
+  Graph &g = graphs[function];
+  if (collectives || g.refused || !graphsEnabled() || commands.empty())
+    return runDirect(function, frame, hooks, noEvents);
+  const Driver &d = device.api();
+  CUstream stream = device.queue();
+  std::vector<uint64_t> key = frame.inputs;
+  key.insert(key.end(), frame.outputs.begin(), frame.outputs.end());
+  key.push_back(frame.arena);
+  key.push_back(scratch.address());
+  std::string what = "function '" + impl.signatures[function].name + "'";
+  if (g.exec && g.frame == key)
+    return d.check(d.cuGraphLaunch(g.exec, stream),
+                   "replaying " + what + " as a CUDA graph");
+  if (g.exec) {
+    // The buffers moved: capture again.
+    d.cuGraphExecDestroy(g.exec);
+    g.exec = nullptr;
+  }
+  if (++g.calls < 2)
+    return runDirect(function, frame, hooks, noEvents);
+  // Capture the commands as they would be queued, then launch the graph.
+  // Anything that cannot be captured makes the function run directly from
+  // then on.
+  auto refuse = [&] {
+    g.refused = true;
+    return runDirect(function, frame, hooks, noEvents);
+  };
+  if (d.cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL) !=
+      CUDA_SUCCESS)
+    return refuse();
+  CudaCommands sink{*this, frame, hooks, noEvents};
+  Status captured = detail::runCommands(commands, sink, nullptr);
+  CUgraph graph = nullptr;
+  CUresult ended = d.cuStreamEndCapture(stream, &graph);
+  if (!captured || ended != CUDA_SUCCESS || !graph) {
+    if (graph)
+      d.cuGraphDestroy(graph);
+    return refuse();
+  }
+  CUgraphExec exec = nullptr;
+  CUresult made = d.cuGraphInstantiate(&exec, graph, 0);
+  d.cuGraphDestroy(graph);
+  if (made != CUDA_SUCCESS || !exec)
+    return refuse();
+  g.exec = exec;
+  g.frame = std::move(key);
+  return d.check(d.cuGraphLaunch(g.exec, stream),
+                 "launching " + what + " as a CUDA graph");
 }
 
 Status CudaExecutor::readInput(size_t function, size_t input,

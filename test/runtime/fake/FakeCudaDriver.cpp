@@ -42,6 +42,7 @@
 // Configuration keys: devices=N, cc=90, driver=13000 (cuDriverGetVersion's
 // value), memory=BYTES, reject-cubin=1, not-ready=N (or "forever"),
 // fail=ENTRY:NTH:CODE (repeatable), no-pinned=1 (cuMemHostAlloc fails),
+// no-capture=1 (cuStreamBeginCapture fails),
 // reset=1 (clears the report and counters).
 //
 //===----------------------------------------------------------------------===//
@@ -90,6 +91,15 @@ struct Op {
 struct Stream {
   unsigned flags = 0;
   std::deque<Op> pending;
+  /// Between cuStreamBeginCapture and cuStreamEndCapture: operations are
+  /// recorded into `captured` instead of queued.
+  bool capturing = false, invalidated = false;
+  std::vector<Op> captured;
+};
+
+/// A captured graph, and its instantiation: the operations in order.
+struct Graph {
+  std::vector<Op> ops;
 };
 
 struct Entry {
@@ -123,7 +133,7 @@ struct State {
   // Configuration.
   int devices = 1, cc = 90, driver = 13000;
   size_t memory = size_t(80) << 30;
-  bool rejectCubin = false, noPinned = false;
+  bool rejectCubin = false, noPinned = false, noCapture = false;
   long notReady = 0; // -1: forever
   std::vector<Failure> failures;
   // What happened.
@@ -136,6 +146,7 @@ struct State {
   std::set<Stream *> streams;
   std::set<Module *> modules;
   std::set<Event *> events;
+  std::set<Graph *> graphs, execs;
   int retained = 0;
   uint64_t nextSeq = 1;
   size_t allocated = 0;
@@ -239,7 +250,20 @@ void enqueue(Stream *st, const std::string &what, std::vector<Range> uses,
   op.what = what;
   op.uses = std::move(uses);
   op.run = std::move(run);
-  st->pending.push_back(std::move(op));
+  if (st->capturing)
+    st->captured.push_back(std::move(op));
+  else
+    st->pending.push_back(std::move(op));
+}
+
+/// A call that would wait for a stream being captured: refused, and the
+/// capture invalidated (as CUDA does).
+bool refuseWhileCapturing(const char *entry, Stream *st) {
+  if (!st->capturing)
+    return false;
+  st->invalidated = true;
+  violation(std::string(entry) + " on a stream being captured");
+  return true;
 }
 
 /// Runs the stream's operations up to and including sequence \p upTo.
@@ -517,6 +541,8 @@ void configure(const std::string &spec) {
       s.rejectCubin = value == "1";
     else if (key == "no-pinned")
       s.noPinned = value == "1";
+    else if (key == "no-capture")
+      s.noCapture = value == "1";
     else if (key == "not-ready")
       s.notReady = value == "forever" ? -1 : std::atol(value.c_str());
     else if (key == "fail") {
@@ -531,7 +557,7 @@ void configure(const std::string &spec) {
       s.violations.clear();
       s.log.clear();
       s.failures.clear();
-      s.rejectCubin = s.noPinned = false;
+      s.rejectCubin = s.noPinned = s.noCapture = false;
       s.notReady = 0;
       s.driver = 13000;
       s.cc = 90;
@@ -554,6 +580,7 @@ std::string report() {
   out << "live pinned allocations " << pinned << "\n";
   out << "live streams " << s.streams.size() << "\n";
   out << "live modules " << s.modules.size() << "\n";
+  out << "live graphs " << s.graphs.size() + s.execs.size() << "\n";
   for (auto &[name, n] : s.calls)
     out << "calls " << name << " " << n << "\n";
   return out.str();
@@ -907,6 +934,8 @@ CUresult CUDAAPI cuStreamSynchronize(CUstream stream) {
   Stream *st = checkStream("cuStreamSynchronize", stream);
   if (!st)
     return CUDA_ERROR_INVALID_HANDLE;
+  if (refuseWhileCapturing("cuStreamSynchronize", st))
+    return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
   if (state().notReady < 0)
     violation("cuStreamSynchronize on a stream that never finishes (a "
               "stopped peer): the caller waits forever");
@@ -919,6 +948,8 @@ CUresult CUDAAPI cuStreamQuery(CUstream stream) {
   Stream *st = checkStream("cuStreamQuery", stream);
   if (!st)
     return CUDA_ERROR_INVALID_HANDLE;
+  if (refuseWhileCapturing("cuStreamQuery", st))
+    return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
   State &s = state();
   if (s.notReady < 0)
     return CUDA_ERROR_NOT_READY;
@@ -1162,6 +1193,91 @@ CUresult CUDAAPI cuLaunchKernel(CUfunction function, unsigned gx, unsigned gy,
     }
   }
   enqueue(st, "launch of " + e->name, std::move(uses), nullptr);
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuStreamBeginCapture(CUstream stream, CUstreamCaptureMode) {
+  FAKE_ENTER("cuStreamBeginCapture");
+  Stream *st = checkStream("cuStreamBeginCapture", stream);
+  if (!st)
+    return CUDA_ERROR_INVALID_HANDLE;
+  if (st->capturing)
+    return CUDA_ERROR_ILLEGAL_STATE;
+  if (state().noCapture)
+    return CUDA_ERROR_NOT_SUPPORTED;
+  st->capturing = true;
+  st->invalidated = false;
+  st->captured.clear();
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuStreamEndCapture(CUstream stream, CUgraph *graph) {
+  FAKE_ENTER("cuStreamEndCapture");
+  Stream *st = checkStream("cuStreamEndCapture", stream);
+  if (!st)
+    return CUDA_ERROR_INVALID_HANDLE;
+  if (!st->capturing)
+    return CUDA_ERROR_ILLEGAL_STATE;
+  st->capturing = false;
+  *graph = nullptr;
+  if (st->invalidated) {
+    st->captured.clear();
+    return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+  }
+  auto *g = new Graph;
+  g->ops = std::move(st->captured);
+  st->captured.clear();
+  state().graphs.insert(g);
+  *graph = reinterpret_cast<CUgraph>(g);
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuGraphInstantiate(CUgraphExec *exec, CUgraph graph,
+                                    unsigned long long) {
+  FAKE_ENTER("cuGraphInstantiate");
+  auto *g = reinterpret_cast<Graph *>(graph);
+  if (!state().graphs.count(g))
+    return CUDA_ERROR_INVALID_HANDLE;
+  auto *e = new Graph(*g);
+  state().execs.insert(e);
+  *exec = reinterpret_cast<CUgraphExec>(e);
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuGraphDestroy(CUgraph graph) {
+  FAKE_ENTER("cuGraphDestroy");
+  auto *g = reinterpret_cast<Graph *>(graph);
+  if (!state().graphs.erase(g))
+    return CUDA_ERROR_INVALID_HANDLE;
+  delete g;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuGraphExecDestroy(CUgraphExec exec) {
+  FAKE_ENTER("cuGraphExecDestroy");
+  auto *e = reinterpret_cast<Graph *>(exec);
+  if (!state().execs.erase(e))
+    return CUDA_ERROR_INVALID_HANDLE;
+  delete e;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuGraphLaunch(CUgraphExec exec, CUstream stream) {
+  FAKE_ENTER("cuGraphLaunch");
+  auto *e = reinterpret_cast<Graph *>(exec);
+  Stream *st = checkStream("cuGraphLaunch", stream);
+  if (!state().execs.count(e) || !st)
+    return CUDA_ERROR_INVALID_HANDLE;
+  // The graph's operations, queued again with the addresses they were
+  // captured with: those must still be live.
+  for (const Op &op : e->ops) {
+    for (const Range &r : op.uses)
+      if (!findAllocation(r.begin, r.end - r.begin, nullptr))
+        violation("cuGraphLaunch: the graph's " + op.what + " uses [" +
+                  hex(r.begin) + ", " + hex(r.end) +
+                  "), which is no longer allocated");
+    enqueue(st, op.what + " (graph)", op.uses, op.run);
+  }
   return CUDA_SUCCESS;
 }
 
