@@ -10,6 +10,7 @@ PyTorch's answer and time PyTorch, and checks the digests agree.
 
 import dataclasses
 import hashlib
+import importlib
 import math
 import zlib
 from typing import Callable, Dict, List, Tuple
@@ -37,6 +38,11 @@ class Case:
     #: Cases with the same model and element type share a parameter
     #: archive.
     model: str = ""
+    #: Python packages the module needs beyond torch: without one, the
+    #: case is reported as skipped (with why) and the others still run.
+    needs: Tuple[str, ...] = ()
+    #: Run by `check.py --quick` (a few minutes on one GPU).
+    quick: bool = False
 
 
 class _Mlp(torch.nn.Module):
@@ -172,27 +178,32 @@ def _tiny_cnn():
 # carry 8 bits of mantissa, so outputs of a deep model move by ~1e-2
 # relative; BERT's last hidden state is layer-normed (values ~1).
 CASES: List[Case] = [
-    Case("mlp-f32", _seeded(_mlp), "f32", 1e-4, 1e-4, small=True, model="mlp"),
+    Case("mlp-f32", _seeded(_mlp), "f32", 1e-4, 1e-4, small=True, model="mlp",
+         quick=True),
     Case("cnn-f32", _seeded(_tiny_cnn), "f32", 1e-4, 1e-4, small=True,
-         model="cnn"),
+         model="cnn", quick=True),
     Case("bert2-f32", _seeded(_bert(2, layers=2)), "f32", 1e-3, 1e-3,
-         small=True, model="bert2"),
-    Case("bert-b1-f32", _seeded(_bert(1)), "f32", 2e-3, 2e-3, bench=True, model="bert"),
-    Case("bert-b1-bf16", _seeded(_bert(1)), "bf16", 0.1, 0.05, bench=True, model="bert"),
+         small=True, model="bert2", needs=("transformers",)),
+    Case("bert-b1-f32", _seeded(_bert(1)), "f32", 2e-3, 2e-3, bench=True,
+         model="bert", needs=("transformers",), quick=True),
+    Case("bert-b1-bf16", _seeded(_bert(1)), "bf16", 0.1, 0.05, bench=True,
+         model="bert", needs=("transformers",)),
     Case("bert-b32-bf16", _seeded(_bert(32)), "bf16", 0.1, 0.05,
-         bench=True, model="bert"),
-    Case("bert-b1-f16", _seeded(_bert(1)), "f16", 0.05, 0.02, bench=True, model="bert"),
-    Case("bert-b32-f16", _seeded(_bert(32)), "f16", 0.05, 0.02, bench=True, model="bert"),
+         bench=True, model="bert", needs=("transformers",)),
+    Case("bert-b1-f16", _seeded(_bert(1)), "f16", 0.05, 0.02, bench=True,
+         model="bert", needs=("transformers",), quick=True),
+    Case("bert-b32-f16", _seeded(_bert(32)), "f16", 0.05, 0.02, bench=True,
+         model="bert", needs=("transformers",)),
     Case("resnet50-b1-f32", _seeded(_resnet50(1)), "f32", 1e-2, 1e-3,
-         bench=True, model="resnet50"),
+         bench=True, model="resnet50", needs=("torchvision",), quick=True),
     Case("resnet50-b1-bf16", _seeded(_resnet50(1)), "bf16", 0.5, 0.05,
-         bench=True, model="resnet50"),
+         bench=True, model="resnet50", needs=("torchvision",)),
     Case("resnet50-b32-bf16", _seeded(_resnet50(32)), "bf16", 0.5, 0.05,
-         bench=True, model="resnet50"),
+         bench=True, model="resnet50", needs=("torchvision",)),
     Case("resnet50-b1-f16", _seeded(_resnet50(1)), "f16", 0.5, 0.05,
-         bench=True, model="resnet50"),
+         bench=True, model="resnet50", needs=("torchvision",), quick=True),
     Case("resnet50-b32-f16", _seeded(_resnet50(32)), "f16", 0.5, 0.05,
-         bench=True, model="resnet50"),
+         bench=True, model="resnet50", needs=("torchvision",)),
 ]
 
 #: GEMMs n x n x n timed against cuBLAS through torch.matmul, by name:
@@ -203,10 +214,41 @@ GEMMS: Dict[str, Tuple[str, int, bool]] = {
     "gemm-f16-4096": ("f16", 4096, False),
     "gemm-bf16-4096": ("bf16", 4096, False),
 }
+#: The GEMMs `check.py --quick` runs (and the small ones).
+QUICK_GEMMS = ("gemm-f16-4096", "gemm-bf16-4096")
+#: Small GEMMs for the CPU dry run (`prepare.py --small`).
+SMALL_GEMMS: Dict[str, Tuple[str, int, bool]] = {
+    "gemm-f32-256": ("f32", 256, False),
+    "gemm-bf16-256": ("bf16", 256, False),
+}
+
+
+def gemm_tolerance(dtype: str, tf32: bool) -> Tuple[float, float]:
+    """(atol, rtol) of a GEMM's result against torch.matmul's of uniform
+    [-1, 1) operands (sums of n products, |C| ~ sqrt(n) / 3): both sum in
+    f32 and round once to the result type, so they differ by the order of
+    the sums and a unit in the last place or two of f16 (11 bits) and bf16
+    (8 bits); TF32 rounds the operands to 11 bits first. A wrong layout or
+    a missed block is off by the size of the values."""
+    if dtype == "bf16":
+        return 0.5, 2 ** -6
+    if dtype == "f16":
+        return 0.06, 2 ** -9
+    return (0.1, 2 ** -9) if tf32 else (2e-3, 1e-4)
 
 
 def by_name() -> Dict[str, Case]:
     return {case.name: case for case in CASES}
+
+
+def unavailable(packages) -> str:
+    """Why one of `packages` cannot be imported ("" when all can)."""
+    for name in packages:
+        try:
+            importlib.import_module(name)
+        except Exception as e:  # noqa: BLE001 (a broken install counts too)
+            return f"{name} is not importable: {type(e).__name__}: {e}"
+    return ""
 
 
 def half(module, inputs, precision):
