@@ -101,6 +101,7 @@ void mlir::flow::buildKernelCudaBufferizePipeline(OpPassManager &pm) {
 
 void mlir::flow::buildKernelGpuPipeline(OpPassManager &pm,
                                         const CudaTargetOptions &options) {
+  pm.addPass(createSplitGpuReductionsPass());
   MapKernelsToGpuPassOptions map;
   map.blockSize = options.blockSize;
   pm.addPass(createMapKernelsToGpuPass(map));

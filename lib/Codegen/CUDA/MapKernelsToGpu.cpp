@@ -66,6 +66,13 @@ private:
                         int64_t &sharedBytes);
   /// Runs `gpuFunc`'s one sequential op on one thread.
   LogicalResult mapSerial(gpu::GPUFuncOp gpuFunc);
+  /// The trip count of the sequential kernel's innermost loop when its
+  /// iterations may run on threads of their own (findSpreadableLoop); the
+  /// loop is kept for spreadOver.
+  std::optional<int64_t> spreadInnermostLoop(gpu::GPUFuncOp gpuFunc);
+  /// Gives that loop's iterations to the `threads * grid` threads.
+  void spreadOver(gpu::GPUFuncOp gpuFunc, int64_t threads, int64_t grid);
+  scf::ForOp spreadLoop;
   /// The error on `at` refusing `kernel` for `why`.
   LogicalResult refuse(StringRef kernel, Operation *at, const Twine &why) {
     at->emitError("kernel '") << kernel << "' cannot run on CUDA yet: " << why;
@@ -521,6 +528,13 @@ LogicalResult MapKernelsToGpuPass::mapKernel(func::FuncOp func,
       if (failed(mapSerial(gpuFunc)))
         return failure();
       threads = 1;
+      // Iterations of its innermost loop that touch disjoint elements run
+      // on threads of their own.
+      if (std::optional<int64_t> trip = spreadInnermostLoop(gpuFunc)) {
+        threads = std::clamp<int64_t>((*trip + 31) / 32 * 32, 32, blockSize);
+        grid = (*trip + threads - 1) / threads;
+        spreadOver(gpuFunc, threads, grid);
+      }
       break;
     }
     setLaunch(gpuFunc, grid, threads, sharedBytes);
@@ -537,6 +551,103 @@ LogicalResult MapKernelsToGpuPass::mapKernel(func::FuncOp func,
   }
   func.erase();
   return success();
+}
+
+/// The innermost loop of a sequential kernel whose iterations touch
+/// disjoint memory, when it has one: every store of the kernel is in it
+/// (no other code writes), each at indices whose last one is the loop's
+/// induction variable and whose others the loop does not change, and the
+/// loads of the buffers it writes are in it at a store's indices. Then
+/// thread t can run the loop's iterations t, t + T, ... through the
+/// enclosing loops on its own: each element is updated by one thread, in
+/// the same order as on one thread.
+static scf::ForOp findSpreadableLoop(gpu::GPUFuncOp gpuFunc) {
+  SmallVector<memref::StoreOp> stores;
+  bool other = false;
+  gpuFunc.walk([&](Operation *op) {
+    if (auto store = dyn_cast<memref::StoreOp>(op))
+      stores.push_back(store);
+    else if (isa<memref::AllocaOp, vector::StoreOp, vector::TransferWriteOp,
+                 memref::CopyOp>(op))
+      other = true;
+  });
+  if (other || stores.empty())
+    return nullptr;
+  auto loop = stores.front()->getParentOfType<scf::ForOp>();
+  if (!loop || loop.getNumRegionIterArgs() != 0 ||
+      !getConstantIntValue(loop.getLowerBound()) ||
+      !getConstantIntValue(loop.getUpperBound()) ||
+      !getConstantIntValue(loop.getStep()))
+    return nullptr;
+  bool nested = false;
+  loop.getBody()->walk([&](scf::ForOp) { nested = true; });
+  if (nested)
+    return nullptr;
+  Value iv = loop.getInductionVar();
+  auto invariant = [&](Value v) { return loop.isDefinedOutsideOfLoop(v); };
+  SmallVector<Value> written;
+  for (memref::StoreOp store : stores) {
+    if (store->getParentOfType<scf::ForOp>() != loop)
+      return nullptr;
+    ValueRange indices = store.getIndices();
+    if (indices.empty() || indices.back() != iv)
+      return nullptr;
+    for (Value index : indices.drop_back())
+      if (!invariant(index))
+        return nullptr;
+    written.push_back(gpumap::rootBuffer(store.getMemRef()));
+  }
+  bool ok = true;
+  gpuFunc.walk([&](memref::LoadOp load) {
+    if (!llvm::is_contained(written, gpumap::rootBuffer(load.getMemRef())))
+      return;
+    // A load of a written buffer: at a store's place, in the loop.
+    bool matches = load->getParentOfType<scf::ForOp>() == loop &&
+                   llvm::any_of(stores, [&](memref::StoreOp store) {
+                     return store.getMemRef() == load.getMemRef() &&
+                            llvm::equal(store.getIndices(), load.getIndices());
+                   });
+    ok &= matches;
+  });
+  return ok ? loop : nullptr;
+}
+
+std::optional<int64_t>
+MapKernelsToGpuPass::spreadInnermostLoop(gpu::GPUFuncOp gpuFunc) {
+  scf::ForOp loop = findSpreadableLoop(gpuFunc);
+  if (!loop)
+    return std::nullopt;
+  int64_t lb = *getConstantIntValue(loop.getLowerBound());
+  int64_t ub = *getConstantIntValue(loop.getUpperBound());
+  int64_t step = *getConstantIntValue(loop.getStep());
+  if (step <= 0 || ub <= lb)
+    return std::nullopt;
+  int64_t trip = (ub - lb + step - 1) / step;
+  if (trip < 32)
+    return std::nullopt;
+  spreadLoop = loop;
+  return trip;
+}
+
+void MapKernelsToGpuPass::spreadOver(gpu::GPUFuncOp gpuFunc, int64_t threads,
+                                     int64_t grid) {
+  scf::ForOp loop = spreadLoop;
+  spreadLoop = nullptr;
+  OpBuilder b = OpBuilder::atBlockBegin(&gpuFunc.getBody().front());
+  Location loc = loop.getLoc();
+  Value block = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
+  Value thread = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+  Value width = arith::ConstantIndexOp::create(b, loc, threads);
+  Value id = arith::AddIOp::create(
+      b, loc, arith::MulIOp::create(b, loc, block, width), thread);
+  OpBuilder lb(loop);
+  Value step = loop.getStep();
+  Value start = arith::AddIOp::create(lb, loc, loop.getLowerBound(),
+                                      arith::MulIOp::create(lb, loc, id, step));
+  Value stride = arith::MulIOp::create(
+      lb, loc, step, arith::ConstantIndexOp::create(lb, loc, threads * grid));
+  loop.getLowerBoundMutable().assign(start);
+  loop.getStepMutable().assign(stride);
 }
 
 LogicalResult MapKernelsToGpuPass::mapSerial(gpu::GPUFuncOp gpuFunc) {

@@ -58,6 +58,51 @@ def MapKernelsToGpuPass : Pass<"flow-map-kernels-to-gpu", "ModuleOp"> {
                            "::mlir::memref::MemRefDialect"];
 }
 
+def SplitGpuReductionsPass : Pass<"flow-split-gpu-reductions", "ModuleOp"> {
+  let summary = "Reshapes a kernel's whole-buffer reductions so that they "
+                "fill a GPU: rows per block, partial results over the grid";
+  let description = [{
+    Runs on bufferized kernels, before `flow-map-kernels-to-gpu`. That pass
+    gives every output element of a top-level reduction one thread, which
+    loops over the reduced elements: a reduction to a few values (a total,
+    a bias gradient summed over the batch) runs on a few threads of one
+    block and leaves the rest of the GPU idle. This pass rewrites each
+    top-level `linalg.generic` reduction whose inputs are contiguous
+    buffers read in loop order and whose body combines with an
+    associative operation (sum, product, maximum, minimum, bitwise):
+
+    - Reduced dimensions innermost (`[P, R]`, reduced over `R`): rows of
+      at least 128 elements become a row tile (`scf.forall` over `P`), a
+      row per block, its threads combining their partial values. When the
+      rows are too few to fill the GPU (fewer than 264, and at least 4096
+      elements each), a first kernel stage computes `S` partial results
+      per row over the whole grid, thread `s` combining elements
+      `s, s + S, ...` (adjacent threads read adjacent addresses), in a
+      scratch buffer `[P, S]`; the row tile then combines each row's `S`
+      partials.
+    - Reduced dimensions outermost (`[R, P]`, reduced over `R`): threads
+      already read adjacent elements; when fewer than 16384 output
+      elements leave the GPU idle, `R` is cut into `S` blocks of rows
+      whose partial results (`[S, P]`, one thread each) a second stage
+      combines.
+
+    `S` is the largest divisor of `R` that keeps the first stage within
+    `target-threads` threads and gives each thread at least 16 elements
+    (no first stage when no divisor does). The kernel's stages are then separate launches
+    (`flow-map-kernels-to-gpu` cuts a kernel at a scratch buffer one op
+    writes and a later one reads). Reductions in other shapes are left as
+    they are.
+  }];
+  let options = [
+    Option<"targetThreads", "target-threads", "int64_t", /*default=*/"65536",
+           "Threads a split reduction's first stage aims for">,
+  ];
+  let dependentDialects = ["::mlir::scf::SCFDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::linalg::LinalgDialect"];
+}
+
 def EmulateGpuKernelsPass : Pass<"flow-emulate-gpu-kernels", "ModuleOp"> {
   let summary = "Runs GPU kernels on the CPU: blocks as workgroups, a "
                 "block's threads one after another between barriers";
