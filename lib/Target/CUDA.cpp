@@ -50,6 +50,29 @@ std::optional<int> mlir::flow::parseComputeCapability(StringRef arch) {
   return cc;
 }
 
+int64_t mlir::flow::maxSharedBytesPerBlock(StringRef arch) {
+  std::optional<int> cc = parseComputeCapability(arch);
+  if (!cc)
+    return 48 * 1024;
+  switch (*cc) {
+  case 75:
+    return 64 * 1024;
+  case 80:
+  case 87:
+    return 163 * 1024;
+  case 86:
+  case 88:
+  case 89:
+    return 99 * 1024;
+  default:
+    if (*cc >= 120)
+      return 99 * 1024;
+    if (*cc >= 90)
+      return 227 * 1024;
+    return 48 * 1024;
+  }
+}
+
 ArrayRef<StringRef> mlir::flow::getGpuArchs() {
   // What CUDA 13's ptxas compiles for (`ptxas --help`, --gpu-name): Volta
   // (sm_70, sm_72) is gone from it.
@@ -104,6 +127,7 @@ void mlir::flow::buildKernelGpuPipeline(OpPassManager &pm,
   pm.addPass(createSplitGpuReductionsPass());
   MapKernelsToGpuPassOptions map;
   map.blockSize = options.blockSize;
+  map.maxSharedBytes = maxSharedBytesPerBlock(options.arch);
   pm.addPass(createMapKernelsToGpuPass(map));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
@@ -213,6 +237,9 @@ public:
       if (auto n = func->getAttrOfType<IntegerAttr>(
               FlowDialect::getSharedBytesAttrName()))
         launch.sharedBytes = n.getInt();
+      if (auto n = func->getAttrOfType<IntegerAttr>(
+              FlowDialect::getDynamicSharedBytesAttrName()))
+        launch.dynamicSharedBytes = n.getInt();
       stages[kernel].push_back({index, launch});
       if (infos.count(kernel))
         return;

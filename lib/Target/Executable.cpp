@@ -748,14 +748,15 @@ FailureOr<std::vector<uint8_t>> mlir::flow::writeExecutable(
           return host.emitError("kernel '")
                  << name << "' has a launch extent of " << d
                  << " (each must be in [1, 2^32-1])";
-      if (l.sharedBytes < 0 || !fitsU32(l.sharedBytes))
+      if (l.sharedBytes < 0 || !fitsU32(l.sharedBytes) ||
+          l.dynamicSharedBytes < 0 || !fitsU32(l.dynamicSharedBytes))
         return host.emitError("kernel '")
                << name << "' uses " << l.sharedBytes
                << " bytes of shared memory";
       fb::Launch shape(l.grid[0], l.grid[1], l.grid[2], l.block[0],
                        l.block[1], l.block[2], l.sharedBytes);
-      launches.push_back(
-          fb::CreateGpuLaunchDirect(fbb, l.symbol.c_str(), &shape));
+      launches.push_back(fb::CreateGpuLaunchDirect(
+          fbb, l.symbol.c_str(), &shape, l.dynamicSharedBytes));
     }
     if (target == static_cast<uint8_t>(fb::Target::CUDA) && launches.empty())
       return host.emitError("kernel '") << name << "' has no GPU launch";

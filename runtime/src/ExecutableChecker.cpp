@@ -235,6 +235,15 @@ Status Checker::verifyGpuKernels() {
         return Status::error(where + ": " + std::to_string(g.sharedBytes) +
                              " bytes of static shared memory is more than "
                              "a block may hold (49152)");
+      g.dynamicSharedBytes = launch->dynamic_shared_bytes();
+      // The largest opt-in of any GPU (227 KiB on sm_90 and sm_100); the
+      // device's own limit is checked when the kernels load.
+      if (uint64_t(g.sharedBytes) + g.dynamicSharedBytes > 232448)
+        return Status::error(
+            where + ": " +
+            std::to_string(g.sharedBytes + uint64_t(g.dynamicSharedBytes)) +
+            " bytes of shared memory is more than any GPU "
+            "gives a block (232448)");
       out.launches.push_back(std::move(g));
     }
     impl.gpuKernels.push_back(std::move(out));

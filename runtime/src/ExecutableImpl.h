@@ -157,6 +157,8 @@ struct GpuLaunch {
   uint32_t grid[3] = {1, 1, 1};
   uint32_t block[3] = {1, 1, 1};
   uint32_t sharedBytes = 0;
+  /// Dynamic shared memory requested at launch (bytes).
+  uint32_t dynamicSharedBytes = 0;
 };
 
 /// A CUDA kernel's launches and the scratch memory they share.

@@ -180,7 +180,7 @@ def test_run_wrong_version(tmp_path, add_fbin):
     vtable = root - int.from_bytes(data[root:root + 4], "little", signed=True)
     field = int.from_bytes(data[vtable + 4:vtable + 6], "little")
     current = int.from_bytes(data[root + field:root + field + 4], "little")
-    assert current >= 12  # format 12: device offsets of SPMD programs
+    assert current >= 13  # format 13: dynamic shared memory of GPU launches
     data[root + field:root + field + 4] = (7).to_bytes(4, "little")
     path = tmp_path / "v7.fbin"
     path.write_bytes(bytes(data))

@@ -230,6 +230,31 @@ TEST_P(Conformance, Reductions) {
   expectClose(floats(out[1]), {static_cast<float>(total)}, 0.0f, 2e-3f);
 }
 
+TEST_P(Conformance, RowsWiderThanStaticSharedMemory) {
+  // softmax(exp(x) * x) over rows of 20000.
+  const int64_t rows = 4, cols = 20000;
+  std::vector<float> x = values(rows * cols, 0.3f, 2.0f);
+  std::vector<HostTensor> out = run("wide-rows", {tensor(x, {rows, cols})});
+  ASSERT_EQ(out.size(), 1u);
+  std::vector<double> m(x.size());
+  for (size_t i = 0; i < x.size(); ++i)
+    m[i] = std::exp(double(x[i])) * double(x[i]);
+  std::vector<float> softmax(x.size());
+  for (int64_t i = 0; i < rows; ++i) {
+    double top =
+        *std::max_element(m.begin() + i * cols, m.begin() + (i + 1) * cols);
+    double sum = 0;
+    for (int64_t j = 0; j < cols; ++j)
+      sum += std::exp(m[i * cols + j] - top);
+    for (int64_t j = 0; j < cols; ++j)
+      softmax[i * cols + j] =
+          static_cast<float>(std::exp(m[i * cols + j] - top) / sum);
+  }
+  // exp in f32 (relative error ~1e-7, amplified by up to |m| <= 15 in the
+  // second exp) and a sum of 20000 terms in another order.
+  expectClose(floats(out[0]), softmax, 1e-5f, 1e-9f);
+}
+
 TEST_P(Conformance, Copies) {
   std::vector<float> a = values(60, 0.5f);
   std::vector<HostTensor> out = run("copy", {tensor(a, {6, 10})});

@@ -235,6 +235,17 @@ TEST_F(FakeCuda, GraphsCanBeTurnedOff) {
   EXPECT_EQ(reported("calls cuStreamBeginCapture"), -1) << report();
 }
 
+TEST_F(FakeCuda, WideRowsOptInToDynamicSharedMemory) {
+  // The PTX, so that the fake reads each entry's static shared memory and
+  // checks the dynamic bytes against the function's opt-in.
+  configure("reject-cubin=1");
+  StatusOr<std::vector<HostTensor>> out =
+      run("wide-rows", {tensor(values(80000, 0.3f), {4, 20000})});
+  ASSERT_TRUE(out) << out.status().message();
+  EXPECT_GE(reported("calls cuFuncSetAttribute"), 1) << report();
+  EXPECT_EQ(reported("violations"), 0) << report();
+}
+
 TEST_F(FakeCuda, RefusedCubinFallsBackToPtx) {
   configure("reject-cubin=1");
   StatusOr<std::vector<HostTensor>> out =

@@ -32,6 +32,12 @@ void buildKernelNvvmPipeline(OpPassManager &pm,
 /// `arch` is not of that form.
 std::optional<int> parseComputeCapability(StringRef arch);
 
+/// The shared memory a block of \p arch may opt in to (bytes, the CUDA
+/// programming guide's table of compute capabilities): 64 KiB on sm_75,
+/// 163 KiB on sm_80 and sm_87, 99 KiB on sm_86, sm_89 and sm_12x, 227 KiB
+/// on sm_90 and sm_100/103/110.
+int64_t maxSharedBytesPerBlock(StringRef arch);
+
 /// The architectures the CUDA target compiles for: those of CUDA 13's
 /// ptxas, sm_75 (Turing) and newer.
 ArrayRef<StringRef> getGpuArchs();

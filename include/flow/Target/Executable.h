@@ -46,6 +46,8 @@ struct KernelInfo {
     std::array<int64_t, 3> grid = {1, 1, 1};
     std::array<int64_t, 3> block = {1, 1, 1};
     int64_t sharedBytes = 0;
+    /// Dynamic shared memory requested at launch (bytes).
+    int64_t dynamicSharedBytes = 0;
   };
   std::vector<GpuLaunch> launches;
   int64_t scratchBytes = 0;

@@ -279,6 +279,24 @@ LogicalResult EmulateGpuKernelsPass::emitBlocks(OpBuilder &fb,
       flush(Value());
       continue;
     }
+    if (auto dynamic = dyn_cast<gpu::DynamicSharedMemoryOp>(op)) {
+      // The block's dynamic shared memory: a stack buffer of the size the
+      // launch requests, reused by each block.
+      auto bytes = kernel->getAttrOfType<IntegerAttr>(
+          FlowDialect::getDynamicSharedBytesAttrName());
+      if (!bytes)
+        return op.emitError("dynamic shared memory without '")
+               << FlowDialect::getDynamicSharedBytesAttrName() << "'";
+      Value buffer = memref::AllocaOp::create(
+          eb, loc, MemRefType::get({bytes.getInt()}, eb.getI8Type()),
+          eb.getI64IntegerAttr(64));
+      blockMap.map(dynamic.getResult(),
+                   memref::CastOp::create(
+                       eb, loc,
+                       MemRefType::get({ShapedType::kDynamic}, eb.getI8Type()),
+                       buffer));
+      continue;
+    }
     if (auto reduce = dyn_cast<gpu::AllReduceOp>(op)) {
       if (!reduce.getOp() || !reduce.getBody().empty())
         return op.emitError("only all-reduces of a named kind are emulated");

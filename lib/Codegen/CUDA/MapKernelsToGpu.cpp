@@ -209,12 +209,33 @@ LogicalResult MapKernelsToGpuPass::mapRows(gpu::GPUFuncOp gpuFunc,
     }
   }
   // Each reduction's gpu.all_reduce adds a buffer of its own when lowered.
-  sharedBytes += reductionSharedBytes(forall);
-  if (sharedBytes > kMaxSharedBytes)
-    return refuse(forall, "its row temporaries and reductions need " +
-                              Twine(sharedBytes) +
-                              " bytes of shared memory, more than a "
-                              "block's 48 KiB");
+  int64_t reductionBytes = reductionSharedBytes(forall);
+  int64_t temporaryBytes = sharedBytes;
+  sharedBytes += reductionBytes;
+  if (sharedBytes > std::max(kMaxSharedBytes, int64_t(maxSharedBytes)))
+    return refuse(
+        forall, "its row temporaries and reductions need " +
+                    Twine(sharedBytes) +
+                    " bytes of shared memory, more than a "
+                    "block's " +
+                    Twine(std::max(kMaxSharedBytes, int64_t(maxSharedBytes))));
+  // Beyond 48 KiB the temporaries are dynamic shared memory, which the
+  // launch requests (the reductions' buffers stay static).
+  bool dynamicShared = sharedBytes > kMaxSharedBytes;
+  Value dynamicBase;
+  int64_t dynamicOffset = 0;
+  if (dynamicShared) {
+    OpBuilder top = OpBuilder::atBlockBegin(&gpuFunc.getBody().front());
+    auto workgroup = gpu::AddressSpaceAttr::get(b.getContext(),
+                                                gpu::AddressSpace::Workgroup);
+    dynamicBase = gpu::DynamicSharedMemoryOp::create(
+        top, forall.getLoc(),
+        MemRefType::get({ShapedType::kDynamic}, top.getI8Type(),
+                        MemRefLayoutAttrInterface(), workgroup));
+    sharedBytes = reductionBytes;
+    gpuFunc->setAttr(FlowDialect::getDynamicSharedBytesAttrName(),
+                     b.getI64IntegerAttr(temporaryBytes));
+  }
   // Threads: enough for the widest op, in whole warps.
   int64_t widest = 1;
   SmallVector<std::pair<int64_t, bool>> plans; // (v, cooperative)
@@ -279,6 +300,22 @@ LogicalResult MapKernelsToGpuPass::mapRows(gpu::GPUFuncOp gpuFunc,
         type.getShape(), type.getElementType(), MemRefLayoutAttrInterface(),
         gpu::AddressSpaceAttr::get(b.getContext(),
                                    gpu::AddressSpace::Workgroup));
+    if (dynamicShared) {
+      // A view of the dynamic shared memory at a 16-byte aligned offset.
+      OpBuilder top(dynamicBase.getContext());
+      top.setInsertionPointAfterValue(dynamicBase);
+      Value offset =
+          arith::ConstantIndexOp::create(top, alloc.getLoc(), dynamicOffset);
+      Value view = memref::ViewOp::create(top, alloc.getLoc(), shared,
+                                          dynamicBase, offset, ValueRange{});
+      dynamicOffset +=
+          (type.getNumElements() * elementBytes(type.getElementType()) + 15) /
+          16 * 16;
+      if (failed(retarget(alloc.getResult(), view)))
+        return failure();
+      alloc->erase();
+      continue;
+    }
     BlockArgument attribution =
         gpuFunc.addWorkgroupAttribution(shared, alloc.getLoc());
     // 16-byte aligned, for vector accesses (offsetAlignment assumes it).
@@ -349,7 +386,9 @@ LogicalResult MapKernelsToGpuPass::mapKernel(func::FuncOp func,
           (type.getNumElements() * elementBytes(type.getElementType()) + 15) /
           16 * 16;
     }
-    if (bytes + reductionSharedBytes(forall) <= kMaxSharedBytes || !ubs)
+    if (bytes + reductionSharedBytes(forall) <=
+            std::max(kMaxSharedBytes, int64_t(maxSharedBytes)) ||
+        !ubs)
       continue;
     int64_t rows = 1;
     for (int64_t u : *ubs)

@@ -92,6 +92,12 @@ StatusOr<std::shared_ptr<Device>> CudaDevice::open(int ordinal) {
     return s;
   info.computeCapability = major * 10 + minor;
   info.arch = "sm_" + std::to_string(info.computeCapability);
+  int optIn = 0;
+  if (d.cuDeviceGetAttribute(
+          &optIn, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+          device->device) == CUDA_SUCCESS &&
+      optIn > 0)
+    device->maxSharedOptIn = optIn;
   size_t total = 0;
   if (d.cuDeviceTotalMem(&total, device->device) == CUDA_SUCCESS)
     info.memoryBytes = total;

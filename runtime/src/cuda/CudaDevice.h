@@ -48,6 +48,8 @@ public:
   /// Makes the context current and waits for the stream's work.
   Status idle() const;
   const Driver &api() const { return *driver; }
+  /// The shared memory a block may opt in to (bytes).
+  int sharedOptIn() const { return maxSharedOptIn; }
   CUstream queue() const { return stream; }
 
 protected:
@@ -69,6 +71,7 @@ private:
   CUcontext context = nullptr;
   CUstream stream = nullptr;
   DeviceInfo deviceInfo;
+  int maxSharedOptIn = 48 * 1024;
   /// Host copies go through two pinned buffers on the device's stream: a
   /// host-to-device copy fills one while the stream reads the other, and
   /// `done` (recorded after the copy that reads a buffer) says when it is

@@ -60,6 +60,8 @@ namespace cuda {
   X(cuModuleLoadDataEx)                                                        \
   X(cuModuleUnload)                                                            \
   X(cuModuleGetFunction)                                                       \
+  X(cuFuncGetAttribute)                                                        \
+  X(cuFuncSetAttribute)                                                        \
   X(cuLaunchKernel)                                                            \
   X(cuStreamBeginCapture)                                                      \
   X(cuStreamEndCapture)                                                        \

@@ -264,6 +264,26 @@ Status CudaExecutor::loadModule() {
                   "'): no entry point '" + launch.symbol + "' in its library");
           !s)
         return s;
+      // Dynamic shared memory beyond 48 KiB is opted in per function.
+      if (launch.dynamicSharedBytes > 48 * 1024) {
+        uint64_t need =
+            uint64_t(launch.sharedBytes) + launch.dynamicSharedBytes;
+        if (need > uint64_t(device.sharedOptIn()))
+          return Status::error(
+              "kernel " + std::to_string(k) + " ('" + impl.kernelNames[k] +
+              "') needs " + std::to_string(need) +
+              " bytes of shared memory per block; " + info.str() +
+              " gives at most " + std::to_string(device.sharedOptIn()) +
+              " (recompile with --gpu-arch for this GPU)");
+        if (Status s =
+                d.check(d.cuFuncSetAttribute(
+                            fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                            static_cast<int>(launch.dynamicSharedBytes)),
+                        "kernel '" + launch.symbol +
+                            "': opting in to dynamic shared memory");
+            !s)
+          return s;
+      }
       functions.push_back(fn);
     }
     entries.push_back(std::move(functions));
@@ -498,12 +518,13 @@ Status CudaExecutor::runDispatch(const detail::DispatchCommand &cmd,
   const Driver &d = device.api();
   for (size_t l = 0; l < kernel.launches.size(); ++l) {
     const detail::GpuLaunch &launch = kernel.launches[l];
-    if (Status s = d.check(
-            d.cuLaunchKernel(entries[cmd.kernel][l], launch.grid[0],
-                             launch.grid[1], launch.grid[2], launch.block[0],
-                             launch.block[1], launch.block[2], 0,
-                             device.queue(), args.params.data(), nullptr),
-            "launching " + launch.symbol);
+    if (Status s =
+            d.check(d.cuLaunchKernel(
+                        entries[cmd.kernel][l], launch.grid[0], launch.grid[1],
+                        launch.grid[2], launch.block[0], launch.block[1],
+                        launch.block[2], launch.dynamicSharedBytes,
+                        device.queue(), args.params.data(), nullptr),
+                    "launching " + launch.symbol);
         !s)
       return s;
   }

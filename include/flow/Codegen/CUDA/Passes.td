@@ -33,7 +33,11 @@ def MapKernelsToGpuPass : Pass<"flow-map-kernels-to-gpu", "ModuleOp"> {
       (a softmax's maximum and sum, a norm's mean) keeps one partial value
       per thread and combines them with `gpu.all_reduce` (warp shuffles,
       then shared memory). The row's temporaries live in shared memory,
-      and a barrier separates each op from the next.
+      and a barrier separates each op from the next. Temporaries beyond
+      48 KiB (up to `max-shared-bytes`, the architecture's opt-in limit)
+      are views of the block's dynamic shared memory
+      (`gpu.dynamic_shared_memory`, its size in
+      `flow.dynamic_shared_bytes`); beyond that, global memory.
     - Any other kernel is a sequence of independent ops over whole
       buffers: each op's parallel elements are spread over the whole grid
       (`v` adjacent elements per thread, as above), and its reduction
@@ -50,6 +54,11 @@ def MapKernelsToGpuPass : Pass<"flow-map-kernels-to-gpu", "ModuleOp"> {
     Option<"vectorBytes", "vector-bytes", "int64_t", /*default=*/"16",
            "Widest load or store a thread makes (bytes; 1 turns vector "
            "accesses off)">,
+    Option<"maxSharedBytes", "max-shared-bytes", "int64_t",
+           /*default=*/"49152",
+           "Shared memory a block may use (bytes): beyond 48 KiB, up to "
+           "the architecture's opt-in limit, a row's temporaries are "
+           "dynamic shared memory">,
   ];
   let dependentDialects = ["::mlir::gpu::GPUDialect",
                            "::mlir::vector::VectorDialect",

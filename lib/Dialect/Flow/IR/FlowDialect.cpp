@@ -213,6 +213,7 @@ LogicalResult FlowDialect::verifyOperationAttribute(Operation *op,
     return success();
   }
   if (attr.getName() == getSharedBytesAttrName() ||
+      attr.getName() == getDynamicSharedBytesAttrName() ||
       attr.getName() == getStageAttrName() ||
       attr.getName() == getScratchBytesAttrName()) {
     auto value = dyn_cast<IntegerAttr>(attr.getValue());

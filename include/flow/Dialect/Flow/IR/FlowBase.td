@@ -172,6 +172,11 @@ def Flow_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral getSharedBytesAttrName() {
       return ::llvm::StringLiteral("flow.shared_bytes");
     }
+    /// The dynamic shared memory a GPU kernel's launch requests (bytes):
+    /// row temporaries beyond a block's 48 KiB of static shared memory.
+    static constexpr ::llvm::StringLiteral getDynamicSharedBytesAttrName() {
+      return ::llvm::StringLiteral("flow.dynamic_shared_bytes");
+    }
     /// A GPU kernel run as several launches (set by
     /// flow-map-kernels-to-gpu): each launch's kernel names the kernel it
     /// is a stage of and its place in the order, and all give the byte
