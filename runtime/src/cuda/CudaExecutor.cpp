@@ -264,10 +264,10 @@ Status CudaExecutor::loadModule() {
                   "'): no entry point '" + launch.symbol + "' in its library");
           !s)
         return s;
-      // Dynamic shared memory beyond 48 KiB is opted in per function.
-      if (launch.dynamicSharedBytes > 48 * 1024) {
-        uint64_t need =
-            uint64_t(launch.sharedBytes) + launch.dynamicSharedBytes;
+      // Shared memory beyond 48 KiB (static and dynamic together) is
+      // opted in per function.
+      uint64_t need = uint64_t(launch.sharedBytes) + launch.dynamicSharedBytes;
+      if (launch.dynamicSharedBytes > 0 && need > 48 * 1024) {
         if (need > uint64_t(device.sharedOptIn()))
           return Status::error(
               "kernel " + std::to_string(k) + " ('" + impl.kernelNames[k] +

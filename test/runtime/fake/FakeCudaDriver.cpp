@@ -108,7 +108,9 @@ struct Entry {
   std::vector<int> params;
   bool checked = false;
   int staticShared = 0;
-  int maxDynamicShared = kDefaultShared;
+  /// The dynamic shared memory a launch may request: what the static part
+  /// leaves of 48 KiB, until cuFuncSetAttribute raises it.
+  int maxDynamicShared = -1;
 };
 
 struct Module {
@@ -1102,7 +1104,8 @@ CUresult CUDAAPI cuFuncGetAttribute(int *value, CUfunction_attribute attribute,
     *value = e->staticShared;
     return CUDA_SUCCESS;
   case CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES:
-    *value = e->maxDynamicShared;
+    *value = e->maxDynamicShared >= 0 ? e->maxDynamicShared
+                                      : kDefaultShared - e->staticShared;
     return CUDA_SUCCESS;
   case CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK:
     *value = 1024;
@@ -1154,12 +1157,13 @@ CUresult CUDAAPI cuLaunchKernel(CUfunction function, unsigned gx, unsigned gy,
     return CUDA_ERROR_INVALID_VALUE;
   }
   int optIn = s.cc >= 90 ? 232448 : s.cc >= 80 ? 166912 : 65536;
-  if (int(shared) > e->maxDynamicShared ||
-      e->staticShared + int(shared) > optIn) {
+  int allowed = e->maxDynamicShared >= 0 ? e->maxDynamicShared
+                                         : kDefaultShared - e->staticShared;
+  if (int(shared) > allowed || e->staticShared + int(shared) > optIn) {
     violation(what + ": " + std::to_string(e->staticShared) +
               " bytes of static and " + std::to_string(shared) +
               " of dynamic shared memory; the function allows " +
-              std::to_string(e->maxDynamicShared) +
+              std::to_string(allowed) +
               " dynamic bytes (cuFuncSetAttribute raises it up to the "
               "device's opt-in limit, " +
               std::to_string(optIn) + ")");
