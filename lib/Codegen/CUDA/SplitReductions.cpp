@@ -173,15 +173,18 @@ void combineBody(OpBuilder &b, Location loc, ValueRange args,
   linalg::YieldOp::create(b, loc, result);
 }
 
-/// A first stage: \p partials (shape \p shape) filled with the combiner's
-/// identity, then \p c's body over \p inputs (reshaped to \p inputShape)
-/// into it with \p maps and \p iterators.
-void emitPartials(OpBuilder &b, Location loc, const Candidate &c,
-                  Value partials, ArrayRef<int64_t> inputShape,
-                  ArrayRef<AffineMap> maps,
-                  ArrayRef<utils::IteratorType> iterators) {
+/// A first stage: partials[a, b] (allocated here, filled with the
+/// combiner's identity) = combine over j of \p c's body over its inputs
+/// seen as [a, j, b] (\p inputShape).
+Value emitPartials(OpBuilder &b, Location loc, const Candidate &c,
+                   ArrayRef<int64_t> inputShape) {
   MLIRContext *ctx = b.getContext();
-  Type element = cast<MemRefType>(partials.getType()).getElementType();
+  linalg::GenericOp op = c.op;
+  Type element =
+      cast<MemRefType>(op.getDpsInits()[0].getType()).getElementType();
+  Value partials = memref::AllocOp::create(
+      b, loc, MemRefType::get({inputShape[0], inputShape[2]}, element),
+      b.getI64IntegerAttr(64));
   Value identity = arith::ConstantOp::create(
       b, loc, identityOf(c.combiner.allReduce, element));
   SmallVector<utils::IteratorType> parallel(2, utils::IteratorType::parallel);
@@ -189,11 +192,19 @@ void emitPartials(OpBuilder &b, Location loc, const Candidate &c,
               parallel, nullptr, [&](OpBuilder &nb, Location nl, ValueRange) {
                 linalg::YieldOp::create(nb, nl, identity);
               });
-  linalg::GenericOp op = c.op;
   SmallVector<Value> inputs;
   for (Value input : op.getDpsInputs())
     inputs.push_back(reshape(b, loc, input, inputShape));
-  makeGeneric(b, loc, inputs, partials, maps, iterators, op, nullptr);
+  AffineExpr d0, d1, d2;
+  bindDims(ctx, d0, d1, d2);
+  SmallVector<AffineMap> maps(inputs.size(),
+                              AffineMap::getMultiDimIdentityMap(3, ctx));
+  maps.push_back(AffineMap::get(3, 0, {d0, d2}, ctx));
+  makeGeneric(b, loc, inputs, partials, maps,
+              {utils::IteratorType::parallel, utils::IteratorType::reduction,
+               utils::IteratorType::parallel},
+              op, nullptr);
+  return partials;
 }
 
 /// Innermost reductions: an optional first stage, then a row tile.
@@ -214,16 +225,7 @@ void rewriteInnermost(const Candidate &c, int64_t targetThreads) {
   linalg::GenericOp rowBody = op;
   if (s > 1) {
     // partials[p, s] = combine over j of f(x[p, j * S + s]).
-    auto partials = memref::AllocOp::create(
-        b, loc, MemRefType::get({p, s}, element), b.getI64IntegerAttr(64));
-    AffineExpr d0, d1, d2;
-    bindDims(ctx, d0, d1, d2);
-    SmallVector<AffineMap> maps(op.getNumDpsInputs(),
-                                AffineMap::getMultiDimIdentityMap(3, ctx));
-    maps.push_back(AffineMap::get(3, 0, {d0, d2}, ctx));
-    emitPartials(b, loc, c, partials, {p, r / s, s}, maps,
-                 {utils::IteratorType::parallel, utils::IteratorType::reduction,
-                  utils::IteratorType::parallel});
+    Value partials = emitPartials(b, loc, c, {p, r / s, s});
     rows.push_back(partials);
     rowLength = s;
     rowBody = nullptr;
@@ -279,16 +281,9 @@ void rewriteOutermost(const Candidate &c, int64_t targetThreads) {
   Value out = op.getDpsInits()[0];
   Type element = cast<MemRefType>(out.getType()).getElementType();
   // partials[s, p] = combine over j of f(x[s * (R / S) + j, p]).
-  auto partials = memref::AllocOp::create(
-      b, loc, MemRefType::get({s, p}, element), b.getI64IntegerAttr(64));
-  AffineExpr d0, d1, d2;
-  bindDims(ctx, d0, d1, d2);
-  SmallVector<AffineMap> maps(op.getNumDpsInputs(),
-                              AffineMap::getMultiDimIdentityMap(3, ctx));
-  maps.push_back(AffineMap::get(3, 0, {d0, d2}, ctx));
-  emitPartials(b, loc, c, partials, {s, r / s, p}, maps,
-               {utils::IteratorType::parallel, utils::IteratorType::reduction,
-                utils::IteratorType::parallel});
+  Value partials = emitPartials(b, loc, c, {s, r / s, p});
+  AffineExpr d0, d1;
+  bindDims(ctx, d0, d1);
   // out[p] = combine(out[p], partials[0, p], ..., partials[S - 1, p]).
   Value outFlat = reshape(b, loc, out, {p});
   makeGeneric(b, loc, {partials}, outFlat,

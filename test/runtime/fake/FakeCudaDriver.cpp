@@ -68,6 +68,11 @@ namespace {
 
 constexpr size_t kAlignment = 256;
 constexpr unsigned char kPoison = 0xFF;
+/// Shared memory a block may opt in to on the fake's device.
+int optInShared(int cc) {
+  return cc >= 90 ? 232448 : cc >= 80 ? 166912 : 65536;
+}
+
 /// Shared memory a block may use without opting in, and sm_90's opt-in
 /// limit (227 KiB); sm_80's is 163 KiB.
 constexpr int kDefaultShared = 48 * 1024;
@@ -701,7 +706,7 @@ CUresult CUDAAPI cuDeviceGetAttribute(int *value, CUdevice_attribute attribute,
     *value = kDefaultShared;
     return CUDA_SUCCESS;
   case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN:
-    *value = s.cc >= 90 ? 232448 : s.cc >= 80 ? 166912 : 65536;
+    *value = optInShared(s.cc);
     return CUDA_SUCCESS;
   case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT:
     *value = 132;
@@ -1123,7 +1128,7 @@ CUresult CUDAAPI cuFuncSetAttribute(CUfunction function,
   auto *e = reinterpret_cast<Entry *>(function);
   if (attribute != CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)
     return CUDA_ERROR_INVALID_VALUE;
-  int optIn = state().cc >= 90 ? 232448 : state().cc >= 80 ? 166912 : 65536;
+  int optIn = optInShared(state().cc);
   if (value < 0 || value + e->staticShared > optIn)
     return CUDA_ERROR_INVALID_VALUE;
   e->maxDynamicShared = value;
@@ -1156,7 +1161,7 @@ CUresult CUDAAPI cuLaunchKernel(CUfunction function, unsigned gx, unsigned gy,
               std::to_string(bz) + ") outside the device's limits");
     return CUDA_ERROR_INVALID_VALUE;
   }
-  int optIn = s.cc >= 90 ? 232448 : s.cc >= 80 ? 166912 : 65536;
+  int optIn = optInShared(s.cc);
   int allowed = e->maxDynamicShared >= 0 ? e->maxDynamicShared
                                          : kDefaultShared - e->staticShared;
   if (int(shared) > allowed || e->staticShared + int(shared) > optIn) {
