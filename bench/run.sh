@@ -26,6 +26,9 @@ echo
 echo "== Imported models: BERT-base and ResNet-50 (Flow vs eager, torch.compile, onnxruntime, OpenVINO)"
 "$PY" frontends.py --threads "$THREADS" --repeats "$((REPEATS < 3 ? REPEATS : 3))"
 echo
+echo "== Joined projections: q/k/v and gate/up as one GEMM (Flow joined vs apart vs eager)"
+"$PY" joined_projections.py --threads "$THREADS" --repeats "$REPEATS"
+echo
 echo "== Data parallel over MPI ranks (1 thread per rank)"
 "$PY" distributed.py --repeats "$((REPEATS < 3 ? REPEATS : 3))"
 echo

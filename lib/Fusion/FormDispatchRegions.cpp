@@ -285,8 +285,9 @@ struct FormDispatchRegionsPass
   /// kernel's work.
   bool staysOnHost(Operation *op) const {
     if (isa<ConstantOp, ParameterOp, PieceOffsetsOp, AnnotateOp, MeshOp,
-            AllReduceOp, AllGatherOp, ReduceScatterOp, AllToAllOp,
-            BroadcastOp, DispatchRegionOp, ReturnOp>(op))
+            AllReduceOp, AllGatherOp, ReduceScatterOp, AllToAllOp, BroadcastOp,
+            DispatchRegionOp, ReturnOp>(op) ||
+        isParameterConcat(op))
       return true;
     if (auto matmul = dyn_cast<MatmulOp>(op)) {
       // Every library runs f32 GEMMs and bf16 ones into f32, summed in f32;
@@ -303,9 +304,11 @@ struct FormDispatchRegionsPass
       return narrowLibraryMatmul && (in.isF16() || in.isBF16()) &&
              (out.isF32() || out == in);
     }
-    if (auto conv = dyn_cast<Conv2dOp>(op))
-      return libraryConv &&
-             cast<RankedTensorType>(conv.getType()).getElementType().isF32();
+    if (auto conv = dyn_cast<Conv2dOp>(op)) {
+      Type elt = cast<RankedTensorType>(conv.getType()).getElementType();
+      return libraryConv && (elt.isF32() || (narrowLibraryConv &&
+                                             (elt.isF16() || elt.isBF16())));
+    }
     return false;
   }
 
@@ -419,7 +422,7 @@ struct FormDispatchRegionsPass
           if (!llvm::is_contained(candidates, g))
             candidates.push_back(g);
         } else if (!isa<ConstantOp, ParameterOp, PieceOffsetsOp>(def) &&
-                   !hostProducer &&
+                   !isParameterConcat(def) && !hostProducer &&
                    (kind != Kind::Reshape || !isa<ReshapeOp>(def))) {
           // Through host views to the op that computed the value.
           while (auto view = dyn_cast<ReshapeOp>(def)) {

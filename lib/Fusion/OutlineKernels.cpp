@@ -150,10 +150,10 @@ struct OutlineKernelsPass
         if (!isa<FlowDialect>(op->getDialect()) ||
             isa<DispatchRegionOp, ReturnOp>(op) ||
             op->getParentOfType<DispatchRegionOp>() ||
-            isa<ConstantOp, ParameterOp, PieceOffsetsOp, ReshapeOp,
-                AnnotateOp, MeshOp,
-                AllReduceOp, AllGatherOp, ReduceScatterOp, AllToAllOp,
-                BroadcastOp, MatmulOp, Conv2dOp>(op))
+            isa<ConstantOp, ParameterOp, PieceOffsetsOp, ReshapeOp, AnnotateOp,
+                MeshOp, AllReduceOp, AllGatherOp, ReduceScatterOp, AllToAllOp,
+                BroadcastOp, MatmulOp, Conv2dOp>(op) ||
+            isParameterConcat(op))
           return WalkResult::advance();
         op->emitOpError("is not in a flow.dispatch_region: run "
                         "flow-form-dispatch-regions before outlining");

@@ -304,7 +304,8 @@ FailureOr<CompileResult> mlir::flow::compile(ModuleOp module,
         options.libraryConv && target->hasConvolutionLibrary() &&
             (options.precision == "f32" || target->usesBlockedConvLayouts()),
         target->hasNarrowGemmLibrary(),
-        target->convolutionLibraryNeedsSymmetricPadding()};
+        target->convolutionLibraryNeedsSymmetricPadding(),
+        options.siblingMatmuls, target->hasNarrowConvolutionLibrary()};
     if (failed(runPipeline(
             module, "flow-graph-pipeline", timing,
             [&](OpPassManager &pm) { buildFlowGraphPipeline(pm, graph); })))

@@ -203,6 +203,15 @@ static const CompileOptionInfo kCompileOptions[] = {
      [] { return std::string("true or false (on, off)"); },
      [](CompileOptions &o, StringRef text) { return setBool(o.fusion, text); },
      [](const CompileOptions &o) { return boolText(o.fusion); }},
+    {"sibling-matmuls", "sibling_matmuls", OptionType::Bool, "bool",
+     "Join matrix products that read one input with weights of the "
+     "parameter archive (attention's q, k and v) into one GEMM, the weights "
+     "concatenated once at load",
+     acceptsBool,
+     [](CompileOptions &o, StringRef text) {
+       return setBool(o.siblingMatmuls, text);
+     },
+     [](const CompileOptions &o) { return boolText(o.siblingMatmuls); }},
     {"library-matmul", "library_matmul", OptionType::Bool, "bool",
      "Run f32 matmuls as library GEMMs (false: generated kernels)", acceptsBool,
      [](CompileOptions &o, StringRef text) {

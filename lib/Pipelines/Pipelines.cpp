@@ -147,15 +147,19 @@ void mlir::flow::buildFlowGraphPipeline(OpPassManager &pm,
     convToGemm.maxColumnsBytes = options.maxColumnsBytes;
     convToGemm.onlyAsymmetric = options.libraryConv;
     convToGemm.narrow = options.narrowLibraryMatmul;
+    convToGemm.narrowLibrary = options.libraryConv && options.narrowLibraryConv;
     funcs.addPass(createConvToGemmPass(convToGemm));
   }
   if (options.bf16Matmuls)
     funcs.addPass(createMatmulsToBf16Pass());
+  if (options.siblingMatmuls)
+    funcs.addPass(createFuseSiblingMatmulsPass());
   FormDispatchRegionsPassOptions regions;
   regions.fusion = options.fusion;
   regions.libraryMatmul = options.libraryMatmul;
   regions.narrowLibraryMatmul = options.narrowLibraryMatmul;
   regions.libraryConv = options.libraryConv;
+  regions.narrowLibraryConv = options.narrowLibraryConv;
   pm.addNestedPass<func::FuncOp>(createFormDispatchRegionsPass(regions));
   pm.addPass(createOutlineKernelsPass());
   pm.addPass(createSymbolDCEPass());
@@ -228,6 +232,16 @@ struct GraphPipelineCLOptions
       llvm::cl::desc("f16 and bf16 matmuls into their own type are library "
                      "GEMMs too"),
       llvm::cl::init(false)};
+  Option<bool> narrowLibraryConv{
+      *this, "narrow-library-conv",
+      llvm::cl::desc("With library-conv, f16 and bf16 convolutions are "
+                     "library convolutions too"),
+      llvm::cl::init(false)};
+  Option<bool> siblingMatmuls{
+      *this, "sibling-matmuls",
+      llvm::cl::desc("Join matrix products of one input by parameter "
+                     "weights into one (flow-fuse-sibling-matmuls)"),
+      llvm::cl::init(true)};
 };
 struct KernelCpuLLVMPipelineCLOptions
     : public PassPipelineOptions<KernelCpuLLVMPipelineCLOptions> {
@@ -354,8 +368,8 @@ void mlir::flow::registerCompilerPipelines() {
         [](OpPassManager &pm, const GraphPipelineCLOptions &o) {
           buildFlowGraphPipeline(
               pm, {o.fusion, o.libraryMatmul, o.maxColumnsBytes, o.bf16,
-                   o.libraryConv, o.narrowLibraryMatmul,
-                   o.symmetricConvLibrary});
+                   o.libraryConv, o.narrowLibraryMatmul, o.symmetricConvLibrary,
+                   o.siblingMatmuls, o.narrowLibraryConv});
         });
     PassPipelineRegistration<HostPipelineCLOptions>(
         "flow-host-pipeline",

@@ -185,9 +185,11 @@ public:
     return success();
   }
   bool usesBlockedConvLayouts() const override { return false; }
-  // f32 convolutions on cuDNN (with their bias, residual and ReLU); the
-  // emulation runs the same commands on the CPU's convolution library.
+  // f32, f16 and bf16 convolutions on cuDNN (with their bias, residual and
+  // ReLU); the emulation runs the same commands on the CPU's convolution
+  // library (narrow ones through f32).
   bool hasConvolutionLibrary() const override { return true; }
+  bool hasNarrowConvolutionLibrary() const override { return true; }
   bool convolutionLibraryNeedsSymmetricPadding() const override {
     return true;
   }
@@ -356,9 +358,11 @@ public:
     return verifyBlockSize(module, options.cuda);
   }
   bool usesBlockedConvLayouts() const override { return false; }
-  // f32 convolutions on cuDNN (with their bias, residual and ReLU); the
-  // emulation runs the same commands on the CPU's convolution library.
+  // f32, f16 and bf16 convolutions on cuDNN (with their bias, residual and
+  // ReLU); the emulation runs the same commands on the CPU's convolution
+  // library (narrow ones through f32).
   bool hasConvolutionLibrary() const override { return true; }
+  bool hasNarrowConvolutionLibrary() const override { return true; }
   bool convolutionLibraryNeedsSymmetricPadding() const override {
     return true;
   }

@@ -132,6 +132,10 @@ struct ConstantEntry {
   /// of every device (or of no mesh) does.
   std::set<int64_t> ranks;
   bool everyRank = false;
+  /// Parameters joined at bind (host.parameter_concat): the indices of
+  /// the part entries and the axis.
+  std::vector<uint32_t> concatParts;
+  int64_t concatAxis = 0;
 };
 
 /// The executable's constants; parameters are shared by every use.
@@ -166,6 +170,7 @@ private:
                          storageBytes(cast<ShapedType>(v.getType())));
   }
   LogicalResult buffer(Operation &op, int64_t arenaBytes);
+  FailureOr<RankedTensorType> newConstantType(Operation &op, StringRef what);
   FailureOr<flatbuffers::Offset<void>> dispatch(HostDispatchOp op);
   flatbuffers::Offset<void> gemm(HostGemmOp op);
   flatbuffers::Offset<void> conv(HostConvOp op);
@@ -226,6 +231,21 @@ void FunctionWriter::recordPlan(func::FuncOp func, HostArenaOp arena) {
   stats.plans.push_back(std::move(plan));
 }
 
+/// The tensor type of the constant `op` (a parameter or a join of them)
+/// adds to the table, or an error naming `what` when the executable cannot
+/// hold it.
+FailureOr<RankedTensorType> FunctionWriter::newConstantType(Operation &op,
+                                                            StringRef what) {
+  auto buffer = cast<MemRefType>(op.getResult(0).getType());
+  auto type = RankedTensorType::get(buffer.getShape(), buffer.getElementType());
+  if (!fitsInMemory(type) || failed(dtypeOf(type.getElementType())))
+    return op.emitError() << what << " type " << type
+                          << " cannot be stored in an executable";
+  if (!fitsU32(constants.entries.size()))
+    return op.emitError("an executable holds at most 2^32-1 constants");
+  return type;
+}
+
 /// Records where the buffer `op` defines lives.
 LogicalResult FunctionWriter::buffer(Operation &op, int64_t arenaBytes) {
   if (auto constant = dyn_cast<HostConstantOp>(op)) {
@@ -242,15 +262,10 @@ LogicalResult FunctionWriter::buffer(Operation &op, int64_t arenaBytes) {
     return success();
   }
   if (auto parameter = dyn_cast<HostParameterOp>(op)) {
-    MemRefType buffer = parameter.getType();
-    auto type =
-        RankedTensorType::get(buffer.getShape(), buffer.getElementType());
-    if (!fitsInMemory(type) || failed(dtypeOf(type.getElementType())))
-      return parameter.emitError("parameter type ")
-             << type << " cannot be stored in an executable";
-    if (!fitsU32(constants.entries.size()))
-      return parameter.emitError("an executable holds at most 2^32-1 "
-                                 "constants");
+    FailureOr<RankedTensorType> checked = newConstantType(op, "parameter");
+    if (failed(checked))
+      return failure();
+    RankedTensorType type = *checked;
     // One entry per name, element type and piece: a bf16 use of an f32
     // weight (mixed precision) is converted by the runtime at load.
     std::string key = parameter.getName().str() + "@";
@@ -304,6 +319,41 @@ LogicalResult FunctionWriter::buffer(Operation &op, int64_t arenaBytes) {
     else
       entry.everyRank = true;
     slots[parameter.getResult()] = {fb::Space::Constant, it->second, 0};
+    return success();
+  }
+  if (auto concat = dyn_cast<HostParameterConcatOp>(op)) {
+    FailureOr<RankedTensorType> checked =
+        newConstantType(op, "joined parameter");
+    if (failed(checked))
+      return failure();
+    RankedTensorType type = *checked;
+    std::vector<uint32_t> parts;
+    std::string key = "concat@" + std::to_string(concat.getAxis());
+    for (Value part : concat.getParts()) {
+      auto it = slots.find(part);
+      if (it == slots.end() || it->second.space != fb::Space::Constant)
+        return concat.emitError("joins a buffer that is not a parameter");
+      parts.push_back(it->second.index);
+      key += "," + std::to_string(it->second.index);
+    }
+    auto [it, inserted] =
+        constants.parameterIndex.try_emplace(key, constants.entries.size());
+    if (inserted) {
+      ConstantEntry entry;
+      entry.type = type;
+      entry.concatParts = std::move(parts);
+      entry.concatAxis = concat.getAxis();
+      constants.entries.push_back(std::move(entry));
+      stats.parameterBytes += storageBytes(type);
+    }
+    // Read by the devices that read its parts.
+    ConstantEntry &entry = constants.entries[it->second];
+    for (uint32_t part : entry.concatParts) {
+      const ConstantEntry &p = constants.entries[part];
+      entry.everyRank |= p.everyRank;
+      entry.ranks.insert(p.ranks.begin(), p.ranks.end());
+    }
+    slots[concat.getResult()] = {fb::Space::Constant, it->second, 0};
     return success();
   }
   if (auto offsets = dyn_cast<HostPieceOffsetsOp>(op)) {
@@ -437,19 +487,21 @@ flatbuffers::Offset<void> FunctionWriter::conv(HostConvOp op) {
     bias = ref(op.getBias());
   if (op.getResidual())
     residual = ref(op.getResidual());
-  // F32 or BF16: the verifier allows no other.
-  auto dtype = [](Value v) {
+  // F32 or BF16, or F16 or BF16 throughout (a narrow convolution: its
+  // filter's type is the element type): the verifier allows no other.
+  fb::DType element = *dtypeOf(op.getFilter().getType().getElementType());
+  auto dtype = [&](Value v) {
     return v ? *dtypeOf(cast<MemRefType>(v.getType()).getElementType())
-             : fb::DType::F32;
+             : element;
   };
-  return fb::CreateConvDirect(
-             fbb, &in, &filter, &out, &strides, &padding, &dilations,
-             op.getGroups(), op.getRelu(), &input, &weights,
-             op.getBias() ? &bias : nullptr,
-             op.getResidual() ? &residual : nullptr, &output,
-             op.getBlockedInput(), op.getBlockedResidual(),
-             op.getBlockedOutput(), op.getBf16(), dtype(op.getInput()),
-             dtype(op.getResidual()), dtype(op.getOut()))
+  return fb::CreateConvDirect(fbb, &in, &filter, &out, &strides, &padding,
+                              &dilations, op.getGroups(), op.getRelu(), &input,
+                              &weights, op.getBias() ? &bias : nullptr,
+                              op.getResidual() ? &residual : nullptr, &output,
+                              op.getBlockedInput(), op.getBlockedResidual(),
+                              op.getBlockedOutput(), op.getBf16(),
+                              dtype(op.getInput()), dtype(op.getResidual()),
+                              dtype(op.getOut()), element)
       .Union();
 }
 
@@ -801,6 +853,20 @@ FailureOr<std::vector<uint8_t>> mlir::flow::writeExecutable(
           fbb.CreateVector(ranks), fbb.CreateVectorOfStructs(sbp),
           /*device_offsets=*/true,
           within.empty() ? 0 : fbb.CreateVectorOfStructs(within)));
+      continue;
+    }
+    if (!entry.concatParts.empty()) {
+      std::vector<int64_t> shape = entry.type.getShape().vec();
+      auto type = fb::CreateTensorTypeDirect(
+          fbb, *dtypeOf(entry.type.getElementType()), &shape);
+      std::vector<int64_t> ranks;
+      if (!entry.everyRank)
+        ranks.assign(entry.ranks.begin(), entry.ranks.end());
+      auto parts = fbb.CreateVector(entry.concatParts);
+      auto rankVector = ranks.empty() ? 0 : fbb.CreateVector(ranks);
+      constantTables.push_back(fb::CreateConstant(fbb, 0, 0, type, 0, 0,
+                                                  rankVector, 0, false, 0, 0,
+                                                  parts, entry.concatAxis));
       continue;
     }
     if (!entry.parameter.empty()) {

@@ -591,7 +591,46 @@ public:
     return Status::ok();
   }
 
+  /// A narrow (f16 or bf16) convolution, as the CUDA target's emulation
+  /// runs it: its tensors widened to f32, the f32 convolution, the output
+  /// rounded back. (On a GPU cuDNN runs it on tensor cores.)
+  Status narrowConv(const detail::ConvCommand &conv) {
+    bool half = conv.element == DType::F16;
+    auto widen = [&](const BufferRef &ref) {
+      const auto *bits = reinterpret_cast<const uint16_t *>(frame.pointer(ref));
+      std::vector<float> out(ref.size / 2);
+      for (size_t i = 0; i < out.size(); ++i)
+        out[i] = half ? detail::widenF16(bits[i]) : detail::widenBf16(bits[i]);
+      return out;
+    };
+    std::vector<float> input = widen(conv.input), filter = widen(conv.filter),
+                       bias, residual, output(conv.output.size / 2);
+    if (conv.hasBias)
+      bias = widen(conv.bias);
+    if (conv.hasResidual) {
+      residual = widen(conv.residual);
+      // In place: the convolution adds what the output holds.
+      if (conv.residualInPlace)
+        output = residual;
+    }
+    detail::ConvBuffers buffers{
+        input.data(), filter.data(), conv.hasBias ? bias.data() : nullptr,
+        !conv.hasResidual      ? nullptr
+        : conv.residualInPlace ? static_cast<const void *>(output.data())
+                               : residual.data(),
+        output.data()};
+    if (Status s = x.convs.run(conv, buffers, /*filterIsConstant=*/false); !s)
+      return Status::error("function '" + sig.name + "': " + s.message());
+    auto *bits = reinterpret_cast<uint16_t *>(frame.pointer(conv.output));
+    for (size_t i = 0; i < output.size(); ++i)
+      bits[i] =
+          half ? detail::roundToF16(output[i]) : detail::roundToBf16(output[i]);
+    return Status::ok();
+  }
+
   Status conv(const detail::ConvCommand &conv, size_t) override {
+    if (conv.element != DType::F32)
+      return narrowConv(conv);
     auto address = [&](const BufferRef &ref) {
       return static_cast<void *>(frame.pointer(ref));
     };

@@ -261,6 +261,9 @@ Status Checker::verifyConstants() {
     if (entry->device_offsets()) {
       if (Status st = loadDeviceOffsets(entry, i, constant); !st)
         return st;
+    } else if (entry->concat_parts()) {
+      if (Status st = loadParameterConcat(entry, i, constant); !st)
+        return st;
     } else if (const flatbuffers::String *name = entry->parameter()) {
       std::string ctx = "constant " + std::to_string(i);
       if (name->size() == 0 || std::memchr(name->data(), 0, name->size()))
@@ -346,6 +349,59 @@ Status Checker::verifyConstants() {
     }
     impl.constants.push_back(constant);
   }
+  return Status::ok();
+}
+
+/// Parameters joined at bind: earlier parameter constants of one element
+/// type and rank whose shapes differ only along the axis, adding up to
+/// this constant's type; no data of its own.
+Status Checker::loadParameterConcat(const fbs::Constant *entry, size_t index,
+                                    detail::Constant &constant) {
+  std::string ctx =
+      "constant " + std::to_string(index) + " (joined parameters)";
+  if ((entry->data() && entry->data()->size() > 0) || entry->parameter() ||
+      entry->piece_offsets() || entry->piece_of() || entry->piece_sbp())
+    return Status::error(ctx + ": holds data, a parameter or a piece of its "
+                               "own");
+  uint64_t bytes = 0;
+  if (Status st = verifyTensor(entry->type(), ctx, constant.spec, bytes); !st)
+    return st;
+  if (!isAligned(entry->concat_parts()) || !isAligned(entry->ranks()))
+    return misaligned(ctx + ": parts or ranks");
+  const std::vector<int64_t> &shape = constant.spec.shape;
+  int64_t axis = entry->concat_axis();
+  if (axis < 0 || axis >= (int64_t)shape.size())
+    return Status::error(ctx + ": axis " + std::to_string(axis) +
+                         " is outside " + constant.spec.str());
+  int64_t total = 0;
+  for (uint32_t p : *entry->concat_parts()) {
+    if (p >= index || impl.constants[p].parameter.empty())
+      return Status::error(ctx + ": part " + std::to_string(p) +
+                           " is not an earlier parameter");
+    const TensorSpec &part = impl.constants[p].spec;
+    bool fits =
+        part.dtype == constant.spec.dtype && part.shape.size() == shape.size();
+    for (size_t d = 0; fits && d < shape.size(); ++d)
+      fits = (int64_t)d == axis || part.shape[d] == shape[d];
+    if (!fits)
+      return Status::error(ctx + ": part " + part.str() + " does not fit " +
+                           constant.spec.str() + " along axis " +
+                           std::to_string(axis));
+    total += part.shape[axis];
+  }
+  if (total != shape[axis])
+    return Status::error(ctx + ": parts add up to " + std::to_string(total) +
+                         " along axis " + std::to_string(axis) + ", not " +
+                         std::to_string(shape[axis]));
+  constant.concatParts.assign(entry->concat_parts()->begin(),
+                              entry->concat_parts()->end());
+  constant.concatAxis = axis;
+  constant.size = bytes;
+  if (entry->ranks())
+    constant.ranks.assign(entry->ranks()->begin(), entry->ranks()->end());
+  for (int64_t r : constant.ranks)
+    if (r < 0)
+      return Status::error(ctx + ": invalid rank " + std::to_string(r));
   return Status::ok();
 }
 

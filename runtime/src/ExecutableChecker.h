@@ -63,12 +63,12 @@ inline std::string hex(uint64_t v) {
 }
 
 /// FlatBuffers 2 verifies the alignment of a vector's length but not of its
-/// elements; 8-byte elements (longs, BufferRefs) must be aligned to be read.
-/// (The builder does not align empty vectors, which are never read.) The
+/// elements, which must be aligned to be read (longs and BufferRefs to 8, uints
+/// to 4). (The builder does not align empty vectors, which are never read.) The
 /// file is 64-byte aligned in memory, so addresses tell.
 template <typename T> bool isAligned(const flatbuffers::Vector<T> *vector) {
   return !vector || vector->size() == 0 ||
-         reinterpret_cast<uintptr_t>(vector->Data()) % 8 == 0;
+         reinterpret_cast<uintptr_t>(vector->Data()) % alignof(T) == 0;
 }
 
 inline Status misaligned(const std::string &what) {
@@ -173,6 +173,8 @@ private:
                    const fbs::BufferRef *ref, bool writable,
                    detail::BufferRef &out);
   Status bindParameters();
+  Status loadParameterConcat(const fbs::Constant *entry, size_t index,
+                             detail::Constant &constant);
   Status loadKernels();
   /// Each kernel's name and metadata (Impl::kernelNames, kernelMeta).
   Status readKernelMeta(const fbs::Kernel &kernel, const std::string &ctx);

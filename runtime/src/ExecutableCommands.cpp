@@ -538,6 +538,27 @@ Status Checker::verifyConv(const std::string &ctx, const fbs::Conv &cmd,
        !flow::rules::blockable(out.o)))
     return Status::error(ctx + ": a blocked tensor needs a multiple of 16 "
                                "channels");
+  // A narrow convolution: f16 or bf16 throughout, plain NCHW.
+  fbs::DType element = cmd.element_dtype();
+  if (element != fbs::DType::F32) {
+    if (element != fbs::DType::F16 && element != fbs::DType::BF16)
+      return Status::error(ctx + ": element type " +
+                           fbs::EnumNameDType(element) +
+                           "; a convolution runs F32, F16 or BF16");
+    if (out.bf16 || out.blockedInput || out.blockedOutput ||
+        out.blockedResidual)
+      return Status::error(ctx + ": an " +
+                           std::string(fbs::EnumNameDType(element)) +
+                           " convolution is neither blocked nor bf16");
+    for (auto [dtype, name] : {std::pair{cmd.input_dtype(), "input"},
+                               {cmd.residual_dtype(), "residual"},
+                               {cmd.output_dtype(), "output"}})
+      if (dtype != element)
+        return Status::error(ctx + ": the " + name + " holds " +
+                             fbs::EnumNameDType(dtype) + " elements in an " +
+                             fbs::EnumNameDType(element) + " convolution");
+    out.element = element == fbs::DType::F16 ? DType::F16 : DType::BF16;
+  }
   // Element types: f32, or bf16 for a blocked tensor of a bf16 command.
   for (auto [dtype, blocked, name, isBf16] :
        {std::tuple{cmd.input_dtype(), out.blockedInput, "input",
@@ -545,6 +566,8 @@ Status Checker::verifyConv(const std::string &ctx, const fbs::Conv &cmd,
         {cmd.residual_dtype(), out.blockedResidual, "residual",
          &out.residualBf16},
         {cmd.output_dtype(), out.blockedOutput, "output", &out.outputBf16}}) {
+    if (out.element != DType::F32)
+      break;
     *isBf16 = dtype == fbs::DType::BF16;
     if (dtype != fbs::DType::F32 && !(*isBf16 && blocked && out.bf16))
       return Status::error(
@@ -555,9 +578,10 @@ Status Checker::verifyConv(const std::string &ctx, const fbs::Conv &cmd,
   }
   // Bytes of each tensor (all fit: every factor is below 2^31 and the
   // products are checked).
+  bool narrow = out.element != DType::F32;
   auto bytes = [&](std::initializer_list<int64_t> dims, uint64_t &b,
                    bool half = false) {
-    b = half ? 2 : sizeof(float);
+    b = half || narrow ? 2 : sizeof(float);
     for (int64_t d : dims)
       if (!mulOk(b, static_cast<uint64_t>(d), b))
         return false;
@@ -585,7 +609,8 @@ Status Checker::verifyConv(const std::string &ctx, const fbs::Conv &cmd,
         Operand{"filter", cmd.filter(), false, false, filterBytes, out.filter,
                 nullptr},
         Operand{"bias", cmd.bias(), false, true,
-                uint64_t(out.o) * sizeof(float), out.bias, &out.hasBias},
+                uint64_t(out.o) * (narrow ? 2 : sizeof(float)), out.bias,
+                &out.hasBias},
         Operand{"residual", cmd.residual(), false, true, residualBytes,
                 out.residual, &out.hasResidual},
         Operand{"output", cmd.output(), true, false, outBytes, out.output,
@@ -601,10 +626,11 @@ Status Checker::verifyConv(const std::string &ctx, const fbs::Conv &cmd,
                            std::to_string(op.out.size) +
                            " bytes but its shape needs " +
                            std::to_string(op.bytes));
-    if (op.out.offset % sizeof(float))
+    size_t align = narrow ? 2 : sizeof(float);
+    if (op.out.offset % align)
       return Status::error(ctx + ": " + op.name + " offset " +
                            std::to_string(op.out.offset) +
-                           " is not a multiple of 4");
+                           " is not a multiple of " + std::to_string(align));
   }
   if (out.blockedResidual && !out.hasResidual)
     return Status::error(ctx + ": blocked_residual without a residual");

@@ -117,6 +117,9 @@ struct ConvCommand {
   /// here hold bf16 elements (the rest f32).
   bool bf16 = false;
   bool inputBf16 = false, residualBf16 = false, outputBf16 = false;
+  /// F16 or BF16: a narrow convolution, every tensor of that type (plain
+  /// NCHW), products summed in f32. F32: as above.
+  DType element = DType::F32;
   /// The residual is the output's buffer, held alike: the convolution adds
   /// the destination's contents.
   bool residualInPlace = false;
@@ -204,6 +207,11 @@ struct Constant {
   /// The archive's tensor, until the parameter is bound (a parameter of
   /// some devices only is bound by the Session of one of them).
   const SafeTensor *source = nullptr;
+  /// Parameters joined along `concatAxis` (host.parameter_concat): the
+  /// indices of earlier parameter constants, assembled once their bytes
+  /// are bound.
+  std::vector<uint32_t> concatParts;
+  int64_t concatAxis = 0;
 };
 
 } // namespace detail
@@ -213,6 +221,9 @@ namespace detail {
 /// bytes: in place in the mapped archive, or a copy made once (a piece, a
 /// conversion to bf16, or a tensor the archive did not align).
 Status bindParameter(Executable::Impl &impl, Constant &constant);
+/// Assembles the joined parameters whose parts are bound: those every
+/// device reads (`rank` < 0, at load) or device `rank`'s (bindRank).
+Status assembleParameterConcats(Executable::Impl &impl, int64_t rank);
 } // namespace detail
 
 struct Executable::Impl {

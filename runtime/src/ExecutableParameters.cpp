@@ -81,6 +81,54 @@ Status detail::bindParameter(Executable::Impl &impl, Constant &constant) {
   return Status::ok();
 }
 
+Status detail::assembleParameterConcats(Executable::Impl &impl, int64_t rank) {
+  for (detail::Constant &joined : impl.constants) {
+    if (joined.concatParts.empty() || joined.data)
+      continue;
+    bool mine = rank < 0
+                    ? joined.ranks.empty()
+                    : joined.ranks.empty() ||
+                          std::find(joined.ranks.begin(), joined.ranks.end(),
+                                    rank) != joined.ranks.end();
+    if (!mine)
+      continue;
+    bool ready = true;
+    for (uint32_t p : joined.concatParts)
+      ready &= impl.constants[p].data != nullptr;
+    if (!ready) {
+      // A part that is a device's piece is bound by bindRank.
+      if (rank < 0)
+        continue;
+      return Status::error("joined parameters: a part of device " +
+                           std::to_string(rank) + "'s is not bound");
+    }
+    AlignedBuffer copy;
+    if (!copy.allocate(joined.size))
+      return Status::error("out of memory joining parameters (" +
+                           std::to_string(joined.size) + " bytes)");
+    // Each row of the dimensions before the axis holds every part's block
+    // in turn.
+    const std::vector<int64_t> &shape = joined.spec.shape;
+    size_t axis = static_cast<size_t>(joined.concatAxis);
+    size_t outer = 1, inner = dtypeSize(joined.spec.dtype);
+    for (size_t d = 0; d < axis; ++d)
+      outer *= static_cast<size_t>(shape[d]);
+    for (size_t d = axis + 1; d < shape.size(); ++d)
+      inner *= static_cast<size_t>(shape[d]);
+    uint8_t *out = copy.data();
+    for (size_t row = 0; row < outer; ++row)
+      for (uint32_t p : joined.concatParts) {
+        const detail::Constant &part = impl.constants[p];
+        size_t bytes = static_cast<size_t>(part.spec.shape[axis]) * inner;
+        std::memcpy(out, part.data + row * bytes, bytes);
+        out += bytes;
+      }
+    joined.data = copy.data();
+    impl.constantCopies.push_back(std::move(copy));
+  }
+  return Status::ok();
+}
+
 /// Writes the offsets of device `rank`'s piece into a device-offsets
 /// constant (once: an executable binds one device).
 static Status bindDeviceOffsets(Executable::Impl &impl,
@@ -160,14 +208,15 @@ Status Executable::bindRank(int64_t rank) const {
       if (Status s = detail::bindParameter(*impl, constant); !s)
         return s;
   }
-  return Status::ok();
+  return detail::assembleParameterConcats(*impl, rank);
 }
 
 size_t Executable::boundParameterBytes() const {
   std::lock_guard<std::mutex> lock(impl->bindMutex);
   size_t bytes = 0;
   for (const detail::Constant &constant : impl->constants)
-    if (!constant.parameter.empty() && constant.data)
+    if ((!constant.parameter.empty() || !constant.concatParts.empty()) &&
+        constant.data)
       bytes += constant.size;
   return bytes;
 }
@@ -233,5 +282,5 @@ Status Checker::bindParameters() {
                          " parameters the executable needs are missing: " +
                          missing + (numMissing > 8 ? ", ..." : ""));
   impl.parameters = std::move(*archive);
-  return Status::ok();
+  return detail::assembleParameterConcats(impl, -1);
 }

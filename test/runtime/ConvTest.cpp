@@ -525,6 +525,31 @@ TEST(ConvTest, RefusesInconsistentShapes) {
       << error();
   cmd.inputDtype = DType::F32;
   EXPECT_EQ(error(), "");
+  cmd.bf16 = false;
+  // A narrow convolution: every tensor of its element type, 2 bytes each.
+  cmd.element = DType::F16;
+  EXPECT_NE(error().find("the input holds F32 elements in an F16 "
+                         "convolution"),
+            std::string::npos)
+      << error();
+  cmd.inputDtype = cmd.residualDtype = cmd.outputDtype = DType::F16;
+  EXPECT_NE(error().find("input has 768 bytes but its shape needs 384"),
+            std::string::npos)
+      << error();
+  cmd.input = inputRef(0, 3 * 64 * 2);
+  cmd.filter = constantRef(0, 16 * 27 * 2);
+  cmd.output = outputRef(0, 16 * 64 * 2);
+  EXPECT_EQ(error(), "");
+  cmd.blockedOutput = true;
+  EXPECT_NE(error().find("an F16 convolution is neither blocked nor bf16"),
+            std::string::npos)
+      << error();
+  cmd.blockedOutput = false;
+  cmd.element = DType::I64;
+  EXPECT_NE(error().find("element type I64; a convolution runs F32, F16 or "
+                         "BF16"),
+            std::string::npos)
+      << error();
 }
 
 } // namespace

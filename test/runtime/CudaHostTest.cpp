@@ -345,8 +345,8 @@ TEST(CudaHostTest, RefusesCommandsTheDeviceDoesNotRun) {
                            "convolutions GEMMs for CUDA)");
   conv.padTop = 0;
   conv.blockedInput = true;
-  EXPECT_NE(refusal(conv).find("blocked layouts and bf16 convolutions are the "
-                               "CPU library's"),
+  EXPECT_NE(refusal(conv).find("blocked layouts and mixed-precision bf16 "
+                               "convolutions are the CPU library's"),
             std::string::npos);
   // Pools next to convolutions are the CPU library's.
   detail::PoolCommand pool;

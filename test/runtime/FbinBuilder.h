@@ -116,6 +116,8 @@ struct ConvSpec {
   bool bf16 = false;
   DType inputDtype = DType::F32, residualDtype = DType::F32,
         outputDtype = DType::F32;
+  /// F16 or BF16: a narrow convolution (every tensor of that type).
+  DType element = DType::F32;
 };
 
 struct PoolSpec {
@@ -191,6 +193,14 @@ struct DeviceOffsetsSpec {
   std::optional<TypeSpec> type;
 };
 
+/// Parameters joined at bind (host.parameter_concat).
+struct ConcatSpec {
+  TypeSpec type;
+  std::vector<uint32_t> parts;
+  int64_t axis = 0;
+  std::vector<int64_t> ranks;
+};
+
 struct ExecutableSpec {
   uint32_t version = runtime::kExecutableVersion;
   fbs::Target target = fbs::Target::CPU;
@@ -202,6 +212,8 @@ struct ExecutableSpec {
   std::vector<ParameterSpec> parameters;
   /// Constants after `parameters`.
   std::vector<DeviceOffsetsSpec> deviceOffsets;
+  /// Constants after `deviceOffsets`.
+  std::vector<ConcatSpec> concats;
   std::optional<std::string> parameterArchive;
   /// A device mesh; functions with `ranks` are its device programs.
   std::vector<int64_t> mesh;
@@ -307,13 +319,13 @@ inline std::vector<uint8_t> build(const ExecutableSpec &spec) {
             fbs::CreateConvDirect(
                 fbb, &c->inputShape, &c->filterShape, &c->outputShape,
                 &c->strides, &c->padding, &c->dilations, c->groups, c->relu,
-                ref(c->input, in), ref(c->filter, filter),
-                ref(c->bias, bias), ref(c->residual, residual),
-                ref(c->output, out), c->blockedInput, c->blockedResidual,
-                c->blockedOutput, c->bf16,
+                ref(c->input, in), ref(c->filter, filter), ref(c->bias, bias),
+                ref(c->residual, residual), ref(c->output, out),
+                c->blockedInput, c->blockedResidual, c->blockedOutput, c->bf16,
                 static_cast<fbs::DType>(c->inputDtype),
                 static_cast<fbs::DType>(c->residualDtype),
-                static_cast<fbs::DType>(c->outputDtype))
+                static_cast<fbs::DType>(c->outputDtype),
+                static_cast<fbs::DType>(c->element))
                 .Union());
       } else if (const auto *c = std::get_if<PoolSpec>(&command)) {
         fbs::BufferRef in, out;
@@ -430,6 +442,14 @@ inline std::vector<uint8_t> build(const ExecutableSpec &spec) {
         o.ranks.empty() ? 0 : fbb.CreateVector(o.ranks),
         o.sbp.empty() ? 0 : fbb.CreateVectorOfStructs(o.sbp), true,
         o.within.empty() ? 0 : fbb.CreateVectorOfStructs(o.within)));
+  }
+  for (const ConcatSpec &c : spec.concats) {
+    auto type = fbs::CreateTensorTypeDirect(
+        fbb, static_cast<fbs::DType>(c.type.dtype), &c.type.shape);
+    auto parts = fbb.CreateVector(c.parts);
+    auto ranks = c.ranks.empty() ? 0 : fbb.CreateVector(c.ranks);
+    constants.push_back(fbs::CreateConstant(fbb, 0, 0, type, 0, 0, ranks, 0,
+                                            false, 0, 0, parts, c.axis));
   }
   auto constantsVector = fbb.CreateVector(constants);
   flatbuffers::Offset<flatbuffers::String> archive;

@@ -309,3 +309,65 @@ TEST(ParameterTest, ParameterBytesAreNotInTheChecksum) {
   spec.checksum = 1;
   EXPECT_NE(loadError(spec, {}).find("checksum mismatch"), std::string::npos);
 }
+
+/// `forward() -> f32[2,3]`: parameters "w" (f32[2,2]) and "b" (f32[2], read
+/// as f32[2,1]) joined along columns once at bind, copied to the output.
+static ExecutableSpec joinedSpec(const std::string &archivePath) {
+  ExecutableSpec spec;
+  spec.parameters = {{"w", {DType::F32, {2, 2}}}, {"b", {DType::F32, {2}}}};
+  spec.parameterArchive = archivePath;
+  FunctionSpec f;
+  f.name = "forward";
+  f.outputs = {{DType::F32, {2, 3}}};
+  f.commands = {CopySpec{constantRef(2, 24), outputRef(0, 24)}};
+  spec.functions.push_back(f);
+  return spec;
+}
+
+TEST(ParameterTest, JoinsParametersOnceAtBind) {
+  TempFile file(
+      "joined.safetensors",
+      archive(R"({"w":{"dtype":"F32","shape":[2,2],"data_offsets":[0,16]},)"
+              R"("b":{"dtype":"F32","shape":[2,1],"data_offsets":[16,24]}})",
+              floats({1, 2, 3, 4, 5, 6})));
+  ExecutableSpec spec = joinedSpec(file.path);
+  spec.parameters[1].type = {DType::F32, {2, 1}};
+  spec.concats = {{{DType::F32, {2, 3}}, {0, 1}, 1}};
+  auto exe = Executable::loadBytes(build(spec));
+  ASSERT_TRUE(exe) << exe.status().message();
+  auto session = Session::create(std::move(*exe), RuntimeOptions{1});
+  ASSERT_TRUE(session);
+  auto out = (*session)->run("forward", {});
+  ASSERT_TRUE(out) << out.status().message();
+  float y[6];
+  std::memcpy(y, (*out)[0].data.data(), 24);
+  EXPECT_EQ(std::vector<float>(y, y + 6),
+            (std::vector<float>{1, 2, 5, 3, 4, 6}));
+
+  // Joins that do not add up are refused by name.
+  LoadOptions none;
+  ExecutableSpec wide = spec;
+  wide.concats[0].type = {DType::F32, {2, 4}};
+  EXPECT_EQ(loadError(wide, none),
+            "constant 2 (joined parameters): parts add up to 3 along axis 1, "
+            "not 4");
+  ExecutableSpec rows = spec;
+  rows.concats[0].axis = 0;
+  EXPECT_EQ(loadError(rows, none),
+            "constant 2 (joined parameters): part f32[2,2] does not fit "
+            "f32[2,3] along axis 0");
+  ExecutableSpec axis = spec;
+  axis.concats[0].axis = 2;
+  EXPECT_EQ(loadError(axis, none),
+            "constant 2 (joined parameters): axis 2 is outside f32[2,3]");
+  ExecutableSpec later = spec;
+  later.concats[0].parts = {0, 2};
+  EXPECT_EQ(loadError(later, none),
+            "constant 2 (joined parameters): part 2 is not an earlier "
+            "parameter");
+  ExecutableSpec typed = spec;
+  typed.concats[0].type = {DType::I32, {2, 3}};
+  EXPECT_EQ(loadError(typed, none),
+            "constant 2 (joined parameters): part f32[2,2] does not fit "
+            "i32[2,3] along axis 1");
+}

@@ -89,7 +89,11 @@ def FormDispatchRegionsPass
            "type or f32 are library GEMMs too">,
     Option<"libraryConv", "library-conv", "bool", /*default=*/"false",
            "Leave f32 flow.conv2d in the host schedule for a library "
-           "convolution">
+           "convolution">,
+    Option<"narrowLibraryConv", "narrow-library-conv", "bool",
+           /*default=*/"false",
+           "With library-conv, f16 and bf16 flow.conv2d are library "
+           "convolutions too">
   ];
   let statistics = [
     Statistic<"numRegions", "regions", "Number of dispatch regions formed">,

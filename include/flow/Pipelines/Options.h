@@ -52,6 +52,9 @@ struct CompileOptions {
   /// Fuse ops into kernels (flow-form-dispatch-regions); false keeps one op
   /// per kernel.
   bool fusion = true;
+  /// Join matrix products of one input by parameter weights into one GEMM
+  /// (flow-fuse-sibling-matmuls).
+  bool siblingMatmuls = true;
   /// "f32", or "bf16": matrix products (convolutions included) read bf16
   /// operands and sum in f32 (flow-matmuls-to-bf16); the rest stays f32.
   std::string precision = "f32";

@@ -136,13 +136,14 @@ void registerCompilerPasses();
 /// Registers the phase pipelines by name, for flow-opt (idempotent):
 /// flow-place-pipeline,
 /// flow-graph-pipeline{fusion library-matmul library-conv max-columns-bytes
-/// bf16 narrow-library-matmul symmetric-conv-library}, flow-host-pipeline{in-place gemm-epilogues
+/// bf16 narrow-library-matmul symmetric-conv-library sibling-matmuls
+/// narrow-library-conv}, flow-host-pipeline{in-place gemm-epilogues
 /// conv-epilogues bf16-convs blocked-conv-layouts library-gemm-epilogues
 /// allow-tf32 overlap-collectives}, flow-kernel-linalg-pipeline,
 /// flow-kernel-bufferize-pipeline,
-/// flow-kernel-cpu-llvm-pipeline{expand-bf16}. The kernel pipelines run on a module of
-/// kernels (what `--compile-to=host` prints after its host schedules, and
-/// what each later phase prints).
+/// flow-kernel-cpu-llvm-pipeline{expand-bf16}. The kernel pipelines run on a
+/// module of kernels (what `--compile-to=host` prints after its host schedules,
+/// and what each later phase prints).
 void registerCompilerPipelines();
 
 struct GraphPipelineOptions {
@@ -161,6 +162,12 @@ struct GraphPipelineOptions {
   /// (Target::convolutionLibraryNeedsSymmetricPadding), so convolutions
   /// padded otherwise become im2col and a GEMM.
   bool symmetricConvLibrary = false;
+  /// Join matrix products of one input by parameter weights into one
+  /// (flow-fuse-sibling-matmuls).
+  bool siblingMatmuls = true;
+  /// With libraryConv: f16 and bf16 convolutions stay flow.conv2d for the
+  /// library too (Target::hasNarrowConvolutionLibrary).
+  bool narrowLibraryConv = false;
 };
 struct HostPipelineOptions {
   bool inPlace = false;

@@ -98,6 +98,10 @@ public:
   /// and bf16 x bf16, summed in f32, into their own type or f32); without
   /// it only f32 and bf16-into-f32 products are library GEMMs.
   virtual bool hasNarrowGemmLibrary() const = 0;
+  /// Whether the convolution library also runs f16 and bf16 convolutions
+  /// (every tensor of the element type, summed in f32: cuDNN's tensor
+  /// cores); without it they become im2col and a GEMM, or kernels.
+  virtual bool hasNarrowConvolutionLibrary() const { return false; }
   /// The phases after `linalg`, in order.
   virtual std::vector<KernelPhase>
   getKernelPhases(const TargetOptions &options) const = 0;

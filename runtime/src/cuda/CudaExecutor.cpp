@@ -607,6 +607,13 @@ Status CudaExecutor::prepareConv(const detail::ConvCommand &cmd,
   c.plan = *plan;
   auto dim = [](int64_t v) { return static_cast<int>(v); };
   auto ok = [&](cudnnStatus_t status) { return dnn->check(status, ctx); };
+  // f16 and bf16 tensors (the bias too) summed in f32 on tensor cores; f32
+  // products stay f32 (no TF32).
+  cudnnDataType_t type = cmd.element == DType::F16    ? CUDNN_DATA_HALF
+                         : cmd.element == DType::BF16 ? CUDNN_DATA_BFLOAT16
+                                                      : CUDNN_DATA_FLOAT;
+  cudnnMathType_t math =
+      cmd.element == DType::F32 ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH;
   if (Status s = ok(dnn->cudnnCreateTensorDescriptor(&c.x)); !s)
     return s;
   if (Status s = ok(dnn->cudnnCreateTensorDescriptor(&c.y)); !s)
@@ -620,24 +627,23 @@ Status CudaExecutor::prepareConv(const detail::ConvCommand &cmd,
   if (Status s = ok(dnn->cudnnCreateActivationDescriptor(&c.act)); !s)
     return s;
   for (Status s :
-       {ok(dnn->cudnnSetTensor4dDescriptor(c.x, CUDNN_TENSOR_NCHW,
-                                           CUDNN_DATA_FLOAT, dim(cmd.n),
-                                           dim(cmd.c), dim(cmd.h), dim(cmd.w))),
-        ok(dnn->cudnnSetTensor4dDescriptor(
-            c.y, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, dim(cmd.n), dim(cmd.o),
-            dim(cmd.oh), dim(cmd.ow))),
-        ok(dnn->cudnnSetTensor4dDescriptor(
-            c.bias, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1, dim(cmd.o), 1, 1)),
-        ok(dnn->cudnnSetFilter4dDescriptor(
-            c.w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, dim(cmd.o),
-            dim(cmd.c / cmd.groups), dim(cmd.kh), dim(cmd.kw))),
+       {ok(dnn->cudnnSetTensor4dDescriptor(c.x, CUDNN_TENSOR_NCHW, type,
+                                           dim(cmd.n), dim(cmd.c), dim(cmd.h),
+                                           dim(cmd.w))),
+        ok(dnn->cudnnSetTensor4dDescriptor(c.y, CUDNN_TENSOR_NCHW, type,
+                                           dim(cmd.n), dim(cmd.o), dim(cmd.oh),
+                                           dim(cmd.ow))),
+        ok(dnn->cudnnSetTensor4dDescriptor(c.bias, CUDNN_TENSOR_NCHW, type, 1,
+                                           dim(cmd.o), 1, 1)),
+        ok(dnn->cudnnSetFilter4dDescriptor(c.w, type, CUDNN_TENSOR_NCHW,
+                                           dim(cmd.o), dim(cmd.c / cmd.groups),
+                                           dim(cmd.kh), dim(cmd.kw))),
         ok(dnn->cudnnSetConvolution2dDescriptor(
             c.conv, c.plan.padH, c.plan.padW, dim(cmd.strideH),
             dim(cmd.strideW), dim(cmd.dilationH), dim(cmd.dilationW),
             CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT)),
         ok(dnn->cudnnSetConvolutionGroupCount(c.conv, dim(cmd.groups))),
-        // f32 products stay f32: no TF32 tensor-core math.
-        ok(dnn->cudnnSetConvolutionMathType(c.conv, CUDNN_FMA_MATH)),
+        ok(dnn->cudnnSetConvolutionMathType(c.conv, math)),
         ok(dnn->cudnnSetActivationDescriptor(c.act, CUDNN_ACTIVATION_RELU,
                                              CUDNN_PROPAGATE_NAN, 0.0))})
     if (!s)
@@ -663,7 +669,7 @@ Status CudaExecutor::prepareConv(const detail::ConvCommand &cmd,
                          " MiB of workspace");
   if (c.plan.zeroBias) {
     StatusOr<DeviceMemory> zeros = device.allocate(
-        uint64_t(cmd.o) * sizeof(float), "a convolution's zero bias");
+        uint64_t(cmd.o) * dtypeSize(cmd.element), "a convolution's zero bias");
     if (!zeros)
       return zeros.status();
     c.zeros = std::move(*zeros);

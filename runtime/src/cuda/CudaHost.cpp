@@ -294,8 +294,9 @@ StatusOr<ConvPlan> cuda::planConv(const detail::ConvCommand &cmd) {
         "compiler makes such convolutions GEMMs for CUDA)");
   if (cmd.blockedInput || cmd.blockedResidual || cmd.blockedOutput ||
       cmd.bf16)
-    return Status::error("blocked layouts and bf16 convolutions are the CPU "
-                         "library's; the CUDA device runs NCHW f32 ones");
+    return Status::error("blocked layouts and mixed-precision bf16 "
+                         "convolutions are the CPU library's; the CUDA "
+                         "device runs NCHW f32, f16 and bf16 ones");
   ConvPlan plan;
   plan.fused = cmd.relu;
   plan.residualWeight = cmd.hasResidual ? 1.0f : 0.0f;

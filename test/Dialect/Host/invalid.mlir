@@ -248,9 +248,18 @@ func.func @conv_groups(%x: memref<1x8x4x4xf32>, %w: memref<16x8x1x1xf32>, %o: me
 
 // -----
 
-func.func @conv_f16(%x: memref<1x8x4x4xf16>, %w: memref<16x8x1x1xf16>, %o: memref<1x16x4x4xf16>) {
-  // expected-error @+1 {{runs f32 convolutions (a bf16 one may keep its blocked buffers in bf16), got 'memref<1x8x4x4xf16>'}}
-  host.conv %x, %w -> %o strides = [1, 1] padding = [0, 0, 0, 0] dilations = [1, 1] groups = 1 : memref<1x8x4x4xf16>, memref<16x8x1x1xf16> -> memref<1x16x4x4xf16>
+// An f16 convolution is f16 throughout (its bias too).
+func.func @conv_f16(%x: memref<1x8x4x4xf16>, %w: memref<16x8x1x1xf16>, %b: memref<16xf32>, %o: memref<1x16x4x4xf16>) {
+  // expected-error @+1 {{runs f32 convolutions (a bf16 one may keep its blocked buffers in bf16), or f16 or bf16 ones on operands of that type only, got 'memref<16xf32>'}}
+  host.conv %x, %w bias(%b : memref<16xf32>) -> %o strides = [1, 1] padding = [0, 0, 0, 0] dilations = [1, 1] groups = 1 : memref<1x8x4x4xf16>, memref<16x8x1x1xf16> -> memref<1x16x4x4xf16>
+  return
+}
+
+// -----
+
+func.func @conv_f16_blocked(%x: memref<1x16x4x4xf16>, %w: memref<16x16x1x1xf16>, %o: memref<1x16x4x4xf16>) {
+  // expected-error @+1 {{a narrow ('f16') convolution is neither blocked nor bf16}}
+  host.conv %x, %w -> %o strides = [1, 1] padding = [0, 0, 0, 0] dilations = [1, 1] groups = 1 {blocked_input} : memref<1x16x4x4xf16>, memref<16x16x1x1xf16> -> memref<1x16x4x4xf16>
   return
 }
 
@@ -282,7 +291,7 @@ func.func @conv_bias(%x: memref<1x8x4x4xf32>, %w: memref<16x8x1x1xf32>, %b: memr
 
 // bf16 storage is for the blocked buffers of a bf16 convolution only.
 func.func @conv_bf16_plain(%x: memref<1x16x4x4xbf16>, %w: memref<16x16x1x1xf32>, %o: memref<1x16x4x4xf32>) {
-  // expected-error @+1 {{runs f32 convolutions (a bf16 one may keep its blocked buffers in bf16), got 'memref<1x16x4x4xbf16>'}}
+  // expected-error @+1 {{runs f32 convolutions (a bf16 one may keep its blocked buffers in bf16), or f16 or bf16 ones on operands of that type only, got 'memref<1x16x4x4xbf16>'}}
   host.conv %x, %w -> %o strides = [1, 1] padding = [0, 0, 0, 0] dilations = [1, 1] groups = 1 {bf16} : memref<1x16x4x4xbf16>, memref<16x16x1x1xf32> -> memref<1x16x4x4xf32>
   return
 }
@@ -290,7 +299,7 @@ func.func @conv_bf16_plain(%x: memref<1x16x4x4xbf16>, %w: memref<16x16x1x1xf32>,
 // -----
 
 func.func @conv_bf16_buffer_f32_conv(%x: memref<1x16x4x4xbf16>, %w: memref<16x16x1x1xf32>, %o: memref<1x16x4x4xf32>) {
-  // expected-error @+1 {{runs f32 convolutions (a bf16 one may keep its blocked buffers in bf16), got 'memref<1x16x4x4xbf16>'}}
+  // expected-error @+1 {{runs f32 convolutions (a bf16 one may keep its blocked buffers in bf16), or f16 or bf16 ones on operands of that type only, got 'memref<1x16x4x4xbf16>'}}
   host.conv %x, %w -> %o strides = [1, 1] padding = [0, 0, 0, 0] dilations = [1, 1] groups = 1 {blocked_input} : memref<1x16x4x4xbf16>, memref<16x16x1x1xf32> -> memref<1x16x4x4xf32>
   return
 }
@@ -298,7 +307,8 @@ func.func @conv_bf16_buffer_f32_conv(%x: memref<1x16x4x4xbf16>, %w: memref<16x16
 // -----
 
 func.func @conv_bf16_filter(%x: memref<1x16x4x4xbf16>, %w: memref<16x16x1x1xbf16>, %o: memref<1x16x4x4xf32>) {
-  // expected-error @+1 {{runs f32 convolutions (a bf16 one may keep its blocked buffers in bf16), got 'memref<16x16x1x1xbf16>'}}
+  // A bf16 filter makes a narrow convolution, which is neither.
+  // expected-error @+1 {{a narrow ('bf16') convolution is neither blocked nor bf16}}
   host.conv %x, %w -> %o strides = [1, 1] padding = [0, 0, 0, 0] dilations = [1, 1] groups = 1 {bf16, blocked_input} : memref<1x16x4x4xbf16>, memref<16x16x1x1xbf16> -> memref<1x16x4x4xf32>
   return
 }

@@ -133,6 +133,14 @@ mlir::flow::opsupport::verifySbpPiece(Operation *op, SbpAttr sbp,
   return success();
 }
 
+bool mlir::flow::isParameterConcat(Operation *op) {
+  auto concat = dyn_cast_or_null<ConcatOp>(op);
+  return concat && !concat.getInputs().empty() &&
+         llvm::all_of(concat.getInputs(), [](Value v) {
+           return v.getDefiningOp<ParameterOp>() != nullptr;
+         });
+}
+
 ParameterOp mlir::flow::createParameterPiece(OpBuilder &b, Location loc,
                                              ParameterOp parameter,
                                              ArrayRef<int64_t> starts,

@@ -148,8 +148,12 @@ struct ConvToGemmPass : flow::impl::ConvToGemmPassBase<ConvToGemmPass> {
       ArrayRef<int64_t> pad = conv.getPadding(); // top, left, bottom, right
       bool symmetric = pad[0] == pad[2] && pad[1] == pad[3];
       Type element = cast<RankedTensorType>(conv.getType()).getElementType();
-      if ((element.isF32() && !(onlyAsymmetric && symmetric)) ||
-          (narrow && (element.isF16() || element.isBF16())))
+      bool half = element.isF16() || element.isBF16();
+      // What the convolution library runs stays, unless it is padded
+      // asymmetrically and the library takes symmetric padding only.
+      bool library = element.isF32() || (half && narrowLibrary);
+      bool rewritten = element.isF32() || (half && narrow);
+      if (rewritten && !(library && onlyAsymmetric && symmetric))
         convs.push_back(conv);
     });
     for (Conv2dOp conv : convs) {

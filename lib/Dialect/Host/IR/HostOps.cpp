@@ -66,6 +66,34 @@ LogicalResult HostParameterOp::verify() {
   return verifyIdentityLayout(*this, getType());
 }
 
+LogicalResult HostParameterConcatOp::verify() {
+  MemRefType type = getType();
+  int64_t axis = getAxis();
+  if (getParts().empty())
+    return emitOpError() << "needs at least one part";
+  if (axis < 0 || axis >= type.getRank())
+    return emitOpError() << "axis " << axis << " is outside a rank-"
+                         << type.getRank() << " buffer";
+  int64_t total = 0;
+  for (Value part : getParts()) {
+    if (!part.getDefiningOp<HostParameterOp>())
+      return emitOpError() << "joins host.parameter buffers only";
+    auto partType = cast<MemRefType>(part.getType());
+    bool fits = partType.getElementType() == type.getElementType() &&
+                partType.getRank() == type.getRank();
+    for (int64_t d = 0; fits && d < type.getRank(); ++d)
+      fits = d == axis || partType.getDimSize(d) == type.getDimSize(d);
+    if (!fits)
+      return emitOpError() << "part " << partType << " does not fit " << type
+                           << " along axis " << axis;
+    total += partType.getDimSize(axis);
+  }
+  if (total != type.getDimSize(axis))
+    return emitOpError() << "parts add up to " << total << " along axis "
+                         << axis << ", not " << type.getDimSize(axis);
+  return verifyIdentityLayout(*this, type);
+}
+
 LogicalResult HostPieceOffsetsOp::verify() {
   if (failed(verifyPieceOffsets(*this, getSbp(), getWithinAttr(), getOf(),
                                 getType())))
@@ -210,18 +238,31 @@ LogicalResult HostConvOp::verify() {
   MemRefType x = getInput().getType(), w = getFilter().getType(),
              out = getOut().getType();
   // Every operand is f32, except that a bf16 convolution's blocked buffers
-  // (only convolutions see them) may hold bf16.
+  // (only convolutions see them) may hold bf16; or every operand is f16,
+  // or every one bf16 (a narrow convolution, NCHW, summed in f32).
   auto storedAsBf16 = [&](Value v) {
     return getBf16() && ((v == getInput() && getBlockedInput()) ||
                          (v == getResidual() && getBlockedResidual()) ||
                          (v == getOut() && getBlockedOutput()));
   };
+  // The filter says which: a bf16 convolution's is f32.
+  Type narrow = w.getElementType();
+  if (narrow.isF16() || narrow.isBF16()) {
+    if (getBf16() || getBlockedInput() || getBlockedResidual() ||
+        getBlockedOutput())
+      return emitOpError() << "a narrow (" << narrow
+                           << ") convolution is neither blocked nor bf16";
+  } else {
+    narrow = Type();
+  }
   for (Value v : getOperands()) {
     Type elt = cast<MemRefType>(v.getType()).getElementType();
-    if (!elt.isF32() && !(elt.isBF16() && storedAsBf16(v)))
+    if (narrow ? elt != narrow
+               : !elt.isF32() && !(elt.isBF16() && storedAsBf16(v)))
       return emitOpError()
              << "runs f32 convolutions (a bf16 one may keep its blocked "
-                "buffers in bf16), got "
+                "buffers in bf16), or f16 or bf16 ones on operands of that "
+                "type only, got "
              << v.getType();
     if (failed(verifyIdentityLayout(*this, v.getType())))
       return failure();

@@ -98,8 +98,10 @@ LogicalResult ScheduleBuilder::command(OpBuilder &b, Operation &op) {
                        GemmActivation::none,
                        /*allow_tf32=*/allowTf32 && operandType.isF32());
   } else if (auto conv = dyn_cast<Conv2dOp>(op)) {
-    if (!conv.getType().getElementType().isF32())
-      return op.emitError("the host's library convolution runs f32; this ")
+    Type elt = conv.getType().getElementType();
+    if (!elt.isF32() && !elt.isF16() && !elt.isBF16())
+      return op.emitError("the host's library convolution runs f32, f16 "
+                          "and bf16; this ")
              << conv.getType() << " convolution belongs in a kernel";
     Value bias = conv.getBias() ? in(conv.getBias()) : Value();
     HostConvOp::create(b, loc, in(conv.getInput()), in(conv.getWeight()), bias,
@@ -109,7 +111,7 @@ LogicalResult ScheduleBuilder::command(OpBuilder &b, Operation &op) {
                        /*blocked_input=*/UnitAttr(),
                        /*blocked_residual=*/UnitAttr(),
                        /*blocked_output=*/UnitAttr(),
-                       bf16Convs ? b.getUnitAttr() : UnitAttr());
+                       bf16Convs && elt.isF32() ? b.getUnitAttr() : UnitAttr());
   } else {
     MLIRContext *ctx = op.getContext();
     auto i64 = [&](int64_t v) {
@@ -212,6 +214,14 @@ LogicalResult ScheduleBuilder::build() {
                                       p.getNameAttr(), p.getPieceOffsetsAttr(),
                                       p.getPieceOfAttr(), p.getPieceSbpAttr(),
                                       p.getPieceSbpOfAttr()));
+    } else if (isParameterConcat(&op)) {
+      auto concat = cast<ConcatOp>(op);
+      SmallVector<Value> parts;
+      for (Value input : concat.getInputs())
+        parts.push_back(map.lookup(input));
+      map.map(concat.getResult(), HostParameterConcatOp::create(
+                                      b, loc, bufferType(concat.getType()),
+                                      parts, concat.getAxisAttr()));
     } else if (auto o = dyn_cast<PieceOffsetsOp>(op)) {
       map.map(o.getResult(), HostPieceOffsetsOp::create(
                                  b, loc, bufferType(o.getType()), o.getSbp(),
@@ -222,8 +232,7 @@ LogicalResult ScheduleBuilder::build() {
                                  map.lookup(r.getOperand())));
     } else if (auto a = dyn_cast<AnnotateOp>(op)) {
       map.map(a.getResult(), map.lookup(a.getInput()));
-    } else if (isa<AllReduceOp, AllGatherOp, ReduceScatterOp, AllToAllOp>(
-                   op) &&
+    } else if (isa<AllReduceOp, AllGatherOp, ReduceScatterOp, AllToAllOp>(op) &&
                !func->hasAttr(FlowDialect::getRanksAttrName())) {
       op.emitError("'")
           << op.getName()

@@ -132,7 +132,7 @@ struct OverlapCollectivesPass
         // A buffer op (no effects beyond naming a buffer) moves with it.
         if (isHostCommand(p) || p->getNumRegions() != 0 ||
             !isa<HostAllocOp, HostViewOp, HostConstantOp, HostParameterOp,
-                 HostPieceOffsetsOp>(p)) {
+                 HostParameterConcatOp, HostPieceOffsetsOp>(p)) {
           stop = p;
           break;
         }

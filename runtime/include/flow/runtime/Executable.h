@@ -30,7 +30,7 @@ namespace flow {
 namespace runtime {
 
 /// The format version this runtime reads.
-constexpr uint32_t kExecutableVersion = 13;
+constexpr uint32_t kExecutableVersion = 14;
 
 /// The largest tensor, arena or constant the runtime accepts (64 GiB): a
 /// larger size is taken for a corrupt file rather than attempted.
@@ -177,8 +177,8 @@ public:
   /// read in this process.
   Status bindRank(int64_t rank) const;
 
-  /// Bytes of parameters bound in this process (pieces and whole weights;
-  /// ones read in place from the mapped archive included).
+  /// Bytes of parameters bound in this process (pieces, whole weights and
+  /// joined ones; those read in place from the mapped archive included).
   size_t boundParameterBytes() const;
 
   /// The names of the functions, in file order.

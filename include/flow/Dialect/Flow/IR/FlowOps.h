@@ -43,6 +43,10 @@ broadcastShapes(ArrayRef<ArrayRef<int64_t>> shapes,
 /// element depends on its position and the broadcast scalar operands).
 bool isElementwise(Operation *op);
 
+/// True for a `flow.concat` whose inputs are all parameters: the runtime
+/// joins it once, when it binds the executable (host.parameter_concat), so
+/// it stays on the host like the parameters themselves.
+bool isParameterConcat(Operation *op);
 
 /// The block of `parameter` (a parameter, or a piece of one) at `starts`
 /// with `type`'s shape, as a piece of the same archive tensor.

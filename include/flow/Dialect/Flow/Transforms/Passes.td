@@ -354,6 +354,42 @@ def MatmulsToBf16Pass : Pass<"flow-matmuls-to-bf16", "func::FuncOp"> {
   let dependentDialects = ["::mlir::flow::FlowDialect"];
 }
 
+def FuseSiblingMatmulsPass
+    : Pass<"flow-fuse-sibling-matmuls", "func::FuncOp"> {
+  let summary = "Joins matrix products of one input by weights of the "
+                "parameter archive into one";
+  let description = [{
+    Matrix products that read the same `lhs` with 2-D weights of the
+    parameter archive (the query, key and value projections of attention;
+    the gate and up projections of a gated MLP) become one product with the
+    weights concatenated along their output axis, and a slice of its result
+    for each. The weights are joined once, when the runtime binds the
+    executable (a `flow.concat` of parameters stays on the host and becomes
+    one constant), so each call runs one GEMM of n = n1 + n2 + ... instead
+    of several smaller ones: fewer launches on a GPU, wider panels on a CPU.
+
+    Products join when they share `lhs`, `transpose_lhs`, `transpose_rhs`,
+    `accumulate_f32` and element types, their weights are parameters (or
+    pieces of them) of one rank-2 shape up to the output axis, and they are
+    in one block.
+
+    ```mlir
+    %q = flow.matmul %x, %wq : (tensor<8x64xf32>, tensor<64x64xf32>) -> tensor<8x64xf32>
+    %k = flow.matmul %x, %wk : (tensor<8x64xf32>, tensor<64x64xf32>) -> tensor<8x64xf32>
+    // becomes
+    %w = flow.concat %wq, %wk axis = 1 : (tensor<64x64xf32>, tensor<64x64xf32>) -> tensor<64x128xf32>
+    %qk = flow.matmul %x, %w : (tensor<8x64xf32>, tensor<64x128xf32>) -> tensor<8x128xf32>
+    %q = flow.slice %qk starts = [0, 0] limits = [8, 64] strides = [1, 1] : tensor<8x128xf32> -> tensor<8x64xf32>
+    %k = flow.slice %qk starts = [0, 64] limits = [8, 128] strides = [1, 1] : tensor<8x128xf32> -> tensor<8x64xf32>
+    ```
+  }];
+  let statistics = [
+    Statistic<"numJoined", "joined", "Number of matrix products joined into "
+              "another">
+  ];
+  let dependentDialects = ["::mlir::flow::FlowDialect"];
+}
+
 def ConvToGemmPass : Pass<"flow-conv-to-gemm", "func::FuncOp"> {
   let summary = "Rewrites f32 convolutions as im2col and a matrix product";
   let description = [{
@@ -376,7 +412,9 @@ def ConvToGemmPass : Pass<"flow-conv-to-gemm", "func::FuncOp"> {
     padding per dimension) only convolutions padded differently on the two
     sides of a dimension are rewritten; the rest stay `flow.conv2d` for the
     library. With `narrow` (targets whose GEMM library runs f16 and bf16
-    products, summed in f32) f16 and bf16 convolutions are rewritten too.
+    products, summed in f32) f16 and bf16 convolutions are rewritten too;
+    with `narrow-library` as well (a convolution library that runs them)
+    only those padded asymmetrically.
 
     ```mlir
     %y = flow.conv2d %x, %w strides = [1, 1] padding = [1, 1, 1, 1]
@@ -399,8 +437,12 @@ def ConvToGemmPass : Pass<"flow-conv-to-gemm", "func::FuncOp"> {
            "two sides of a dimension (the rest stay for a library that "
            "takes symmetric padding only, such as cuDNN)">,
     Option<"narrow", "narrow", "bool", /*default=*/"false",
-           "Rewrite f16 and bf16 convolutions too (whatever their padding), "
-           "for a GEMM library that runs f16 and bf16 products">
+           "Rewrite f16 and bf16 convolutions too, for a GEMM library that "
+           "runs f16 and bf16 products (whatever their padding, unless "
+           "narrow-library)">,
+    Option<"narrowLibrary", "narrow-library", "bool", /*default=*/"false",
+           "With only-asymmetric, f16 and bf16 convolutions padded "
+           "symmetrically stay for the library too (cuDNN runs them)">
   ];
   let statistics = [
     Statistic<"numConvs", "convolutions", "Number of convolutions rewritten">,

@@ -118,6 +118,28 @@ def Flow_HostPieceOffsetsOp : Flow_HostOp<"piece_offsets", [Pure]> {
   let hasVerifier = 1;
 }
 
+def Flow_HostParameterConcatOp : Flow_HostOp<"parameter_concat", [Pure]> {
+  let summary = "parameters joined along one axis, once, at bind";
+  let description = [{
+    The `host.parameter` buffers `parts` concatenated along `axis` (every
+    other dimension equal), assembled once by the runtime when it binds the
+    executable (after the parts) and read in place afterwards: the weight
+    of products joined by `flow-fuse-sibling-matmuls`. Nothing writes to it.
+
+    ```mlir
+    %wq = host.parameter "q.weight" : memref<64x64xf32>
+    %wk = host.parameter "k.weight" : memref<64x64xf32>
+    %w = host.parameter_concat %wq, %wk axis = 1 : memref<64x64xf32>, memref<64x64xf32> -> memref<64x128xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<Flow_HostBuffer>:$parts, I64Attr:$axis);
+  let results = (outs Flow_HostBuffer:$result);
+  let assemblyFormat = [{
+    $parts `axis` `=` $axis attr-dict `:` type($parts) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
 def Flow_HostAllocOp : Flow_HostOp<"alloc", [
     MemoryEffects<[MemAlloc<DefaultResource>]>]> {
   let summary = "a transient buffer, not yet placed";
