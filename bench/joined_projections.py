@@ -1,6 +1,7 @@
 """Products of one input by several weights joined into one GEMM
-(flow-fuse-sibling-matmuls, the default): Flow with the join, Flow without
-it (--sibling-matmuls=false) and PyTorch eager, same machine, same threads.
+(flow-fuse-sibling-matmuls, --sibling-matmuls=true; off by default): Flow
+with the join, Flow without it and PyTorch eager, same machine, same
+threads.
 
     python bench/joined_projections.py [--threads 2] [--repeats 5]
 
@@ -9,7 +10,11 @@ sequence 128; q, k and v join) at batch 1 and 8, and a LLaMA-style decoder
 MLP (hidden 2048, 5632 intermediate; gate and up join) on 1 and 32 tokens.
 Latency is the median over `repeats` rounds of each round's median per-call
 time, every engine once per round in turn. Ratios are apart / joined (> 1:
-the join is faster) and eager / joined.
+the join is faster) and eager / joined. Parameter MB is what the
+executable binds (compiled.module.parameter_bytes): weights read in place
+from the archive and the joined copies made at load; a part read in place
+is released once copied (its pages are dropped, read back only if another
+command reads it).
 """
 
 import argparse
@@ -49,13 +54,15 @@ def mlp(tokens):
     return GatedMlp().eval(), (torch.randn(1, tokens, 2048),)
 
 
-CASES = [("BERT-base s128 b1", bert, 1), ("BERT-base s128 b8", bert, 8),
+CASES_ALL = [("BERT-base s128 b1", bert, 1), ("BERT-base s128 b8", bert, 8),
          ("gated MLP 2048x5632, 1 token", mlp, 1),
          ("gated MLP 2048x5632, 32 tokens", mlp, 32)]
 
 
 def main():
     parser = argparse.ArgumentParser()
+    parser.add_argument("--cases", default="",
+                        help="comma-separated case numbers (default: all)")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--iterations", type=int, default=10)
@@ -63,16 +70,19 @@ def main():
     torch.set_num_threads(args.threads)
     warnings.filterwarnings("ignore")
     rows = []
-    for label, make, size in CASES:
+    cases = CASES_ALL if not args.cases else [
+        CASES_ALL[int(i)] for i in args.cases.split(",")]
+    for label, make, size in cases:
         torch.manual_seed(0)
         model, inputs = make(size)
         with tempfile.TemporaryDirectory() as tmp:
-            runners = {}
+            runners, memory = {}, {}
             for name, joined in (("joined", True), ("apart", False)):
                 compiled = flow.compile(
                     model, inputs, threads=args.threads,
                     sibling_matmuls=joined,
                     parameters=os.path.join(tmp, f"{name}.safetensors"))
+                memory[name] = compiled.module.parameter_bytes / 2**20
                 runners[name] = (lambda c: lambda: c(*inputs))(compiled)
 
             def eager():
@@ -84,6 +94,7 @@ def main():
                 for name, fn in runners.items():
                     samples[name].append(median_ms(fn, args.iterations, 2))
             row = {name: statistics.median(v) for name, v in samples.items()}
+            row.update({f"{name}_mb": mb for name, mb in memory.items()})
         row["model"] = label
         rows.append(row)
         print(row, file=sys.stderr, flush=True)
@@ -92,12 +103,13 @@ def main():
           f"{args.iterations} calls. Flow's GEMMs: {info['gemm_library']} "
           f"({info['gemm_kernels']}).\n")
     print("| model | joined ms | apart ms | eager ms | apart/joined | "
-          "eager/joined |")
-    print("|---|---|---|---|---|---|")
+          "eager/joined | parameter MB joined | apart |")
+    print("|---|---|---|---|---|---|---|---|")
     for r in rows:
         print(f"| {r['model']} | {r['joined']:.2f} | {r['apart']:.2f} | "
               f"{r['eager']:.2f} | {r['apart'] / r['joined']:.3f} | "
-              f"{r['eager'] / r['joined']:.2f} |")
+              f"{r['eager'] / r['joined']:.2f} | {r['joined_mb']:.0f} | "
+              f"{r['apart_mb']:.0f} |")
 
 
 if __name__ == "__main__":

@@ -241,7 +241,7 @@ struct GraphPipelineCLOptions
       *this, "sibling-matmuls",
       llvm::cl::desc("Join matrix products of one input by parameter "
                      "weights into one (flow-fuse-sibling-matmuls)"),
-      llvm::cl::init(true)};
+      llvm::cl::init(false)};
 };
 struct KernelCpuLLVMPipelineCLOptions
     : public PassPipelineOptions<KernelCpuLLVMPipelineCLOptions> {

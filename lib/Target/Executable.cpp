@@ -136,6 +136,9 @@ struct ConstantEntry {
   /// the part entries and the axis.
   std::vector<uint32_t> concatParts;
   int64_t concatAxis = 0;
+  /// Whether a command reads it: a parameter only joins read may be
+  /// dropped once joined (Constant.joined_only).
+  bool readByCommand = false;
 };
 
 /// The executable's constants; parameters are shared by every use.
@@ -166,6 +169,8 @@ private:
 
   fb::BufferRef ref(Value v) {
     const Slot &s = slots.lookup(bufferRoot(v));
+    if (s.space == fb::Space::Constant)
+      constants.entries[s.index].readByCommand = true;
     return fb::BufferRef(s.space, s.index, s.offset,
                          storageBytes(cast<ShapedType>(v.getType())));
   }
@@ -883,7 +888,8 @@ FailureOr<std::vector<uint8_t>> mlir::flow::writeExecutable(
           entry.pieceOf.empty() ? 0 : fbb.CreateVector(entry.pieceOf),
           ranks.empty() ? 0 : fbb.CreateVector(ranks),
           sbp.empty() ? 0 : fbb.CreateVectorOfStructs(sbp), false, 0,
-          entry.pieceSbpOf.empty() ? 0 : fbb.CreateVector(entry.pieceSbpOf)));
+          entry.pieceSbpOf.empty() ? 0 : fbb.CreateVector(entry.pieceSbpOf), 0,
+          0, /*joined_only=*/!entry.readByCommand));
       continue;
     }
     const std::vector<uint8_t> &data = entry.data;

@@ -282,6 +282,7 @@ Status Checker::verifyConstants() {
         return s;
       constant.parameter = name->str();
       constant.size = bytes;
+      constant.joinedOnly = entry->joined_only();
       auto longs = [](const flatbuffers::Vector<int64_t> *v) {
         return v ? std::vector<int64_t>(v->begin(), v->end())
                  : std::vector<int64_t>();

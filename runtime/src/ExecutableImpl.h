@@ -212,6 +212,9 @@ struct Constant {
   /// are bound.
   std::vector<uint32_t> concatParts;
   int64_t concatAxis = 0;
+  /// A parameter only joins read: dropped (data null) once they are
+  /// assembled.
+  bool joinedOnly = false;
 };
 
 } // namespace detail

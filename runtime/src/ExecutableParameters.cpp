@@ -126,6 +126,27 @@ Status detail::assembleParameterConcats(Executable::Impl &impl, int64_t rank) {
     joined.data = copy.data();
     impl.constantCopies.push_back(std::move(copy));
   }
+  // A part no command reads is dropped once every join of it is
+  // assembled: its pages in the archive released, its copy (a piece, a
+  // bf16 conversion) freed, and a device never uploads it.
+  std::vector<bool> pending(impl.constants.size(), false);
+  for (const detail::Constant &joined : impl.constants)
+    if (!joined.data)
+      for (uint32_t p : joined.concatParts)
+        pending[p] = true;
+  for (size_t i = 0; i < impl.constants.size(); ++i) {
+    detail::Constant &part = impl.constants[i];
+    if (!part.joinedOnly || !part.data || pending[i])
+      continue;
+    if (impl.parameters)
+      impl.parameters->release(part.data, part.size);
+    auto copy = std::find_if(
+        impl.constantCopies.begin(), impl.constantCopies.end(),
+        [&](const AlignedBuffer &b) { return b.data() == part.data; });
+    if (copy != impl.constantCopies.end())
+      impl.constantCopies.erase(copy);
+    part.data = nullptr;
+  }
   return Status::ok();
 }
 

@@ -304,6 +304,18 @@ SafeTensorsFile::~SafeTensorsFile() {
     ::munmap(mapping, mappingSize);
 }
 
+void SafeTensorsFile::release(const uint8_t *data, size_t size) const {
+  auto base = reinterpret_cast<uintptr_t>(mapping);
+  auto begin = reinterpret_cast<uintptr_t>(data);
+  if (!mapping || begin < base || begin + size > base + mappingSize)
+    return;
+  auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  uintptr_t first = (begin + page - 1) / page * page;
+  uintptr_t last = (begin + size) / page * page;
+  if (first < last)
+    ::madvise(reinterpret_cast<void *>(first), last - first, MADV_DONTNEED);
+}
+
 StatusOr<std::unique_ptr<SafeTensorsFile>>
 SafeTensorsFile::parse(const uint8_t *data, size_t size) {
   if (size < 8)

@@ -182,6 +182,8 @@ struct ParameterSpec {
   /// A piece by SBP of the block of shape `pieceSbpOf` at `pieceOffsets`
   /// (`pieceOf`: the archive tensor's shape).
   std::vector<int64_t> pieceOffsets, pieceSbpOf;
+  /// Read only by joins (Constant.joined_only).
+  bool joinedOnly = false;
 };
 
 /// A constant the runtime fills with the binding device's piece offsets.
@@ -430,7 +432,8 @@ inline std::vector<uint8_t> build(const ExecutableSpec &spec) {
         p.pieceOffsets.empty() ? 0 : fbb.CreateVector(p.pieceOffsets),
         p.pieceOf.empty() ? 0 : fbb.CreateVector(p.pieceOf), 0,
         p.pieceSbp.empty() ? 0 : fbb.CreateVectorOfStructs(p.pieceSbp), false,
-        0, p.pieceSbpOf.empty() ? 0 : fbb.CreateVector(p.pieceSbpOf)));
+        0, p.pieceSbpOf.empty() ? 0 : fbb.CreateVector(p.pieceSbpOf), 0, 0,
+        p.joinedOnly));
   }
   for (const DeviceOffsetsSpec &o : spec.deviceOffsets) {
     TypeSpec t = o.type ? *o.type

@@ -343,6 +343,20 @@ TEST(ParameterTest, JoinsParametersOnceAtBind) {
   std::memcpy(y, (*out)[0].data.data(), 24);
   EXPECT_EQ(std::vector<float>(y, y + 6),
             (std::vector<float>{1, 2, 5, 3, 4, 6}));
+  EXPECT_EQ((*session)->executable().boundParameterBytes(), 24u + 24u);
+
+  // Parts only joins read are dropped once joined: the executable holds
+  // the joined copy alone, and still runs.
+  ExecutableSpec only = spec;
+  only.parameters[0].joinedOnly = only.parameters[1].joinedOnly = true;
+  auto dropped = Executable::loadBytes(build(only));
+  ASSERT_TRUE(dropped) << dropped.status().message();
+  EXPECT_EQ((*dropped)->boundParameterBytes(), 24u);
+  auto again = Session::create(std::move(*dropped), RuntimeOptions{1});
+  ASSERT_TRUE(again);
+  auto out2 = (*again)->run("forward", {});
+  ASSERT_TRUE(out2) << out2.status().message();
+  EXPECT_EQ(std::memcmp((*out2)[0].data.data(), y, 24), 0);
 
   // Joins that do not add up are refused by name.
   LoadOptions none;

@@ -53,8 +53,9 @@ struct CompileOptions {
   /// per kernel.
   bool fusion = true;
   /// Join matrix products of one input by parameter weights into one GEMM
-  /// (flow-fuse-sibling-matmuls).
-  bool siblingMatmuls = true;
+  /// (flow-fuse-sibling-matmuls); off by default (it measured no faster on
+  /// the CPU, bench/joined_projections.py).
+  bool siblingMatmuls = false;
   /// "f32", or "bf16": matrix products (convolutions included) read bf16
   /// operands and sum in f32 (flow-matmuls-to-bf16); the rest stays f32.
   std::string precision = "f32";

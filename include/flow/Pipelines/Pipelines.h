@@ -164,7 +164,7 @@ struct GraphPipelineOptions {
   bool symmetricConvLibrary = false;
   /// Join matrix products of one input by parameter weights into one
   /// (flow-fuse-sibling-matmuls).
-  bool siblingMatmuls = true;
+  bool siblingMatmuls = false;
   /// With libraryConv: f16 and bf16 convolutions stay flow.conv2d for the
   /// library too (Target::hasNarrowConvolutionLibrary).
   bool narrowLibraryConv = false;

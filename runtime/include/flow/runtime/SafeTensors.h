@@ -62,6 +62,11 @@ public:
   const SafeTensor *find(const std::string &name) const;
   const std::map<std::string, SafeTensor> &tensors() const { return table; }
   const std::string &path() const { return filePath; }
+  /// Lets the kernel drop the whole pages of [data, data + size) that lie
+  /// in the file's mapping (read back from the file if touched again):
+  /// once a tensor's bytes have been copied elsewhere, the process stops
+  /// holding them twice. Bytes outside the mapping are left alone.
+  void release(const uint8_t *data, size_t size) const;
 
 private:
   SafeTensorsFile() = default;
