@@ -43,6 +43,9 @@ class Case:
     needs: Tuple[str, ...] = ()
     #: Run by `check.py --quick` (a few minutes on one GPU).
     quick: bool = False
+    #: More flow-compile flags (a compile option measured against the
+    #: same model without it).
+    flags: Tuple[str, ...] = ()
 
 
 class _Mlp(torch.nn.Module):
@@ -194,6 +197,11 @@ CASES: List[Case] = [
          model="bert", needs=("transformers",), quick=True),
     Case("bert-b32-f16", _seeded(_bert(32)), "f16", 0.05, 0.02, bench=True,
          model="bert", needs=("transformers",)),
+    # q, k and v as one GEMM (opt-in: no faster on the CPU; this row says
+    # whether it pays on a GPU, against bert-b1-f16).
+    Case("bert-b1-f16-joined", _seeded(_bert(1)), "f16", 0.05, 0.02,
+         bench=True, model="bert", needs=("transformers",),
+         flags=("--sibling-matmuls=true",)),
     Case("resnet50-b1-f32", _seeded(_resnet50(1)), "f32", 1e-2, 1e-3,
          bench=True, model="resnet50", needs=("torchvision",), quick=True),
     Case("resnet50-b1-bf16", _seeded(_resnet50(1)), "bf16", 0.5, 0.05,

@@ -182,7 +182,8 @@ def compile_case(case, entry, archives, args):
     except Exception as e:  # noqa: BLE001 (the kit records any refusal)
         entry["error"] = f"import: {type(e).__name__}: {e}"
         return
-    args.extra = ["--precision=bf16"] if case.precision == "bf16" else []
+    args.extra = (["--precision=bf16"] if case.precision == "bf16" else
+                  []) + list(case.flags)
     error = compile_text(program.text, args.kit / f"{case.name}.fbin", args,
                          entry)
     if error:
