@@ -860,33 +860,36 @@ FailureOr<std::vector<uint8_t>> mlir::flow::writeExecutable(
           within.empty() ? 0 : fbb.CreateVectorOfStructs(within)));
       continue;
     }
-    if (!entry.concatParts.empty()) {
+    // A parameter's or a join's type, and the devices that read it (none
+    // listed: every one).
+    auto tensorType = [&] {
       std::vector<int64_t> shape = entry.type.getShape().vec();
-      auto type = fb::CreateTensorTypeDirect(
+      return fb::CreateTensorTypeDirect(
           fbb, *dtypeOf(entry.type.getElementType()), &shape);
-      std::vector<int64_t> ranks;
-      if (!entry.everyRank)
-        ranks.assign(entry.ranks.begin(), entry.ranks.end());
+    };
+    auto readers = [&]() -> flatbuffers::Offset<flatbuffers::Vector<int64_t>> {
+      if (entry.everyRank || entry.ranks.empty())
+        return 0;
+      return fbb.CreateVector(
+          std::vector<int64_t>(entry.ranks.begin(), entry.ranks.end()));
+    };
+    if (!entry.concatParts.empty()) {
+      auto type = tensorType();
       auto parts = fbb.CreateVector(entry.concatParts);
-      auto rankVector = ranks.empty() ? 0 : fbb.CreateVector(ranks);
-      constantTables.push_back(fb::CreateConstant(fbb, 0, 0, type, 0, 0,
-                                                  rankVector, 0, false, 0, 0,
-                                                  parts, entry.concatAxis));
+      auto ranks = readers();
+      constantTables.push_back(fb::CreateConstant(fbb, 0, 0, type, 0, 0, ranks,
+                                                  0, false, 0, 0, parts,
+                                                  entry.concatAxis));
       continue;
     }
     if (!entry.parameter.empty()) {
-      std::vector<int64_t> shape = entry.type.getShape().vec();
-      auto type = fb::CreateTensorTypeDirect(
-          fbb, *dtypeOf(entry.type.getElementType()), &shape);
-      std::vector<int64_t> ranks;
-      if (!entry.everyRank)
-        ranks.assign(entry.ranks.begin(), entry.ranks.end());
+      auto type = tensorType();
+      auto ranks = readers();
       std::vector<fb::SbpEntry> sbp = sbpEntries(entry.pieceSbp);
       constantTables.push_back(fb::CreateConstant(
           fbb, 0, fbb.CreateString(entry.parameter), type,
           entry.pieceOffsets.empty() ? 0 : fbb.CreateVector(entry.pieceOffsets),
-          entry.pieceOf.empty() ? 0 : fbb.CreateVector(entry.pieceOf),
-          ranks.empty() ? 0 : fbb.CreateVector(ranks),
+          entry.pieceOf.empty() ? 0 : fbb.CreateVector(entry.pieceOf), ranks,
           sbp.empty() ? 0 : fbb.CreateVectorOfStructs(sbp), false, 0,
           entry.pieceSbpOf.empty() ? 0 : fbb.CreateVector(entry.pieceSbpOf), 0,
           0, /*joined_only=*/!entry.readByCommand));

@@ -30,21 +30,20 @@ using namespace mlir::flow;
 namespace {
 
 /// What products must share to be one: the input, the block, the
-/// transposes, the accumulation, the element types and the weights' shape
-/// along the contracted axis.
+/// transposes, the accumulation and the element types (the contracted
+/// size follows from the input).
 struct SiblingKey {
   Value lhs;
   Block *block;
   bool transposeLhs, transposeRhs, accumulate;
   Type rhsElement, resultElement;
-  int64_t contracted;
 
   bool operator<(const SiblingKey &o) const {
     auto tie = [](const SiblingKey &k) {
-      return std::make_tuple(
-          k.lhs.getAsOpaquePointer(), k.block, k.transposeLhs, k.transposeRhs,
-          k.accumulate, k.rhsElement.getAsOpaquePointer(),
-          k.resultElement.getAsOpaquePointer(), k.contracted);
+      return std::make_tuple(k.lhs.getAsOpaquePointer(), k.block,
+                             k.transposeLhs, k.transposeRhs, k.accumulate,
+                             k.rhsElement.getAsOpaquePointer(),
+                             k.resultElement.getAsOpaquePointer());
     };
     return tie(*this) < tie(o);
   }
@@ -60,15 +59,13 @@ std::optional<SiblingKey> keyOf(MatmulOp op) {
   auto result = cast<RankedTensorType>(op.getType());
   if (!result.hasStaticShape())
     return std::nullopt;
-  int64_t contracted = rhs.getDimSize(op.getTransposeRhs() ? 1 : 0);
   return SiblingKey{op.getLhs(),
                     op->getBlock(),
                     op.getTransposeLhs(),
                     op.getTransposeRhs(),
                     op.getAccumulateF32(),
                     rhs.getElementType(),
-                    result.getElementType(),
-                    contracted};
+                    result.getElementType()};
 }
 
 struct FuseSiblingMatmulsPass
