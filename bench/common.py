@@ -49,6 +49,20 @@ def median_ms(fn, iterations, warmup):
     return statistics.median(times)
 
 
+def interleaved_medians(runners, repeats, iterations, warmup=2):
+    """{name: median over `repeats` rounds of each round's median ms per
+    call}, every runner once per round. The order turns from round to
+    round: whichever runs right after PyTorch eager shares the cores with
+    its OpenMP threads winding down."""
+    names = list(runners)
+    samples = {name: [] for name in names}
+    for round_ in range(repeats):
+        turn = round_ % len(names)
+        for name in names[turn:] + names[:turn]:
+            samples[name].append(median_ms(runners[name], iterations, warmup))
+    return {name: statistics.median(v) for name, v in samples.items()}
+
+
 def tmpdir():
     return tempfile.TemporaryDirectory(prefix="flow-bench-")
 

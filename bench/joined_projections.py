@@ -19,14 +19,13 @@ command reads it).
 
 import argparse
 import os
-import statistics
 import sys
 import tempfile
 import warnings
 
 import torch
 
-from common import BUILD, median_ms
+from common import BUILD, interleaved_medians
 
 sys.path.insert(0, str(BUILD / "python"))
 import flow  # noqa: E402
@@ -89,11 +88,8 @@ def main():
                 with torch.no_grad():
                     return model(*inputs)
             runners["eager"] = eager
-            samples = {name: [] for name in runners}
-            for _ in range(args.repeats):
-                for name, fn in runners.items():
-                    samples[name].append(median_ms(fn, args.iterations, 2))
-            row = {name: statistics.median(v) for name, v in samples.items()}
+            row = interleaved_medians(runners, args.repeats,
+                                      args.iterations)
             row.update({f"{name}_mb": mb for name, mb in memory.items()})
         row["model"] = label
         rows.append(row)

@@ -29,6 +29,12 @@ echo
 echo "== Joined projections: q/k/v and gate/up as one GEMM (Flow joined vs apart vs eager)"
 "$PY" joined_projections.py --threads "$THREADS" --repeats "$REPEATS"
 echo
+echo "== Attention: fused command vs matmul, softmax, matmul (Flow) vs eager"
+"$PY" attention.py --threads "$THREADS" --repeats "$REPEATS"
+echo
+echo "== The compile cache: model to callable, empty cache vs a hit (fresh processes)"
+"$PY" compile_cache.py --repeats "$REPEATS"
+echo
 echo "== Data parallel over MPI ranks (1 thread per rank)"
 "$PY" distributed.py --repeats "$((REPEATS < 3 ? REPEATS : 3))"
 echo

@@ -24,6 +24,9 @@ config.substitutions.append(("%flow_obj_root", config.flow_obj_root))
 llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])
 llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
+# flow-compile's compile cache in the build tree, not the user's.
+config.environment["FLOW_CACHE_DIR"] = os.path.join(config.flow_obj_root,
+                                                    "test", "compile-cache")
 
 tool_dirs = [config.flow_tools_dir, config.llvm_tools_dir]
 llvm_config.add_tool_substitutions(["flow-opt", "flow-compile", "flow-run"],

@@ -289,6 +289,10 @@ struct FormDispatchRegionsPass
             DispatchRegionOp, ReturnOp>(op) ||
         isParameterConcat(op))
       return true;
+    // A target without an attention library expanded it before
+    // (flow-decompose-attention).
+    if (isa<AttentionOp>(op))
+      return true;
     if (auto matmul = dyn_cast<MatmulOp>(op)) {
       // Every library runs f32 GEMMs and bf16 ones into f32, summed in f32;
       // a narrow one f16 and bf16 ones into their own type (or f32) too.
@@ -319,6 +323,9 @@ struct FormDispatchRegionsPass
     if (isa<Conv2dOp>(producer))
       return "its producer flow.conv2d runs on the host as a library "
              "convolution";
+    if (isa<AttentionOp>(producer))
+      return "its producer flow.attention runs on the host as one attention "
+             "command";
     return ("its producer " + producer->getName().getStringRef() +
             " runs on the host (a kernel never spans a host op)")
         .str();

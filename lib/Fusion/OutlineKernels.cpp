@@ -152,7 +152,7 @@ struct OutlineKernelsPass
             op->getParentOfType<DispatchRegionOp>() ||
             isa<ConstantOp, ParameterOp, PieceOffsetsOp, ReshapeOp, AnnotateOp,
                 MeshOp, AllReduceOp, AllGatherOp, ReduceScatterOp, AllToAllOp,
-                BroadcastOp, MatmulOp, Conv2dOp>(op) ||
+                BroadcastOp, MatmulOp, Conv2dOp, AttentionOp>(op) ||
             isParameterConcat(op))
           return WalkResult::advance();
         op->emitOpError("is not in a flow.dispatch_region: run "

@@ -305,7 +305,9 @@ FailureOr<CompileResult> mlir::flow::compile(ModuleOp module,
             (options.precision == "f32" || target->usesBlockedConvLayouts()),
         target->hasNarrowGemmLibrary(),
         target->convolutionLibraryNeedsSymmetricPadding(),
-        options.siblingMatmuls, target->hasNarrowConvolutionLibrary()};
+        options.siblingMatmuls, target->hasNarrowConvolutionLibrary(),
+        options.fusedAttention && options.libraryMatmul &&
+            target->hasAttentionLibrary()};
     if (failed(runPipeline(
             module, "flow-graph-pipeline", timing,
             [&](OpPassManager &pm) { buildFlowGraphPipeline(pm, graph); })))

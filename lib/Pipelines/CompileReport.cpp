@@ -25,6 +25,7 @@ void CompileReport::writeJson(raw_ostream &os) const {
       {"dispatches", executable.numDispatches},
       {"gemms", executable.numGemms},
       {"convs", executable.numConvs},
+      {"attentions", executable.numAttentions},
       {"pools", executable.numPools},
       {"gemm_epilogues", executable.numGemmEpilogues},
       {"copies", executable.numCopies},

@@ -213,6 +213,15 @@ static const CompileOptionInfo kCompileOptions[] = {
        return setBool(o.siblingMatmuls, text);
      },
      [](const CompileOptions &o) { return boolText(o.siblingMatmuls); }},
+    {"fused-attention", "fused_attention", OptionType::Bool, "bool",
+     "Run attention (PyTorch's scaled_dot_product_attention) as one fused "
+     "command on targets with an attention library (the CPU); false: "
+     "matmul, softmax and matmul as separate ops",
+     acceptsBool,
+     [](CompileOptions &o, StringRef text) {
+       return setBool(o.fusedAttention, text);
+     },
+     [](const CompileOptions &o) { return boolText(o.fusedAttention); }},
     {"library-matmul", "library_matmul", OptionType::Bool, "bool",
      "Run f32 matmuls as library GEMMs (false: generated kernels)", acceptsBool,
      [](CompileOptions &o, StringRef text) {

@@ -141,6 +141,8 @@ void mlir::flow::buildFlowGraphPipeline(OpPassManager &pm,
   pm.addPass(createPartitionPass());
   OpPassManager &funcs = pm.nest<func::FuncOp>();
   funcs.addPass(createStripAnnotationsPass());
+  if (!options.libraryAttention)
+    funcs.addPass(createDecomposeAttentionPass());
   if (options.libraryMatmul &&
       (!options.libraryConv || options.symmetricConvLibrary)) {
     ConvToGemmPassOptions convToGemm;
@@ -242,6 +244,11 @@ struct GraphPipelineCLOptions
       llvm::cl::desc("Join matrix products of one input by parameter "
                      "weights into one (flow-fuse-sibling-matmuls)"),
       llvm::cl::init(false)};
+  Option<bool> libraryAttention{
+      *this, "library-attention",
+      llvm::cl::desc("Leave flow.attention to the host's attention library "
+                     "(false: flow-decompose-attention expands it)"),
+      llvm::cl::init(true)};
 };
 struct KernelCpuLLVMPipelineCLOptions
     : public PassPipelineOptions<KernelCpuLLVMPipelineCLOptions> {
@@ -369,7 +376,7 @@ void mlir::flow::registerCompilerPipelines() {
           buildFlowGraphPipeline(
               pm, {o.fusion, o.libraryMatmul, o.maxColumnsBytes, o.bf16,
                    o.libraryConv, o.narrowLibraryMatmul, o.symmetricConvLibrary,
-                   o.siblingMatmuls, o.narrowLibraryConv});
+                   o.siblingMatmuls, o.narrowLibraryConv, o.libraryAttention});
         });
     PassPipelineRegistration<HostPipelineCLOptions>(
         "flow-host-pipeline",

@@ -272,6 +272,8 @@ public:
   bool hasGemmLibraryEpilogues() const override { return false; }
   // f16 products are kernels (no f16 GEMM in the CPU's libraries).
   bool hasNarrowGemmLibrary() const override { return false; }
+  // The runtime's blocked attention (runtime/src/Attention.cpp).
+  bool hasAttentionLibrary() const override { return true; }
   LogicalResult verifyOptions(ModuleOp module,
                               const TargetOptions &options) const override {
     if (options.cuda.allowTf32)

@@ -178,6 +178,7 @@ private:
   FailureOr<RankedTensorType> newConstantType(Operation &op, StringRef what);
   FailureOr<flatbuffers::Offset<void>> dispatch(HostDispatchOp op);
   flatbuffers::Offset<void> gemm(HostGemmOp op);
+  flatbuffers::Offset<void> attention(HostAttentionOp op);
   flatbuffers::Offset<void> conv(HostConvOp op);
   /// HostMaxPoolOp or HostAvgPoolOp.
   template <typename PoolOp> flatbuffers::Offset<void> pool(PoolOp op);
@@ -510,6 +511,30 @@ flatbuffers::Offset<void> FunctionWriter::conv(HostConvOp op) {
       .Union();
 }
 
+flatbuffers::Offset<void> FunctionWriter::attention(HostAttentionOp op) {
+  auto shape = [](Value v) {
+    return cast<MemRefType>(v.getType()).getShape().vec();
+  };
+  std::vector<int64_t> q = shape(op.getQuery()), k = shape(op.getKey()),
+                       v = shape(op.getValue()), mask;
+  fb::BufferRef query = ref(op.getQuery()), key = ref(op.getKey()),
+                value = ref(op.getValue()), output = ref(op.getOut()), m;
+  // F32, F16 or BF16, and I1 or that type for the mask: the verifier
+  // allows no other.
+  fb::DType dtype = *dtypeOf(op.getQuery().getType().getElementType());
+  fb::DType maskType = fb::DType::I1;
+  if (Value maskValue = op.getMask()) {
+    mask = shape(maskValue);
+    m = ref(maskValue);
+    maskType = *dtypeOf(cast<MemRefType>(maskValue.getType()).getElementType());
+  }
+  return fb::CreateAttentionDirect(
+             fbb, &q, &k, &v, op.getMask() ? &mask : nullptr, dtype, maskType,
+             op.getScale().convertToDouble(), op.getCausal(), &query, &key,
+             &value, op.getMask() ? &m : nullptr, &output)
+      .Union();
+}
+
 template <typename PoolOp>
 flatbuffers::Offset<void> FunctionWriter::pool(PoolOp op) {
   auto vec = [](ArrayRef<int64_t> a) {
@@ -655,6 +680,10 @@ FunctionWriter::write(func::FuncOp func) {
       commands.push_back(conv(c));
       commandTypes.push_back(fb::Command::Conv);
       ++stats.numConvs;
+    } else if (auto a = dyn_cast<HostAttentionOp>(op)) {
+      commands.push_back(attention(a));
+      commandTypes.push_back(fb::Command::Attention);
+      ++stats.numAttentions;
     } else if (auto p = dyn_cast<HostMaxPoolOp>(op)) {
       commands.push_back(pool(p));
       commandTypes.push_back(fb::Command::MaxPool);

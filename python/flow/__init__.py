@@ -145,17 +145,19 @@ def import_onnx(model, *, parameters=None, input_shapes=None, constants=None,
 def compile_mlir(source: str, threads: int = 0, parameters: str = "",
                  base_directory: str = "",
                  timeout: Optional[float] = None,
-                 check_numerics: bool = False, **options) -> CompiledModule:
+                 check_numerics: bool = False, cache: bool = True,
+                 **options) -> CompiledModule:
     """Compiles flow-dialect MLIR text and loads it.
 
     `options` are the compile options (below; each is a flow-compile flag
     too: `fusion=False` is --fusion=false, `mesh=(2, 2)` --mesh=2x2). A
     relative parameter archive named by the module is taken from
     `base_directory` (default: the current directory); `parameters`
-    overrides it. `threads`, `timeout` and `check_numerics` are
+    overrides it. `threads`, `timeout`, `check_numerics` and `cache` are
     flow.compile's."""
     return CompiledModule(
-        _compile(source, _compile_options(options, "compile_mlir")),
+        _compile(source, _compile_options(options, "compile_mlir"),
+                 bool(cache)),
         threads, parameters, base_directory, timeout, check_numerics)
 
 
@@ -404,7 +406,7 @@ def _is_onnx(model) -> bool:
 def compile(model: Any, example_args=(), example_kwargs=None, *,
             threads: int = 0, parameters: Optional[str] = None, sbp=None,
             timeout: Optional[float] = None, check_numerics: bool = False,
-            **options) -> CompiledModel:
+            cache: bool = True, **options) -> CompiledModel:
     """Imports, compiles and loads `model`; returns a callable.
 
     `model` is a torch.nn.Module or torch.export.ExportedProgram (traced
@@ -442,6 +444,9 @@ def compile(model: Any, example_args=(), example_kwargs=None, *,
     (in an input, or written by a kernel) with a FlowError naming the
     kernel, the ops it computes and their source lines, the element and its
     value (`compiled.module.check_numerics` turns it on and off).
+    `cache=False` compiles even when the compile cache holds the
+    executable, and does not store it (flow.cache; the cache keeps
+    executables under ~/.cache/flow/compiled, FLOW_CACHE_DIR elsewhere).
     """
     texts = _compile_options(options, "compile")
     mesh = options.get("mesh")
@@ -468,7 +473,8 @@ def compile(model: Any, example_args=(), example_kwargs=None, *,
                                     parameters=archive,
                                     placements=placements)
             frontend = "torch"
-        module = CompiledModule(_compile(program.text, texts), threads,
+        module = CompiledModule(_compile(program.text, texts, bool(cache)),
+                                threads,
                                 timeout=timeout,
                                 check_numerics=check_numerics)
     finally:
@@ -478,7 +484,7 @@ def compile(model: Any, example_args=(), example_kwargs=None, *,
 
 
 from .generation import CausalLM, compile_causal_lm  # noqa: E402
-from . import optim  # noqa: E402
+from . import cache, optim  # noqa: E402
 from .training import TrainStep, compile_train  # noqa: E402
 
 for _function in (compile, compile_mlir, compile_ir):

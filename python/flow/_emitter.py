@@ -392,6 +392,14 @@ class Emitter:
         """flow.softmax or flow.log_softmax (`kind`) along `axis`."""
         return self.op(f"flow.{kind}", [v], {"axis": i64(axis)})
 
+    def attention(self, q: Value, k: Value, v: Value, mask: Optional[Value],
+                  scale: float, causal: bool = False) -> Value:
+        """flow.attention: softmax(scale q k^T + mask) v in one op. `mask`
+        is i1 (keep where true) or of q's type (added)."""
+        operands = [q, k, v] + ([mask] if mask is not None else [])
+        return self.op("flow.attention", operands,
+                       {"scale": f64(scale), **flags(causal=causal)})
+
     def layer_norm(self, x: Value, weight: Optional[Value],
                    bias: Optional[Value], axis: int, epsilon: float) -> Value:
         operands = [v for v in (x, weight, bias) if v is not None]

@@ -158,7 +158,8 @@ class CausalLM:
     def __init__(self, model, *, max_length: int = 512,
                  prefill_chunk: int = 64, batch_size: int = 1,
                  threads: int = 0, fusion: bool = True,
-                 precision: str = "f32", parameters: Optional[str] = None):
+                 precision: str = "f32", parameters: Optional[str] = None,
+                 cache: bool = True):
         import torch
         from . import compile_mlir
         from .torch_import import import_program
@@ -224,7 +225,8 @@ class CausalLM:
             safetensors.save(shared, archive)
             self._prefill, self._decode = (
                 compile_mlir(p.text, threads=threads, fusion=fusion,
-                             precision=precision) for p in programs)
+                             precision=precision, cache=cache)
+                for p in programs)
         finally:
             if not keep and os.path.exists(archive):
                 os.unlink(archive)
@@ -371,14 +373,16 @@ def compile_causal_lm(model, *, max_length: int = 512,
                       prefill_chunk: int = 64, batch_size: int = 1,
                       threads: int = 0, fusion: bool = True,
                       precision: str = "f32",
-                      parameters: Optional[str] = None) -> CausalLM:
+                      parameters: Optional[str] = None,
+                      cache: bool = True) -> CausalLM:
     """Compiles a Hugging Face causal LM (a decoder returning logits and a
     key/value cache) for greedy generation; see CausalLM.generate.
     `max_length` bounds prompt plus new tokens; `prefill_chunk` is how many
     prompt tokens one prefill call takes; `parameters` keeps the shared
     weight archive at that path (otherwise a temporary file, removed once
-    both executables have mapped it)."""
+    both executables have mapped it); `cache=False` compiles both
+    executables even when the compile cache holds them (flow.cache)."""
     return CausalLM(model, max_length=max_length,
                     prefill_chunk=prefill_chunk, batch_size=batch_size,
                     threads=threads, fusion=fusion, precision=precision,
-                    parameters=parameters)
+                    parameters=parameters, cache=cache)

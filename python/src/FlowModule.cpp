@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "flow/Frontend/ProgramBuilder.h"
+#include "flow/Pipelines/CompileCache.h"
 #include "flow/Pipelines/Pipelines.h"
 #include "flow/Support/ParseGuard.h"
 #include "flow/runtime/Blas.h"
@@ -48,11 +49,24 @@ struct BuildError : FlowError {
   using FlowError::FlowError;
 };
 
+/// Reports `text` (when there is any) as a Python UserWarning.
+void warn(const std::string &text) {
+  if (!text.empty() && PyErr_WarnEx(PyExc_UserWarning, text.c_str(), 1) != 0)
+    throw py::error_already_set();
+}
+
+py::bytes asBytes(const std::vector<uint8_t> &bytes) {
+  return py::bytes(reinterpret_cast<const char *>(bytes.data()), bytes.size());
+}
+
 /// Compiles MLIR text. Returns bytes (phase "fbin") or the IR text.
 /// `options` maps compile options' keywords (flow.compile_options()) to
-/// their values as text; the option table checks them.
+/// their values as text; the option table checks them. With `cache`, an
+/// executable is taken from (or put in) the compile cache
+/// (flow/Pipelines/CompileCache.h).
 py::object compile(const std::string &source,
-                   const std::map<std::string, std::string> &given) {
+                   const std::map<std::string, std::string> &given,
+                   bool cache) {
   mlir::flow::CompileOptions options;
   for (const auto &[keyword, text] : given) {
     const mlir::flow::CompileOptionInfo *info =
@@ -66,6 +80,22 @@ py::object compile(const std::string &source,
   if (std::optional<std::string> why =
           mlir::flow::verifyCompileOptions(options, /*flagStyle=*/false))
     throw FlowError(*why);
+  std::optional<mlir::flow::CompileCacheEntry> entry;
+  if (cache)
+    entry = mlir::flow::CompileCacheEntry::forCompile(source, options);
+  if (entry) {
+    std::string diagnostics, warning;
+    std::optional<std::vector<uint8_t>> bytes;
+    {
+      py::gil_scoped_release release;
+      bytes = entry->lookup(diagnostics, warning);
+    }
+    warn(warning);
+    if (bytes) {
+      warn(diagnostics);
+      return asBytes(*bytes);
+    }
+  }
   mlir::DialectRegistry registry;
   mlir::flow::registerCompilerDialects(registry);
   // Text from the user must not take this process down: refuse what the
@@ -114,12 +144,18 @@ py::object compile(const std::string &source,
     throw FlowError(diagnostics);
   // A compile that succeeded with warnings (a parameter the loss does not
   // depend on) reports them as Python warnings.
-  if (!diagnostics.empty() &&
-      PyErr_WarnEx(PyExc_UserWarning, diagnostics.c_str(), 1) != 0)
-    throw py::error_already_set();
-  if (options.compileTo == "fbin")
-    return py::bytes(reinterpret_cast<const char *>(result->executable.data()),
-                     result->executable.size());
+  warn(diagnostics);
+  if (options.compileTo == "fbin") {
+    if (entry) {
+      std::string warning;
+      {
+        py::gil_scoped_release release;
+        entry->store(result->executable, diagnostics, warning);
+      }
+      warn(warning);
+    }
+    return asBytes(result->executable);
+  }
   if (!result->module)
     return py::str(result->text);
   std::string text;
@@ -515,9 +551,45 @@ PYBIND11_MODULE(_flow, m) {
   mlir::flow::registerCompilerPasses();
   m.def("compile", &compile, py::arg("source"),
         py::arg("options") = std::map<std::string, std::string>(),
+        py::arg("cache") = false,
         "Compiles flow-dialect MLIR text: executable bytes, or the IR of an "
         "earlier phase as text. `options` maps compile options' keywords to "
-        "their values as text.");
+        "their values as text. `cache`: take the executable from, and put "
+        "it in, the compile cache.");
+  m.def(
+      "cache_info",
+      []() {
+        mlir::flow::CompileCacheInfo info = mlir::flow::getCompileCacheInfo();
+        py::dict d;
+        d["directory"] = info.directory;
+        d["entries"] = info.entries;
+        d["bytes"] = info.bytes;
+        d["limit"] = info.limit;
+        d["hits"] = info.hits;
+        d["misses"] = info.misses;
+        d["stores"] = info.stores;
+        return d;
+      },
+      "The compile cache: directory, entries, bytes, limit (bytes), and "
+      "this process' hits, misses and stores.");
+  m.def("cache_clear", &mlir::flow::clearCompileCache,
+        "Removes every entry of the compile cache; returns how many.");
+  m.def(
+      "cache_key",
+      [](const std::string &source,
+         const std::map<std::string, std::string> &given) -> py::object {
+        mlir::flow::CompileOptions options;
+        for (const auto &[keyword, text] : given)
+          if (std::optional<std::string> why =
+                  mlir::flow::setCompileOption(options, keyword, text, keyword))
+            throw FlowError(*why);
+        auto entry = mlir::flow::CompileCacheEntry::forCompile(source, options);
+        if (!entry)
+          return py::none();
+        return py::str(entry->key());
+      },
+      "The compile cache's key of compiling `source` with `options` (64 hex "
+      "digits), or None when such a compile is not cached.");
   m.def(
       "compile_options",
       []() {

@@ -33,6 +33,7 @@ public:
   virtual Status gemm(const GemmCommand &command, size_t index) = 0;
   virtual Status conv(const ConvCommand &command, size_t index) = 0;
   virtual Status pool(const PoolCommand &command, size_t index) = 0;
+  virtual Status attention(const AttentionCommand &command, size_t index) = 0;
   virtual Status collective(const CollectiveCommand &command, size_t index) = 0;
   virtual Status wait(const WaitCommand &command, size_t index) = 0;
   virtual Status copy(const CopyCommand &command, size_t index) = 0;
@@ -53,7 +54,7 @@ public:
 /// failing command's index goes to `failedAt` when given.
 inline Status runCommands(const std::vector<Command> &commands,
                           CommandSink &sink, size_t *failedAt = nullptr) {
-  static_assert(std::variant_size_v<Command> == 7,
+  static_assert(std::variant_size_v<Command> == 8,
                 "a new kind of command needs a CommandSink method");
   for (size_t index = 0; index < commands.size(); ++index) {
     const Command &command = commands[index];
@@ -70,6 +71,8 @@ inline Status runCommands(const std::vector<Command> &commands,
               return sink.conv(c, index);
             else if constexpr (std::is_same_v<T, PoolCommand>)
               return sink.pool(c, index);
+            else if constexpr (std::is_same_v<T, AttentionCommand>)
+              return sink.attention(c, index);
             else if constexpr (std::is_same_v<T, CollectiveCommand>)
               return sink.collective(c, index);
             else if constexpr (std::is_same_v<T, WaitCommand>)

@@ -15,6 +15,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "AlignedBuffer.h"
+#include "Attention.h"
 #include "Bf16.h"
 #include "BlasCalls.h"
 #include "Collectives.h"
@@ -50,7 +51,8 @@ constexpr uint64_t kParallelWork = 32768;
 bool runsGemm(const detail::Function &f) {
   for (const detail::Command &c : f.commands)
     if (std::holds_alternative<detail::GemmCommand>(c) ||
-        std::holds_alternative<detail::ConvCommand>(c))
+        std::holds_alternative<detail::ConvCommand>(c) ||
+        std::holds_alternative<detail::AttentionCommand>(c))
       return true;
   return false;
 }
@@ -128,6 +130,8 @@ Status checkCommand(const Executable::Impl &impl, const std::string &function,
       return check(c->output, c->outputBf16 ? DType::BF16 : DType::F32, what);
     if (const auto *p = std::get_if<detail::PoolCommand>(&command))
       return check(p->output, p->outputBf16 ? DType::BF16 : DType::F32, what);
+    if (const auto *a = std::get_if<detail::AttentionCommand>(&command))
+      return check(a->output, a->dtype, what);
   }
   return Status::ok();
 }
@@ -656,6 +660,16 @@ public:
         pool.blockedInput || pool.blockedOutput ? x.convs.layoutBlock() : 16;
     detail::runPool(pool, frame.pointer(pool.input), frame.pointer(pool.output),
                     block, x.pool);
+    return Status::ok();
+  }
+
+  Status attention(const detail::AttentionCommand &attention, size_t) override {
+    const void *mask =
+        attention.hasMask ? frame.pointer(attention.mask) : nullptr;
+    detail::runAttention(attention, frame.pointer(attention.query),
+                         frame.pointer(attention.key),
+                         frame.pointer(attention.value), mask,
+                         frame.pointer(attention.output), x.pool);
     return Status::ok();
   }
 

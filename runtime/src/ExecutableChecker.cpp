@@ -803,11 +803,15 @@ void Checker::commandBuffers(const detail::Command &command,
   } else if (const auto *p = std::get_if<detail::PoolCommand>(&command)) {
     reads = {p->input};
     writes = {p->output};
+  } else if (const auto *a = std::get_if<detail::AttentionCommand>(&command)) {
+    reads = {a->query, a->key, a->value};
+    if (a->hasMask)
+      reads.push_back(a->mask);
+    writes = {a->output};
   } else if (const auto *c = std::get_if<detail::CopyCommand>(&command)) {
     reads = {c->src};
     writes = {c->dst};
-  } else if (const auto *c =
-                 std::get_if<detail::CollectiveCommand>(&command)) {
+  } else if (const auto *c = std::get_if<detail::CollectiveCommand>(&command)) {
     reads = {c->input};
     writes = {c->output};
   }

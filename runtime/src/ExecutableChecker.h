@@ -141,6 +141,8 @@ private:
                           detail::CollectiveCommand &out);
   Status verifyConv(const std::string &ctx, const fbs::Conv &cmd,
                     detail::ConvCommand &out);
+  Status verifyAttention(const std::string &ctx, const fbs::Attention &cmd,
+                         detail::AttentionCommand &out);
   /// fbs::MaxPool or fbs::AvgPool.
   template <typename Table>
   Status verifyPool(const std::string &ctx, const Table &cmd,

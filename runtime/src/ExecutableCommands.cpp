@@ -13,12 +13,14 @@
 
 #include "ExecutableChecker.h"
 
+#include "flow/runtime/rules/Attention.h"
 #include "flow/runtime/rules/Layout.h"
 #include "flow/runtime/rules/Pieces.h"
 #include "flow/runtime/rules/Window.h"
 
 #include <algorithm>
 #include <climits>
+#include <cmath>
 #include <tuple>
 #include <type_traits>
 
@@ -160,6 +162,11 @@ Status Checker::verifyCommand(const std::string &ctx, fbs::Command type,
     return verifyPool(ctx + " (avg_pool)",
                       *static_cast<const fbs::AvgPool *>(value),
                       std::get<detail::PoolCommand>(out));
+  case fbs::Command::Attention:
+    out = detail::AttentionCommand();
+    return verifyAttention(ctx + " (attention)",
+                           *static_cast<const fbs::Attention *>(value),
+                           std::get<detail::AttentionCommand>(out));
   case fbs::Command::Wait:
     // Which collective it waits for is checked with the function's other
     // commands (verifyWaits).
@@ -649,6 +656,132 @@ Status Checker::verifyConv(const std::string &ctx, const fbs::Conv &cmd,
     if (blocked && ref->space != detail::Space::Arena)
       return Status::error(ctx + ": the blocked " + std::string(name) +
                            " is not a transient (arena) buffer");
+  return Status::ok();
+}
+
+Status Checker::verifyAttention(const std::string &ctx,
+                                const fbs::Attention &cmd,
+                                detail::AttentionCommand &out) {
+  // More dimensions than any model has: a guard against nonsense only.
+  constexpr size_t kMaxRank = 16;
+  auto read = [&](const flatbuffers::Vector<int64_t> *v, const char *name,
+                  std::vector<int64_t> &values) -> Status {
+    if (!isAligned(v))
+      return misaligned(ctx + ": " + name);
+    values.clear();
+    if (!v) // only the mask's may be missing (checked below)
+      return Status::ok();
+    size_t length = v->size();
+    if (length > kMaxRank)
+      return Status::error(ctx + ": " + name + " has " +
+                           std::to_string(length) + " dimensions (at most " +
+                           std::to_string(kMaxRank) + ")");
+    return readSizes(ctx, v, name, length, 1, values);
+  };
+  std::vector<int64_t> q, k, v, mask, shape;
+  for (Status s : {read(cmd.query_shape(), "query_shape", q),
+                   read(cmd.key_shape(), "key_shape", k),
+                   read(cmd.value_shape(), "value_shape", v),
+                   read(cmd.mask_shape(), "mask_shape", mask)})
+    if (!s)
+      return s;
+  out.hasMask = cmd.mask() != nullptr;
+  if (!out.hasMask && !mask.empty())
+    return Status::error(ctx + ": mask_shape without a mask");
+  std::string error = flow::rules::attentionShapeError(
+      q, k, v, out.hasMask ? &mask : nullptr, shape);
+  if (!error.empty())
+    return Status::error(ctx + ": " + error);
+  fbs::DType dtype = cmd.dtype(), maskDtype = cmd.mask_dtype();
+  if (dtype != fbs::DType::F32 && dtype != fbs::DType::F16 &&
+      dtype != fbs::DType::BF16)
+    return Status::error(ctx + ": element type " +
+                         std::string(fbs::EnumNameDType(dtype)) +
+                         "; attention runs F32, F16 or BF16");
+  if (out.hasMask && maskDtype != fbs::DType::I1 && maskDtype != dtype)
+    return Status::error(ctx + ": a mask of " +
+                         std::string(fbs::EnumNameDType(maskDtype)) +
+                         " elements; it holds I1 or the element type " +
+                         fbs::EnumNameDType(dtype));
+  if (!std::isfinite(cmd.scale()))
+    return Status::error(ctx + ": scale " + std::to_string(cmd.scale()) +
+                         " is not finite");
+  size_t rank = q.size();
+  out.leading.assign(q.begin(), q.end() - 2);
+  out.lq = q[rank - 2], out.d = q[rank - 1];
+  out.lk = k[rank - 2], out.dv = v[rank - 1];
+  out.scale = cmd.scale();
+  out.causal = cmd.causal();
+  out.dtype = static_cast<DType>(dtype);
+  out.maskDtype = static_cast<DType>(maskDtype);
+  // Bytes of each tensor: every dimension is below 2^31, the products are
+  // checked.
+  uint64_t size = dtypeSize(out.dtype);
+  auto bytes = [&](const std::vector<int64_t> &dims, uint64_t element,
+                   uint64_t &b) {
+    b = element;
+    for (int64_t d : dims)
+      if (!mulOk(b, static_cast<uint64_t>(d), b))
+        return false;
+    return b <= kMaxBufferBytes;
+  };
+  uint64_t qBytes, kBytes, vBytes, maskBytes = 0, outBytes, batch = 1;
+  if (!bytes(q, size, qBytes) || !bytes(k, size, kBytes) ||
+      !bytes(v, size, vBytes) || !bytes(shape, size, outBytes) ||
+      (out.hasMask && !bytes(mask, dtypeSize(out.maskDtype), maskBytes)) ||
+      !bytes(out.leading, 1, batch))
+    return Status::error(ctx + ": tensor sizes overflow");
+  out.batch = static_cast<int64_t>(batch);
+  // The mask's strides along the scores' dimensions (0: broadcast).
+  if (out.hasMask) {
+    out.maskStrides.assign(rank, 0);
+    int64_t stride = 1;
+    for (size_t i = mask.size(); i-- > 0;) {
+      size_t at = rank - mask.size() + i;
+      out.maskStrides[at] = mask[i] == 1 ? 0 : stride;
+      stride *= mask[i];
+    }
+  }
+  struct Operand {
+    const char *name;
+    const fbs::BufferRef *ref;
+    bool writable;
+    uint64_t bytes;
+    detail::BufferRef &out;
+  };
+  for (const Operand &op :
+       {Operand{"query", cmd.query(), false, qBytes, out.query},
+        Operand{"key", cmd.key(), false, kBytes, out.key},
+        Operand{"value", cmd.value(), false, vBytes, out.value},
+        Operand{"mask", cmd.mask(), false, maskBytes, out.mask},
+        Operand{"output", cmd.output(), true, outBytes, out.output}}) {
+    if (&op.out == &out.mask && !out.hasMask)
+      continue;
+    if (Status s = verifyRef(ctx, op.name, op.ref, op.writable, op.out); !s)
+      return s;
+    if (op.out.size != op.bytes)
+      return Status::error(
+          ctx + ": " + op.name + " has " + std::to_string(op.out.size) +
+          " bytes but its shape needs " + std::to_string(op.bytes));
+    uint64_t align = &op.out == &out.mask ? dtypeSize(out.maskDtype) : size;
+    if (op.out.offset % align)
+      return Status::error(ctx + ": " + op.name + " offset " +
+                           std::to_string(op.out.offset) +
+                           " is not a multiple of " + std::to_string(align));
+  }
+  // The output is written while every operand is still read.
+  for (const auto &[ref, name] : {std::pair{&out.query, "query"},
+                                  {&out.key, "key"},
+                                  {&out.value, "value"},
+                                  {&out.mask, "mask"}}) {
+    if (ref == &out.mask && !out.hasMask)
+      continue;
+    const detail::BufferRef &o = out.output;
+    if (ref->space == o.space && ref->index == o.index && ref->size > 0 &&
+        o.size > 0 && ref->offset < o.offset + o.size &&
+        o.offset < ref->offset + ref->size)
+      return Status::error(ctx + ": the output overlaps the " + name);
+  }
   return Status::ok();
 }
 

@@ -142,6 +142,24 @@ struct PoolCommand {
   BufferRef input, output;
 };
 
+/// Fused attention (shapes, sizes and types checked at load): for each of
+/// `batch` leading indices (the leading dimensions `leading`, row-major),
+/// output [lq, dv] = softmax(scale * query [lq, d] key [lk, d]^T + mask)
+/// value [lk, dv], all of `dtype` (F32, F16 or BF16), summed in f32.
+struct AttentionCommand {
+  std::vector<int64_t> leading;
+  int64_t batch = 1, lq = 0, lk = 0, d = 0, dv = 0;
+  double scale = 1.0;
+  bool causal = false, hasMask = false;
+  DType dtype = DType::F32;
+  /// I1 (keep where true) or `dtype` (added).
+  DType maskDtype = DType::I1;
+  /// The mask's element strides along the scores' dimensions
+  /// (leading..., lq, lk): 0 where it broadcasts.
+  std::vector<int64_t> maskStrides;
+  BufferRef query, key, value, mask, output;
+};
+
 /// A CUDA kernel library: PTX text (NUL-terminated) or a cubin, pointing
 /// into the file.
 struct GpuLibrary {
@@ -173,7 +191,7 @@ struct GpuKernel {
 
 using Command =
     std::variant<DispatchCommand, GemmCommand, CopyCommand, CollectiveCommand,
-                 ConvCommand, PoolCommand, WaitCommand>;
+                 ConvCommand, PoolCommand, WaitCommand, AttentionCommand>;
 
 struct Function {
   std::vector<Command> commands;

@@ -89,6 +89,14 @@ void detail::describeCommand(const Executable::Impl &impl,
   } else if (const auto *m = std::get_if<detail::PoolCommand>(&command)) {
     kind = poolKind(*m);
     what = describePool(*m);
+  } else if (const auto *a = std::get_if<detail::AttentionCommand>(&command)) {
+    kind = "attention";
+    what = std::to_string(a->batch) + " x " + std::to_string(a->lq) + "x" +
+           std::to_string(a->lk) + ", d " + std::to_string(a->d);
+    if (a->causal)
+      what += ", causal";
+    if (a->hasMask)
+      what += ", masked";
   } else if (const auto *c = std::get_if<detail::CopyCommand>(&command)) {
     kind = "copy";
     what = std::to_string(c->src.size) + " bytes";

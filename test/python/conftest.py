@@ -124,10 +124,20 @@ def _without_fusion(function):
     return wrapper
 
 
+_CACHE_DIR = None
+
+
 def pytest_configure(config):
     config.addinivalue_line(
         "markers", "requires_gpu: the test needs an NVIDIA GPU; skipped "
         "(with that reason) on a machine without one")
+    # The compile cache of this run (its processes and mpirun's share it),
+    # empty at the start, not the user's.
+    global _CACHE_DIR
+    if "FLOW_CACHE_DIR" not in os.environ:
+        import tempfile
+        _CACHE_DIR = tempfile.mkdtemp(prefix="flow-test-cache-")
+        os.environ["FLOW_CACHE_DIR"] = _CACHE_DIR
     if FUSION == "off":
         import flow
         flow.compile = _without_fusion(flow.compile)
@@ -136,6 +146,11 @@ def pytest_configure(config):
         import flow
         flow.compile = _on_target(flow.compile)
         flow.compile_mlir = _on_target(flow.compile_mlir)
+
+
+def pytest_unconfigure(config):
+    if _CACHE_DIR is not None:
+        shutil.rmtree(_CACHE_DIR, ignore_errors=True)
 
 
 def pytest_report_header(config):

@@ -47,11 +47,13 @@ def test_index_dense_array_is_refused_with_a_location(source, line, column):
 def test_a_parser_crash_in_the_child_is_a_flow_error():
     # The parse guard's child crashes on purpose (a stand-in for a parser
     # bug nobody knows yet); the caller gets an exception, not a dead
-    # process. Run in a fresh interpreter so the variable reaches the child.
+    # process. Run in a fresh interpreter so the variable reaches the child;
+    # without the compile cache, whose hit on text compiled before would
+    # not parse it at all.
     script = (
         "import flow\n"
         "try:\n"
-        f"    flow.compile_mlir({GOOD!r})\n"
+        f"    flow.compile_mlir({GOOD!r}, cache=False)\n"
         "except flow.FlowError as e:\n"
         "    print('FlowError:', e)\n"
         "print('alive')\n")

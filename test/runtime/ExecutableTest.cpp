@@ -192,9 +192,9 @@ TEST(ExecutableTest, RejectsBadFunctions) {
   spec = sampleSpec();
   forward(spec).commands[2] = RawCommandSpec{0};
   EXPECT_LOAD_ERROR(spec, "function 'forward' command 2 is empty");
-  forward(spec).commands[2] = RawCommandSpec{9};
+  forward(spec).commands[2] = RawCommandSpec{10};
   EXPECT_LOAD_ERROR(spec,
-                    "function 'forward' command 2 has unknown command type 9");
+                    "function 'forward' command 2 has unknown command type 10");
 }
 
 TEST(ExecutableTest, RejectsBadTensorTypes) {

@@ -131,9 +131,17 @@ struct PoolSpec {
   DType inputDtype = DType::F32, outputDtype = DType::F32;
 };
 
+struct AttentionSpec {
+  std::vector<int64_t> queryShape, keyShape, valueShape, maskShape;
+  DType dtype = DType::F32, maskDtype = DType::I1;
+  double scale = 1.0;
+  bool causal = false;
+  std::optional<RefSpec> query, key, value, mask, output;
+};
+
 using CommandSpec =
     std::variant<DispatchSpec, GemmSpec, CopySpec, RawCommandSpec,
-                 CollectiveSpec, ConvSpec, PoolSpec, WaitSpec>;
+                 CollectiveSpec, ConvSpec, PoolSpec, WaitSpec, AttentionSpec>;
 
 /// An entry of a function's state table.
 struct StateEntry {
@@ -351,6 +359,18 @@ inline std::vector<uint8_t> build(const ExecutableSpec &spec) {
                       static_cast<fbs::DType>(c->inputDtype),
                       static_cast<fbs::DType>(c->outputDtype))
                       .Union());
+      } else if (const auto *a = std::get_if<AttentionSpec>(&command)) {
+        fbs::BufferRef q, k, v, m, out;
+        commandTypes.push_back(fbs::Command::Attention);
+        commands.push_back(
+            fbs::CreateAttentionDirect(
+                fbb, &a->queryShape, &a->keyShape, &a->valueShape,
+                a->maskShape.empty() ? nullptr : &a->maskShape,
+                static_cast<fbs::DType>(a->dtype),
+                static_cast<fbs::DType>(a->maskDtype), a->scale, a->causal,
+                ref(a->query, q), ref(a->key, k), ref(a->value, v),
+                ref(a->mask, m), ref(a->output, out))
+                .Union());
       } else {
         const auto &raw = std::get<RawCommandSpec>(command);
         commandTypes.push_back(static_cast<fbs::Command>(raw.type));

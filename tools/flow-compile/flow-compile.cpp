@@ -19,6 +19,7 @@
 #include "flow/Conversion/Passes.h"
 #include "flow/Dialect/Flow/IR/FlowOps.h"
 #include "flow/Dialect/Flow/Transforms/Passes.h"
+#include "flow/Pipelines/CompileCache.h"
 #include "flow/Pipelines/Options.h"
 #include "flow/Pipelines/Pipelines.h"
 #include "flow/Support/ParseGuard.h"
@@ -34,6 +35,7 @@
 #include "mlir/Support/FileUtilities.h"
 #include "mlir/Support/Timing.h"
 #include "mlir/Support/ToolUtilities.h"
+#include "llvm/ADT/ScopeExit.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FileUtilities.h"
@@ -78,6 +80,13 @@ static cl::opt<std::string> sbpPlanGraph(
              "order filled by their SBP, uses that need a collective in "
              "red with its name"),
     cl::value_desc("file.svg"), cl::init(""));
+
+static cl::opt<bool> noCache(
+    "no-cache", cl::cat(flowCategory),
+    cl::desc("Compile even when the compile cache holds the executable, "
+             "and do not store it (the cache: $FLOW_CACHE_DIR, else "
+             "~/.cache/flow/compiled; python -m flow.cache info)"),
+    cl::init(false));
 
 static cl::opt<std::string> parametersFile(
     "parameters", cl::cat(flowCategory),
@@ -191,6 +200,16 @@ static void arrangeHelp() {
              option->getOptionHiddenFlag() == cl::NotHidden)
       option->setHiddenFlag(cl::Hidden);
   }
+}
+
+/// Whether a flag outside Flow's own (MLIR's timing, IR printing, debug
+/// output) was given: its output would not come from a cached compile.
+static bool givenLibraryFlag() {
+  for (auto &[name, option] : cl::getRegisteredOptions())
+    if (option->getNumOccurrences() > 0 &&
+        !llvm::is_contained(option->Categories, &flowCategory))
+      return true;
+  return false;
 }
 
 /// Whether the option `name` (one of the libraries') was given.
@@ -324,9 +343,51 @@ int main(int argc, char **argv) {
                  << "\n";
     return 1;
   }
+  // The compile cache serves a plain compile to an executable: no report,
+  // plot or training step to make, no library flag whose output only a
+  // compile prints.
+  std::optional<CompileCacheEntry> entry;
+  if (!noCache && reportFile.empty() && memoryPlot.empty() &&
+      sbpPlanGraph.empty() && train.empty() && !givenLibraryFlag())
+    entry = CompileCacheEntry::forCompile(input->getBuffer(), options);
+  if (entry) {
+    std::string diagnostics, warning;
+    std::optional<std::vector<uint8_t>> bytes =
+        entry->lookup(diagnostics, warning);
+    if (!warning.empty())
+      llvm::errs() << "flow-compile: warning: " << warning << "\n";
+    if (bytes) {
+      llvm::errs() << diagnostics;
+      auto output = openOutputFile(outputFilename, &error);
+      if (!output) {
+        llvm::errs() << "flow-compile: error: " << error << "\n";
+        return 1;
+      }
+      output->os().write(reinterpret_cast<const char *>(bytes->data()),
+                         bytes->size());
+      output->os().flush();
+      if (output->os().has_error()) {
+        llvm::errs() << "flow-compile: error: cannot write '"
+                     << output->getFilename()
+                     << "': " << output->os().error().message() << "\n";
+        output->os().clear_error();
+        return 1;
+      }
+      output->keep();
+      return 0;
+    }
+  }
   llvm::SourceMgr sourceMgr;
   sourceMgr.AddNewSourceBuffer(std::move(input), SMLoc());
-  SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
+  // A compile the cache keeps keeps its warnings too: they are collected,
+  // then printed.
+  std::string collected;
+  llvm::raw_string_ostream collector(collected);
+  SourceMgrDiagnosticHandler diagnostics(
+      sourceMgr, &context,
+      entry ? static_cast<llvm::raw_ostream &>(collector) : llvm::errs());
+  auto printCollected =
+      llvm::make_scope_exit([&] { llvm::errs() << collected; });
 
   DefaultTimingManager timingManager;
   applyDefaultTimingManagerCLOptions(timingManager);
@@ -373,6 +434,12 @@ int main(int argc, char **argv) {
     output->os().write(
         reinterpret_cast<const char *>(result->executable.data()),
         result->executable.size());
+    if (entry) {
+      std::string warning;
+      entry->store(result->executable, collected, warning);
+      if (!warning.empty())
+        llvm::errs() << "flow-compile: warning: " << warning << "\n";
+    }
   } else if (!result->module) {
     output->os() << result->text;
   } else {

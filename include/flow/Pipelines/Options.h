@@ -56,6 +56,10 @@ struct CompileOptions {
   /// (flow-fuse-sibling-matmuls); off by default (it measured no faster on
   /// the CPU, bench/joined_projections.py).
   bool siblingMatmuls = false;
+  /// Run attention as one fused command where the target has an attention
+  /// library (Target::hasAttentionLibrary: the CPU); false expands it into
+  /// matmul, softmax and matmul (flow-decompose-attention).
+  bool fusedAttention = true;
   /// "f32", or "bf16": matrix products (convolutions included) read bf16
   /// operands and sum in f32 (flow-matmuls-to-bf16); the rest stays f32.
   std::string precision = "f32";

@@ -137,10 +137,10 @@ void registerCompilerPasses();
 /// flow-place-pipeline,
 /// flow-graph-pipeline{fusion library-matmul library-conv max-columns-bytes
 /// bf16 narrow-library-matmul symmetric-conv-library sibling-matmuls
-/// narrow-library-conv}, flow-host-pipeline{in-place gemm-epilogues
-/// conv-epilogues bf16-convs blocked-conv-layouts library-gemm-epilogues
-/// allow-tf32 overlap-collectives}, flow-kernel-linalg-pipeline,
-/// flow-kernel-bufferize-pipeline,
+/// narrow-library-conv library-attention}, flow-host-pipeline{in-place
+/// gemm-epilogues conv-epilogues bf16-convs blocked-conv-layouts
+/// library-gemm-epilogues allow-tf32 overlap-collectives},
+/// flow-kernel-linalg-pipeline, flow-kernel-bufferize-pipeline,
 /// flow-kernel-cpu-llvm-pipeline{expand-bf16}. The kernel pipelines run on a
 /// module of kernels (what `--compile-to=host` prints after its host schedules,
 /// and what each later phase prints).
@@ -168,6 +168,10 @@ struct GraphPipelineOptions {
   /// With libraryConv: f16 and bf16 convolutions stay flow.conv2d for the
   /// library too (Target::hasNarrowConvolutionLibrary).
   bool narrowLibraryConv = false;
+  /// flow.attention stays one op for the host's attention library
+  /// (Target::hasAttentionLibrary); false expands it
+  /// (flow-decompose-attention).
+  bool libraryAttention = true;
 };
 struct HostPipelineOptions {
   bool inPlace = false;

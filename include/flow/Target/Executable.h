@@ -64,6 +64,7 @@ struct ExecutableStats {
   int64_t numDispatches = 0;
   int64_t numGemms = 0;
   int64_t numConvs = 0;
+  int64_t numAttentions = 0;
   /// Max and average pools run by the runtime next to its convolutions.
   int64_t numPools = 0;
   /// Dispatches run tile by tile as epilogues of the GEMM before them.

@@ -102,6 +102,10 @@ public:
   /// (every tensor of the element type, summed in f32: cuDNN's tensor
   /// cores); without it they become im2col and a GEMM, or kernels.
   virtual bool hasNarrowConvolutionLibrary() const { return false; }
+  /// Whether the runtime runs flow.attention as one library command
+  /// (host.attention); without it the op becomes matmul, softmax and
+  /// matmul (flow-decompose-attention).
+  virtual bool hasAttentionLibrary() const { return false; }
   /// The phases after `linalg`, in order.
   virtual std::vector<KernelPhase>
   getKernelPhases(const TargetOptions &options) const = 0;

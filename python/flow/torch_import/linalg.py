@@ -76,6 +76,15 @@ def _attention(self, q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False,
                           "differ (grouped-query attention)")
     if scale is None:
         scale = 1.0 / float(np.sqrt(qv.shape[-1]))
+    if not dropout_p:
+        # One op: the target runs it fused or expands it (the scores are
+        # never a tensor of the program where it runs fused).
+        mask = None
+        if attn_mask is not None:
+            m = self.value(attn_mask)
+            mask = m if m.dtype == "i1" else self.e.cast(m, dtype)
+        return self.e.attention(qv, kv, vv, mask, float(scale),
+                                bool(is_causal))
     scores = self.e.matmul(qv, kv, transpose_rhs=True)
     scores = self.e.binary("mul", scores, self.e.scalar(scale, dtype))
     length, source = qv.shape[-2], kv.shape[-2]

@@ -914,6 +914,14 @@ public:
                          "only (the CUDA target compiles pooling into its "
                          "kernels)");
   }
+  Status attention(const detail::AttentionCommand &, size_t) override {
+    // The CUDA targets expand attention into GEMMs and kernels
+    // (flow-decompose-attention); CudaHost's check refuses the command at
+    // load, so this is never reached.
+    return Status::error("a library attention command runs on the CPU "
+                         "device only (the CUDA targets compile attention "
+                         "into GEMMs and kernels)");
+  }
   Status collective(const detail::CollectiveCommand &c, size_t) override {
     return x.runCollective(c, frame, hooks);
   }

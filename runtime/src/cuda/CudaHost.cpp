@@ -273,7 +273,8 @@ Status cuda::checkCudaCommands(const Executable::Impl &impl) {
                      std::get_if<detail::ConvCommand>(&command)) {
         if (StatusOr<ConvPlan> plan = planConv(*conv); !plan)
           return Status::error(ctx + " (conv): " + plan.status().message());
-      } else if (std::holds_alternative<detail::PoolCommand>(command)) {
+      } else if (std::holds_alternative<detail::PoolCommand>(command) ||
+                 std::holds_alternative<detail::AttentionCommand>(command)) {
         std::string kind, what;
         detail::describeCommand(impl, command, kind, what);
         return Status::error(ctx + " (" + kind + " " + what +

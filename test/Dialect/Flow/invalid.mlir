@@ -330,6 +330,60 @@ func.func @f(%a: tensor<3x2x8xf32>, %b: tensor<2x8x4xf32>) -> tensor<3x2x4xf32> 
 
 // -----
 
+func.func @f(%q: tensor<2x8x16xf32>, %k: tensor<2x8x8xf32>) -> tensor<2x8x16xf32> {
+  // expected-error @+2 {{key rows have 8 elements but query rows have 16}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = flow.attention %q, %k, %q scale = 1.0 : (tensor<2x8x16xf32>, tensor<2x8x8xf32>, tensor<2x8x16xf32>) -> tensor<2x8x16xf32>
+  return %0 : tensor<2x8x16xf32>
+}
+
+// -----
+
+func.func @f(%q: tensor<2x8x16xf32>, %k: tensor<3x8x16xf32>) -> tensor<2x8x16xf32> {
+  // expected-error @+2 {{query, key and value need the same leading (batch and head) dimensions, got [2, 8, 16], [3, 8, 16] and [2, 8, 16]}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = flow.attention %q, %k, %q scale = 1.0 : (tensor<2x8x16xf32>, tensor<3x8x16xf32>, tensor<2x8x16xf32>) -> tensor<2x8x16xf32>
+  return %0 : tensor<2x8x16xf32>
+}
+
+// -----
+
+func.func @f(%q: tensor<2x8x16xf32>, %v: tensor<2x4x16xf32>) -> tensor<2x8x16xf32> {
+  // expected-error @+2 {{value has 4 rows but key has 8}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = flow.attention %q, %q, %v scale = 1.0 : (tensor<2x8x16xf32>, tensor<2x8x16xf32>, tensor<2x4x16xf32>) -> tensor<2x8x16xf32>
+  return %0 : tensor<2x8x16xf32>
+}
+
+// -----
+
+func.func @f(%q: tensor<2x8x16xf32>, %m: tensor<2x8x3xi1>) -> tensor<2x8x16xf32> {
+  // expected-error @+2 {{mask [2, 8, 3] does not broadcast to the scores [2, 8, 8]}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = flow.attention %q, %q, %q mask %m scale = 1.0 : (tensor<2x8x16xf32>, tensor<2x8x16xf32>, tensor<2x8x16xf32>, tensor<2x8x3xi1>) -> tensor<2x8x16xf32>
+  return %0 : tensor<2x8x16xf32>
+}
+
+// -----
+
+func.func @f(%q: tensor<2x8x16xf32>, %m: tensor<8xi32>) -> tensor<2x8x16xf32> {
+  // expected-error @+2 {{mask must be i1 or 'f32' (the operands' type), got 'i32'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = flow.attention %q, %q, %q mask %m scale = 1.0 : (tensor<2x8x16xf32>, tensor<2x8x16xf32>, tensor<2x8x16xf32>, tensor<8xi32>) -> tensor<2x8x16xf32>
+  return %0 : tensor<2x8x16xf32>
+}
+
+// -----
+
+func.func @f(%q: tensor<8x16xf32>, %k: tensor<8x16xf16>) -> tensor<8x16xf32> {
+  // expected-error @+2 {{query, key and value need one element type, got 'f32', 'f16' and 'f32'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = flow.attention %q, %k, %q scale = 1.0 : (tensor<8x16xf32>, tensor<8x16xf16>, tensor<8x16xf32>) -> tensor<8x16xf32>
+  return %0 : tensor<8x16xf32>
+}
+
+// -----
+
 func.func @f(%x: tensor<1x4x8x8xf32>, %w: tensor<8x4x3xf32>) -> tensor<1x8x6x6xf32> {
   // expected-error @+2 {{input (NCHW) and weight (OIHW) must have rank 4, got 4 and 3}}
   // expected-error @+1 {{failed to infer returned types}}

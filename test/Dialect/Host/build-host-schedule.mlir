@@ -93,3 +93,17 @@ func.func @offsets(%x: tensor<8x6xf32>) -> tensor<4x6xf32>
   %s = call @take(%x, %o) : (tensor<8x6xf32>, tensor<2xi64>) -> tensor<4x6xf32>
   return %s : tensor<4x6xf32>
 }
+
+// -----
+
+// Attention is one library command, its mask an operand like any other.
+// CHECK-LABEL: func.func @attention
+// CHECK-SAME: (%[[Q:.*]]: memref<2x4x8x16xf32>, %[[M:.*]]: memref<2x1x1x8xi1>, %[[OUT:.*]]: memref<2x4x8x16xf32>)
+// CHECK: host.attention %[[Q]], %[[Q]], %[[Q]] mask(%[[M]] : memref<2x1x1x8xi1>) -> %[[OUT]] scale = 2.500000e-01 {causal}
+// CHECK-NEXT: return
+func.func @attention(%q: tensor<2x4x8x16xf32>, %m: tensor<2x1x1x8xi1>) -> tensor<2x4x8x16xf32> {
+  %o = flow.attention %q, %q, %q mask %m scale = 2.500000e-01 {causal}
+      : (tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>,
+         tensor<2x1x1x8xi1>) -> tensor<2x4x8x16xf32>
+  return %o : tensor<2x4x8x16xf32>
+}

@@ -368,3 +368,27 @@ func.func @tied_input_on_an_input(%w: memref<4xf32> {flow.tied_input = 0 : i64},
     attributes {flow.host_outputs = 1 : i64} {
   return
 }
+
+// -----
+
+func.func @attention_shape(%q: memref<2x8x16xf32>, %o: memref<2x8x8xf32>) {
+  // expected-error @+1 {{writes 'memref<2x8x8xf32>' but the attention gives 2x8x16}}
+  host.attention %q, %q, %q -> %o scale = 1.0 : memref<2x8x16xf32>, memref<2x8x16xf32>, memref<2x8x16xf32> -> memref<2x8x8xf32>
+  return
+}
+
+// -----
+
+func.func @attention_mask(%q: memref<2x8x16xf32>, %m: memref<8xf16>, %o: memref<2x8x16xf32>) {
+  // expected-error @+1 {{mask must be i1 or 'f32', not 'f16'}}
+  host.attention %q, %q, %q mask(%m : memref<8xf16>) -> %o scale = 1.0 : memref<2x8x16xf32>, memref<2x8x16xf32>, memref<2x8x16xf32> -> memref<2x8x16xf32>
+  return
+}
+
+// -----
+
+func.func @attention_f64(%q: memref<8x16xf64>) {
+  // expected-error @+1 {{runs f32, f16 or bf16, not 'f64'}}
+  host.attention %q, %q, %q -> %q scale = 1.0 : memref<8x16xf64>, memref<8x16xf64>, memref<8x16xf64> -> memref<8x16xf64>
+  return
+}

@@ -417,6 +417,26 @@ Value product(Grad &g, Value a, Value b, bool ta, bool tb, bool accumulate) {
   return MatmulOp::create(g.b, g.loc, a, b, ta, tb, accumulate);
 }
 
+LogicalResult gradients(AttentionOp op, Grad &g) {
+  // The probabilities P are recomputed (never kept); with o = P v:
+  //   dv = P^T g, dP = g v^T, dS = P (dP - sum(dP P)) (zero where a key is
+  //   hidden), dq = scale dS k, dk = scale dS^T q, and a float mask's
+  //   gradient is dS.
+  Value q = op.getQuery(), k = op.getKey(), v = op.getValue(), out = g.out();
+  Value p = buildAttentionProbabilities(g.b, g.loc, op);
+  int64_t axis = typeOf(p).getRank() - 1;
+  Value dp = product(g, out, v, false, true, false);
+  Value ds = g.mul(p, g.sub(dp, g.sum(g.mul(dp, p), {axis})));
+  double scale = op.getScale().convertToDouble();
+  g.set(op, 0, g.mul(product(g, ds, k, false, false, false), scale));
+  g.set(op, 1, g.mul(product(g, ds, q, true, false, false), scale));
+  g.set(op, 2, product(g, p, out, true, false, false));
+  if (Value mask = op.getMask())
+    if (isFloat(mask))
+      g.set(op, 3, sumToType(g.b, g.loc, ds, typeOf(mask)));
+  return success();
+}
+
 /// `x` (at least 3-D) with its batch dimensions merged into its rows: the
 /// product of a batch of activations and a shared 2-D weight is one GEMM
 /// of `batch * m` rows.
@@ -991,9 +1011,9 @@ void mlir::flow::registerGradientInterfaceModels(MLIRContext *context) {
   attach<NegOp, AbsOp, ExpOp, LogOp, SqrtOp, RsqrtOp, TanhOp, SinOp, CosOp,
          FloorOp, CeilOp, RoundOp, ErfOp, SigmoidOp, ReluOp, SiluOp, GeluOp,
          CastOp, AddOp, SubOp, MulOp, DivOp, MaximumOp, MinimumOp, PowOp,
-         SelectOp, MatmulOp, ReduceSumOp, ReduceMeanOp, ReduceMaxOp, CumsumOp,
-         SoftmaxOp, LogSoftmaxOp, LayerNormOp, RmsNormOp, BatchNormOp,
-         ReshapeOp, TransposeOp, BroadcastToOp, AnnotateOp, ConcatOp, SliceOp,
-         PadOp, ReverseOp, GatherOp, GatherElementsOp, Conv2dOp, AvgPool2dOp,
-         MaxPool2dOp>(context);
+         SelectOp, MatmulOp, AttentionOp, ReduceSumOp, ReduceMeanOp,
+         ReduceMaxOp, CumsumOp, SoftmaxOp, LogSoftmaxOp, LayerNormOp, RmsNormOp,
+         BatchNormOp, ReshapeOp, TransposeOp, BroadcastToOp, AnnotateOp,
+         ConcatOp, SliceOp, PadOp, ReverseOp, GatherOp, GatherElementsOp,
+         Conv2dOp, AvgPool2dOp, MaxPool2dOp>(context);
 }

@@ -206,6 +206,34 @@ Rules sbpRules(MatmulOp op) {
   return rules;
 }
 
+/// Attention splits with its batch and head dimensions, its query rows
+/// (not causal: a piece's rows would need their global positions) and its
+/// value columns; keys stay whole (their softmax spans them). A mask
+/// splits where it really has the dimension.
+Rules sbpRules(AttentionOp op) {
+  Rules rules = start(op);
+  int64_t rank = typeOf(op.getResult()).getRank();
+  RankedTensorType scores = op.getScoresType();
+  auto maskDim = [&](int64_t i) {
+    RankedTensorType m = typeOf(op.getMask());
+    int64_t j = i - (rank - m.getRank());
+    bool real = j >= 0 && !(m.getDimSize(j) == 1 && scores.getDimSize(i) != 1);
+    return real ? S(j) : B;
+  };
+  auto add = [&](SbpDim q, SbpDim k, SbpDim v, int64_t maskAt, SbpDim out) {
+    SbpSignature sig{{q, k, v}, {out}};
+    if (op.getMask())
+      sig.operands.push_back(maskAt < 0 ? B : maskDim(maskAt));
+    rules.push_back(sig);
+  };
+  for (int64_t i = 0; i < rank - 2; ++i)
+    add(S(i), S(i), S(i), i, S(i));
+  if (!op.getCausal())
+    add(S(rank - 2), B, B, rank - 2, S(rank - 2));
+  add(B, B, S(rank - 1), -1, S(rank - 1));
+  return rules;
+}
+
 Rules sbpRules(Conv2dOp op) {
   Rules rules = start(op);
   bool bias = static_cast<bool>(op.getBias());
@@ -547,6 +575,13 @@ double computeCost(Operation *op) {
     return 2.0 * elements(conv.getResult()) *
            static_cast<double>(w.getDimSize(1) * w.getDimSize(2) *
                                w.getDimSize(3));
+  }
+  if (auto attention = dyn_cast<AttentionOp>(op)) {
+    RankedTensorType q = typeOf(attention.getQuery());
+    RankedTensorType v = typeOf(attention.getValue());
+    return 2.0 *
+           static_cast<double>(attention.getScoresType().getNumElements()) *
+           static_cast<double>(q.getShape().back() + v.getShape().back());
   }
   if (op->getNumResults() == 0)
     return 0.0;

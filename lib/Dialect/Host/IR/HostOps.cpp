@@ -6,6 +6,7 @@
 
 #include "flow/Dialect/Host/IR/HostOps.h"
 #include "flow/Dialect/Flow/IR/FlowVerifiers.h"
+#include "flow/runtime/rules/Attention.h"
 #include "flow/runtime/rules/Layout.h"
 #include "flow/runtime/rules/Window.h"
 #include "mlir/IR/Builders.h"
@@ -358,6 +359,35 @@ static LogicalResult verifyHostPool(Operation *op, MemRefType x,
   return success();
 }
 
+LogicalResult HostAttentionOp::verify() {
+  MemRefType q = getQuery().getType(), k = getKey().getType(),
+             v = getValue().getType(), out = getOut().getType();
+  Type e = q.getElementType();
+  if (!e.isF32() && !e.isF16() && !e.isBF16())
+    return emitOpError() << "runs f32, f16 or bf16, not " << e;
+  if (k.getElementType() != e || v.getElementType() != e ||
+      out.getElementType() != e)
+    return emitOpError()
+           << "needs query, key, value and out of one element type";
+  std::vector<int64_t> maskShape, shape;
+  if (Value mask = getMask()) {
+    auto m = cast<MemRefType>(mask.getType());
+    if (!m.getElementType().isInteger(1) && m.getElementType() != e)
+      return emitOpError() << "mask must be i1 or " << e << ", not "
+                           << m.getElementType();
+    maskShape = m.getShape().vec();
+  }
+  std::string error = ::flow::rules::attentionShapeError(
+      q.getShape().vec(), k.getShape().vec(), v.getShape().vec(),
+      getMask() ? &maskShape : nullptr, shape);
+  if (!error.empty())
+    return emitOpError() << error;
+  if (out.getShape() != ArrayRef<int64_t>(shape))
+    return emitOpError() << "writes " << out << " but the attention gives "
+                         << shapeStr(shape);
+  return success();
+}
+
 LogicalResult HostMaxPoolOp::verify() {
   return verifyHostPool(*this, getInput().getType(), getOut().getType(),
                         getKernel(), getStrides(), getPadding(),
@@ -488,8 +518,9 @@ HostCollectiveOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
 //===----------------------------------------------------------------------===//
 
 bool mlir::flow::isHostCommand(Operation *op) {
-  return isa<HostDispatchOp, HostGemmOp, HostConvOp, HostMaxPoolOp,
-             HostAvgPoolOp, HostCopyOp, HostCollectiveOp, HostWaitOp>(op);
+  return isa<HostDispatchOp, HostGemmOp, HostConvOp, HostAttentionOp,
+             HostMaxPoolOp, HostAvgPoolOp, HostCopyOp, HostCollectiveOp,
+             HostWaitOp>(op);
 }
 
 bool mlir::flow::usesCollectiveBuffers(Operation *op, Value input,
@@ -508,12 +539,12 @@ SmallVector<Value> mlir::flow::hostCommandWrites(Operation *op) {
         return SmallVector<Value>(d.getOutputs().begin(),
                                   d.getOutputs().end());
       })
-      .Case<HostGemmOp, HostConvOp, HostMaxPoolOp, HostAvgPoolOp>(
+      .Case<HostGemmOp, HostConvOp, HostAttentionOp, HostMaxPoolOp,
+            HostAvgPoolOp>(
           [](auto c) { return SmallVector<Value>{c.getOut()}; })
       .Case([](HostCopyOp c) { return SmallVector<Value>{c.getTarget()}; })
-      .Case([](HostCollectiveOp c) {
-        return SmallVector<Value>{c.getOutput()};
-      })
+      .Case(
+          [](HostCollectiveOp c) { return SmallVector<Value>{c.getOutput()}; })
       .Default([](Operation *) { return SmallVector<Value>(); });
 }
 

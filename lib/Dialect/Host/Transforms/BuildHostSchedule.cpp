@@ -27,8 +27,8 @@ static MemRefType bufferType(Type tensor) {
 
 /// Ops of the flow phase that run on the host as commands.
 static bool isCommand(Operation *op) {
-  return isa<func::CallOp, MatmulOp, Conv2dOp, AllReduceOp, AllGatherOp,
-             ReduceScatterOp, AllToAllOp>(op);
+  return isa<func::CallOp, MatmulOp, Conv2dOp, AttentionOp, AllReduceOp,
+             AllGatherOp, ReduceScatterOp, AllToAllOp>(op);
 }
 
 namespace {
@@ -112,6 +112,18 @@ LogicalResult ScheduleBuilder::command(OpBuilder &b, Operation &op) {
                        /*blocked_residual=*/UnitAttr(),
                        /*blocked_output=*/UnitAttr(),
                        bf16Convs && elt.isF32() ? b.getUnitAttr() : UnitAttr());
+  } else if (auto attention = dyn_cast<AttentionOp>(op)) {
+    Type elt = attention.getType().getElementType();
+    if (!elt.isF32() && !elt.isF16() && !elt.isBF16())
+      return op.emitError("the host's attention library runs f32, f16 and "
+                          "bf16; this ")
+             << attention.getType()
+             << " attention needs flow-decompose-attention";
+    Value mask = attention.getMask() ? in(attention.getMask()) : Value();
+    HostAttentionOp::create(b, loc, in(attention.getQuery()),
+                            in(attention.getKey()), in(attention.getValue()),
+                            mask, dests[0], attention.getScaleAttr(),
+                            attention.getCausalAttr());
   } else {
     MLIRContext *ctx = op.getContext();
     auto i64 = [&](int64_t v) {

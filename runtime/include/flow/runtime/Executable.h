@@ -30,7 +30,7 @@ namespace flow {
 namespace runtime {
 
 /// The format version this runtime reads.
-constexpr uint32_t kExecutableVersion = 14;
+constexpr uint32_t kExecutableVersion = 15;
 
 /// The largest tensor, arena or constant the runtime accepts (64 GiB): a
 /// larger size is taken for a corrupt file rather than attempted.

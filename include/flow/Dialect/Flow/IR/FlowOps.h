@@ -43,6 +43,15 @@ broadcastShapes(ArrayRef<ArrayRef<int64_t>> shapes,
 /// element depends on its position and the broadcast scalar operands).
 bool isElementwise(Operation *op);
 
+/// The probabilities of `op` as separate ops: softmax(scale * query key^T
+/// + mask), with the causal mask, and zeros for a query the mask hides
+/// every key from. `[..., Lq, Lk]`, the operands' element type.
+Value buildAttentionProbabilities(OpBuilder &b, Location loc, AttentionOp op);
+
+/// `op` as flow.matmul, flow.softmax and flow.matmul (the probabilities
+/// above times the value); the result replaces `op`'s.
+Value expandAttention(OpBuilder &b, AttentionOp op);
+
 /// True for a `flow.concat` whose inputs are all parameters: the runtime
 /// joins it once, when it binds the executable (host.parameter_concat), so
 /// it stays on the host like the parameters themselves.

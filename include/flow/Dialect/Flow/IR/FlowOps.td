@@ -334,6 +334,48 @@ def Flow_MatmulOp : Flow_Op<"matmul", [Pure, InferTypeOpAdaptor,
   let hasCanonicalizer = 1;
 }
 
+def Flow_AttentionOp : Flow_Op<"attention", [Pure, InferTypeOpAdaptor]> {
+  let summary = "scaled dot-product attention, fused";
+  let description = [{
+    `softmax(scale * query key^T + mask) value` in one op: `query`
+    `[..., Lq, D]`, `key` `[..., Lk, D]` and `value` `[..., Lk, Dv]` of one
+    float type with the same leading (batch and head) dimensions give
+    `[..., Lq, Dv]`. The scores (`[..., Lq, Lk]`) are never a tensor of the
+    program: a target with an attention library runs the op as one command
+    (blocks of keys, an online softmax, sums in f32); others expand it into
+    `flow.matmul`, `flow.softmax` and `flow.matmul` (`flow-decompose-attention`).
+
+    The optional `mask` broadcasts (numpy rules) to the scores' shape: i1
+    keeps the scores where it is true (false hides that key from that
+    query); a float mask of the operands' type is added to the scores.
+    `causal` hides key `j` from query `i` where `j > i` (the top-left
+    aligned mask of PyTorch's `is_causal`). A query that every key is
+    hidden from gets zeros (as PyTorch's attention), not NaN.
+
+    ```mlir
+    %o = flow.attention %q, %k, %v scale = 1.250000e-01
+        : (tensor<2x12x128x64xf32>, tensor<2x12x128x64xf32>,
+           tensor<2x12x128x64xf32>) -> tensor<2x12x128x64xf32>
+    %c = flow.attention %q, %k, %v mask %m scale = 1.250000e-01 {causal}
+        : (tensor<1x8x16x64xbf16>, tensor<1x8x16x64xbf16>,
+           tensor<1x8x16x64xbf16>, tensor<1x1x1x16xi1>)
+        -> tensor<1x8x16x64xbf16>
+    ```
+  }];
+  let arguments = (ins Flow_FloatTensor:$query, Flow_FloatTensor:$key,
+                       Flow_FloatTensor:$value, Optional<Flow_Tensor>:$mask,
+                       F64Attr:$scale, UnitAttr:$causal);
+  let results = (outs Flow_FloatTensor:$result);
+  let assemblyFormat = [{
+    $query `,` $key `,` $value (`mask` $mask^)? `scale` `=` $scale attr-dict
+    `:` functional-type(operands, results)
+  }];
+  let extraClassDeclaration = [{
+    /// The scores' type: `[..., Lq, Lk]` of the operands' element type.
+    RankedTensorType getScoresType();
+  }];
+}
+
 def Flow_Conv2dOp : Flow_Op<"conv2d", [Pure, InferTypeOpAdaptor,
                                        SameOperandsElementType]> {
   let summary = "2-D convolution, NCHW";

@@ -390,6 +390,35 @@ def FuseSiblingMatmulsPass
   let dependentDialects = ["::mlir::flow::FlowDialect"];
 }
 
+def DecomposeAttentionPass
+    : Pass<"flow-decompose-attention", "func::FuncOp"> {
+  let summary = "Expands flow.attention into matmul, softmax and matmul";
+  let description = [{
+    For targets without an attention library (`Target::hasAttentionLibrary`)
+    each `flow.attention` becomes the ops it stands for: the scores
+    `flow.matmul` (key transposed), the scale, the mask and the causal mask
+    as `flow.select` or `flow.add`, `flow.softmax` (with zeros for a query
+    that every key is hidden from), and the `flow.matmul` by the value. The
+    kernels then fuse them as any other ops.
+
+    ```mlir
+    %o = flow.attention %q, %k, %v scale = 1.250000e-01
+        : (tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>)
+        -> tensor<1x4x8x64xf32>
+    // becomes
+    %s = flow.matmul %q, %k {transpose_rhs} : ... -> tensor<1x4x8x8xf32>
+    %c = flow.constant dense<1.250000e-01> : tensor<f32>
+    %t = flow.mul %s, %c : ...
+    %p = flow.softmax %t axis = 3 : tensor<1x4x8x8xf32>
+    %o = flow.matmul %p, %v : ... -> tensor<1x4x8x64xf32>
+    ```
+  }];
+  let statistics = [
+    Statistic<"numExpanded", "expanded", "Number of attention ops expanded">
+  ];
+  let dependentDialects = ["::mlir::flow::FlowDialect"];
+}
+
 def ConvToGemmPass : Pass<"flow-conv-to-gemm", "func::FuncOp"> {
   let summary = "Rewrites f32 convolutions as im2col and a matrix product";
   let description = [{

@@ -356,6 +356,36 @@ def Flow_HostConvOp : Flow_HostOp<"conv", [AttrSizedOperandSegments]> {
   let hasVerifier = 1;
 }
 
+def Flow_HostAttentionOp : Flow_HostOp<"attention"> {
+  let summary = "fused attention on the runtime's attention library";
+  let description = [{
+    The host form of `flow.attention`: `out` `[..., Lq, Dv]` =
+    `softmax(scale * query key^T + mask) value` for `query` `[..., Lq, D]`,
+    `key` `[..., Lk, D]` and `value` `[..., Lk, Dv]` of one element type
+    (f32, f16 or bf16; `out` has it too). The optional `mask` broadcasts to
+    `[..., Lq, Lk]`: i1 keeps the scores where true, a float mask of the
+    element type is added. `causal` hides from query `i` every key `j > i`. A query every key is
+    hidden from gets zeros. The runtime never holds the scores whole: it
+    walks blocks of keys with an online softmax, summing in f32.
+
+    ```mlir
+    host.attention %q, %k, %v mask(%m : memref<2x1x1x128xi1>) -> %o
+        scale = 1.250000e-01
+        : memref<2x12x128x64xf32>, memref<2x12x128x64xf32>,
+          memref<2x12x128x64xf32> -> memref<2x12x128x64xf32>
+    ```
+  }];
+  let arguments = (ins Flow_HostBuffer:$query, Flow_HostBuffer:$key,
+                       Flow_HostBuffer:$value, Optional<Flow_HostBuffer>:$mask,
+                       Flow_HostBuffer:$out, F64Attr:$scale, UnitAttr:$causal);
+  let assemblyFormat = [{
+    $query `,` $key `,` $value (`mask` `(` $mask^ `:` type($mask) `)`)?
+    `->` $out `scale` `=` $scale attr-dict
+    `:` type($query) `,` type($key) `,` type($value) `->` type($out)
+  }];
+  let hasVerifier = 1;
+}
+
 def Flow_HostMaxPoolOp : Flow_HostOp<"max_pool"> {
   let summary = "2-D max pooling next to the library convolutions";
   let description = [{

@@ -1,0 +1,36 @@
+//===- DecomposeAttention.cpp - flow.attention as its parts ---------------===//
+//
+// Part of the Flow project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "flow/Dialect/Flow/IR/FlowOps.h"
+#include "flow/Dialect/Flow/Transforms/Passes.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+
+namespace mlir {
+namespace flow {
+#define GEN_PASS_DEF_DECOMPOSEATTENTIONPASS
+#include "flow/Dialect/Flow/Transforms/Passes.h.inc"
+} // namespace flow
+} // namespace mlir
+
+using namespace mlir;
+using namespace mlir::flow;
+
+namespace {
+struct DecomposeAttentionPass
+    : flow::impl::DecomposeAttentionPassBase<DecomposeAttentionPass> {
+  void runOnOperation() override {
+    SmallVector<AttentionOp> ops;
+    getOperation().walk([&](AttentionOp op) { ops.push_back(op); });
+    for (AttentionOp op : ops) {
+      OpBuilder b(op);
+      op.getResult().replaceAllUsesWith(expandAttention(b, op));
+      op.erase();
+      ++numExpanded;
+    }
+  }
+};
+} // namespace
