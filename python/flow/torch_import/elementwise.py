@@ -93,7 +93,8 @@ def _not(self, x):
     return composites.logical_not(self.e, v)
 
 
-@_handles("aten.logical_and.default", "aten.bitwise_and.Tensor")
+@_handles("aten.logical_and.default", "aten.bitwise_and.Tensor",
+          "aten.__and__.Tensor")
 def _and(self, a, b):
     av, bv = self.value(a, "i1"), self.value(b, "i1")
     if self.out_dtype() != "i1":
@@ -101,7 +102,8 @@ def _and(self, a, b):
     return composites.logical_and(self.e, av, bv)
 
 
-@_handles("aten.logical_or.default", "aten.bitwise_or.Tensor")
+@_handles("aten.logical_or.default", "aten.bitwise_or.Tensor",
+          "aten.__or__.Tensor")
 def _or(self, a, b):
     av, bv = self.value(a, "i1"), self.value(b, "i1")
     if self.out_dtype() != "i1":

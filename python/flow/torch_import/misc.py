@@ -80,8 +80,10 @@ def _feature_dropout(self, x, p, train):
 
 
 @_handles("aten._to_copy.default", "aten.to.dtype", "aten.to.dtype_layout",
-          "aten._to_dtype.default")
+          "aten._to_dtype.default", "aten.to.device")
 def _to_copy(self, x, *_, **__):
+    # A device in the arguments (aten.to.device) is the one the model was
+    # exported on; Flow places the program itself.
     return self.value(x, self.out_dtype())
 
 
