@@ -28,13 +28,15 @@ constexpr int64_t kKeyBlock = 256;
 
 constexpr float kInf = std::numeric_limits<float>::infinity();
 
-/// exp(x) to about 1 ulp over the range where it is a normal float: a
-/// power of two times a polynomial of the remainder (written for the
-/// compiler to vectorize). Exactly 0 below -87.3 (so a hidden score's -inf
-/// gives 0); NaN stays NaN.
+/// exp(x) to about 1 ulp for x in [-87.3, 88]: a power of two times a
+/// polynomial of the remainder (written for the compiler to vectorize).
+/// Exactly 0 below -87.3 (so a hidden score's -inf gives 0), exp(88) above
+/// 88 (attention only takes x <= 0); NaN stays NaN. The argument is clamped
+/// before it becomes an integer, so no conversion or shift overflows.
 inline float expApprox(float x) {
-  const float hi = 88.3762626647949f, lo = -87.3365447504f;
-  float clamped = x > hi ? hi : x;
+  const float hi = 88.0f, lo = -87.3365447504f;
+  float clamped = x > lo ? x : lo; // NaN: lo
+  clamped = clamped < hi ? clamped : hi;
   float n = std::floor(clamped * 1.44269504088896341f + 0.5f);
   float r = clamped - n * 0.693359375f;
   r = r - n * -2.12194440e-4f;
@@ -45,11 +47,12 @@ inline float expApprox(float x) {
   p = p * r + 1.6666665459e-1f;
   p = p * r + 5.0000001201e-1f;
   p = p * r * r + r + 1.0f;
-  int32_t bits = (static_cast<int32_t>(n) + 127) << 23;
+  // n is in [-126, 127]: a normal float's exponent.
+  uint32_t bits = static_cast<uint32_t>(static_cast<int32_t>(n) + 127) << 23;
   float scale;
   std::memcpy(&scale, &bits, sizeof scale);
-  float e = p * scale;
-  return x < lo ? 0.0f : e;
+  float e = x < lo ? 0.0f : p * scale;
+  return x == x ? e : x;
 }
 
 #if defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__)
