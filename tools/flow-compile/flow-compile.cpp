@@ -287,6 +287,20 @@ static std::unique_ptr<llvm::MemoryBuffer> importOnnx(llvm::StringRef path) {
   return std::move(*text);
 }
 
+/// Keeps a written file, or reports why it could not be written (a full
+/// disk, /dev/full) and removes it: an error, never LLVM's fatal one.
+static bool finish(llvm::ToolOutputFile &file) {
+  file.os().flush();
+  if (file.os().has_error()) {
+    llvm::errs() << "flow-compile: error: cannot write '" << file.getFilename()
+                 << "': " << file.os().error().message() << "\n";
+    file.os().clear_error();
+    return false;
+  }
+  file.keep();
+  return true;
+}
+
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   registerCompilerPasses();
@@ -365,16 +379,7 @@ int main(int argc, char **argv) {
       }
       output->os().write(reinterpret_cast<const char *>(bytes->data()),
                          bytes->size());
-      output->os().flush();
-      if (output->os().has_error()) {
-        llvm::errs() << "flow-compile: error: cannot write '"
-                     << output->getFilename()
-                     << "': " << output->os().error().message() << "\n";
-        output->os().clear_error();
-        return 1;
-      }
-      output->keep();
-      return 0;
+      return finish(*output) ? 0 : 1;
     }
   }
   llvm::SourceMgr sourceMgr;
@@ -411,20 +416,6 @@ int main(int argc, char **argv) {
   if (failed(result))
     return 1;
 
-  // Keeps a written file, or reports why it could not be written (a full
-  // disk, /dev/full) and removes it: an error, never LLVM's fatal one.
-  auto finish = [](llvm::ToolOutputFile &file) {
-    file.os().flush();
-    if (file.os().has_error()) {
-      llvm::errs() << "flow-compile: error: cannot write '"
-                   << file.getFilename() << "': " << file.os().error().message()
-                   << "\n";
-      file.os().clear_error();
-      return false;
-    }
-    file.keep();
-    return true;
-  };
   auto output = openOutputFile(outputFilename, &error);
   if (!output) {
     llvm::errs() << "flow-compile: error: " << error << "\n";
