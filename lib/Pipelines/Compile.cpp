@@ -15,6 +15,7 @@
 #include "flow/Dialect/Flow/IR/FlowDialect.h"
 #include "flow/Dialect/Flow/IR/FlowOps.h"
 #include "flow/Dialect/Flow/IR/FlowSbp.h"
+#include "flow/Dialect/Flow/IR/FlowShapes.h"
 #include "flow/Dialect/Flow/IR/MeshSpec.h"
 #include "flow/Dialect/Flow/Transforms/Passes.h"
 #include "flow/Fusion/Passes.h"
@@ -55,6 +56,7 @@
 #include "llvm/Support/JSON.h"
 #include <chrono>
 #include <mutex>
+#include <set>
 using namespace mlir;
 using namespace mlir::flow;
 
@@ -278,8 +280,39 @@ FailureOr<CompileResult> mlir::flow::compile(ModuleOp module,
            << " plans the functions that run on a mesh, and none does: give "
               "a mesh shape (flow-compile --mesh=4, mesh= in Python) or put "
               "a function on a flow.mesh";
+  // Every size symbol a function's shapes use has bounds.
+  for (func::FuncOp func : module.getOps<func::FuncOp>())
+    if (failed(verifySizeSymbols(func)))
+      return failure();
   if (options.compileTo == "input")
     return stop(module.clone());
+  // The flow dialect's shape rules take size symbols; the passes below this
+  // point do not yet, so a symbolic program stops here with that said.
+  for (func::FuncOp func : module.getOps<func::FuncOp>()) {
+    std::set<std::string> symbols;
+    func.walk([&](Operation *op) {
+      auto note = [&](Type type) {
+        for (const std::string &name : symbolsOf(type))
+          symbols.insert(name);
+      };
+      for (Type type : op->getResultTypes())
+        note(type);
+      for (Region &region : op->getRegions())
+        for (Block &block : region)
+          for (Type type : block.getArgumentTypes())
+            note(type);
+    });
+    for (Type type : func.getArgumentTypes())
+      for (const std::string &name : symbolsOf(type))
+        symbols.insert(name);
+    if (!symbols.empty())
+      return func.emitError()
+             << "function @" << func.getName() << " has dynamic dimensions ("
+             << llvm::join(symbols, ", ")
+             << "): Flow's shape rules accept them, but compiling them past "
+                "--compile-to=input is not supported yet; compile the "
+                "function for static shapes";
+  }
 
   // flow: the host schedule and its kernels, still in the flow dialect.
   {

@@ -4,11 +4,12 @@
 //
 // The rules of flow/runtime/rules/ (the compiler includes them too): the
 // pieces of a split dimension, a device's mesh coordinates, the positions
-// of a sliding window and the blocked layout's channels, on their edge
-// cases and against counts written out here.
+// of a sliding window, the blocked layout's channels and symbolic extents, on
+// their edge cases and against counts written out here.
 //
 //===----------------------------------------------------------------------===//
 
+#include "flow/runtime/rules/Extent.h"
 #include "flow/runtime/rules/Layout.h"
 #include "flow/runtime/rules/Mesh.h"
 #include "flow/runtime/rules/Pieces.h"
@@ -16,6 +17,9 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
+#include <map>
+#include <string>
 #include <vector>
 
 using namespace flow::rules;
@@ -186,6 +190,93 @@ TEST(Rules, BlockedChannels) {
   EXPECT_FALSE(blockable(8));
   EXPECT_FALSE(blockable(24));
   EXPECT_FALSE(blockable(3));
+}
+
+// Symbolic extents: a normal form, so equal polynomials compare equal and
+// print the same; evaluation and bounds with overflow reported.
+Extent parsed(const std::string &text) {
+  Extent e;
+  std::string error;
+  EXPECT_TRUE(Extent::parse(text, e, error)) << error;
+  return e;
+}
+
+TEST(Rules, ExtentNormalForm) {
+  Extent batch = Extent::symbol("batch"), seq = Extent::symbol("seq");
+  EXPECT_EQ(seq * batch, batch * seq);
+  EXPECT_EQ((seq * batch).str(), "batch*seq");
+  EXPECT_EQ((seq + 1).str(), "seq + 1");
+  EXPECT_EQ((seq * 2 + batch * seq - 3).str(), "batch*seq + 2*seq - 3");
+  EXPECT_EQ((Extent(0) - seq).str(), "-seq");
+  EXPECT_EQ((seq * seq).str(), "seq*seq");
+  EXPECT_EQ((seq - seq).str(), "0");
+  EXPECT_TRUE((seq - seq).is(0));
+  EXPECT_FALSE(seq.isConstant());
+  EXPECT_EQ(parsed("(seq + 1) * (seq - 1)"), seq * seq - 1);
+  EXPECT_EQ(parsed(" 2 *batch*  seq"), batch * seq * 2);
+  EXPECT_EQ(parsed("-(batch - 4)").str(), "-batch + 4");
+  // Printing then parsing gives the same extent back.
+  for (const char *text : {"batch*seq + 2*seq - 3", "seq*seq", "7", "-seq"})
+    EXPECT_EQ(parsed(text).str(), text);
+  Extent half;
+  EXPECT_TRUE((seq * 4 + 8).divideExactly(4, half));
+  EXPECT_EQ(half.str(), "seq + 2");
+  EXPECT_FALSE((seq * 4 + 2).divideExactly(4, half));
+}
+
+TEST(Rules, ExtentParseErrors) {
+  Extent e;
+  std::string error;
+  EXPECT_FALSE(Extent::parse("batch *", e, error));
+  EXPECT_NE(error.find("expected a number, a symbol name or '('"),
+            std::string::npos)
+      << error;
+  EXPECT_FALSE(Extent::parse("(seq", e, error));
+  EXPECT_NE(error.find("expected ')'"), std::string::npos) << error;
+  EXPECT_FALSE(Extent::parse("seq / 2", e, error));
+  EXPECT_NE(error.find("unexpected '/'"), std::string::npos) << error;
+  EXPECT_FALSE(Extent::parse("99999999999999999999", e, error));
+  EXPECT_NE(error.find("overflows"), std::string::npos) << error;
+  EXPECT_FALSE(Extent::parse("4611686018427387904 * 4", e, error));
+  EXPECT_NE(error.find("overflows"), std::string::npos) << error;
+  EXPECT_FALSE(isSymbolName("2x"));
+  EXPECT_TRUE(isSymbolName("_batch2"));
+}
+
+TEST(Rules, ExtentEvaluationAndBounds) {
+  std::map<std::string, int64_t> values{{"batch", 3}, {"seq", 17}};
+  auto lookup = [&](const std::string &name, int64_t &v) {
+    auto it = values.find(name);
+    if (it == values.end())
+      return false;
+    v = it->second;
+    return true;
+  };
+  int64_t v = 0;
+  EXPECT_TRUE(parsed("batch*seq + 2*seq - 3").evaluate(lookup, v));
+  EXPECT_EQ(v, 3 * 17 + 2 * 17 - 3);
+  EXPECT_FALSE(parsed("heads * seq").evaluate(lookup, v));
+  values["seq"] = std::numeric_limits<int64_t>::max() / 2;
+  EXPECT_FALSE(parsed("batch*seq").evaluate(lookup, v));
+
+  std::map<std::string, std::pair<int64_t, int64_t>> ranges{{"batch", {1, 8}},
+                                                            {"seq", {1, 512}}};
+  auto range = [&](const std::string &name, int64_t &lo, int64_t &hi) {
+    auto it = ranges.find(name);
+    if (it == ranges.end())
+      return false;
+    lo = it->second.first;
+    hi = it->second.second;
+    return true;
+  };
+  int64_t lo = 0, hi = 0;
+  EXPECT_TRUE(parsed("batch*seq*768").bounds(range, lo, hi));
+  EXPECT_EQ(lo, 768);
+  EXPECT_EQ(hi, 8 * 512 * 768);
+  EXPECT_TRUE(parsed("512 - seq").bounds(range, lo, hi));
+  EXPECT_EQ(lo, 0);
+  EXPECT_EQ(hi, 511);
+  EXPECT_FALSE(parsed("heads").bounds(range, lo, hi));
 }
 
 } // namespace

@@ -194,7 +194,7 @@ func.func @f() -> tensor<4xf32> {
 // -----
 
 func.func @f(%a: tensor<?x3xf32>) -> tensor<?x3xf32> {
-  // expected-error @+1 {{operand #0 must be statically shaped tensor}}
+  // expected-error @+1 {{operand #0 must be tensor of static or symbolic (#flow.shape) shape}}
   %0 = flow.neg %a : tensor<?x3xf32>
   return %0 : tensor<?x3xf32>
 }
@@ -202,7 +202,7 @@ func.func @f(%a: tensor<?x3xf32>) -> tensor<?x3xf32> {
 // -----
 
 func.func @f(%a: tensor<3xf8E4M3FN>) -> tensor<3xf8E4M3FN> {
-  // expected-error @+1 {{operand #0 must be statically shaped tensor of 32-bit float or 16-bit float or bfloat16 type or 64-bit float or 64-bit signless integer or 32-bit signless integer or 16-bit signless integer or 8-bit signless integer or 64-bit unsigned integer or 32-bit unsigned integer or 16-bit unsigned integer or 8-bit unsigned integer values, but got 'tensor<3xf8E4M3FN>'}}
+  // expected-error @+1 {{operand #0 must be tensor of static or symbolic (#flow.shape) shape of 32-bit float or 16-bit float or bfloat16 type or 64-bit float or 64-bit signless integer or 32-bit signless integer or 16-bit signless integer or 8-bit signless integer or 64-bit unsigned integer or 32-bit unsigned integer or 16-bit unsigned integer or 8-bit unsigned integer values, but got 'tensor<3xf8E4M3FN>'}}
   %0 = flow.neg %a : tensor<3xf8E4M3FN>
   return %0 : tensor<3xf8E4M3FN>
 }
@@ -211,7 +211,7 @@ func.func @f(%a: tensor<3xf8E4M3FN>) -> tensor<3xf8E4M3FN> {
 
 // Signed integers are signless; an explicitly signed type is not Flow's.
 func.func @f(%a: tensor<3xsi32>) -> tensor<3xsi32> {
-  // expected-error @+1 {{operand #0 must be statically shaped tensor of}}
+  // expected-error @+1 {{operand #0 must be tensor of static or symbolic (#flow.shape) shape of}}
   %0 = flow.neg %a : tensor<3xsi32>
   return %0 : tensor<3xsi32>
 }
@@ -219,7 +219,7 @@ func.func @f(%a: tensor<3xsi32>) -> tensor<3xsi32> {
 // -----
 
 func.func @f(%a: tensor<3xi32>) -> tensor<3xi32> {
-  // expected-error @+1 {{operand #0 must be statically shaped tensor of 32-bit float or 16-bit float or bfloat16 type or 64-bit float values}}
+  // expected-error @+1 {{operand #0 must be tensor of static or symbolic (#flow.shape) shape of 32-bit float or 16-bit float or bfloat16 type or 64-bit float values}}
   %0 = flow.exp %a : tensor<3xi32>
   return %0 : tensor<3xi32>
 }
@@ -274,7 +274,7 @@ func.func @f(%a: tensor<2x3xf32>, %b: tensor<2xf32>) -> tensor<2x3xi1> {
 // -----
 
 func.func @f(%a: tensor<2x3xf32>, %b: tensor<2x3xf32>) -> tensor<2x3xf32> {
-  // expected-error @+1 {{result #0 must be statically shaped tensor of 1-bit signless integer values}}
+  // expected-error @+1 {{result #0 must be tensor of static or symbolic (#flow.shape) shape of 1-bit signless integer values}}
   %0 = "flow.compare"(%a, %b) {predicate = 0 : i32} : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
   return %0 : tensor<2x3xf32>
 }
@@ -828,7 +828,7 @@ func.func @f(%t: tensor<0x4xf32>, %i: tensor<3xi64>) -> tensor<3x4xf32> {
 // -----
 
 func.func @f(%t: tensor<10x4xf32>, %i: tensor<3xf32>) -> tensor<3x4xf32> {
-  // expected-error @+1 {{operand #1 must be statically shaped tensor of 64-bit signless integer or 32-bit signless integer values}}
+  // expected-error @+1 {{operand #1 must be tensor of static or symbolic (#flow.shape) shape of 64-bit signless integer or 32-bit signless integer values}}
   %0 = flow.gather %t[%i] axis = 0 : (tensor<10x4xf32>, tensor<3xf32>) -> tensor<3x4xf32>
   return %0 : tensor<3x4xf32>
 }
@@ -1141,7 +1141,7 @@ func.func @f(%x: tensor<2x3xf32>) -> tensor<2xi64> {
 // -----
 
 func.func @f(%x: tensor<2x3xf32>) -> tensor<2xi32> {
-  // expected-error @+1 {{result #0 must be statically shaped tensor of 64-bit signless integer values, but got 'tensor<2xi32>'}}
+  // expected-error @+1 {{result #0 must be tensor of static or symbolic (#flow.shape) shape of 64-bit signless integer values, but got 'tensor<2xi32>'}}
   %0 = flow.argmin %x axis = 1 : tensor<2x3xf32> -> tensor<2xi32>
   return %0 : tensor<2xi32>
 }

@@ -6,6 +6,7 @@
 
 #include "flow/Dialect/Flow/IR/FlowAttrs.h"
 #include "flow/Dialect/Flow/IR/FlowDialect.h"
+#include "flow/Dialect/Flow/IR/FlowShapes.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/DialectImplementation.h"
@@ -145,6 +146,167 @@ SbpAttr::verifyFor(ArrayRef<int64_t> meshShape, Type type,
       return emitError() << "SBP " << *this << " cuts dimension " << dim
                          << " of size " << size << " into " << n
                          << " pieces; each device needs at least one element";
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// DimAttr and ShapeAttr
+//===----------------------------------------------------------------------===//
+
+LogicalResult DimAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                              StringAttr name, int64_t min, int64_t max) {
+  if (!name || !::flow::rules::isSymbolName(name.str()))
+    return emitError() << "a size symbol's name is a letter or '_' followed "
+                          "by letters, digits or '_', got \""
+                       << (name ? name.getValue() : "") << "\"";
+  if (min < 1 || max < min)
+    return emitError() << "size symbol '" << name.getValue()
+                       << "' needs bounds 1 <= min <= max, got [" << min << ", "
+                       << max << "]";
+  return success();
+}
+
+/// Parses one extent in the grammar of rules::Extent: sums and products of
+/// integers, symbol names and parenthesized extents.
+static ParseResult parseExtent(AsmParser &parser, ::flow::rules::Extent &out);
+
+static ParseResult parseExtentFactor(AsmParser &parser,
+                                     ::flow::rules::Extent &out) {
+  using ::flow::rules::Extent;
+  if (succeeded(parser.parseOptionalMinus())) {
+    if (parseExtentFactor(parser, out))
+      return failure();
+    out = out * Extent(-1);
+    return success();
+  }
+  if (succeeded(parser.parseOptionalLParen()))
+    return failure(parseExtent(parser, out) || parser.parseRParen());
+  int64_t value;
+  OptionalParseResult number = parser.parseOptionalInteger(value);
+  if (number.has_value()) {
+    if (failed(*number))
+      return failure();
+    out = Extent(value);
+    return success();
+  }
+  StringRef name;
+  SMLoc loc = parser.getCurrentLocation();
+  if (parser.parseOptionalKeyword(&name))
+    return parser.emitError(loc, "expected an integer, a size symbol or '('");
+  if (!::flow::rules::isSymbolName(name.str()))
+    return parser.emitError(loc, "'") << name << "' is not a size symbol name";
+  out = Extent::symbol(name.str());
+  return success();
+}
+
+static ParseResult parseExtent(AsmParser &parser, ::flow::rules::Extent &out) {
+  using ::flow::rules::Extent;
+  auto parseProduct = [&](Extent &product) -> ParseResult {
+    if (parseExtentFactor(parser, product))
+      return failure();
+    while (succeeded(parser.parseOptionalStar())) {
+      Extent rhs;
+      if (parseExtentFactor(parser, rhs))
+        return failure();
+      product = product * rhs;
+    }
+    return success();
+  };
+  if (parseProduct(out))
+    return failure();
+  for (;;) {
+    bool plus = succeeded(parser.parseOptionalPlus());
+    if (!plus && failed(parser.parseOptionalMinus()))
+      return success();
+    Extent rhs;
+    if (parseProduct(rhs))
+      return failure();
+    out = plus ? out + rhs : out - rhs;
+  }
+}
+
+Attribute ShapeAttr::parse(AsmParser &parser, Type) {
+  MLIRContext *context = parser.getContext();
+  SMLoc loc = parser.getCurrentLocation();
+  SmallVector<Attribute> dims;
+  auto parseDim = [&]() -> ParseResult {
+    ::flow::rules::Extent extent;
+    if (parseExtent(parser, extent))
+      return failure();
+    dims.push_back(extentAttr(context, extent));
+    return success();
+  };
+  if (parser.parseLess() ||
+      parser.parseCommaSeparatedList(AsmParser::Delimiter::Square, parseDim) ||
+      parser.parseGreater())
+    return {};
+  return parser.getChecked<ShapeAttr>(loc, context,
+                                      ArrayAttr::get(context, dims));
+}
+
+void ShapeAttr::print(AsmPrinter &printer) const {
+  printer << "<[";
+  llvm::interleaveComma(getDims(), printer, [&](Attribute dim) {
+    if (auto number = dyn_cast<IntegerAttr>(dim))
+      printer << number.getInt();
+    else
+      printer << cast<StringAttr>(dim).getValue();
+  });
+  printer << "]>";
+}
+
+LogicalResult ShapeAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                ArrayAttr dims) {
+  bool symbolic = false;
+  for (auto [i, dim] : llvm::enumerate(dims)) {
+    if (auto number = dyn_cast<IntegerAttr>(dim)) {
+      if (number.getInt() < 0)
+        return emitError() << "#flow.shape dimension " << i << " is negative ("
+                           << number.getInt() << ")";
+      continue;
+    }
+    auto text = dyn_cast<StringAttr>(dim);
+    ::flow::rules::Extent extent;
+    std::string error;
+    if (!text)
+      return emitError() << "#flow.shape dimension " << i
+                         << " is neither an integer nor an extent";
+    if (!::flow::rules::Extent::parse(text.str(), extent, error))
+      return emitError() << "#flow.shape dimension " << i << ": " << error;
+    if (extent.isConstant() || extent.str() != text.getValue())
+      return emitError() << "#flow.shape dimension " << i << " '"
+                         << text.getValue()
+                         << "' is not in normal form (expected '"
+                         << extent.str() << "')";
+    symbolic = true;
+  }
+  if (!symbolic)
+    return emitError() << "#flow.shape with no size symbol: give the tensor "
+                          "a static type instead";
+  return success();
+}
+
+LogicalResult
+ShapeAttr::verifyEncoding(ArrayRef<int64_t> shape, Type,
+                          function_ref<InFlightDiagnostic()> emitError) const {
+  ArrayAttr dims = getDims();
+  if (dims.size() != shape.size())
+    return emitError() << "#flow.shape has " << dims.size()
+                       << " dimensions for a tensor of rank " << shape.size();
+  for (auto [i, dim] : llvm::enumerate(dims)) {
+    auto number = dyn_cast<IntegerAttr>(dim);
+    if (ShapedType::isDynamic(shape[i]) == (bool)number ||
+        (number && number.getInt() != shape[i]))
+      return emitError() << "#flow.shape dimension " << i << " ("
+                         << (number ? std::to_string(number.getInt())
+                                    : cast<StringAttr>(dim).str())
+                         << ") does not match the tensor's dimension "
+                         << (ShapedType::isDynamic(shape[i])
+                                 ? std::string("?")
+                                 : std::to_string(shape[i]))
+                         << ": a static dimension takes its number, a '?' "
+                            "one an expression over size symbols";
   }
   return success();
 }

@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "flow/Dialect/Flow/IR/FlowOps.h"
+#include "flow/Dialect/Flow/IR/FlowShapes.h"
 #include "flow/Dialect/Flow/IR/FlowVerifiers.h"
 #include "flow/runtime/rules/Pieces.h"
 #include "mlir/IR/Builders.h"
@@ -26,58 +27,65 @@ using namespace mlir::flow::opsupport;
 //===----------------------------------------------------------------------===//
 
 LogicalResult ReshapeOp::verify() {
-  auto in = cast<RankedTensorType>(getInput().getType());
-  auto out = cast<RankedTensorType>(getType());
-  std::optional<int64_t> inCount = product(in.getShape());
-  std::optional<int64_t> outCount = product(out.getShape());
-  if (!inCount || !outCount)
+  FailureOr<Extents> in = getExtents(getInput().getType());
+  FailureOr<Extents> out = getExtents(getType());
+  if (failed(in) || failed(out))
+    return emitOpError() << "needs a #flow.shape for each dynamic dimension";
+  Extent inCount = productOf(*in), outCount = productOf(*out);
+  if (!inCount.valid() || !outCount.valid())
     return emitOpError() << "tensor has too many elements";
-  if (*inCount != *outCount)
-    return emitOpError() << "cannot reshape " << shapeStr(in.getShape()) << " ("
-                         << *inCount << " elements) to "
-                         << shapeStr(out.getShape()) << " (" << *outCount
+  if (inCount != outCount)
+    return emitOpError() << "cannot reshape " << extentsStr(*in) << " ("
+                         << inCount.str() << " elements) to "
+                         << extentsStr(*out) << " (" << outCount.str()
                          << " elements)";
   return success();
 }
 
-LogicalResult TransposeOp::inferReturnTypes(MLIRContext *,
+LogicalResult TransposeOp::inferReturnTypes(MLIRContext *context,
                                             std::optional<Location> loc,
                                             Adaptor adaptor,
                                             SmallVectorImpl<Type> &results) {
   Reporter report{loc};
   RankedTensorType input = tensorTypeOf(adaptor.getInput());
-  if (!input)
-    return report.fail("input must be a ranked tensor");
+  FailureOr<Extents> extents = getExtents(input);
+  if (!input || failed(extents))
+    return report.fail("input must be a ranked tensor with a #flow.shape for "
+                       "each dynamic dimension");
   ArrayRef<int64_t> perm = adaptor.getPermutation();
   if ((int64_t)perm.size() != input.getRank())
     return report.fail("permutation has ", perm.size(),
                        " entries but the input has rank ", input.getRank());
   if (failed(checkAxes(perm, input.getRank(), "permutation entry", report)))
     return failure();
-  SmallVector<int64_t> shape;
+  Extents shape;
   for (int64_t p : perm)
-    shape.push_back(input.getDimSize(p));
-  results.push_back(RankedTensorType::get(shape, input.getElementType()));
+    shape.push_back((*extents)[p]);
+  results.push_back(getTensorType(context, shape, input.getElementType()));
   return success();
 }
 
 LogicalResult BroadcastToOp::verify() {
-  ArrayRef<int64_t> in = getInput().getType().getShape();
-  ArrayRef<int64_t> out = getType().getShape();
+  FailureOr<Extents> inExtents = getExtents(getInput().getType());
+  FailureOr<Extents> outExtents = getExtents(getType());
+  if (failed(inExtents) || failed(outExtents))
+    return emitOpError() << "needs a #flow.shape for each dynamic dimension";
+  ArrayRef<Extent> in = *inExtents, out = *outExtents;
   if (in.size() > out.size())
     return emitOpError() << "cannot broadcast rank " << in.size()
                          << " to the lower rank " << out.size();
   for (size_t i = 0; i < in.size(); ++i) {
-    int64_t d = in[in.size() - 1 - i], r = out[out.size() - 1 - i];
-    if (d != r && d != 1)
-      return emitOpError() << "cannot broadcast " << shapeStr(in) << " to "
-                           << shapeStr(out) << ": dimension " << -(int64_t)i - 1
-                           << " is " << d << ", not 1 or " << r;
+    const Extent &d = in[in.size() - 1 - i], &r = out[out.size() - 1 - i];
+    if (d != r && !d.is(1))
+      return emitOpError() << "cannot broadcast " << extentsStr(in) << " to "
+                           << extentsStr(out) << ": dimension "
+                           << -(int64_t)i - 1 << " is " << d.str()
+                           << ", not 1 or " << r.str();
   }
   return success();
 }
 
-LogicalResult ConcatOp::inferReturnTypes(MLIRContext *,
+LogicalResult ConcatOp::inferReturnTypes(MLIRContext *context,
                                          std::optional<Location> loc,
                                          Adaptor adaptor,
                                          SmallVectorImpl<Type> &results) {
@@ -86,32 +94,34 @@ LogicalResult ConcatOp::inferReturnTypes(MLIRContext *,
   if (inputs.empty())
     return report.fail("needs at least one input");
   RankedTensorType first = tensorTypeOf(inputs.front());
-  if (!first)
-    return report.fail("inputs must be ranked tensors");
+  FailureOr<Extents> firstExtents = getExtents(first);
+  if (!first || failed(firstExtents))
+    return report.fail("inputs must be ranked tensors with a #flow.shape for "
+                       "each dynamic dimension");
   int64_t axis = adaptor.getAxis();
   if (failed(checkAxes(axis, first.getRank(), "axis", report)))
     return failure();
-  SmallVector<int64_t> shape(first.getShape());
+  Extents shape = *firstExtents;
   for (auto [i, v] : llvm::enumerate(inputs.drop_front())) {
     RankedTensorType type = tensorTypeOf(v);
-    if (!type || type.getRank() != first.getRank())
+    FailureOr<Extents> extents = getExtents(type);
+    if (!type || failed(extents) || type.getRank() != first.getRank())
       return report.fail("input #", i + 1, " does not have rank ",
                          first.getRank());
     for (int64_t d = 0; d < first.getRank(); ++d) {
       if (d == axis)
         continue;
-      if (type.getDimSize(d) != first.getDimSize(d))
+      if ((*extents)[d] != (*firstExtents)[d])
         return report.fail(
-            "input #", i + 1, " has shape ", shapeStr(type.getShape()),
-            " but input #0 has ", shapeStr(first.getShape()),
+            "input #", i + 1, " has shape ", extentsStr(*extents),
+            " but input #0 has ", extentsStr(*firstExtents),
             "; only the concatenated axis ", axis, " may differ");
     }
-    std::optional<int64_t> sum = mulAdd(1, shape[axis], type.getDimSize(axis));
-    if (!sum)
+    shape[axis] = shape[axis] + (*extents)[axis];
+    if (!shape[axis].valid())
       return report.fail("concatenated size is too large");
-    shape[axis] = *sum;
   }
-  results.push_back(RankedTensorType::get(shape, first.getElementType()));
+  results.push_back(getTensorType(context, shape, first.getElementType()));
   return success();
 }
 
@@ -233,25 +243,31 @@ LogicalResult SliceOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 
-LogicalResult GatherOp::inferReturnTypes(MLIRContext *,
+LogicalResult GatherOp::inferReturnTypes(MLIRContext *context,
                                          std::optional<Location> loc,
                                          Adaptor adaptor,
                                          SmallVectorImpl<Type> &results) {
   Reporter report{loc};
   RankedTensorType input = tensorTypeOf(adaptor.getInput());
   RankedTensorType indices = tensorTypeOf(adaptor.getIndices());
-  if (!input || !indices)
-    return report.fail("operands must be ranked tensors");
+  FailureOr<Extents> in = getExtents(input), idx = getExtents(indices);
+  if (!input || !indices || failed(in) || failed(idx))
+    return report.fail("operands must be ranked tensors with a #flow.shape "
+                       "for each dynamic dimension");
   int64_t axis = adaptor.getAxis();
   if (failed(checkAxes(axis, input.getRank(), "axis", report)))
     return failure();
-  if (input.getDimSize(axis) == 0 && indices.getNumElements() > 0)
+  if (!(*in)[axis].isConstant())
+    return report.fail("cannot gather along dimension ", axis, " of size ",
+                       (*in)[axis].str(),
+                       ": the gathered dimension must be static");
+  if ((*in)[axis].is(0) && !productOf(*idx).is(0))
     return report.fail("cannot gather from dimension ", axis,
                        ", which is empty: no index is valid");
-  SmallVector<int64_t> shape(input.getShape().take_front(axis));
-  llvm::append_range(shape, indices.getShape());
-  llvm::append_range(shape, input.getShape().drop_front(axis + 1));
-  results.push_back(RankedTensorType::get(shape, input.getElementType()));
+  Extents shape(ArrayRef<Extent>(*in).take_front(axis));
+  llvm::append_range(shape, *idx);
+  llvm::append_range(shape, ArrayRef<Extent>(*in).drop_front(axis + 1));
+  results.push_back(getTensorType(context, shape, input.getElementType()));
   return success();
 }
 

@@ -9,11 +9,13 @@
 #include "flow/Dialect/Flow/IR/FlowGradient.h"
 #include "flow/Dialect/Flow/IR/FlowOps.h"
 #include "flow/Dialect/Flow/IR/FlowSbp.h"
+#include "flow/Dialect/Flow/IR/FlowShapes.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/DialectImplementation.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
 #include "mlir/Transforms/InliningUtils.h"
+#include "llvm/ADT/StringSet.h"
 
 using namespace mlir;
 using namespace mlir::flow;
@@ -75,8 +77,66 @@ static FailureOr<MeshOp> getFunctionMesh(Operation *op, StringRef what) {
   return mesh;
 }
 
+LogicalResult mlir::flow::verifySizeSymbols(FunctionOpInterface func) {
+  auto list = func->getAttrOfType<ArrayAttr>(FlowDialect::getDimsAttrName());
+  llvm::StringSet<> declared;
+  if (list)
+    for (Attribute entry : list)
+      if (auto dim = dyn_cast<DimAttr>(entry))
+        declared.insert(dim.getName().getValue());
+  auto check = [&](Type type, Operation *at) -> LogicalResult {
+    for (const std::string &name : symbolsOf(type))
+      if (!declared.contains(name))
+        return at->emitOpError()
+               << "uses size symbol '" << name << "', which function @"
+               << func.getName()
+               << " does not declare: give its bounds in its '"
+               << FlowDialect::getDimsAttrName() << "' (#flow.dim<\"" << name
+               << "\", min, max>)";
+    return success();
+  };
+  for (Type type : func.getArgumentTypes())
+    if (failed(check(type, func)))
+      return failure();
+  for (Type type : func.getResultTypes())
+    if (failed(check(type, func)))
+      return failure();
+  WalkResult walk = func->walk([&](Operation *op) {
+    for (Type type : op->getResultTypes())
+      if (failed(check(type, op)))
+        return WalkResult::interrupt();
+    for (Region &region : op->getRegions())
+      for (Block &block : region)
+        for (Type type : block.getArgumentTypes())
+          if (failed(check(type, op)))
+            return WalkResult::interrupt();
+    return WalkResult::advance();
+  });
+  return failure(walk.wasInterrupted());
+}
+
 LogicalResult FlowDialect::verifyOperationAttribute(Operation *op,
                                                     NamedAttribute attr) {
+  if (attr.getName() == getDimsAttrName()) {
+    auto list = dyn_cast<ArrayAttr>(attr.getValue());
+    auto func = dyn_cast<FunctionOpInterface>(op);
+    if (!list || !func)
+      return op->emitOpError()
+             << "'" << getDimsAttrName()
+             << "' goes on a function: an array of #flow.dim attributes";
+    llvm::StringSet<> names;
+    for (auto [i, entry] : llvm::enumerate(list)) {
+      auto dim = dyn_cast<DimAttr>(entry);
+      if (!dim)
+        return op->emitOpError() << "'" << getDimsAttrName() << "' entry " << i
+                                 << " is not a #flow.dim attribute";
+      if (!names.insert(dim.getName().getValue()).second)
+        return op->emitOpError()
+               << "'" << getDimsAttrName() << "' declares size symbol '"
+               << dim.getName().getValue() << "' twice";
+    }
+    return verifySizeSymbols(func);
+  }
   if (attr.getName() == getMeshAttrName()) {
     auto ref = dyn_cast<FlatSymbolRefAttr>(attr.getValue());
     if (!ref)

@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "flow/Dialect/Flow/IR/FlowOps.h"
+#include "flow/Dialect/Flow/IR/FlowShapes.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/PatternMatch.h"
@@ -174,27 +175,31 @@ struct UnflattenBatchedMatmul : OpRewritePattern<ReshapeOp> {
     auto matmul = op.getInput().getDefiningOp<MatmulOp>();
     if (!matmul || !matmul->hasOneUse())
       return rewriter.notifyMatchFailure(op, "not the only reader of a matmul");
-    auto flat = cast<RankedTensorType>(matmul.getType());
-    auto out = cast<RankedTensorType>(op.getType());
-    int64_t rank = out.getRank();
-    if (flat.getRank() != 3 || rank < 4 ||
-        out.getShape().take_back(2) != flat.getShape().take_back(2))
+    FailureOr<Extents> flat = getExtents(matmul.getType());
+    FailureOr<Extents> out = getExtents(op.getType());
+    if (failed(flat) || failed(out))
+      return rewriter.notifyMatchFailure(op, "a dimension has no extent");
+    int64_t rank = out->size();
+    auto lastTwo = [](ArrayRef<Extent> e) { return e.take_back(2); };
+    if (flat->size() != 3 || rank < 4 || lastTwo(*out) != lastTwo(*flat))
       return rewriter.notifyMatchFailure(op, "not [N, m, n] -> [..., m, n]");
-    ArrayRef<int64_t> batch = out.getShape().drop_back(2);
+    ArrayRef<Extent> batch = ArrayRef<Extent>(*out).drop_back(2);
     SmallVector<Value> unflat;
     for (Value operand : {matmul.getLhs(), matmul.getRhs()}) {
       auto reshape = operand.getDefiningOp<ReshapeOp>();
       if (!reshape)
         return rewriter.notifyMatchFailure(op, "operand is not a reshape");
-      auto in = cast<RankedTensorType>(reshape.getInput().getType());
-      auto merged = cast<RankedTensorType>(reshape.getType());
-      if (in.getRank() != rank || in.getShape().drop_back(2) != batch ||
-          in.getShape().take_back(2) != merged.getShape().take_back(2))
+      FailureOr<Extents> in = getExtents(reshape.getInput().getType());
+      FailureOr<Extents> merged = getExtents(reshape.getType());
+      if (failed(in) || failed(merged) || (int64_t)in->size() != rank ||
+          ArrayRef<Extent>(*in).drop_back(2) != batch ||
+          lastTwo(*in) != lastTwo(*merged))
         return rewriter.notifyMatchFailure(op, "operand merges other dims");
       unflat.push_back(reshape.getInput());
     }
+    auto outType = cast<RankedTensorType>(op.getType());
     auto product = MatmulOp::create(
-        rewriter, matmul.getLoc(), out, unflat[0], unflat[1],
+        rewriter, matmul.getLoc(), outType, unflat[0], unflat[1],
         matmul.getTransposeLhsAttr(), matmul.getTransposeRhsAttr(),
         matmul.getAccumulateF32Attr());
     rewriter.replaceOp(op, product.getResult());

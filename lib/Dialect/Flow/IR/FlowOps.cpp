@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "flow/Dialect/Flow/IR/FlowOps.h"
+#include "flow/Dialect/Flow/IR/FlowShapes.h"
 #include "flow/Dialect/Flow/IR/FlowVerifiers.h"
 #include "flow/runtime/rules/Window.h"
 #include "mlir/IR/Builders.h"
@@ -24,42 +25,6 @@
 using namespace mlir;
 using namespace mlir::flow;
 using namespace mlir::flow::opsupport;
-
-//===----------------------------------------------------------------------===//
-// Shared helpers
-//===----------------------------------------------------------------------===//
-
-FailureOr<SmallVector<int64_t>>
-mlir::flow::broadcastShapes(ArrayRef<ArrayRef<int64_t>> shapes,
-                            function_ref<InFlightDiagnostic()> emitError) {
-  size_t rank = 0;
-  for (ArrayRef<int64_t> s : shapes)
-    rank = std::max(rank, s.size());
-  SmallVector<int64_t> result(rank, 1);
-  for (ArrayRef<int64_t> s : shapes) {
-    for (size_t i = 0; i < s.size(); ++i) {
-      int64_t d = s[s.size() - 1 - i];
-      int64_t &r = result[rank - 1 - i];
-      if (d == r || d == 1)
-        continue;
-      if (r == 1) {
-        r = d;
-        continue;
-      }
-      if (emitError) {
-        InFlightDiagnostic diag = emitError();
-        diag << "shapes ";
-        llvm::interleave(
-            shapes, [&](ArrayRef<int64_t> sh) { diag << shapeStr(sh); },
-            [&] { diag << ", "; });
-        diag << " are not broadcast-compatible (dimension " << -(int64_t)i - 1
-             << ": " << r << " vs " << d << ")";
-      }
-      return failure();
-    }
-  }
-  return result;
-}
 
 MeshOp mlir::flow::lookupMesh(Operation *from, FlatSymbolRefAttr name,
                               SymbolTableCollection *symbolTable) {
@@ -212,18 +177,32 @@ static LogicalResult inferBroadcast(std::optional<Location> loc,
                                     ValueRange values, Type elementType,
                                     SmallVectorImpl<Type> &results) {
   Reporter report{loc};
-  SmallVector<ArrayRef<int64_t>> shapes;
+  SmallVector<Extents> shapes;
   for (Value v : values) {
-    RankedTensorType type = tensorTypeOf(v);
-    if (!type)
-      return report.fail("operands must be ranked tensors");
-    shapes.push_back(type.getShape());
+    FailureOr<Extents> extents = getExtents(v.getType());
+    if (failed(extents))
+      return report.fail("operands must be ranked tensors with a #flow.shape "
+                         "for each dynamic dimension");
+    shapes.push_back(*extents);
   }
-  FailureOr<SmallVector<int64_t>> shape =
-      broadcastShapes(shapes, report.emitter());
+  FailureOr<Extents> shape = broadcastExtents(shapes, report.emitter());
   if (failed(shape))
     return failure();
-  results.push_back(RankedTensorType::get(*shape, elementType));
+  results.push_back(
+      getTensorType(elementType.getContext(), *shape, elementType));
+  return success();
+}
+
+LogicalResult CastOp::verify() {
+  // SameOperandsAndResultShape takes any two '?' for equal: the extents
+  // must be the same too.
+  FailureOr<Extents> in = getExtents(getInput().getType());
+  FailureOr<Extents> out = getExtents(getType());
+  if (failed(in) || failed(out) || *in != *out)
+    return emitOpError() << "result must have the input's shape "
+                         << (succeeded(in) ? extentsStr(*in) : std::string())
+                         << ", got "
+                         << (succeeded(out) ? extentsStr(*out) : std::string());
   return success();
 }
 
@@ -288,21 +267,25 @@ LogicalResult MatmulOp::inferReturnTypes(MLIRContext *,
   if (lhs.getRank() < 2 || rhs.getRank() < 2)
     return report.fail("operands need rank 2 or more, got ranks ",
                        lhs.getRank(), " and ", rhs.getRank());
-  ArrayRef<int64_t> a = lhs.getShape(), b = rhs.getShape();
+  FailureOr<Extents> ea = getExtents(lhs), eb = getExtents(rhs);
+  if (failed(ea) || failed(eb))
+    return report.fail("operands need a #flow.shape for each dynamic "
+                       "dimension");
+  ArrayRef<Extent> a = *ea, b = *eb;
   int64_t ra = a.size(), rb = b.size();
-  int64_t m = adaptor.getTransposeLhs() ? a[ra - 1] : a[ra - 2];
-  int64_t ka = adaptor.getTransposeLhs() ? a[ra - 2] : a[ra - 1];
-  int64_t kb = adaptor.getTransposeRhs() ? b[rb - 1] : b[rb - 2];
-  int64_t n = adaptor.getTransposeRhs() ? b[rb - 2] : b[rb - 1];
+  const Extent &m = adaptor.getTransposeLhs() ? a[ra - 1] : a[ra - 2];
+  const Extent &ka = adaptor.getTransposeLhs() ? a[ra - 2] : a[ra - 1];
+  const Extent &kb = adaptor.getTransposeRhs() ? b[rb - 1] : b[rb - 2];
+  const Extent &n = adaptor.getTransposeRhs() ? b[rb - 2] : b[rb - 1];
   if (ka != kb)
-    return report.fail("contracting dimensions differ: lhs has ", ka,
-                       ", rhs has ", kb, " (lhs ", shapeStr(a), ", rhs ",
-                       shapeStr(b), ")");
-  FailureOr<SmallVector<int64_t>> batch =
-      broadcastShapes({a.drop_back(2), b.drop_back(2)}, report.emitter());
+    return report.fail("contracting dimensions differ: lhs has ", ka.str(),
+                       ", rhs has ", kb.str(), " (lhs ", extentsStr(a),
+                       ", rhs ", extentsStr(b), ")");
+  FailureOr<Extents> batch = broadcastExtents(
+      {Extents(a.drop_back(2)), Extents(b.drop_back(2))}, report.emitter());
   if (failed(batch))
     return failure();
-  SmallVector<int64_t> shape = *batch;
+  Extents shape = *batch;
   shape.append({m, n});
   Type element = lhs.getElementType();
   if (adaptor.getAccumulateF32()) {
@@ -311,7 +294,7 @@ LogicalResult MatmulOp::inferReturnTypes(MLIRContext *,
                          lhs.getElementType());
     element = Float32Type::get(lhs.getContext());
   }
-  results.push_back(RankedTensorType::get(shape, element));
+  results.push_back(getTensorType(lhs.getContext(), shape, element));
   return success();
 }
 
@@ -540,14 +523,18 @@ static LogicalResult inferReduce(std::optional<Location> loc, Value inputValue,
     return report.fail("needs at least one axis to reduce");
   if (failed(checkAxes(axes, input.getRank(), "axis", report)))
     return failure();
-  SmallVector<int64_t> shape;
-  for (auto [i, d] : llvm::enumerate(input.getShape())) {
+  FailureOr<Extents> extents = getExtents(input);
+  if (failed(extents))
+    return report.fail("input needs a #flow.shape for each dynamic dimension");
+  Extents shape;
+  for (auto [i, d] : llvm::enumerate(*extents)) {
     if (!llvm::is_contained(axes, (int64_t)i))
       shape.push_back(d);
     else if (keepdims)
-      shape.push_back(1);
+      shape.push_back(Extent(1));
   }
-  results.push_back(RankedTensorType::get(shape, input.getElementType()));
+  results.push_back(
+      getTensorType(input.getContext(), shape, input.getElementType()));
   return success();
 }
 
@@ -624,15 +611,21 @@ static LogicalResult verifyTrailingNorm(Operation *op, Value input,
     return failure();
   if (!(epsilon >= 0))
     return op->emitOpError() << "epsilon must be non-negative, got " << epsilon;
-  ArrayRef<int64_t> normalized = type.getShape().drop_front(axis);
+  FailureOr<Extents> extents = getExtents(type);
+  if (failed(extents))
+    return op->emitOpError() << "input needs a #flow.shape for each dynamic "
+                                "dimension";
+  ArrayRef<Extent> normalized = ArrayRef<Extent>(*extents).drop_front(axis);
   for (auto [param, name] : llvm::zip(params, names)) {
     if (!param)
       continue;
-    auto paramShape = cast<RankedTensorType>(param.getType()).getShape();
-    if (paramShape != normalized)
+    FailureOr<Extents> paramShape = getExtents(param.getType());
+    if (failed(paramShape) || ArrayRef<Extent>(*paramShape) != normalized)
       return op->emitOpError()
              << name << " must have the normalized shape "
-             << shapeStr(normalized) << ", got " << shapeStr(paramShape);
+             << extentsStr(normalized) << ", got "
+             << (succeeded(paramShape) ? extentsStr(*paramShape)
+                                       : std::string("an unknown shape"));
   }
   return success();
 }

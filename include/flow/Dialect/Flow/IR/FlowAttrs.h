@@ -10,6 +10,7 @@
 #include "mlir/IR/Attributes.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/TensorEncoding.h"
 #include "llvm/ADT/Hashing.h"
 
 #include "flow/Dialect/Flow/IR/FlowEnums.h.inc"

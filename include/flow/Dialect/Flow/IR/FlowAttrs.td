@@ -8,6 +8,7 @@
 #define FLOW_DIALECT_FLOW_IR_FLOWATTRS_TD
 
 include "flow/Dialect/Flow/IR/FlowBase.td"
+include "mlir/IR/TensorEncoding.td"
 
 //===----------------------------------------------------------------------===//
 // Enums
@@ -144,6 +145,55 @@ def Flow_ArenaPlanAttr : AttrDef<Flow_Dialect, "ArenaPlan"> {
   let parameters = (ins "int64_t":$bytes, "int64_t":$lower_bound,
                         "int64_t":$unplanned, StringRefParameter<>:$heuristic);
   let assemblyFormat = "`<` struct(params) `>`";
+}
+
+
+//===----------------------------------------------------------------------===//
+// Size symbols and symbolic shapes
+//===----------------------------------------------------------------------===//
+
+def Flow_DimAttr : AttrDef<Flow_Dialect, "Dim"> {
+  let mnemonic = "dim";
+  let summary = "a size symbol and the sizes it may take";
+  let description = [{
+    A named size (`batch`, `seq`) that a function's dynamic dimensions take,
+    with its smallest and largest value. A function declares its symbols in
+    the discardable attribute `flow.dims`; every tensor dimension that
+    `#flow.shape` gives as an expression over a symbol varies with it, and
+    the runtime refuses a call whose sizes fall outside the bounds.
+
+    ```mlir
+    func.func @f(%x: tensor<?x768xf32, #flow.shape<[batch, 768]>>)
+        attributes {flow.dims = [#flow.dim<"batch", 1, 8>]} { ... }
+    ```
+  }];
+  let parameters = (ins "::mlir::StringAttr":$name, "int64_t":$min,
+                        "int64_t":$max);
+  let assemblyFormat = "`<` $name `,` $min `,` $max `>`";
+  let genVerifyDecl = 1;
+}
+
+def Flow_ShapeAttr : AttrDef<Flow_Dialect, "Shape", [
+    DeclareAttrInterfaceMethods<VerifiableTensorEncoding>]> {
+  let mnemonic = "shape";
+  let summary = "a tensor's extents over size symbols (its encoding)";
+  let description = [{
+    The encoding of a tensor type with dynamic dimensions: one entry per
+    dimension, the number of a static dimension or, for a `?` dimension, a
+    polynomial over size symbols (`batch`, `batch*seq`, `2*seq + 1`). Two
+    tensors whose dimension has the same expression have the same size, so
+    shape rules prove facts such as "both operands of this add are
+    `[batch, seq, 768]`" by comparing types. Expressions are kept in a
+    normal form (`seq*batch` reads back as `batch*seq`).
+
+    ```mlir
+    tensor<?x?x768xf32, #flow.shape<[batch, seq, 768]>>
+    tensor<?x768xf32, #flow.shape<[batch*seq, 768]>>
+    ```
+  }];
+  let parameters = (ins "::mlir::ArrayAttr":$dims);
+  let hasCustomAssemblyFormat = 1;
+  let genVerifyDecl = 1;
 }
 
 #endif // FLOW_DIALECT_FLOW_IR_FLOWATTRS_TD

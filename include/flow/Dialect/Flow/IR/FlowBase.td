@@ -217,6 +217,11 @@ def Flow_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral getMeshAttrName() {
       return ::llvm::StringLiteral("flow.mesh");
     }
+    /// On a function: its size symbols (an array of #flow.dim), which the
+    /// #flow.shape encodings of its tensors refer to.
+    static constexpr ::llvm::StringLiteral getDimsAttrName() {
+      return ::llvm::StringLiteral("flow.dims");
+    }
   }];
 }
 
@@ -243,6 +248,21 @@ def Flow_FloatTensor : StaticShapeTensorOf<[F32, F16, BF16, F64]>;
 def Flow_IndexTensor : StaticShapeTensorOf<[I64, I32]>;
 /// Boolean tensors (comparison results, select conditions).
 def Flow_BoolTensor : StaticShapeTensorOf<[I1]>;
+
+/// A tensor whose dynamic dimensions are extents over size symbols
+/// (`tensor<?x768xf32, #flow.shape<[batch, 768]>>`), or a static one. Ops
+/// whose shape rules work on extents take these; the others take static
+/// tensors only.
+class Flow_SymTensorOf<list<Type> types>
+    : RankedTensorOf<types, [CPred<"::mlir::flow::hasFlowShape($_self)">],
+                     "tensor of static or symbolic (#flow.shape) shape">;
+def Flow_SymTensor : Flow_SymTensorOf<[F32, F16, BF16, F64, I64, I32, I16, I8,
+                                       UI64, UI32, UI16, UI8, I1]>;
+def Flow_SymNumericTensor : Flow_SymTensorOf<[F32, F16, BF16, F64, I64, I32,
+                                              I16, I8, UI64, UI32, UI16, UI8]>;
+def Flow_SymFloatTensor : Flow_SymTensorOf<[F32, F16, BF16, F64]>;
+def Flow_SymIndexTensor : Flow_SymTensorOf<[I64, I32]>;
+def Flow_SymBoolTensor : Flow_SymTensorOf<[I1]>;
 
 //===----------------------------------------------------------------------===//
 // Attributes

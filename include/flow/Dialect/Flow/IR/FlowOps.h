@@ -15,6 +15,7 @@
 #include "mlir/IR/OpDefinition.h"
 #include "mlir/IR/OpImplementation.h"
 #include "mlir/IR/SymbolTable.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 #include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
@@ -30,18 +31,20 @@ namespace flow {
 /// second (docs/distributed.md).
 inline constexpr int64_t kMaxMeshDevices = 4096;
 
-/// Broadcasts shapes with numpy rules (aligned from the right; each pair of
-/// dimensions is equal or contains a 1). Reports a mismatch through
-/// `emitError` when given, and fails.
-FailureOr<SmallVector<int64_t>>
-broadcastShapes(ArrayRef<ArrayRef<int64_t>> shapes,
-                function_ref<InFlightDiagnostic()> emitError = nullptr);
-
 /// True for ops that compute each result element from the operand elements
 /// at the same (broadcast) position: the unary and binary ops, compare,
 /// select, cast, gelu, broadcast_to, batch_norm and random_uniform (whose
 /// element depends on its position and the broadcast scalar operands).
 bool isElementwise(Operation *op);
+
+/// Whether `type` is a ranked tensor whose every `?` dimension has an
+/// extent in a `#flow.shape` encoding (every static tensor is). The shape
+/// helpers are in FlowShapes.h.
+bool hasFlowShape(Type type);
+
+/// Checks that every size symbol the #flow.shape encodings in `func` refer
+/// to is declared in its `flow.dims`.
+LogicalResult verifySizeSymbols(FunctionOpInterface func);
 
 /// The probabilities of `op` as separate ops: softmax(scale * query key^T
 /// + mask), with the causal mask, and zeros for a query the mask hides

@@ -150,27 +150,27 @@ class Flow_UnaryOp<string mnemonic, Type tensorType, string what,
   let assemblyFormat = "$input attr-dict `:` type($result)";
 }
 
-def Flow_NegOp : Flow_UnaryOp<"neg", Flow_NumericTensor, "negation (-x)">;
-def Flow_AbsOp : Flow_UnaryOp<"abs", Flow_NumericTensor, "absolute value |x|">;
-def Flow_ExpOp : Flow_UnaryOp<"exp", Flow_FloatTensor, "the exponential e^x">;
-def Flow_LogOp : Flow_UnaryOp<"log", Flow_FloatTensor, "the natural logarithm">;
-def Flow_SqrtOp : Flow_UnaryOp<"sqrt", Flow_FloatTensor, "the square root">;
-def Flow_RsqrtOp : Flow_UnaryOp<"rsqrt", Flow_FloatTensor,
+def Flow_NegOp : Flow_UnaryOp<"neg", Flow_SymNumericTensor, "negation (-x)">;
+def Flow_AbsOp : Flow_UnaryOp<"abs", Flow_SymNumericTensor, "absolute value |x|">;
+def Flow_ExpOp : Flow_UnaryOp<"exp", Flow_SymFloatTensor, "the exponential e^x">;
+def Flow_LogOp : Flow_UnaryOp<"log", Flow_SymFloatTensor, "the natural logarithm">;
+def Flow_SqrtOp : Flow_UnaryOp<"sqrt", Flow_SymFloatTensor, "the square root">;
+def Flow_RsqrtOp : Flow_UnaryOp<"rsqrt", Flow_SymFloatTensor,
                                 "the reciprocal square root 1/sqrt(x)">;
-def Flow_TanhOp : Flow_UnaryOp<"tanh", Flow_FloatTensor, "the hyperbolic tangent">;
-def Flow_SinOp : Flow_UnaryOp<"sin", Flow_FloatTensor, "the sine (radians)">;
-def Flow_CosOp : Flow_UnaryOp<"cos", Flow_FloatTensor, "the cosine (radians)">;
-def Flow_FloorOp : Flow_UnaryOp<"floor", Flow_FloatTensor,
+def Flow_TanhOp : Flow_UnaryOp<"tanh", Flow_SymFloatTensor, "the hyperbolic tangent">;
+def Flow_SinOp : Flow_UnaryOp<"sin", Flow_SymFloatTensor, "the sine (radians)">;
+def Flow_CosOp : Flow_UnaryOp<"cos", Flow_SymFloatTensor, "the cosine (radians)">;
+def Flow_FloorOp : Flow_UnaryOp<"floor", Flow_SymFloatTensor,
                                 "the largest integer not above x">;
-def Flow_CeilOp : Flow_UnaryOp<"ceil", Flow_FloatTensor,
+def Flow_CeilOp : Flow_UnaryOp<"ceil", Flow_SymFloatTensor,
                                "the smallest integer not below x">;
-def Flow_RoundOp : Flow_UnaryOp<"round", Flow_FloatTensor,
+def Flow_RoundOp : Flow_UnaryOp<"round", Flow_SymFloatTensor,
                                 "the nearest integer (halves to even)">;
-def Flow_ErfOp : Flow_UnaryOp<"erf", Flow_FloatTensor, "the error function erf(x)">;
-def Flow_SigmoidOp : Flow_UnaryOp<"sigmoid", Flow_FloatTensor,
+def Flow_ErfOp : Flow_UnaryOp<"erf", Flow_SymFloatTensor, "the error function erf(x)">;
+def Flow_SigmoidOp : Flow_UnaryOp<"sigmoid", Flow_SymFloatTensor,
                                   "the logistic sigmoid 1/(1+e^-x)">;
-def Flow_ReluOp : Flow_UnaryOp<"relu", Flow_NumericTensor, "max(x, 0)">;
-def Flow_SiluOp : Flow_UnaryOp<"silu", Flow_FloatTensor,
+def Flow_ReluOp : Flow_UnaryOp<"relu", Flow_SymNumericTensor, "max(x, 0)">;
+def Flow_SiluOp : Flow_UnaryOp<"silu", Flow_SymFloatTensor,
                                "SiLU (swish) x * sigmoid(x)">;
 
 def Flow_GeluOp : Flow_Op<"gelu", [Pure, Elementwise, SameOperandsAndResultType,
@@ -186,10 +186,10 @@ def Flow_GeluOp : Flow_Op<"gelu", [Pure, Elementwise, SameOperandsAndResultType,
     %z = flow.gelu %x approximate = tanh : tensor<4x8xf32>
     ```
   }];
-  let arguments = (ins Flow_FloatTensor:$input,
+  let arguments = (ins Flow_SymFloatTensor:$input,
       DefaultValuedAttr<Flow_GeluApproximationAttr,
                         "::mlir::flow::GeluApproximation::none">:$approximate);
-  let results = (outs Flow_FloatTensor:$result);
+  let results = (outs Flow_SymFloatTensor:$result);
   let assemblyFormat = [{
     $input (`approximate` `=` $approximate^)? attr-dict `:` type($result)
   }];
@@ -206,10 +206,11 @@ def Flow_CastOp : Flow_Op<"cast", [Pure, Elementwise, SameOperandsAndResultShape
     %h = flow.cast %x : tensor<4xf32> to tensor<4xf16>
     ```
   }];
-  let arguments = (ins Flow_Tensor:$input);
-  let results = (outs Flow_Tensor:$result);
+  let arguments = (ins Flow_SymTensor:$input);
+  let results = (outs Flow_SymTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `to` type($result)";
   let hasFolder = 1;
+  let hasVerifier = 1;
 }
 
 //===----------------------------------------------------------------------===//
@@ -235,27 +236,27 @@ class Flow_BinaryOp<string mnemonic, Type tensorType, string what,
       "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
 }
 
-def Flow_AddOp : Flow_BinaryOp<"add", Flow_NumericTensor, "the sum lhs + rhs",
+def Flow_AddOp : Flow_BinaryOp<"add", Flow_SymNumericTensor, "the sum lhs + rhs",
                                [Commutative]> {
   let hasFolder = 1;
 }
-def Flow_SubOp : Flow_BinaryOp<"sub", Flow_NumericTensor,
+def Flow_SubOp : Flow_BinaryOp<"sub", Flow_SymNumericTensor,
                                "the difference lhs - rhs"> {
   let hasFolder = 1;
 }
-def Flow_MulOp : Flow_BinaryOp<"mul", Flow_NumericTensor,
+def Flow_MulOp : Flow_BinaryOp<"mul", Flow_SymNumericTensor,
                                "the product lhs * rhs", [Commutative]> {
   let hasFolder = 1;
 }
-def Flow_DivOp : Flow_BinaryOp<"div", Flow_NumericTensor,
+def Flow_DivOp : Flow_BinaryOp<"div", Flow_SymNumericTensor,
     "the quotient lhs / rhs (integers: truncated toward zero, x / 0 = 0, INT_MIN / -1 = INT_MIN)"> {
   let hasFolder = 1;
 }
-def Flow_MaximumOp : Flow_BinaryOp<"maximum", Flow_NumericTensor,
+def Flow_MaximumOp : Flow_BinaryOp<"maximum", Flow_SymNumericTensor,
     "the larger of lhs and rhs (NaN if either is NaN)", [Commutative]>;
-def Flow_MinimumOp : Flow_BinaryOp<"minimum", Flow_NumericTensor,
+def Flow_MinimumOp : Flow_BinaryOp<"minimum", Flow_SymNumericTensor,
     "the smaller of lhs and rhs (NaN if either is NaN)", [Commutative]>;
-def Flow_PowOp : Flow_BinaryOp<"pow", Flow_FloatTensor, "the power lhs ^ rhs">;
+def Flow_PowOp : Flow_BinaryOp<"pow", Flow_SymFloatTensor, "the power lhs ^ rhs">;
 
 def Flow_CompareOp : Flow_Op<"compare", [Pure, InferTypeOpAdaptor,
                                          SameOperandsElementType]> {
@@ -271,8 +272,8 @@ def Flow_CompareOp : Flow_Op<"compare", [Pure, InferTypeOpAdaptor,
     ```
   }];
   let arguments = (ins Flow_ComparePredicateAttr:$predicate,
-                       Flow_Tensor:$lhs, Flow_Tensor:$rhs);
-  let results = (outs Flow_BoolTensor:$result);
+                       Flow_SymTensor:$lhs, Flow_SymTensor:$rhs);
+  let results = (outs Flow_SymBoolTensor:$result);
   let assemblyFormat = [{
     $predicate `,` $lhs `,` $rhs attr-dict `:` functional-type(operands, results)
   }];
@@ -290,9 +291,9 @@ def Flow_SelectOp : Flow_Op<"select", [Pure, InferTypeOpAdaptor]> {
         : (tensor<4x8xi1>, tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
     ```
   }];
-  let arguments = (ins Flow_BoolTensor:$condition, Flow_Tensor:$on_true,
-                       Flow_Tensor:$on_false);
-  let results = (outs Flow_Tensor:$result);
+  let arguments = (ins Flow_SymBoolTensor:$condition, Flow_SymTensor:$on_true,
+                       Flow_SymTensor:$on_false);
+  let results = (outs Flow_SymTensor:$result);
   let assemblyFormat = [{
     $condition `,` $on_true `,` $on_false attr-dict `:` functional-type(operands, results)
   }];
@@ -322,10 +323,10 @@ def Flow_MatmulOp : Flow_Op<"matmul", [Pure, InferTypeOpAdaptor,
         : (tensor<8x16xbf16>, tensor<16x32xbf16>) -> tensor<8x32xf32>
     ```
   }];
-  let arguments = (ins Flow_NumericTensor:$lhs, Flow_NumericTensor:$rhs,
+  let arguments = (ins Flow_SymNumericTensor:$lhs, Flow_SymNumericTensor:$rhs,
                        UnitAttr:$transpose_lhs, UnitAttr:$transpose_rhs,
                        UnitAttr:$accumulate_f32);
-  let results = (outs Flow_NumericTensor:$result);
+  let results = (outs Flow_SymNumericTensor:$result);
   let assemblyFormat =
       "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
   // A `rhs` that is a transpose of its last two dimensions becomes
@@ -459,9 +460,9 @@ class Flow_ReduceOp<string mnemonic, Type tensorType, string what>
       "$input $axes attr-dict `:` type($input) `->` type($result)";
 }
 
-def Flow_ReduceSumOp : Flow_ReduceOp<"reduce_sum", Flow_NumericTensor, "the sum">;
-def Flow_ReduceMeanOp : Flow_ReduceOp<"reduce_mean", Flow_FloatTensor, "the mean">;
-def Flow_ReduceMaxOp : Flow_ReduceOp<"reduce_max", Flow_NumericTensor, "the maximum">;
+def Flow_ReduceSumOp : Flow_ReduceOp<"reduce_sum", Flow_SymNumericTensor, "the sum">;
+def Flow_ReduceMeanOp : Flow_ReduceOp<"reduce_mean", Flow_SymFloatTensor, "the mean">;
+def Flow_ReduceMaxOp : Flow_ReduceOp<"reduce_max", Flow_SymNumericTensor, "the maximum">;
 
 def Flow_CumsumOp : Flow_Op<"cumsum", [Pure, SameOperandsAndResultType,
                                        InferTypeOpInterface]> {
@@ -480,9 +481,9 @@ def Flow_CumsumOp : Flow_Op<"cumsum", [Pure, SameOperandsAndResultType,
     %e = flow.cumsum %x axis = 1 {exclusive, reverse} : tensor<2x8xi64>
     ```
   }];
-  let arguments = (ins Flow_NumericTensor:$input, Flow_I64Attr:$axis,
+  let arguments = (ins Flow_SymNumericTensor:$input, Flow_I64Attr:$axis,
                        UnitAttr:$exclusive, UnitAttr:$reverse);
-  let results = (outs Flow_NumericTensor:$result);
+  let results = (outs Flow_SymNumericTensor:$result);
   let assemblyFormat = "$input `axis` `=` $axis attr-dict `:` type($result)";
   let hasVerifier = 1;
 }
@@ -501,9 +502,9 @@ class Flow_ArgReduceOp<string mnemonic, string what>
     %k = flow.}] # mnemonic # [{ %x axis = 0 {keepdims} : tensor<4x8xf32> -> tensor<1x8xi64>
     ```
   }];
-  let arguments = (ins Flow_NumericTensor:$input, Flow_I64Attr:$axis,
+  let arguments = (ins Flow_SymNumericTensor:$input, Flow_I64Attr:$axis,
                        UnitAttr:$keepdims, UnitAttr:$select_last_index);
-  let results = (outs StaticShapeTensorOf<[I64]>:$result);
+  let results = (outs Flow_SymTensorOf<[I64]>:$result);
   let assemblyFormat =
       "$input `axis` `=` $axis attr-dict `:` type($input) `->` type($result)";
 }
@@ -551,8 +552,8 @@ class Flow_SoftmaxBase<string mnemonic, string what>
     %p = flow.}] # mnemonic # [{ %x axis = 1 : tensor<4x8xf32>
     ```
   }];
-  let arguments = (ins Flow_FloatTensor:$input, Flow_I64Attr:$axis);
-  let results = (outs Flow_FloatTensor:$result);
+  let arguments = (ins Flow_SymFloatTensor:$input, Flow_I64Attr:$axis);
+  let results = (outs Flow_SymFloatTensor:$result);
   let assemblyFormat = "$input `axis` `=` $axis attr-dict `:` type($result)";
   let hasVerifier = 1;
 }
@@ -575,11 +576,11 @@ def Flow_LayerNormOp : Flow_Op<"layer_norm", [Pure, AttrSizedOperandSegments,
         : (tensor<2x16x64xf32>, tensor<64xf32>, tensor<64xf32>) -> tensor<2x16x64xf32>
     ```
   }];
-  let arguments = (ins Flow_FloatTensor:$input,
-                       Optional<Flow_FloatTensor>:$weight,
-                       Optional<Flow_FloatTensor>:$bias,
+  let arguments = (ins Flow_SymFloatTensor:$input,
+                       Optional<Flow_SymFloatTensor>:$weight,
+                       Optional<Flow_SymFloatTensor>:$bias,
                        Flow_I64Attr:$axis, F64Attr:$epsilon);
-  let results = (outs Flow_FloatTensor:$result);
+  let results = (outs Flow_SymFloatTensor:$result);
   let assemblyFormat = [{
     $input (`weight` $weight^)? (`bias` $bias^)? `axis` `=` $axis
     `epsilon` `=` $epsilon attr-dict `:` functional-type(operands, results)
@@ -601,10 +602,10 @@ def Flow_RmsNormOp : Flow_Op<"rms_norm", [Pure, SameOperandsElementType,
         : (tensor<2x16x64xf32>, tensor<64xf32>) -> tensor<2x16x64xf32>
     ```
   }];
-  let arguments = (ins Flow_FloatTensor:$input,
-                       Optional<Flow_FloatTensor>:$weight,
+  let arguments = (ins Flow_SymFloatTensor:$input,
+                       Optional<Flow_SymFloatTensor>:$weight,
                        Flow_I64Attr:$axis, F64Attr:$epsilon);
-  let results = (outs Flow_FloatTensor:$result);
+  let results = (outs Flow_SymFloatTensor:$result);
   let assemblyFormat = [{
     $input (`weight` $weight^)? `axis` `=` $axis `epsilon` `=` $epsilon
     attr-dict `:` functional-type(operands, results)
@@ -704,8 +705,8 @@ def Flow_ReshapeOp : Flow_Op<"reshape", [Pure, SameOperandsAndResultElementType]
     %y = flow.reshape %x : tensor<2x3x4xf32> -> tensor<6x4xf32>
     ```
   }];
-  let arguments = (ins Flow_Tensor:$input);
-  let results = (outs Flow_Tensor:$result);
+  let arguments = (ins Flow_SymTensor:$input);
+  let results = (outs Flow_SymTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
   let hasVerifier = 1;
   let hasFolder = 1;
@@ -722,8 +723,8 @@ def Flow_TransposeOp : Flow_Op<"transpose", [Pure, InferTypeOpAdaptor,
     %y = flow.transpose %x [0, 2, 1] : tensor<2x3x4xf32> -> tensor<2x4x3xf32>
     ```
   }];
-  let arguments = (ins Flow_Tensor:$input, DenseI64ArrayAttr:$permutation);
-  let results = (outs Flow_Tensor:$result);
+  let arguments = (ins Flow_SymTensor:$input, DenseI64ArrayAttr:$permutation);
+  let results = (outs Flow_SymTensor:$result);
   let assemblyFormat =
       "$input $permutation attr-dict `:` type($input) `->` type($result)";
   let hasFolder = 1;
@@ -741,8 +742,8 @@ def Flow_BroadcastToOp : Flow_Op<"broadcast_to", [Pure,
     %y = flow.broadcast_to %x : tensor<1x8xf32> -> tensor<4x8xf32>
     ```
   }];
-  let arguments = (ins Flow_Tensor:$input);
-  let results = (outs Flow_Tensor:$result);
+  let arguments = (ins Flow_SymTensor:$input);
+  let results = (outs Flow_SymTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
   let hasVerifier = 1;
   let hasFolder = 1;
@@ -760,8 +761,8 @@ def Flow_ConcatOp : Flow_Op<"concat", [Pure, InferTypeOpAdaptor,
         : (tensor<2x3xf32>, tensor<2x5xf32>) -> tensor<2x8xf32>
     ```
   }];
-  let arguments = (ins Variadic<Flow_Tensor>:$inputs, Flow_I64Attr:$axis);
-  let results = (outs Flow_Tensor:$result);
+  let arguments = (ins Variadic<Flow_SymTensor>:$inputs, Flow_I64Attr:$axis);
+  let results = (outs Flow_SymTensor:$result);
   let assemblyFormat = [{
     $inputs `axis` `=` $axis attr-dict `:` functional-type(operands, results)
   }];
@@ -873,9 +874,9 @@ def Flow_GatherOp : Flow_Op<"gather", [Pure, InferTypeOpAdaptor]> {
         : (tensor<1000x64xf32>, tensor<2x16xi64>) -> tensor<2x16x64xf32>
     ```
   }];
-  let arguments = (ins Flow_Tensor:$input, Flow_IndexTensor:$indices,
+  let arguments = (ins Flow_SymTensor:$input, Flow_SymIndexTensor:$indices,
                        Flow_I64Attr:$axis);
-  let results = (outs Flow_Tensor:$result);
+  let results = (outs Flow_SymTensor:$result);
   let assemblyFormat = [{
     $input `[` $indices `]` `axis` `=` $axis attr-dict `:` functional-type(operands, results)
   }];

@@ -1,0 +1,67 @@
+//===- FlowShapes.h - Extents of Flow tensors -------------------*- C++ -*-===//
+//
+// Part of the Flow project.
+//
+//===----------------------------------------------------------------------===//
+//
+// A Flow tensor's dimensions as extents (flow/runtime/rules/Extent.h): the
+// number of a static dimension, or the polynomial over size symbols its
+// `#flow.shape` encoding gives a `?` dimension. Shape rules written on
+// extents serve static and symbolic tensors alike.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FLOW_DIALECT_FLOW_IR_FLOWSHAPES_H
+#define FLOW_DIALECT_FLOW_IR_FLOWSHAPES_H
+
+#include "flow/runtime/rules/Extent.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Diagnostics.h"
+#include "llvm/ADT/SmallVector.h"
+
+#include <string>
+
+namespace mlir {
+namespace flow {
+
+using Extent = ::flow::rules::Extent;
+using Extents = SmallVector<Extent, 4>;
+
+/// The attribute of one `#flow.shape` entry: an integer for a number, the
+/// normal-form text of a symbolic extent.
+Attribute extentAttr(MLIRContext *context, const Extent &extent);
+
+/// Whether `type` is a ranked tensor with a `#flow.shape` encoding.
+bool isSymbolic(Type type);
+
+/// The extents of a ranked tensor type; failure when a `?` dimension has
+/// no `#flow.shape` extent.
+FailureOr<Extents> getExtents(Type type);
+
+/// The tensor type with these extents and element type: a static type when
+/// every extent is a number, otherwise `?` dimensions with a `#flow.shape`.
+RankedTensorType getTensorType(MLIRContext *context, ArrayRef<Extent> extents,
+                               Type elementType);
+
+/// `[batch, seq, 768]`; a static shape reads `2x3` (`scalar` for rank 0).
+std::string extentsStr(ArrayRef<Extent> extents);
+
+/// The product of `extents` (1 for none).
+Extent productOf(ArrayRef<Extent> extents);
+
+/// Broadcasts `shapes` (numpy rules, aligned at the last dimension). A
+/// dimension broadcasts when it is the number 1 or the same extent as the
+/// others; two different symbolic extents cannot be proven to broadcast, so
+/// they are an error (a symbol that may be 1 is not treated as 1).
+FailureOr<Extents>
+broadcastExtents(ArrayRef<Extents> shapes,
+                 function_ref<InFlightDiagnostic()> emitError);
+
+/// The size symbols `type`'s encoding refers to, sorted (none for a static
+/// tensor).
+std::vector<std::string> symbolsOf(Type type);
+
+} // namespace flow
+} // namespace mlir
+
+#endif // FLOW_DIALECT_FLOW_IR_FLOWSHAPES_H

@@ -1,0 +1,83 @@
+// RUN: flow-opt %s | flow-opt | FileCheck %s
+// RUN: flow-opt %s --mlir-print-op-generic | flow-opt | FileCheck %s
+// RUN: flow-opt %s --emit-bytecode | flow-opt | FileCheck %s
+
+// Size symbols and the shape rules on them: every op below states its
+// result type and the verifier proves it from the operands' extents.
+
+!act = tensor<?x?x768xf32, #flow.shape<[batch, seq, 768]>>
+
+// CHECK-LABEL: func.func @elementwise
+// CHECK-SAME: attributes {flow.dims = [#flow.dim<"batch", 1, 8>, #flow.dim<"seq", 1, 512>]}
+func.func @elementwise(%x: !act, %bias: tensor<768xf32>,
+                       %mask: tensor<?x1x?xf32, #flow.shape<[batch, 1, seq]>>)
+    -> !act attributes {flow.dims = [#flow.dim<"batch", 1, 8>,
+                                     #flow.dim<"seq", 1, 512>]} {
+  // CHECK: flow.add %{{.*}}, %{{.*}} : (tensor<?x?x768xf32, #flow.shape<[batch, seq, 768]>>, tensor<768xf32>) -> tensor<?x?x768xf32, #flow.shape<[batch, seq, 768]>>
+  %0 = flow.add %x, %bias : (!act, tensor<768xf32>) -> !act
+  %1 = flow.gelu %0 : !act
+  %2 = flow.mul %1, %x : (!act, !act) -> !act
+  // Broadcast against 1: [batch, 1, seq] and [batch, seq, 1] give [batch, seq, seq].
+  %m = flow.reshape %mask : tensor<?x1x?xf32, #flow.shape<[batch, 1, seq]>> -> tensor<?x?x1xf32, #flow.shape<[batch, seq, 1]>>
+  // CHECK: -> tensor<?x?x?xf32, #flow.shape<[batch, seq, seq]>>
+  %s = flow.add %mask, %m : (tensor<?x1x?xf32, #flow.shape<[batch, 1, seq]>>, tensor<?x?x1xf32, #flow.shape<[batch, seq, 1]>>) -> tensor<?x?x?xf32, #flow.shape<[batch, seq, seq]>>
+  %c = flow.compare gt, %2, %x : (!act, !act) -> tensor<?x?x768xi1, #flow.shape<[batch, seq, 768]>>
+  %z = flow.select %c, %2, %x : (tensor<?x?x768xi1, #flow.shape<[batch, seq, 768]>>, !act, !act) -> !act
+  // CHECK: flow.cast %{{.*}} : tensor<?x?x768xf32, #flow.shape<[batch, seq, 768]>> to tensor<?x?x768xbf16, #flow.shape<[batch, seq, 768]>>
+  %h = flow.cast %z : !act to tensor<?x?x768xbf16, #flow.shape<[batch, seq, 768]>>
+  return %z : !act
+}
+
+// Reshape proves equal element counts as polynomials; a product of symbols
+// is kept in a normal form, so `seq*batch` reads back as `batch*seq`.
+// CHECK-LABEL: func.func @reshape_and_matmul
+func.func @reshape_and_matmul(%x: !act, %w: tensor<768x3072xf32>)
+    -> tensor<?x?x3072xf32, #flow.shape<[batch, seq, 3072]>>
+    attributes {flow.dims = [#flow.dim<"batch", 1, 8>, #flow.dim<"seq", 1, 512>]} {
+  // CHECK: flow.reshape %{{.*}} -> tensor<?x768xf32, #flow.shape<[batch*seq, 768]>>
+  %f = flow.reshape %x : !act -> tensor<?x768xf32, #flow.shape<[seq*batch, 768]>>
+  // CHECK: flow.matmul {{.*}} -> tensor<?x3072xf32, #flow.shape<[batch*seq, 3072]>>
+  %y = flow.matmul %f, %w : (tensor<?x768xf32, #flow.shape<[batch*seq, 768]>>, tensor<768x3072xf32>) -> tensor<?x3072xf32, #flow.shape<[batch*seq, 3072]>>
+  // Heads: [batch, seq, 12, 64] -> [batch, 12, seq, 64], a batched product.
+  %h = flow.reshape %x : !act -> tensor<?x?x12x64xf32, #flow.shape<[batch, seq, 12, 64]>>
+  %q = flow.transpose %h [0, 2, 1, 3] : tensor<?x?x12x64xf32, #flow.shape<[batch, seq, 12, 64]>> -> tensor<?x12x?x64xf32, #flow.shape<[batch, 12, seq, 64]>>
+  // CHECK: flow.matmul {{.*}} {transpose_rhs} {{.*}} -> tensor<?x12x?x?xf32, #flow.shape<[batch, 12, seq, seq]>>
+  %s = flow.matmul %q, %q {transpose_rhs} : (tensor<?x12x?x64xf32, #flow.shape<[batch, 12, seq, 64]>>, tensor<?x12x?x64xf32, #flow.shape<[batch, 12, seq, 64]>>) -> tensor<?x12x?x?xf32, #flow.shape<[batch, 12, seq, seq]>>
+  %p = flow.softmax %s axis = 3 : tensor<?x12x?x?xf32, #flow.shape<[batch, 12, seq, seq]>>
+  %o = flow.reshape %y : tensor<?x3072xf32, #flow.shape<[batch*seq, 3072]>> -> tensor<?x?x3072xf32, #flow.shape<[batch, seq, 3072]>>
+  return %o : tensor<?x?x3072xf32, #flow.shape<[batch, seq, 3072]>>
+}
+
+// CHECK-LABEL: func.func @reductions_and_norms
+func.func @reductions_and_norms(%x: !act, %g: tensor<768xf32>, %b: tensor<768xf32>)
+    attributes {flow.dims = [#flow.dim<"batch", 1, 8>, #flow.dim<"seq", 1, 512>]} {
+  // CHECK: flow.reduce_sum %{{.*}} [2] : tensor<?x?x768xf32, #flow.shape<[batch, seq, 768]>> -> tensor<?x?xf32, #flow.shape<[batch, seq]>>
+  %0 = flow.reduce_sum %x [2] : !act -> tensor<?x?xf32, #flow.shape<[batch, seq]>>
+  // Reducing every symbolic dimension gives a static type.
+  // CHECK: flow.reduce_mean %{{.*}} [0, 1] : tensor<?x?x768xf32, #flow.shape<[batch, seq, 768]>> -> tensor<768xf32>
+  %1 = flow.reduce_mean %x [0, 1] : !act -> tensor<768xf32>
+  %2 = flow.reduce_max %x [1] {keepdims} : !act -> tensor<?x1x768xf32, #flow.shape<[batch, 1, 768]>>
+  %3 = flow.argmax %x axis = 2 : !act -> tensor<?x?xi64, #flow.shape<[batch, seq]>>
+  %4 = flow.layer_norm %x weight %g bias %b axis = 2 epsilon = 1.0e-05 : (!act, tensor<768xf32>, tensor<768xf32>) -> !act
+  %5 = flow.rms_norm %x weight %g axis = 2 epsilon = 1.0e-05 : (!act, tensor<768xf32>) -> !act
+  %6 = flow.cumsum %x axis = 1 : !act
+  return
+}
+
+// CHECK-LABEL: func.func @data_movement
+func.func @data_movement(%ids: tensor<?x?xi64, #flow.shape<[batch, seq]>>,
+                         %table: tensor<30522x768xf32>,
+                         %y: tensor<?x5x768xf32, #flow.shape<[batch, 5, 768]>>,
+                         %row: tensor<1x768xf32>)
+    attributes {flow.dims = [#flow.dim<"batch", 1, 8>, #flow.dim<"seq", 1, 512>]} {
+  // An embedding lookup: [batch, seq] indices into a static table.
+  // CHECK: flow.gather %{{.*}}[%{{.*}}] axis = 0 : (tensor<30522x768xf32>, tensor<?x?xi64, #flow.shape<[batch, seq]>>) -> tensor<?x?x768xf32, #flow.shape<[batch, seq, 768]>>
+  %e = flow.gather %table[%ids] axis = 0 : (tensor<30522x768xf32>, tensor<?x?xi64, #flow.shape<[batch, seq]>>) -> !act
+  // Concatenating along a symbolic dimension adds the extents.
+  // CHECK: -> tensor<?x?x768xf32, #flow.shape<[batch, seq + 5, 768]>>
+  %c = flow.concat %e, %y axis = 1 : (!act, tensor<?x5x768xf32, #flow.shape<[batch, 5, 768]>>) -> tensor<?x?x768xf32, #flow.shape<[batch, seq + 5, 768]>>
+  // CHECK: -> tensor<?x?x768xf32, #flow.shape<[2*batch, seq, 768]>>
+  %d = flow.concat %e, %e axis = 0 : (!act, !act) -> tensor<?x?x768xf32, #flow.shape<[2*batch, seq, 768]>>
+  %b = flow.broadcast_to %row : tensor<1x768xf32> -> !act
+  return
+}
