@@ -163,3 +163,34 @@ func.func @unary_keeps_symbols(%a: tensor<?xf32, #flow.shape<[batch]>>)
   %0 = "flow.exp"(%a) : (tensor<?xf32, #flow.shape<[batch]>>) -> tensor<?xf32, #flow.shape<[seq]>>
   return
 }
+
+// -----
+
+func.func @attention_keys(%q: tensor<?x?x8xf32, #flow.shape<[batch, seq, 8]>>,
+                          %k: tensor<?x?x8xf32, #flow.shape<[batch, past, 8]>>,
+                          %v: tensor<?x?x8xf32, #flow.shape<[batch, seq, 8]>>)
+    attributes {flow.dims = [#flow.dim<"batch", 1, 8>, #flow.dim<"seq", 1, 8>, #flow.dim<"past", 1, 8>]} {
+  // expected-error@+2 {{'flow.attention' op failed to infer returned types}}
+  // expected-error@+1 {{value has seq rows but key has past}}
+  %0 = flow.attention %q, %k, %v scale = 1.0 : (tensor<?x?x8xf32, #flow.shape<[batch, seq, 8]>>, tensor<?x?x8xf32, #flow.shape<[batch, past, 8]>>, tensor<?x?x8xf32, #flow.shape<[batch, seq, 8]>>) -> tensor<?x?x8xf32, #flow.shape<[batch, seq, 8]>>
+  return
+}
+
+// -----
+
+func.func @conv_spatial(%x: tensor<1x3x?x8xf32, #flow.shape<[1, 3, h, 8]>>, %w: tensor<4x3x3x3xf32>)
+    attributes {flow.dims = [#flow.dim<"h", 3, 64>]} {
+  // expected-error@+2 {{'flow.conv2d' op failed to infer returned types}}
+  // expected-error@+1 {{only the batch dimension of a windowed op may be symbolic; dimension 2 is h}}
+  %0 = flow.conv2d %x, %w strides = [1, 1] padding = [0, 0, 0, 0] dilations = [1, 1] groups = 1 : (tensor<1x3x?x8xf32, #flow.shape<[1, 3, h, 8]>>, tensor<4x3x3x3xf32>) -> tensor<1x4x?x6xf32, #flow.shape<[1, 4, h - 2, 6]>>
+  return
+}
+
+// -----
+
+func.func @batch_norm_channels(%x: tensor<2x?xf32, #flow.shape<[2, c]>>, %s: tensor<4xf32>)
+    attributes {flow.dims = [#flow.dim<"c", 1, 8>]} {
+  // expected-error@+1 {{the channel dimension (1) must be static}}
+  %0 = flow.batch_norm %x, %s, %s, %s, %s epsilon = 1.0e-05 : (tensor<2x?xf32, #flow.shape<[2, c]>>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> tensor<2x?xf32, #flow.shape<[2, c]>>
+  return
+}

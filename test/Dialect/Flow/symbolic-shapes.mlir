@@ -81,3 +81,41 @@ func.func @data_movement(%ids: tensor<?x?xi64, #flow.shape<[batch, seq]>>,
   %b = flow.broadcast_to %row : tensor<1x768xf32> -> !act
   return
 }
+
+// Attention over symbolic batch and sequence (the rule in
+// rules/Attention.h, shared with the runtime, taken over extents).
+// CHECK-LABEL: func.func @attention
+// CHECK: flow.attention {{.*}} -> tensor<?x12x?x64xf32, #flow.shape<[batch, 12, seq, 64]>>
+func.func @attention(%q: tensor<?x12x?x64xf32, #flow.shape<[batch, 12, seq, 64]>>,
+                     %kv: tensor<?x12x?x64xf32, #flow.shape<[batch, 12, past + seq, 64]>>,
+                     %mask: tensor<?x1x1x?xi1, #flow.shape<[batch, 1, 1, past + seq]>>)
+    attributes {flow.dims = [#flow.dim<"batch", 1, 8>, #flow.dim<"seq", 1, 512>,
+                             #flow.dim<"past", 1, 512>]} {
+  %o = flow.attention %q, %kv, %kv mask %mask scale = 1.250000e-01
+      : (tensor<?x12x?x64xf32, #flow.shape<[batch, 12, seq, 64]>>,
+         tensor<?x12x?x64xf32, #flow.shape<[batch, 12, past + seq, 64]>>,
+         tensor<?x12x?x64xf32, #flow.shape<[batch, 12, past + seq, 64]>>,
+         tensor<?x1x1x?xi1, #flow.shape<[batch, 1, 1, past + seq]>>)
+      -> tensor<?x12x?x64xf32, #flow.shape<[batch, 12, seq, 64]>>
+  return
+}
+
+// Windowed ops take a symbolic batch: ResNet's stem.
+// CHECK-LABEL: func.func @convolution
+// CHECK: flow.conv2d {{.*}} -> tensor<?x64x112x112xf32, #flow.shape<[batch, 64, 112, 112]>>
+// CHECK: flow.max_pool2d {{.*}} -> tensor<?x64x56x56xf32, #flow.shape<[batch, 64, 56, 56]>>
+func.func @convolution(%x: tensor<?x3x224x224xf32, #flow.shape<[batch, 3, 224, 224]>>,
+                       %w: tensor<64x3x7x7xf32>, %c: tensor<64xf32>)
+    attributes {flow.dims = [#flow.dim<"batch", 1, 8>]} {
+  %0 = flow.conv2d %x, %w strides = [2, 2] padding = [3, 3, 3, 3] dilations = [1, 1] groups = 1
+      : (tensor<?x3x224x224xf32, #flow.shape<[batch, 3, 224, 224]>>, tensor<64x3x7x7xf32>)
+      -> tensor<?x64x112x112xf32, #flow.shape<[batch, 64, 112, 112]>>
+  %1 = flow.batch_norm %0, %c, %c, %c, %c epsilon = 1.0e-05
+      : (tensor<?x64x112x112xf32, #flow.shape<[batch, 64, 112, 112]>>, tensor<64xf32>, tensor<64xf32>, tensor<64xf32>, tensor<64xf32>)
+      -> tensor<?x64x112x112xf32, #flow.shape<[batch, 64, 112, 112]>>
+  %2 = flow.max_pool2d %1 kernel = [3, 3] strides = [2, 2] padding = [1, 1, 1, 1] dilations = [1, 1]
+      : tensor<?x64x112x112xf32, #flow.shape<[batch, 64, 112, 112]>> -> tensor<?x64x56x56xf32, #flow.shape<[batch, 64, 56, 56]>>
+  %3 = flow.avg_pool2d %2 kernel = [56, 56] strides = [1, 1] padding = [0, 0, 0, 0]
+      : tensor<?x64x56x56xf32, #flow.shape<[batch, 64, 56, 56]>> -> tensor<?x64x1x1xf32, #flow.shape<[batch, 64, 1, 1]>>
+  return
+}

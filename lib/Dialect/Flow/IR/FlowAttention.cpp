@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "flow/Dialect/Flow/IR/FlowOps.h"
+#include "flow/Dialect/Flow/IR/FlowShapes.h"
 #include "flow/Dialect/Flow/IR/FlowVerifiers.h"
 #include "flow/runtime/rules/Attention.h"
 #include "mlir/IR/Builders.h"
@@ -20,7 +21,7 @@ using namespace mlir;
 using namespace mlir::flow;
 using namespace mlir::flow::opsupport;
 
-LogicalResult AttentionOp::inferReturnTypes(MLIRContext *,
+LogicalResult AttentionOp::inferReturnTypes(MLIRContext *context,
                                             std::optional<Location> loc,
                                             Adaptor adaptor,
                                             SmallVectorImpl<Type> &results) {
@@ -35,32 +36,40 @@ LogicalResult AttentionOp::inferReturnTypes(MLIRContext *,
     return report.fail("query, key and value need one element type, got ",
                        q.getElementType(), ", ", k.getElementType(), " and ",
                        v.getElementType());
-  std::vector<int64_t> maskShape;
+  FailureOr<Extents> qe = getExtents(q), ke = getExtents(k), ve = getExtents(v);
+  if (failed(qe) || failed(ke) || failed(ve))
+    return report.fail("operands need a #flow.shape for each dynamic "
+                       "dimension");
+  std::vector<Extent> maskShape;
   if (Value m = adaptor.getMask()) {
     RankedTensorType mask = tensorTypeOf(m);
-    if (!mask)
-      return report.fail("mask must be a ranked tensor");
+    FailureOr<Extents> me = getExtents(mask);
+    if (!mask || failed(me))
+      return report.fail("mask must be a ranked tensor with a #flow.shape "
+                         "for each dynamic dimension");
     Type e = mask.getElementType();
     if (!e.isInteger(1) && e != q.getElementType())
       return report.fail("mask must be i1 or ", q.getElementType(),
                          " (the operands' type), got ", e);
-    maskShape = mask.getShape().vec();
+    maskShape.assign(me->begin(), me->end());
   }
-  std::vector<int64_t> shape;
+  std::vector<Extent> shape;
   std::string error = ::flow::rules::attentionShapeError(
-      q.getShape().vec(), k.getShape().vec(), v.getShape().vec(),
+      std::vector<Extent>(qe->begin(), qe->end()),
+      std::vector<Extent>(ke->begin(), ke->end()),
+      std::vector<Extent>(ve->begin(), ve->end()),
       adaptor.getMask() ? &maskShape : nullptr, shape);
   if (!error.empty())
     return report.fail(error);
-  results.push_back(RankedTensorType::get(shape, q.getElementType()));
+  results.push_back(getTensorType(context, shape, q.getElementType()));
   return success();
 }
 
 RankedTensorType AttentionOp::getScoresType() {
   RankedTensorType q = getQuery().getType();
-  SmallVector<int64_t> shape(q.getShape().drop_back(1));
-  shape.push_back(getKey().getType().getShape().drop_back(1).back());
-  return RankedTensorType::get(shape, q.getElementType());
+  Extents shape = *getExtents(q);
+  shape.back() = (*getExtents(getKey().getType()))[q.getRank() - 2];
+  return getTensorType(getContext(), shape, q.getElementType());
 }
 
 Value mlir::flow::buildAttentionProbabilities(OpBuilder &b, Location loc,

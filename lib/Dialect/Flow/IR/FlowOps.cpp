@@ -361,6 +361,21 @@ LogicalResult mlir::flow::opsupport::checkWindow(ArrayRef<int64_t> kernel,
                  succeeded(checkSizes(padding, 4, 0, "padding", report)));
 }
 
+/// The batch (first) dimension of a window op's NCHW input, which may be
+/// symbolic; the other dimensions must be static.
+static FailureOr<Extent> windowBatch(RankedTensorType input, Reporter &report) {
+  FailureOr<Extents> extents = getExtents(input);
+  if (failed(extents))
+    return report.fail("input needs a #flow.shape for each dynamic "
+                       "dimension");
+  for (size_t i = 1; i < extents->size(); ++i)
+    if (!(*extents)[i].isConstant())
+      return report.fail("only the batch dimension of a windowed op may be "
+                         "symbolic; dimension ",
+                         i, " is ", (*extents)[i].str());
+  return extents->front();
+}
+
 LogicalResult Conv2dOp::inferReturnTypes(MLIRContext *,
                                          std::optional<Location> loc,
                                          Adaptor adaptor,
@@ -373,6 +388,9 @@ LogicalResult Conv2dOp::inferReturnTypes(MLIRContext *,
   if (input.getRank() != 4 || weight.getRank() != 4)
     return report.fail("input (NCHW) and weight (OIHW) must have rank 4, got ",
                        input.getRank(), " and ", weight.getRank());
+  FailureOr<Extent> batch = windowBatch(input, report);
+  if (failed(batch))
+    return failure();
   ArrayRef<int64_t> strides = adaptor.getStrides();
   ArrayRef<int64_t> padding = adaptor.getPadding();
   ArrayRef<int64_t> dilations = adaptor.getDilations();
@@ -409,8 +427,10 @@ LogicalResult Conv2dOp::inferReturnTypes(MLIRContext *,
                      /*ceilMode=*/false, report);
   if (failed(hw))
     return failure();
-  results.push_back(RankedTensorType::get({x[0], w[0], hw->first, hw->second},
-                                          input.getElementType()));
+  results.push_back(getTensorType(
+      input.getContext(),
+      {*batch, Extent(w[0]), Extent(hw->first), Extent(hw->second)},
+      input.getElementType()));
   return success();
 }
 
@@ -467,6 +487,9 @@ static LogicalResult inferPool2d(std::optional<Location> loc, Value inputValue,
   RankedTensorType input = tensorTypeOf(inputValue);
   if (!input || input.getRank() != 4)
     return report.fail("input must be a rank-4 (NCHW) tensor");
+  FailureOr<Extent> batch = windowBatch(input, report);
+  if (failed(batch))
+    return failure();
   if (failed(checkWindow(kernel, strides, padding, dilations, report)))
     return failure();
   for (int i = 0; i < 4; ++i) {
@@ -483,8 +506,10 @@ static LogicalResult inferPool2d(std::optional<Location> loc, Value inputValue,
       windowOutputHW(x, kernel, strides, padding, dilations, ceilMode, report);
   if (failed(hw))
     return failure();
-  results.push_back(RankedTensorType::get({x[0], x[1], hw->first, hw->second},
-                                          input.getElementType()));
+  results.push_back(getTensorType(
+      input.getContext(),
+      {*batch, Extent(x[1]), Extent(hw->first), Extent(hw->second)},
+      input.getElementType()));
   return success();
 }
 
@@ -649,6 +674,9 @@ LogicalResult BatchNormOp::verify() {
                          << type.getRank();
   if (!(getEpsilon().convertToDouble() >= 0))
     return emitOpError() << "epsilon must be non-negative";
+  if (type.isDynamicDim(1))
+    return emitOpError() << "the channel dimension (1) must be static; only "
+                            "the others may be symbolic";
   int64_t channels = type.getDimSize(1);
   Value params[] = {getScale(), getBias(), getMean(), getVariance()};
   StringRef names[] = {"scale", "bias", "mean", "variance"};

@@ -26,6 +26,13 @@ struct DecomposeAttentionPass
     SmallVector<AttentionOp> ops;
     getOperation().walk([&](AttentionOp op) { ops.push_back(op); });
     for (AttentionOp op : ops) {
+      // The causal mask is a constant of the scores' shape.
+      if (op.getCausal() && !op.getScoresType().hasStaticShape()) {
+        op.emitOpError("causal attention over a symbolic sequence length "
+                       "cannot be expanded yet: its mask is a constant of "
+                       "static shape");
+        return signalPassFailure();
+      }
       OpBuilder b(op);
       op.getResult().replaceAllUsesWith(expandAttention(b, op));
       op.erase();

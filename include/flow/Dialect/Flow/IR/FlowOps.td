@@ -363,10 +363,10 @@ def Flow_AttentionOp : Flow_Op<"attention", [Pure, InferTypeOpAdaptor]> {
         -> tensor<1x8x16x64xbf16>
     ```
   }];
-  let arguments = (ins Flow_FloatTensor:$query, Flow_FloatTensor:$key,
-                       Flow_FloatTensor:$value, Optional<Flow_Tensor>:$mask,
+  let arguments = (ins Flow_SymFloatTensor:$query, Flow_SymFloatTensor:$key,
+                       Flow_SymFloatTensor:$value, Optional<Flow_SymTensor>:$mask,
                        F64Attr:$scale, UnitAttr:$causal);
-  let results = (outs Flow_FloatTensor:$result);
+  let results = (outs Flow_SymFloatTensor:$result);
   let assemblyFormat = [{
     $query `,` $key `,` $value (`mask` $mask^)? `scale` `=` $scale attr-dict
     `:` functional-type(operands, results)
@@ -395,11 +395,11 @@ def Flow_Conv2dOp : Flow_Op<"conv2d", [Pure, InferTypeOpAdaptor,
         -> tensor<1x16x32x32xf32>
     ```
   }];
-  let arguments = (ins Flow_FloatTensor:$input, Flow_FloatTensor:$weight,
-                       Optional<Flow_FloatTensor>:$bias,
+  let arguments = (ins Flow_SymFloatTensor:$input, Flow_SymFloatTensor:$weight,
+                       Optional<Flow_SymFloatTensor>:$bias,
                        DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$padding,
                        DenseI64ArrayAttr:$dilations, Flow_I64Attr:$groups);
-  let results = (outs Flow_FloatTensor:$result);
+  let results = (outs Flow_SymFloatTensor:$result);
   let assemblyFormat = [{
     $input `,` $weight (`,` $bias^)? `strides` `=` $strides
     `padding` `=` $padding `dilations` `=` $dilations `groups` `=` $groups
@@ -628,10 +628,10 @@ def Flow_BatchNormOp : Flow_Op<"batch_norm", [Pure, SameOperandsElementType,
            tensor<16xf32>, tensor<16xf32>) -> tensor<1x16x8x8xf32>
     ```
   }];
-  let arguments = (ins Flow_FloatTensor:$input, Flow_FloatTensor:$scale,
+  let arguments = (ins Flow_SymFloatTensor:$input, Flow_FloatTensor:$scale,
                        Flow_FloatTensor:$bias, Flow_FloatTensor:$mean,
                        Flow_FloatTensor:$variance, F64Attr:$epsilon);
-  let results = (outs Flow_FloatTensor:$result);
+  let results = (outs Flow_SymFloatTensor:$result);
   let assemblyFormat = [{
     $input `,` $scale `,` $bias `,` $mean `,` $variance `epsilon` `=` $epsilon
     attr-dict `:` functional-type(operands, results)
@@ -656,10 +656,10 @@ def Flow_MaxPool2dOp : Flow_Op<"max_pool2d", [Pure, InferTypeOpAdaptor,
         : tensor<1x16x32x32xf32> -> tensor<1x16x16x16xf32>
     ```
   }];
-  let arguments = (ins Flow_NumericTensor:$input, DenseI64ArrayAttr:$kernel,
+  let arguments = (ins Flow_SymNumericTensor:$input, DenseI64ArrayAttr:$kernel,
                        DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$padding,
                        DenseI64ArrayAttr:$dilations, UnitAttr:$ceil_mode);
-  let results = (outs Flow_NumericTensor:$result);
+  let results = (outs Flow_SymNumericTensor:$result);
   let assemblyFormat = [{
     $input `kernel` `=` $kernel `strides` `=` $strides `padding` `=` $padding
     `dilations` `=` $dilations attr-dict `:` type($input) `->` type($result)
@@ -681,10 +681,10 @@ def Flow_AvgPool2dOp : Flow_Op<"avg_pool2d", [Pure, InferTypeOpAdaptor,
         padding = [0, 0, 0, 0] : tensor<1x16x32x32xf32> -> tensor<1x16x16x16xf32>
     ```
   }];
-  let arguments = (ins Flow_FloatTensor:$input, DenseI64ArrayAttr:$kernel,
+  let arguments = (ins Flow_SymFloatTensor:$input, DenseI64ArrayAttr:$kernel,
                        DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$padding,
                        UnitAttr:$ceil_mode, UnitAttr:$count_include_pad);
-  let results = (outs Flow_FloatTensor:$result);
+  let results = (outs Flow_SymFloatTensor:$result);
   let assemblyFormat = [{
     $input `kernel` `=` $kernel `strides` `=` $strides `padding` `=` $padding
     attr-dict `:` type($input) `->` type($result)

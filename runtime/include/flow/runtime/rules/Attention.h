@@ -20,10 +20,14 @@
 namespace flow {
 namespace rules {
 
-inline std::string shapeText(const std::vector<int64_t> &shape) {
+inline std::string dimText(int64_t d) { return std::to_string(d); }
+
+/// `[2, 3]`; `Dim` is int64_t or anything with a dimText overload (the
+/// compiler's symbolic rules::Extent).
+template <typename Dim> std::string shapeText(const std::vector<Dim> &shape) {
   std::string s = "[";
   for (size_t i = 0; i < shape.size(); ++i)
-    s += (i ? ", " : "") + std::to_string(shape[i]);
+    s += (i ? ", " : "") + dimText(shape[i]);
   return s + "]";
 }
 
@@ -31,12 +35,14 @@ inline std::string shapeText(const std::vector<int64_t> &shape) {
 /// rank of 2 or more, the same leading dimensions) and, with `mask`, a mask
 /// that broadcasts (numpy rules) to the scores [..., Lq, Lk]. Returns why
 /// they do not fit, or an empty string and the result's shape
-/// [..., Lq, Dv] in `out`.
-inline std::string attentionShapeError(const std::vector<int64_t> &q,
-                                       const std::vector<int64_t> &k,
-                                       const std::vector<int64_t> &v,
-                                       const std::vector<int64_t> *mask,
-                                       std::vector<int64_t> &out) {
+/// [..., Lq, Dv] in `out`. `Dim` is int64_t (the runtime's sizes) or the
+/// compiler's rules::Extent (sizes over symbols, where equal means
+/// provably equal).
+template <typename Dim>
+std::string
+attentionShapeError(const std::vector<Dim> &q, const std::vector<Dim> &k,
+                    const std::vector<Dim> &v, const std::vector<Dim> *mask,
+                    std::vector<Dim> &out) {
   size_t rank = q.size();
   if (rank < 2 || k.size() != rank || v.size() != rank)
     return "query, key and value need one rank of 2 or more, got ranks " +
@@ -48,18 +54,18 @@ inline std::string attentionShapeError(const std::vector<int64_t> &q,
              "dimensions, got " +
              shapeText(q) + ", " + shapeText(k) + " and " + shapeText(v);
   if (k[rank - 1] != q[rank - 1])
-    return "key rows have " + std::to_string(k[rank - 1]) +
-           " elements but query rows have " + std::to_string(q[rank - 1]);
+    return "key rows have " + dimText(k[rank - 1]) +
+           " elements but query rows have " + dimText(q[rank - 1]);
   if (v[rank - 2] != k[rank - 2])
-    return "value has " + std::to_string(v[rank - 2]) + " rows but key has " +
-           std::to_string(k[rank - 2]);
+    return "value has " + dimText(v[rank - 2]) + " rows but key has " +
+           dimText(k[rank - 2]);
   if (mask) {
-    std::vector<int64_t> scores(q.begin(), q.end() - 1);
+    std::vector<Dim> scores(q.begin(), q.end() - 1);
     scores.push_back(k[rank - 2]);
     bool fits = mask->size() <= rank;
     for (size_t i = 0; fits && i < mask->size(); ++i) {
-      int64_t m = (*mask)[i], s = scores[rank - mask->size() + i];
-      fits = m == 1 || m == s;
+      const Dim &m = (*mask)[i], &s = scores[rank - mask->size() + i];
+      fits = m == Dim(1) || m == s;
     }
     if (!fits)
       return "mask " + shapeText(*mask) + " does not broadcast to the scores " +

@@ -338,6 +338,9 @@ private:
   bool valid_ = true;
 };
 
+/// An extent's text, as shape messages print a dimension.
+inline std::string dimText(const Extent &e) { return e.str(); }
+
 } // namespace rules
 } // namespace flow
 
