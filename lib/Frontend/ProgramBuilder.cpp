@@ -8,6 +8,7 @@
 
 #include "flow/Dialect/Flow/IR/FlowDialect.h"
 #include "flow/Dialect/Flow/IR/FlowOps.h"
+#include "flow/Dialect/Flow/IR/FlowShapes.h"
 #include "flow/Support/ParseGuard.h"
 #include "mlir/AsmParser/AsmParser.h"
 #include "mlir/IR/Builders.h"
@@ -99,15 +100,27 @@ ProgramBuilder::tensorType(const TensorSpec &spec) {
     diagnostics.clear();
     return fail("'" + spec.dtype + "' is not an element type Flow computes in");
   }
+  if (!spec.extents.empty() && spec.extents.size() != spec.shape.size())
+    return fail("a shape's extents need one entry per dimension");
   int64_t elements = 1;
-  for (int64_t d : spec.shape) {
+  Extents extents;
+  for (auto [i, d] : llvm::enumerate(spec.shape)) {
+    if (!spec.extents.empty() && !spec.extents[i].empty()) {
+      Extent extent;
+      std::string error;
+      if (!Extent::parse(spec.extents[i], extent, error))
+        return fail("dimension " + llvm::Twine(i) + ": " + error);
+      extents.push_back(extent);
+      continue;
+    }
     if (d < 0)
       return fail("negative dimension " + llvm::Twine(d) + " in a shape");
     if (d && elements > (int64_t(1) << 56) / d)
       return fail("a shape of more than 2^56 elements");
     elements *= d;
+    extents.push_back(Extent(d));
   }
-  return RankedTensorType::get(spec.shape, element);
+  return getTensorType(context.get(), extents, element);
 }
 
 bool ProgramBuilder::checkHandles(llvm::ArrayRef<int64_t> handles,
@@ -341,9 +354,17 @@ std::optional<TensorSpec> ProgramBuilder::typeOf(int64_t value) {
   if (!checkHandles(value, "type"))
     return std::nullopt;
   auto type = cast<RankedTensorType>(values[value].getType());
-  return TensorSpec{
+  TensorSpec spec{
       std::vector<int64_t>(type.getShape().begin(), type.getShape().end()),
       typeText(type.getElementType())};
+  if (isSymbolic(type)) {
+    Extents extents = *getExtents(type);
+    for (const Extent &e : extents)
+      spec.extents.push_back(e.isConstant() ? "" : e.str());
+    for (int64_t &d : spec.shape)
+      d = ShapedType::isDynamic(d) ? -1 : d;
+  }
+  return spec;
 }
 
 void ProgramBuilder::setLocation(llvm::StringRef file, int64_t line,

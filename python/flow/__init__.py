@@ -406,7 +406,7 @@ def _is_onnx(model) -> bool:
 def compile(model: Any, example_args=(), example_kwargs=None, *,
             threads: int = 0, parameters: Optional[str] = None, sbp=None,
             timeout: Optional[float] = None, check_numerics: bool = False,
-            cache: bool = True, **options) -> CompiledModel:
+            cache: bool = True, dynamic=None, **options) -> CompiledModel:
     """Imports, compiles and loads `model`; returns a callable.
 
     `model` is a torch.nn.Module or torch.export.ExportedProgram (traced
@@ -444,6 +444,11 @@ def compile(model: Any, example_args=(), example_kwargs=None, *,
     (in an input, or written by a kernel) with a FlowError naming the
     kernel, the ops it computes and their source lines, the element and its
     value (`compiled.module.check_numerics` turns it on and off).
+    `dynamic` names dimensions of the inputs that vary between calls:
+    {"x": {0: ("batch", 1, 8)}} (input name: {dimension: (symbol, min,
+    max)}; inputs sharing a symbol share the size). The model is imported
+    with those dimensions as size symbols; compiling past the import is
+    not supported yet, and says so (docs/dialect.md).
     `cache=False` compiles even when the compile cache holds the
     executable, and does not store it (flow.cache; the cache keeps
     executables under ~/.cache/flow/compiled, FLOW_CACHE_DIR elsewhere).
@@ -463,15 +468,25 @@ def compile(model: Any, example_args=(), example_kwargs=None, *,
         os.close(fd)
     try:
         if _is_onnx(model):
+            if dynamic is not None:
+                raise FlowError("dynamic= takes PyTorch models for now; an "
+                                "ONNX model's dim_param names are not "
+                                "imported as size symbols yet")
             from .onnx_import import import_program as onnx_program
             program = onnx_program(model, parameters=archive,
                                    placements=placements)
             frontend = "onnx"
         else:
             from .torch_import import import_program as torch_program
-            program = torch_program(model, example_args, example_kwargs,
-                                    parameters=archive,
-                                    placements=placements)
+            try:
+                program = torch_program(model, example_args, example_kwargs,
+                                        parameters=archive,
+                                        placements=placements,
+                                        dynamic=dynamic)
+            except ValueError as e:
+                if dynamic is None:
+                    raise
+                raise FlowError(str(e)) from None
             frontend = "torch"
         module = CompiledModule(_compile(program.text, texts, bool(cache)),
                                 threads,

@@ -20,6 +20,10 @@ import numpy as np
 
 from . import safetensors
 
+#: A flow.slice limit that takes a dimension to its end (INT64_MAX): how a
+#: symbolic dimension is sliced whole.
+TO_END = 2**63 - 1
+
 #: Tensors up to this many bytes are written inline as flow.constant.
 INLINE_BYTES = 256
 
@@ -53,16 +57,33 @@ def numpy_dtype(flow_type: str) -> np.dtype:
     return np.dtype(name)
 
 
+def dims(shape) -> Tuple:
+    """A shape as the builder takes it: ints, and extent texts (`batch`,
+    `batch*seq`) for symbolic dimensions."""
+    return tuple(d if isinstance(d, str) else int(d) for d in shape)
+
+
+def same_extent(a: str, b: str) -> bool:
+    """Two extent texts name the same size (compared in normal form)."""
+    from . import _flow
+    try:
+        return _flow.normalize_extent(a) == _flow.normalize_extent(b)
+    except ValueError:
+        return False
+
+
 @dataclasses.dataclass(frozen=True)
 class Value:
     """A value of the program being built: the builder's handle, with the
-    static shape and element type the op that made it inferred."""
+    shape and element type the op that made it inferred. A symbolic
+    dimension is its extent's text (`batch`)."""
     handle: int
-    shape: Tuple[int, ...]
+    shape: Tuple
     dtype: str
 
     def __str__(self) -> str:
-        dims = "".join(f"{d}x" for d in self.shape)
+        dims = "".join(f"{'?' if isinstance(d, str) else d}x"
+                       for d in self.shape)
         return f"%{self.handle}: tensor<{dims}{self.dtype}>"
 
 
@@ -206,7 +227,7 @@ class Emitter:
         self.builder.set_location(file or "", int(line or 0), name or "")
 
     def argument(self, shape, dtype: str) -> Value:
-        handle = self.builder.argument([int(d) for d in shape], dtype)
+        handle = self.builder.argument(list(dims(shape)), dtype)
         v = self._value(handle)
         self.arguments.append(v)
         return v
@@ -238,7 +259,7 @@ class Emitter:
         take these operands or attributes is Unsupported, with the op's
         own reason."""
         types = None if results is None else [
-            ([int(d) for d in shape], dtype) for shape, dtype in results]
+            (list(dims(shape)), dtype) for shape, dtype in results]
         handles = self.builder.create(name, [v.handle for v in operands],
                                       list((attrs or {}).items()), types)
         return tuple(self._value(h) for h in handles)
@@ -277,7 +298,7 @@ class Emitter:
         return self.op("flow.cast", [v], result=(v.shape, dtype))
 
     def reshape(self, v: Value, shape) -> Value:
-        shape = tuple(int(d) for d in shape)
+        shape = dims(shape)
         if shape == v.shape:
             return v
         return self.op("flow.reshape", [v], result=(shape, v.dtype))
@@ -289,7 +310,7 @@ class Emitter:
         return self.op("flow.transpose", [v], {"permutation": i64s(perm)})
 
     def broadcast_to(self, v: Value, shape) -> Value:
-        shape = tuple(int(d) for d in shape)
+        shape = dims(shape)
         if shape == v.shape:
             return v
         return self.op("flow.broadcast_to", [v], result=(shape, v.dtype))
@@ -667,9 +688,11 @@ class Emitter:
         return self.op("flow.reverse", [v], {"axes": i64s(axes)})
 
     def slice(self, v: Value, starts, limits, strides) -> Value:
-        shape = tuple(max(0, -(-(l - s) // st))
-                      for s, l, st in zip(starts, limits, strides))
-        if shape == v.shape and all(st == 1 for st in strides):
+        """flow.slice. A symbolic dimension's limit may be its extent (the
+        text, as v.shape has it): it is taken to its end (TO_END)."""
+        limits = [TO_END if isinstance(l, str) else l for l in limits]
+        if all(s == 0 and st == 1 and (l == TO_END or l == d)
+               for s, l, st, d in zip(starts, limits, strides, v.shape)):
             return v
         return self.op("flow.slice", [v], {
             "starts": i64s(starts), "limits": i64s(limits),

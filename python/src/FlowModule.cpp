@@ -19,6 +19,7 @@
 #include "flow/runtime/Executable.h"
 #include "flow/runtime/Session.h"
 #include "flow/runtime/TrainingState.h"
+#include "flow/runtime/rules/Extent.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
@@ -437,19 +438,47 @@ template <typename T> T built(std::optional<T> value,
   return std::move(*value);
 }
 
+/// (shape, dtype): a symbolic dimension is its extent's text (`batch`).
 py::tuple typeTuple(const mlir::flow::TensorSpec &spec) {
-  return py::make_tuple(py::tuple(py::cast(spec.shape)), spec.dtype);
+  py::list shape;
+  for (size_t i = 0; i < spec.shape.size(); ++i) {
+    if (!spec.extents.empty() && !spec.extents[i].empty())
+      shape.append(py::str(spec.extents[i]));
+    else
+      shape.append(py::int_(spec.shape[i]));
+  }
+  return py::make_tuple(py::tuple(shape), spec.dtype);
+}
+
+/// A TensorSpec from a Python shape whose entries are ints or extent texts.
+mlir::flow::TensorSpec tensorSpec(const py::sequence &shape,
+                                  const std::string &dtype) {
+  mlir::flow::TensorSpec spec{{}, dtype};
+  bool symbolic = false;
+  for (py::handle d : shape) {
+    if (py::isinstance<py::str>(d)) {
+      spec.shape.push_back(-1);
+      spec.extents.push_back(d.cast<std::string>());
+      symbolic = true;
+    } else {
+      spec.shape.push_back(d.cast<int64_t>());
+      spec.extents.push_back("");
+    }
+  }
+  if (!symbolic)
+    spec.extents.clear();
+  return spec;
 }
 
 /// The Python face of mlir::flow::ProgramBuilder: value handles are ints.
 void bindProgramBuilder(py::module_ &m) {
   using mlir::flow::ProgramBuilder;
   using mlir::flow::TensorSpec;
-  using Types = std::vector<std::pair<std::vector<int64_t>, std::string>>;
+  using Types = std::vector<std::pair<py::sequence, std::string>>;
   auto specs = [](const Types &types) {
     std::vector<TensorSpec> out;
     for (const auto &[shape, dtype] : types)
-      out.push_back({shape, dtype});
+      out.push_back(tensorSpec(shape, dtype));
     return out;
   };
   py::class_<ProgramBuilder>(m, "ProgramBuilder",
@@ -458,9 +487,9 @@ void bindProgramBuilder(py::module_ &m) {
       .def(py::init<const std::string &>(), py::arg("function"))
       .def(
           "argument",
-          [](ProgramBuilder &b, std::vector<int64_t> shape,
+          [](ProgramBuilder &b, const py::sequence &shape,
              const std::string &dtype) {
-            return built(b.addArgument({std::move(shape), dtype}), b);
+            return built(b.addArgument(tensorSpec(shape, dtype)), b);
           },
           py::arg("shape"), py::arg("dtype"))
       .def(
@@ -549,6 +578,18 @@ PYBIND11_MODULE(_flow, m) {
   py::register_exception<BuildError>(m, "BuildError", flowError);
   bindProgramBuilder(m);
   mlir::flow::registerCompilerPasses();
+  m.def(
+      "normalize_extent",
+      [](const std::string &text) {
+        flow::rules::Extent extent;
+        std::string error;
+        if (!flow::rules::Extent::parse(text, extent, error))
+          throw py::value_error(error);
+        return extent.str();
+      },
+      py::arg("text"),
+      "An extent over size symbols in its normal form ('seq*batch' -> "
+      "'batch*seq').");
   m.def("compile", &compile, py::arg("source"),
         py::arg("options") = std::map<std::string, std::string>(),
         py::arg("cache") = false,

@@ -33,11 +33,14 @@
 
 namespace mlir::flow {
 
-/// A tensor type as the importers spell it: static dims and an element
-/// type name (`f32`, `bf16`, `i64`, `ui8`, `i1`, ...).
+/// A tensor type as the importers spell it: dims and an element type name
+/// (`f32`, `bf16`, `i64`, `ui8`, `i1`, ...). A symbolic dimension has its
+/// extent's text (`batch`, `batch*seq`) in `extents` (which is empty or
+/// has one entry per dimension, "" for a static one) and -1 in `shape`.
 struct TensorSpec {
   std::vector<int64_t> shape;
   std::string dtype;
+  std::vector<std::string> extents = {};
 };
 
 class ProgramBuilder {

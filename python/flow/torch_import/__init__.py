@@ -51,7 +51,8 @@ def export(module, args=(), kwargs=None):
 
 def import_program(module, args=(), kwargs=None, *, parameters=None,
                    function="main", shared=None,
-                   placements=None, training=None) -> ImportedProgram:
+                   placements=None, training=None,
+                   dynamic=None) -> ImportedProgram:
     """Exports and imports `module`. With `shared` (a dict), the weights go
     to it instead of to `parameters`, reusing entries other programs put
     there with the same values; the caller writes the dict to `parameters`
@@ -60,11 +61,16 @@ def import_program(module, args=(), kwargs=None, *, parameters=None,
     function is placed on that mesh and its inputs get the SBPs.
     `training` is (state name by parameter target, flow.optimizer text[,
     op names the backward recomputes]): those parameters become the
-    arguments of a training step."""
+    arguments of a training step. `dynamic` names dynamic dimensions of
+    the inputs: {input name: {dimension: (symbol, min, max)}}."""
+    if dynamic is not None:
+        from ._dynamic import check_dynamic
+        dynamic = check_dynamic(dynamic)
     if shared is not None and parameters is None:
         raise ValueError("a shared parameter store needs the archive path")
     archive = os.fspath(parameters) if parameters is not None else None
-    ep = _export(module, args, kwargs, train=training is not None)
+    ep = _export(module, args, kwargs, train=training is not None,
+                 dynamic=dynamic)
     if _imports_as_exported(ep):
         # In-place ops on results nothing reads afterwards become their
         # functional twins, and batch norms after convolutions fold in.
@@ -82,8 +88,8 @@ def import_program(module, args=(), kwargs=None, *, parameters=None,
         # are added to the caller's store only then.)
         trial = dict(shared) if shared is not None else None
         try:
-            result = _TorchImporter(ep, function, trial,
-                                    placements, training).run(archive)
+            result = _TorchImporter(ep, function, trial, placements,
+                                    training, dynamic).run(archive)
         except UnsupportedOpsError:
             pass
         else:
@@ -94,17 +100,19 @@ def import_program(module, args=(), kwargs=None, *, parameters=None,
     if training is None:
         _fold_batch_norms(ep)
     return _TorchImporter(ep, function, shared, placements,
-                          training).run(archive)
+                          training, dynamic).run(archive)
 
 
 def import_torch(module, example_args=(), example_kwargs=None, *,
-                 parameters=None, function="main") -> str:
+                 parameters=None, function="main", dynamic=None) -> str:
     """Exports `module` with `example_args` and returns flow-dialect text.
 
     Weights above a few hundred bytes are written to the safetensors file
     `parameters` (a temporary file when None) and referenced from the text
     by `flow.parameter`; smaller constants are inline. Raises
-    UnsupportedOpsError naming every op Flow cannot import.
+    UnsupportedOpsError naming every op Flow cannot import. `dynamic`
+    names dynamic dimensions, as flow.compile's.
     """
     return import_program(module, example_args, example_kwargs,
-                          parameters=parameters, function=function).text
+                          parameters=parameters, function=function,
+                          dynamic=dynamic).text

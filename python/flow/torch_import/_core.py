@@ -108,12 +108,33 @@ def _is_int_dtype(dtype: str) -> bool:
 # The importer
 # ---------------------------------------------------------------------------
 
+def _same_shape(a, b) -> bool:
+    """Shapes equal, a symbolic dimension's extent compared in Flow's
+    normal form (the builder prints it so; torch's text is compared after
+    the same spacing)."""
+    if len(a) != len(b):
+        return False
+    for x, y in zip(a, b):
+        if isinstance(x, str) or isinstance(y, str):
+            if not (isinstance(x, str) and isinstance(y, str)):
+                return False
+            from .._emitter import same_extent
+            if not same_extent(x, y):
+                return False
+        elif x != y:
+            return False
+    return True
+
+
 class _TorchImporter(GraphImporter):
     frontend = "PyTorch"
 
     def __init__(self, ep, function: str, shared=None, placements=None,
-                 training=None):
+                 training=None, dynamic=None):
         super().__init__(function, shared, placements)
+        from ._dynamic import Symbols
+        #: The program's size symbols (its dynamic dimensions).
+        self.symbols = Symbols(ep, dynamic)
         self.handlers = _HANDLERS
         self.never_fold = _NEVER_FOLD
         self.ep = ep
@@ -173,12 +194,10 @@ class _TorchImporter(GraphImporter):
     def out_dtype(self) -> str:
         return _flow_dtype(self.meta().dtype)
 
-    def out_shape(self) -> Tuple[int, ...]:
-        shape = self.meta().shape
-        if not all(type(d) is int for d in shape):
-            raise Unsupported("dynamic shapes (Flow compiles static shapes; "
-                              "export without dynamic_shapes)")
-        return tuple(shape)
+    def out_shape(self) -> Tuple:
+        """The node's shape: ints, and extent texts (`batch*seq`) for the
+        dimensions torch.export traced as symbols."""
+        return self.symbols.shape(self.meta().shape)
 
     def to_array(self, x) -> Optional[np.ndarray]:
         import torch
@@ -231,6 +250,7 @@ class _TorchImporter(GraphImporter):
                 self.node = node
                 self.e.locate(name=spec.arg.name)
                 try:
+                    self.symbols.name_inputs(spec.arg.name, val)
                     v = self.e.argument(self.out_shape(),
                                         _flow_dtype(val.dtype))
                 except Unsupported as u:
@@ -269,6 +289,16 @@ class _TorchImporter(GraphImporter):
             self.node = node
             file, line, _ = _source_line(node)
             self.e.locate(file, line, node.name)
+            if isinstance(node.meta.get("val"), torch.SymInt):
+                # A size torch.export computes (sym_size, and arithmetic on
+                # sizes): its extent, which view sizes and the like read.
+                self.node = node
+                try:
+                    self.env[node] = self.symbols.extent(node.meta["val"])
+                except Unsupported as u:
+                    self.record(node, str(u))
+                    self.env[node] = Poison()
+                continue
             self.env[node] = self.visit(node)
 
         output = next(n for n in ep.graph.nodes if n.op == "output")
@@ -325,6 +355,9 @@ class _TorchImporter(GraphImporter):
                 self.e.function_attribute(
                     "flow.recompute",
                     "[" + ", ".join(json.dumps(n) for n in recompute) + "]")
+        dims = self.symbols.dims_attribute()
+        if dims is not None:
+            self.e.function_attribute("flow.dims", dims)
         text, archive = self.finish(results, archive,
                                     input_names=self.argument_names,
                                     input_positions=self.input_arguments)
@@ -346,8 +379,21 @@ class _TorchImporter(GraphImporter):
         return self.dispatch(
             node, _op_key(node.target), leaves,
             fold=lambda: self.fold(node, args, kwargs),
-            call=lambda handler: self.checked(handler(self, *args, **kwargs)),
+            call=lambda handler: self.checked(
+                self.call_handler(handler, args, kwargs)),
             poison=Poison)
+
+    def call_handler(self, handler, args, kwargs):
+        """`handler` on the node's arguments. A handler that computes with
+        sizes takes numbers: on a symbolic size (a string) it fails, which
+        is a refusal of the node, not a crash."""
+        try:
+            return handler(self, *args, **kwargs)
+        except (TypeError, ValueError) as e:
+            if not self.symbols.bounds:
+                raise
+            raise Unsupported("this op's import does not take symbolic "
+                              f"sizes yet ({type(e).__name__}: {e})") from None
 
     def checked(self, out):
         """A handler's result, checked against the shapes torch.export
@@ -359,10 +405,10 @@ class _TorchImporter(GraphImporter):
                  isinstance(meta, (tuple, list)) else [(out, meta)])
         for v, m in pairs:
             if isinstance(v, Value) and isinstance(m, torch.Tensor) and \
-                    all(type(d) is int for d in m.shape) and \
-                    v.shape != tuple(m.shape):
+                    not _same_shape(v.shape, self.symbols.shape(m.shape)):
                 raise Unsupported(f"Flow's result has shape {list(v.shape)}, "
-                                  f"the exported program's {list(m.shape)}")
+                                  "the exported program's "
+                                  f"{list(self.symbols.shape(m.shape))}")
             if isinstance(v, Value) and isinstance(m, torch.Tensor) and \
                     m.dtype in _torch_types() and \
                     v.dtype != _torch_types()[m.dtype]:

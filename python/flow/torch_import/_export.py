@@ -10,10 +10,12 @@ import operator
 from ._core import _HANDLERS, _op_key
 
 
-def _export(module, args=(), kwargs=None, train=False):
+def _export(module, args=(), kwargs=None, train=False, dynamic=None):
     """torch.export in eval mode (ATen ops as exported, not decomposed);
     with `train`, in the modes the module and its submodules are in (a
-    training step drops out where the model is in training mode)."""
+    training step drops out where the model is in training mode). With
+    `dynamic` ({input: {dimension: (symbol, min, max)}}), those dimensions
+    are exported as symbols."""
     import torch
     if isinstance(module, torch.export.ExportedProgram):
         ep = module
@@ -30,7 +32,12 @@ def _export(module, args=(), kwargs=None, train=False):
         _register_cache_pytrees(module)
         try:
             with torch.no_grad():
-                ep = torch.export.export(module, args, kwargs=kwargs or {})
+                shapes = None
+                if dynamic:
+                    from ._dynamic import dynamic_shapes
+                    shapes = dynamic_shapes(module, args, kwargs, dynamic)
+                ep = torch.export.export(module, args, kwargs=kwargs or {},
+                                         dynamic_shapes=shapes)
         finally:
             for m, training in modes:
                 m.training = training

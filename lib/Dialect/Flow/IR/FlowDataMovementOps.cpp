@@ -211,14 +211,16 @@ LogicalResult PieceOffsetsOp::verify() {
                             getType());
 }
 
-LogicalResult SliceOp::inferReturnTypes(MLIRContext *,
+LogicalResult SliceOp::inferReturnTypes(MLIRContext *context,
                                         std::optional<Location> loc,
                                         Adaptor adaptor,
                                         SmallVectorImpl<Type> &results) {
   Reporter report{loc};
   RankedTensorType input = tensorTypeOf(adaptor.getInput());
-  if (!input)
-    return report.fail("input must be a ranked tensor");
+  FailureOr<Extents> extents = getExtents(input);
+  if (!input || failed(extents))
+    return report.fail("input must be a ranked tensor with a #flow.shape for "
+                       "each dynamic dimension");
   ArrayRef<int64_t> starts = adaptor.getStarts(), limits = adaptor.getLimits(),
                     strides = adaptor.getStrides();
   size_t rank = input.getRank();
@@ -227,9 +229,20 @@ LogicalResult SliceOp::inferReturnTypes(MLIRContext *,
                        "dimension (",
                        rank, "), got ", starts.size(), ", ", limits.size(),
                        " and ", strides.size());
-  SmallVector<int64_t> shape;
+  Extents shape;
   for (size_t d = 0; d < rank; ++d) {
-    int64_t size = input.getDimSize(d);
+    const Extent &extent = (*extents)[d];
+    if (!extent.isConstant()) {
+      // A symbolic dimension is taken whole: its limit is kSliceToEnd.
+      if (starts[d] != 0 || strides[d] != 1 || limits[d] != kSliceToEnd)
+        return report.fail("dimension ", d, " is symbolic (", extent.str(),
+                           "): a slice takes it whole (start 0, stride 1, "
+                           "limit ",
+                           kSliceToEnd, ")");
+      shape.push_back(extent);
+      continue;
+    }
+    int64_t size = extent.constant();
     if (starts[d] < 0 || starts[d] > limits[d] || limits[d] > size)
       return report.fail("dimension ", d, ": need 0 <= start (", starts[d],
                          ") <= limit (", limits[d], ") <= size (", size, ")");
@@ -237,9 +250,9 @@ LogicalResult SliceOp::inferReturnTypes(MLIRContext *,
       return report.fail("dimension ", d, ": stride must be at least 1, got ",
                          strides[d]);
     int64_t length = limits[d] - starts[d];
-    shape.push_back(length == 0 ? 0 : (length - 1) / strides[d] + 1);
+    shape.push_back(Extent(length == 0 ? 0 : (length - 1) / strides[d] + 1));
   }
-  results.push_back(RankedTensorType::get(shape, input.getElementType()));
+  results.push_back(getTensorType(context, shape, input.getElementType()));
   return success();
 }
 

@@ -144,7 +144,13 @@ struct ConvToGemmPass : flow::impl::ConvToGemmPassBase<ConvToGemmPass> {
   using ConvToGemmPassBase::ConvToGemmPassBase;
   void runOnOperation() override {
     SmallVector<Conv2dOp> convs;
-    getOperation().walk([&](Conv2dOp conv) {
+    WalkResult walk = getOperation().walk([&](Conv2dOp conv) {
+      // The rewrite sizes its column blocks from the batch: it needs it.
+      if (!cast<RankedTensorType>(conv.getType()).hasStaticShape()) {
+        conv.emitOpError("cannot be rewritten as a GEMM over a symbolic "
+                         "batch yet");
+        return WalkResult::interrupt();
+      }
       ArrayRef<int64_t> pad = conv.getPadding(); // top, left, bottom, right
       bool symmetric = pad[0] == pad[2] && pad[1] == pad[3];
       Type element = cast<RankedTensorType>(conv.getType()).getElementType();
@@ -155,7 +161,10 @@ struct ConvToGemmPass : flow::impl::ConvToGemmPassBase<ConvToGemmPass> {
       bool rewritten = element.isF32() || (half && narrow);
       if (rewritten && !(library && onlyAsymmetric && symmetric))
         convs.push_back(conv);
+      return WalkResult::advance();
     });
+    if (walk.wasInterrupted())
+      return signalPassFailure();
     for (Conv2dOp conv : convs) {
       int64_t pieces = 0;
       conv.replaceAllUsesWith(rewrite(conv, maxColumnsBytes, pieces));

@@ -19,6 +19,8 @@
 #include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
+#include <limits>
+
 #define GET_OP_CLASSES
 #include "flow/Dialect/Flow/IR/FlowOps.h.inc"
 
@@ -36,6 +38,9 @@ inline constexpr int64_t kMaxMeshDevices = 4096;
 /// select, cast, gelu, broadcast_to, batch_norm and random_uniform (whose
 /// element depends on its position and the broadcast scalar operands).
 bool isElementwise(Operation *op);
+
+/// The flow.slice limit that takes a symbolic dimension whole (INT64_MAX).
+inline constexpr int64_t kSliceToEnd = std::numeric_limits<int64_t>::max();
 
 /// Whether `type` is a ranked tensor whose every `?` dimension has an
 /// extent in a `#flow.shape` encoding (every static tensor is). The shape

@@ -774,16 +774,18 @@ def Flow_SliceOp : Flow_Op<"slice", [Pure, InferTypeOpAdaptor,
   let description = [{
     Takes, in each dimension d, the elements `starts[d]`, `starts[d] +
     strides[d]`, ... below `limits[d]`, with
-    `0 <= starts[d] <= limits[d] <= dim(d)` and `strides[d] >= 1`.
+    `0 <= starts[d] <= limits[d] <= dim(d)` and `strides[d] >= 1`. A
+    symbolic dimension (`#flow.shape`) is taken whole: start 0, stride 1
+    and the limit 9223372036854775807 (INT64_MAX, "to the end").
 
     ```mlir
     %y = flow.slice %x starts = [0, 2] limits = [4, 8] strides = [1, 2]
         : tensor<4x8xf32> -> tensor<4x3xf32>
     ```
   }];
-  let arguments = (ins Flow_Tensor:$input, DenseI64ArrayAttr:$starts,
+  let arguments = (ins Flow_SymTensor:$input, DenseI64ArrayAttr:$starts,
                        DenseI64ArrayAttr:$limits, DenseI64ArrayAttr:$strides);
-  let results = (outs Flow_Tensor:$result);
+  let results = (outs Flow_SymTensor:$result);
   let assemblyFormat = [{
     $input `starts` `=` $starts `limits` `=` $limits `strides` `=` $strides
     attr-dict `:` type($input) `->` type($result)
