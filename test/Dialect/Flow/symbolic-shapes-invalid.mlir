@@ -194,3 +194,13 @@ func.func @batch_norm_channels(%x: tensor<2x?xf32, #flow.shape<[2, c]>>, %s: ten
   %0 = flow.batch_norm %x, %s, %s, %s, %s epsilon = 1.0e-05 : (tensor<2x?xf32, #flow.shape<[2, c]>>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> tensor<2x?xf32, #flow.shape<[2, c]>>
   return
 }
+
+// -----
+
+func.func @slice_of_a_symbolic_dimension(%x: tensor<?x4xf32, #flow.shape<[seq, 4]>>)
+    attributes {flow.dims = [#flow.dim<"seq", 1, 8>]} {
+  // expected-error@+2 {{'flow.slice' op failed to infer returned types}}
+  // expected-error@+1 {{dimension 0 is symbolic (seq): a slice takes it whole (start 0, stride 1, limit 9223372036854775807)}}
+  %0 = flow.slice %x starts = [1, 0] limits = [9223372036854775807, 4] strides = [1, 1] : tensor<?x4xf32, #flow.shape<[seq, 4]>> -> tensor<?x4xf32, #flow.shape<[seq - 1, 4]>>
+  return
+}

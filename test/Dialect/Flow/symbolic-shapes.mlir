@@ -119,3 +119,14 @@ func.func @convolution(%x: tensor<?x3x224x224xf32, #flow.shape<[batch, 3, 224, 2
       : tensor<?x64x56x56xf32, #flow.shape<[batch, 64, 56, 56]>> -> tensor<?x64x1x1xf32, #flow.shape<[batch, 64, 1, 1]>>
   return
 }
+
+// A slice takes a symbolic dimension whole (limit INT64_MAX) and cuts the
+// static ones: the query/key/value split of a joined projection.
+// CHECK-LABEL: func.func @slice_static_dims
+// CHECK: flow.slice {{.*}} -> tensor<?x?x32xf32, #flow.shape<[batch, seq, 32]>>
+func.func @slice_static_dims(%x: tensor<?x?x96xf32, #flow.shape<[batch, seq, 96]>>)
+    attributes {flow.dims = [#flow.dim<"batch", 1, 8>, #flow.dim<"seq", 1, 512>]} {
+  %q = flow.slice %x starts = [0, 0, 32] limits = [9223372036854775807, 9223372036854775807, 64] strides = [1, 1, 1]
+      : tensor<?x?x96xf32, #flow.shape<[batch, seq, 96]>> -> tensor<?x?x32xf32, #flow.shape<[batch, seq, 32]>>
+  return
+}
