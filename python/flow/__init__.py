@@ -446,7 +446,8 @@ def compile(model: Any, example_args=(), example_kwargs=None, *,
     value (`compiled.module.check_numerics` turns it on and off).
     `dynamic` names dimensions of the inputs that vary between calls:
     {"x": {0: ("batch", 1, 8)}} (input name: {dimension: (symbol, min,
-    max)}; inputs sharing a symbol share the size). The model is imported
+    max)}; inputs sharing a symbol share the size); for an ONNX model, the
+    bounds of its own dim_param names: {"batch": (1, 8)}. The model is imported
     with those dimensions as size symbols; compiling past the import is
     not supported yet, and says so (docs/dialect.md).
     `cache=False` compiles even when the compile cache holds the
@@ -468,13 +469,15 @@ def compile(model: Any, example_args=(), example_kwargs=None, *,
         os.close(fd)
     try:
         if _is_onnx(model):
-            if dynamic is not None:
-                raise FlowError("dynamic= takes PyTorch models for now; an "
-                                "ONNX model's dim_param names are not "
-                                "imported as size symbols yet")
             from .onnx_import import import_program as onnx_program
-            program = onnx_program(model, parameters=archive,
-                                   placements=placements)
+            try:
+                program = onnx_program(model, parameters=archive,
+                                       placements=placements,
+                                       dynamic=dynamic)
+            except ValueError as e:
+                if dynamic is None:
+                    raise
+                raise FlowError(str(e)) from None
             frontend = "onnx"
         else:
             from .torch_import import import_program as torch_program

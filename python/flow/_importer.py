@@ -168,6 +168,18 @@ class GraphImporter:
         except Unsupported as u:
             self.record(node, str(u))
             return poison()
+        except (TypeError, ValueError) as e:
+            # A handler that computes with sizes takes numbers: on a
+            # symbolic size (a string) it fails, which refuses the node.
+            if not self.has_symbols():
+                raise
+            self.record(node, "this op's import does not take symbolic "
+                        f"sizes yet ({type(e).__name__}: {e})")
+            return poison()
+
+    def has_symbols(self) -> bool:
+        """Whether the program has size symbols (dynamic dimensions)."""
+        return False
 
     def result(self, x, node) -> Optional[Value]:
         """A graph output as a result of the function (None, and recorded,

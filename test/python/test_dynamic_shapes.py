@@ -148,3 +148,80 @@ def test_an_op_without_symbolic_import_is_named():
                      dynamic={"x": {0: ("n", 1, 64)}})
     assert "aten.slice.Tensor" in str(info.value)
     assert "symbolic" in str(info.value)
+
+
+# ONNX: the model's own dim_param names become size symbols; dynamic=
+# gives their bounds.
+
+def _onnx_mlp(batch="batch"):
+    import numpy as np
+    onnx = require("onnx")
+    from onnx import TensorProto, helper, numpy_helper
+    rng = np.random.default_rng(0)
+    weights = [numpy_helper.from_array(rng.standard_normal((16, 8))
+                                       .astype(np.float32), "W"),
+               numpy_helper.from_array(rng.standard_normal(8)
+                                       .astype(np.float32), "B")]
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["X", "W"], ["m"]),
+         helper.make_node("Add", ["m", "B"], ["a"]),
+         helper.make_node("Relu", ["a"], ["Y"])], "mlp",
+        [helper.make_tensor_value_info("X", TensorProto.FLOAT, [batch, 16])],
+        [helper.make_tensor_value_info("Y", TensorProto.FLOAT, [batch, 8])],
+        weights)
+    return helper.make_model(graph,
+                             opset_imports=[onnx.helper.make_opsetid("", 17)])
+
+
+def test_an_onnx_dim_param_becomes_a_symbol():
+    from flow.onnx_import import import_onnx
+    text = import_onnx(_onnx_mlp(), dynamic={"batch": (1, 8)})
+    assert _dims(text) == '#flow.dim<"batch", 1, 8>'
+    assert "tensor<?x16xf32, #flow.shape<[batch, 16]>>" in text
+    assert "-> tensor<?x8xf32, #flow.shape<[batch, 8]>>" in text
+    flow.compile_ir(text, "input")
+    with pytest.raises(flow.FlowError, match=r"has dynamic dimensions "
+                                             r"\(batch\)"):
+        flow.compile(_onnx_mlp(), dynamic={"batch": (1, 8)}, cache=False)
+
+
+@pytest.mark.parametrize("dynamic, message", [
+    ({}, r"ONNX input 'X' has the symbolic dimension 'batch': pass "
+         r"input_shapes=\{'X': \(\.\.\.\)\}, or keep it symbolic with its "
+         r"bounds in dynamic=\{'batch': \(min, max\)\}"),
+    ({"batch": (1, 8), "seq": (1, 4)}, r"dynamic= names \['seq'\], which no "
+                                       r"input of the model has"),
+    ({"batch": (0, 4)}, r"dynamic\['batch'\] is \(min, max\) with "
+                        r"1 <= min <= max, got \(0, 4\)"),
+    ({"batch size": (1, 4)}, r"cannot name a size symbol"),
+])
+def test_onnx_symbol_bounds_are_checked(dynamic, message):
+    with pytest.raises(flow.FlowError, match=message):
+        flow.compile(_onnx_mlp(), dynamic=dynamic, cache=False)
+
+
+def test_an_onnx_shape_computation_on_a_symbol_is_refused_by_name():
+    """Exporters compute shapes with Shape -> Gather -> Concat -> Reshape;
+    over a symbolic dimension that chain is not folded yet."""
+    import numpy as np
+    onnx = require("onnx")
+    from onnx import TensorProto, helper, numpy_helper
+    from flow.onnx_import import import_onnx
+    consts = [numpy_helper.from_array(np.array(v, np.int64), n)
+              for n, v in (("i0", 0), ("axes", [0]), ("minus1", [-1]))]
+    graph = helper.make_graph(
+        [helper.make_node("Shape", ["X"], ["s"]),
+         helper.make_node("Gather", ["s", "i0"], ["b"], axis=0),
+         helper.make_node("Unsqueeze", ["b", "axes"], ["b1"]),
+         helper.make_node("Concat", ["b1", "minus1"], ["shape"], axis=0),
+         helper.make_node("Reshape", ["X", "shape"], ["Y"])], "flatten",
+        [helper.make_tensor_value_info("X", TensorProto.FLOAT,
+                                       ["batch", 4, 4])],
+        [helper.make_tensor_value_info("Y", TensorProto.FLOAT,
+                                       ["batch", 16])], consts)
+    model = helper.make_model(graph,
+                              opset_imports=[onnx.helper.make_opsetid("", 17)])
+    with pytest.raises(Exception) as info:
+        import_onnx(model, dynamic={"batch": (1, 8)})
+    assert "Shape (node 's')" in str(info.value)
+    assert "symbolic" in str(info.value)

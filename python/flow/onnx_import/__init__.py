@@ -59,32 +59,35 @@ def _load(model):
 
 def import_program(model, *, parameters=None, input_shapes=None,
                    constants=None, function="main",
-                   archive_name=None, placements=None) -> ImportedOnnx:
+                   archive_name=None, placements=None,
+                   dynamic=None) -> ImportedOnnx:
     source = os.fspath(model) if isinstance(model, (str, os.PathLike)) \
         else None
     model = _load(model)
     if not hasattr(model, "graph"):
         raise ValueError(f"not an ONNX model: {type(model).__name__}")
     return _OnnxImporter(model, input_shapes, function, constants,
-                         placements, source).run(
+                         placements, source, dynamic).run(
         os.fspath(parameters) if parameters is not None else None,
         archive_name)
 
 
 def import_onnx(model, *, parameters=None, input_shapes=None, constants=None,
-                function="main") -> str:
+                function="main", dynamic=None) -> str:
     """Returns flow-dialect text for an ONNX model (a path or ModelProto).
 
     Initializers above a few hundred bytes go to the safetensors file
     `parameters` (a temporary file when None). `input_shapes` fixes
     symbolic input dimensions: {"input": (1, 3, 224, 224)}; `constants`
     freezes inputs to given values ({"axes": np.array([1])}), which is how
-    a shape, axes or pads input becomes known at compile time. Raises
+    a shape, axes or pads input becomes known at compile time. `dynamic`
+    keeps symbolic input dimensions as size symbols, with their bounds:
+    {"batch": (1, 8)} for the model's `dim_param` "batch". Raises
     UnsupportedOpsError naming every op Flow cannot import.
     """
     return import_program(model, parameters=parameters,
                           input_shapes=input_shapes, constants=constants,
-                          function=function).text
+                          function=function, dynamic=dynamic).text
 
 
 def _shape_arg(text: str):

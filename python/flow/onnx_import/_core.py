@@ -79,12 +79,40 @@ def _node_label(node, index: int) -> str:
         f" ({node.op_type})"
 
 
+def _check_onnx_dynamic(dynamic) -> Dict[str, Tuple[int, int]]:
+    """dynamic= for an ONNX model: {dim_param name: (min, max)}."""
+    import re
+    if dynamic is None:
+        return {}
+    if not isinstance(dynamic, dict):
+        raise ValueError("dynamic= for an ONNX model is a dict {dim_param "
+                         "name: (min, max)}, got "
+                         f"{type(dynamic).__name__}")
+    for name, bounds in dynamic.items():
+        if not isinstance(name, str) or \
+                not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+            raise ValueError(f"dynamic= key {name!r} cannot name a size "
+                             "symbol: a letter or '_', then letters, digits "
+                             "or '_' (fix such a dimension with "
+                             "input_shapes=)")
+        if not (isinstance(bounds, tuple) and len(bounds) == 2 and
+                all(isinstance(b, int) and not isinstance(b, bool)
+                    for b in bounds) and 1 <= bounds[0] <= bounds[1]):
+            raise ValueError(f"dynamic[{name!r}] is (min, max) with "
+                             f"1 <= min <= max, got {bounds!r}")
+    return dict(dynamic)
+
+
 class _OnnxImporter(GraphImporter):
     frontend = "ONNX"
 
     def __init__(self, model, input_shapes, function, constants=None,
-                 placements=None, source=None):
+                 placements=None, source=None, dynamic=None):
         super().__init__(function, placements=placements)
+        #: Bounds of the dim_param names kept as size symbols.
+        self.dynamic = _check_onnx_dynamic(dynamic)
+        #: The symbols the inputs use, in order of first use.
+        self.used_symbols: Dict[str, Tuple[int, int]] = {}
         self.handlers = _HANDLERS
         self.never_fold = _NEVER_FOLD
         self.model = model
@@ -306,17 +334,31 @@ class _OnnxImporter(GraphImporter):
                 for d in tt.shape.dim:
                     if d.HasField("dim_value"):
                         shape.append(d.dim_value)
+                    elif d.dim_param in self.dynamic:
+                        shape.append(d.dim_param)
+                        self.used_symbols[d.dim_param] = \
+                            self.dynamic[d.dim_param]
                     else:
                         raise ValueError(
                             f"ONNX input '{inp.name}' has the symbolic "
                             f"dimension '{d.dim_param or '?'}': pass "
-                            f"input_shapes={{'{inp.name}': (...)}}")
+                            f"input_shapes={{'{inp.name}': (...)}}, or "
+                            "keep it symbolic with its bounds in "
+                            f"dynamic={{'{d.dim_param or '?'}': (min, max)}}")
             self.check_shape(f"input '{inp.name}'", shape,
                              numpy_dtype(dtype).itemsize)
             self.e.locate(name=inp.name)
             self.env[inp.name] = self.e.argument(shape, dtype)
             inputs.append(inp.name)
 
+        params = {d.dim_param for i in self.graph.input
+                  for d in i.type.tensor_type.shape.dim
+                  if not d.HasField("dim_value") and d.dim_param}
+        unknown = sorted(set(self.dynamic) - params)
+        if unknown:
+            raise ValueError(f"dynamic= names {unknown}, which no input of "
+                             "the model has as a dimension; its symbolic "
+                             f"dimensions are {sorted(params)}")
         for index, node in enumerate(self.graph.node):
             self.node = node
             self.node_label = _node_label(node, index)
@@ -338,8 +380,16 @@ class _OnnxImporter(GraphImporter):
             if v is not None:
                 results.append(v)
             names.append(out.name)
+        if self.used_symbols:
+            self.e.function_attribute(
+                "flow.dims", "[" + ", ".join(
+                    f'#flow.dim<"{n}", {lo}, {hi}>'
+                    for n, (lo, hi) in self.used_symbols.items()) + "]")
         text, archive = self.finish(results, archive, archive_name, inputs)
         return ImportedOnnx(text, archive, inputs, names)
+
+    def has_symbols(self) -> bool:
+        return bool(self.used_symbols)
 
     def visit(self, node) -> List[Any]:
         # check_graph made sure every name read is defined.

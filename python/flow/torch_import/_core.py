@@ -379,21 +379,11 @@ class _TorchImporter(GraphImporter):
         return self.dispatch(
             node, _op_key(node.target), leaves,
             fold=lambda: self.fold(node, args, kwargs),
-            call=lambda handler: self.checked(
-                self.call_handler(handler, args, kwargs)),
+            call=lambda handler: self.checked(handler(self, *args, **kwargs)),
             poison=Poison)
 
-    def call_handler(self, handler, args, kwargs):
-        """`handler` on the node's arguments. A handler that computes with
-        sizes takes numbers: on a symbolic size (a string) it fails, which
-        is a refusal of the node, not a crash."""
-        try:
-            return handler(self, *args, **kwargs)
-        except (TypeError, ValueError) as e:
-            if not self.symbols.bounds:
-                raise
-            raise Unsupported("this op's import does not take symbolic "
-                              f"sizes yet ({type(e).__name__}: {e})") from None
+    def has_symbols(self) -> bool:
+        return bool(self.symbols.bounds)
 
     def checked(self, out):
         """A handler's result, checked against the shapes torch.export
