@@ -225,3 +225,15 @@ def test_an_onnx_shape_computation_on_a_symbol_is_refused_by_name():
         import_onnx(model, dynamic={"batch": (1, 8)})
     assert "Shape (node 's')" in str(info.value)
     assert "symbolic" in str(info.value)
+
+
+def test_an_exported_program_with_bounded_dims_keeps_torchs_names():
+    """torch.export's own dynamic_shapes: the symbols keep torch's names
+    (s0, s77, ...) and their bounds."""
+    batch = torch.export.Dim("batch", min=1, max=16)
+    ep = torch.export.export(Mlp(), (torch.randn(4, 16),),
+                             dynamic_shapes=({0: batch},))
+    text = import_torch(ep)
+    name = re.search(r'#flow.dim<"(\w+)", 1, 16>', text).group(1)
+    assert f"tensor<?x16xf32, #flow.shape<[{name}, 16]>>" in text
+    flow.compile_ir(text, "input")

@@ -95,6 +95,13 @@ static cl::opt<std::string> parametersFile(
              "extension)"),
     cl::value_desc("filename"), cl::init(""));
 
+static cl::list<std::string> dimBounds(
+    "dim", cl::cat(flowCategory),
+    cl::desc("For an .onnx input: keep the symbolic dimension NAME (a "
+             "dim_param) as a size symbol of bounds MIN to MAX, e.g. "
+             "--dim=batch=1:8 (repeatable)"),
+    cl::value_desc("NAME=MIN:MAX"));
+
 static cl::opt<std::string> train(
     "train", cl::cat(flowCategory),
     cl::desc("Compile a training step: give every public function with "
@@ -255,6 +262,10 @@ static std::unique_ptr<llvm::MemoryBuffer> importOnnx(llvm::StringRef path) {
   std::vector<llvm::StringRef> args = {python, "-m", "flow.onnx_import", path,
                                        "-o", textFile, "--parameters", archive,
                                        "--archive-name", name};
+  for (const std::string &dim : dimBounds) {
+    args.push_back("--dim");
+    args.push_back(dim);
+  }
   // The flow package of this build comes first on the module path.
   std::vector<std::string> env;
   std::string pythonPath = std::string("PYTHONPATH=") + FLOW_PYTHON_PATH;

@@ -97,9 +97,19 @@ def _shape_arg(text: str):
     return name, tuple(int(d) for d in dims.split("x") if d)
 
 
+def _dim_arg(text: str):
+    name, _, bounds = text.partition("=")
+    lo, _, hi = bounds.partition(":")
+    try:
+        return name, (int(lo), int(hi))
+    except ValueError:
+        raise ValueError(f"--dim wants NAME=MIN:MAX, got '{text}'") from None
+
+
 def main(argv=None) -> int:
     """python -m flow.onnx_import MODEL.onnx [-o OUT.mlir]
-    [--parameters W.safetensors] [--input-shape NAME=1x3x224x224]..."""
+    [--parameters W.safetensors] [--input-shape NAME=1x3x224x224]...
+    [--dim NAME=MIN:MAX]..."""
     import argparse
     import sys
     parser = argparse.ArgumentParser(
@@ -113,6 +123,9 @@ def main(argv=None) -> int:
                         "(default: the --parameters path)")
     parser.add_argument("--input-shape", action="append", default=[],
                         type=_shape_arg, help="NAME=DxDxD for a symbolic input")
+    parser.add_argument("--dim", action="append", default=[],
+                        type=_dim_arg, help="NAME=MIN:MAX: keep the "
+                        "symbolic dimension NAME as a size symbol")
     args = parser.parse_args(argv)
     parameters = args.parameters
     if parameters is None:
@@ -121,7 +134,8 @@ def main(argv=None) -> int:
     try:
         program = import_program(args.model, parameters=parameters,
                                  input_shapes=dict(args.input_shape),
-                                 archive_name=args.archive_name)
+                                 archive_name=args.archive_name,
+                                 dynamic=dict(args.dim) or None)
     except (UnsupportedOpsError, FlowError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1

@@ -127,8 +127,12 @@ class Symbols:
             lo = getattr(ranges, "lower", None)
             hi = getattr(ranges, "upper", None)
             try:
+                finite = bool(hi.is_finite) if hasattr(hi, "is_finite") \
+                    else True
                 lo, hi = int(lo), int(hi)
-            except (TypeError, ValueError, OverflowError):
+                if not finite:
+                    raise OverflowError
+            except Exception:  # infinite or unknown: sympy's own errors
                 raise Unsupported(
                     f"size symbol '{name}' has no finite bounds in the "
                     "exported program: give its (min, max) in dynamic=")

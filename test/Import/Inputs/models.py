@@ -42,6 +42,14 @@ def onnx_models():
             [numpy_helper.from_array(np.array(0), "zero"),
              numpy_helper.from_array(np.array([0]), "axes"),
              numpy_helper.from_array(np.array([-1]), "minus1")]),
+        # A batch the model leaves symbolic (dim_param "batch").
+        "dynamic_batch": model(
+            [helper.make_node("Gemm", ["x", "w", "b"], ["y"], transB=1)],
+            [helper.make_tensor_value_info("x", f, ["batch", 64])],
+            [helper.make_tensor_value_info("y", f, ["batch", 32])],
+            [numpy_helper.from_array(rng.standard_normal((32, 64))
+                                     .astype(np.float32), "w"),
+             numpy_helper.from_array(np.zeros(32, np.float32), "b")]),
         # The erf form of GELU that opset < 20 exporters write.
         "gelu_erf": model(
             [helper.make_node("Div", ["x", "sqrt2"], ["d"]),
