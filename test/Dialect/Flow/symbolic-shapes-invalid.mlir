@@ -91,10 +91,11 @@ func.func @gather_symbolic_axis(%t: tensor<?x4xf32, #flow.shape<[batch, 4]>>, %i
 // -----
 
 // An op whose shape rule does not take symbols yet refuses them.
-func.func @not_yet_symbolic(%a: tensor<?x4xf32, #flow.shape<[batch, 4]>>)
+func.func @not_yet_symbolic(%a: tensor<?x4x8x8xf32, #flow.shape<[batch, 4, 8, 8]>>)
     attributes {flow.dims = [#flow.dim<"batch", 1, 8>]} {
   // expected-error@+1 {{operand #0 must be statically shaped tensor}}
-  %0 = flow.reverse %a axes = [0] : tensor<?x4xf32, #flow.shape<[batch, 4]>>
+  %0 = flow.im2col %a kernel = [3, 3] strides = [1, 1] padding = [0, 0, 0, 0] dilations = [1, 1]
+      : tensor<?x4x8x8xf32, #flow.shape<[batch, 4, 8, 8]>> -> tensor<1x4x3x3x6x6xf32>
   return
 }
 

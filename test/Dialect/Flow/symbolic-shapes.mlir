@@ -130,3 +130,15 @@ func.func @slice_static_dims(%x: tensor<?x?x96xf32, #flow.shape<[batch, seq, 96]
       : tensor<?x?x96xf32, #flow.shape<[batch, seq, 96]>> -> tensor<?x?x32xf32, #flow.shape<[batch, seq, 32]>>
   return
 }
+
+// Padding adds to an extent; sort and reverse keep their operand's shape.
+// CHECK-LABEL: func.func @pad_sort_reverse
+// CHECK: flow.pad {{.*}} -> tensor<?x?xf32, #flow.shape<[batch, seq + 3]>>
+// CHECK: flow.reverse {{.*}} : tensor<?x?xf32, #flow.shape<[batch, seq]>>
+func.func @pad_sort_reverse(%x: tensor<?x?xf32, #flow.shape<[batch, seq]>>)
+    attributes {flow.dims = [#flow.dim<"batch", 1, 8>, #flow.dim<"seq", 1, 512>]} {
+  %p = flow.pad %x low = [0, 1] high = [0, 2] value = 0.0
+      : tensor<?x?xf32, #flow.shape<[batch, seq]>> -> tensor<?x?xf32, #flow.shape<[batch, seq + 3]>>
+  %r = flow.reverse %x axes = [1] : tensor<?x?xf32, #flow.shape<[batch, seq]>>
+  return
+}

@@ -358,17 +358,20 @@ LogicalResult PadOp::inferReturnTypes(MLIRContext *,
   if (failed(checkSizes(adaptor.getLow(), rank, 0, "low padding", report)) ||
       failed(checkSizes(adaptor.getHigh(), rank, 0, "high padding", report)))
     return failure();
-  SmallVector<int64_t> shape;
+  FailureOr<Extents> extents = getExtents(input);
+  if (failed(extents))
+    return report.fail("input needs a #flow.shape for each dynamic "
+                       "dimension");
+  Extents shape;
   for (size_t d = 0; d < rank; ++d) {
-    std::optional<int64_t> size =
-        mulAdd(1, input.getDimSize(d), adaptor.getLow()[d]);
-    if (size)
-      size = mulAdd(1, *size, adaptor.getHigh()[d]);
-    if (!size)
+    Extent size = (*extents)[d] + Extent(adaptor.getLow()[d]) +
+                  Extent(adaptor.getHigh()[d]);
+    if (!size.valid())
       return report.fail("padded size of dimension ", d, " is too large");
-    shape.push_back(*size);
+    shape.push_back(size);
   }
-  results.push_back(RankedTensorType::get(shape, input.getElementType()));
+  results.push_back(
+      getTensorType(input.getContext(), shape, input.getElementType()));
   return success();
 }
 

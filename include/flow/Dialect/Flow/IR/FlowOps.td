@@ -534,10 +534,10 @@ def Flow_SortOp : Flow_Op<"sort", [Pure, InferTypeOpAdaptor]> {
         : tensor<4x100xf32> -> (tensor<4x100xf32>, tensor<4x100xi64>)
     ```
   }];
-  let arguments = (ins Flow_NumericTensor:$input, Flow_I64Attr:$axis,
+  let arguments = (ins Flow_SymNumericTensor:$input, Flow_I64Attr:$axis,
                        UnitAttr:$descending);
-  let results = (outs Flow_NumericTensor:$values,
-                      StaticShapeTensorOf<[I64]>:$indices);
+  let results = (outs Flow_SymNumericTensor:$values,
+                      Flow_SymTensorOf<[I64]>:$indices);
   let assemblyFormat =
       "$input `axis` `=` $axis attr-dict `:` type($input) `->` `(` type($values) `,` type($indices) `)`";
 }
@@ -856,8 +856,8 @@ def Flow_ReverseOp : Flow_Op<"reverse", [Pure, SameOperandsAndResultType,
     %y = flow.reverse %x axes = [1] : tensor<2x3xf32>
     ```
   }];
-  let arguments = (ins Flow_Tensor:$input, DenseI64ArrayAttr:$axes);
-  let results = (outs Flow_Tensor:$result);
+  let arguments = (ins Flow_SymTensor:$input, DenseI64ArrayAttr:$axes);
+  let results = (outs Flow_SymTensor:$result);
   let assemblyFormat = "$input `axes` `=` $axes attr-dict `:` type($input)";
   let hasVerifier = 1;
 }
@@ -955,9 +955,9 @@ def Flow_PadOp : Flow_Op<"pad", [Pure, InferTypeOpAdaptor,
         : tensor<4x8xf32> -> tensor<4x11xf32>
     ```
   }];
-  let arguments = (ins Flow_Tensor:$input, DenseI64ArrayAttr:$low,
+  let arguments = (ins Flow_SymTensor:$input, DenseI64ArrayAttr:$low,
                        DenseI64ArrayAttr:$high, F64Attr:$value);
-  let results = (outs Flow_Tensor:$result);
+  let results = (outs Flow_SymTensor:$result);
   let assemblyFormat = [{
     $input `low` `=` $low `high` `=` $high `value` `=` $value
     attr-dict `:` type($input) `->` type($result)
