@@ -290,21 +290,11 @@ FailureOr<CompileResult> mlir::flow::compile(ModuleOp module,
   // point do not yet, so a symbolic program stops here with that said.
   for (func::FuncOp func : module.getOps<func::FuncOp>()) {
     std::set<std::string> symbols;
-    func.walk([&](Operation *op) {
-      auto note = [&](Type type) {
-        for (const std::string &name : symbolsOf(type))
-          symbols.insert(name);
-      };
-      for (Type type : op->getResultTypes())
-        note(type);
-      for (Region &region : op->getRegions())
-        for (Block &block : region)
-          for (Type type : block.getArgumentTypes())
-            note(type);
-    });
-    for (Type type : func.getArgumentTypes())
+    walkFunctionTypes(func, [&](Type type, Operation *) {
       for (const std::string &name : symbolsOf(type))
         symbols.insert(name);
+      return WalkResult::advance();
+    });
     if (!symbols.empty())
       return func.emitError()
              << "function @" << func.getName() << " has dynamic dimensions ("

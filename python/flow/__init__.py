@@ -468,29 +468,21 @@ def compile(model: Any, example_args=(), example_kwargs=None, *,
         fd, archive = tempfile.mkstemp(prefix="flow-", suffix=".safetensors")
         os.close(fd)
     try:
-        if _is_onnx(model):
-            from .onnx_import import import_program as onnx_program
-            try:
-                program = onnx_program(model, parameters=archive,
-                                       placements=placements,
-                                       dynamic=dynamic)
-            except ValueError as e:
-                if dynamic is None:
-                    raise
-                raise FlowError(str(e)) from None
-            frontend = "onnx"
+        frontend = "onnx" if _is_onnx(model) else "torch"
+        if frontend == "onnx":
+            from .onnx_import import import_program
+            args = (model,)
         else:
-            from .torch_import import import_program as torch_program
-            try:
-                program = torch_program(model, example_args, example_kwargs,
-                                        parameters=archive,
-                                        placements=placements,
-                                        dynamic=dynamic)
-            except ValueError as e:
-                if dynamic is None:
-                    raise
-                raise FlowError(str(e)) from None
-            frontend = "torch"
+            from .torch_import import import_program
+            args = (model, example_args, example_kwargs)
+        try:
+            program = import_program(*args, parameters=archive,
+                                     placements=placements, dynamic=dynamic)
+        except ValueError as e:
+            # A dynamic= the importer refuses: the caller's argument.
+            if dynamic is None:
+                raise
+            raise FlowError(str(e)) from None
         module = CompiledModule(_compile(program.text, texts, bool(cache)),
                                 threads,
                                 timeout=timeout,

@@ -13,6 +13,7 @@ arrays until an op needs them as a value: then a small one becomes an inline
 from __future__ import annotations
 
 import dataclasses
+import re
 import struct
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
@@ -61,6 +62,13 @@ def dims(shape) -> Tuple:
     """A shape as the builder takes it: ints, and extent texts (`batch`,
     `batch*seq`) for symbolic dimensions."""
     return tuple(d if isinstance(d, str) else int(d) for d in shape)
+
+
+def is_symbol_name(name) -> bool:
+    """Whether `name` may name a size symbol (a letter or '_', then
+    letters, digits or '_'), as #flow.dim takes it."""
+    return isinstance(name, str) and \
+        re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name) is not None
 
 
 def same_extent(a: str, b: str) -> bool:

@@ -13,7 +13,7 @@ import numpy as np
 
 from .._emitter import (ELEMENT_TYPES, FLOAT_TYPES, NUMPY_TO_FLOW,
                         TYPES_TEXT, Unsupported, UnsupportedOpsError, Value,
-                        handler_registry, numpy_dtype)
+                        handler_registry, is_symbol_name, numpy_dtype)
 from .._flow import FlowError
 from .._importer import FOLD_BYTES, GraphImporter, Poison
 
@@ -81,7 +81,6 @@ def _node_label(node, index: int) -> str:
 
 def _check_onnx_dynamic(dynamic) -> Dict[str, Tuple[int, int]]:
     """dynamic= for an ONNX model: {dim_param name: (min, max)}."""
-    import re
     if dynamic is None:
         return {}
     if not isinstance(dynamic, dict):
@@ -89,8 +88,7 @@ def _check_onnx_dynamic(dynamic) -> Dict[str, Tuple[int, int]]:
                          "name: (min, max)}, got "
                          f"{type(dynamic).__name__}")
     for name, bounds in dynamic.items():
-        if not isinstance(name, str) or \
-                not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+        if not is_symbol_name(name):
             raise ValueError(f"dynamic= key {name!r} cannot name a size "
                              "symbol: a letter or '_', then letters, digits "
                              "or '_' (fix such a dimension with "

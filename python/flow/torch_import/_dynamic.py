@@ -11,10 +11,9 @@ the function's `flow.dims`. An ExportedProgram exported with its own
 from __future__ import annotations
 
 import inspect
-import re
 from typing import Any, Dict, Mapping, Optional, Tuple
 
-from .._emitter import Unsupported
+from .._emitter import Unsupported, is_symbol_name
 
 #: How a user names a dynamic dimension: (name, min, max).
 DimSpec = Tuple[str, int, int]
@@ -43,7 +42,7 @@ def check_dynamic(dynamic) -> Dict[str, Dict[int, DimSpec]]:
                                  "(symbol, min, max), for example "
                                  f"('batch', 1, 8); got {spec!r}")
             name, lo, hi = spec
-            if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+            if not is_symbol_name(name):
                 raise ValueError(f"size symbol {name!r} is not a name: a "
                                  "letter or '_', then letters, digits or '_'")
             if not 1 <= lo <= hi:

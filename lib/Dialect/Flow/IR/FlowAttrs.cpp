@@ -167,64 +167,50 @@ LogicalResult DimAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   return success();
 }
 
-/// Parses one extent in the grammar of rules::Extent: sums and products of
-/// integers, symbol names and parenthesized extents.
-static ParseResult parseExtent(AsmParser &parser, ::flow::rules::Extent &out);
+namespace {
+/// MLIR's tokens as rules::parseExtent reads them: #flow.shape's entries
+/// are parsed by the one extent grammar.
+struct AsmTokens {
+  AsmParser &parser;
 
-static ParseResult parseExtentFactor(AsmParser &parser,
-                                     ::flow::rules::Extent &out) {
-  using ::flow::rules::Extent;
-  if (succeeded(parser.parseOptionalMinus())) {
-    if (parseExtentFactor(parser, out))
-      return failure();
-    out = out * Extent(-1);
-    return success();
-  }
-  if (succeeded(parser.parseOptionalLParen()))
-    return failure(parseExtent(parser, out) || parser.parseRParen());
-  int64_t value;
-  OptionalParseResult number = parser.parseOptionalInteger(value);
-  if (number.has_value()) {
-    if (failed(*number))
-      return failure();
-    out = Extent(value);
-    return success();
-  }
-  StringRef name;
-  SMLoc loc = parser.getCurrentLocation();
-  if (parser.parseOptionalKeyword(&name))
-    return parser.emitError(loc, "expected an integer, a size symbol or '('");
-  if (!::flow::rules::isSymbolName(name.str()))
-    return parser.emitError(loc, "'") << name << "' is not a size symbol name";
-  out = Extent::symbol(name.str());
-  return success();
-}
-
-static ParseResult parseExtent(AsmParser &parser, ::flow::rules::Extent &out) {
-  using ::flow::rules::Extent;
-  auto parseProduct = [&](Extent &product) -> ParseResult {
-    if (parseExtentFactor(parser, product))
-      return failure();
-    while (succeeded(parser.parseOptionalStar())) {
-      Extent rhs;
-      if (parseExtentFactor(parser, rhs))
-        return failure();
-      product = product * rhs;
+  bool eat(char c) {
+    switch (c) {
+    case '+':
+      return succeeded(parser.parseOptionalPlus());
+    case '-':
+      return succeeded(parser.parseOptionalMinus());
+    case '*':
+      return succeeded(parser.parseOptionalStar());
+    case '(':
+      return succeeded(parser.parseOptionalLParen());
+    case ')':
+      return succeeded(parser.parseOptionalRParen());
+    default:
+      return false;
     }
-    return success();
-  };
-  if (parseProduct(out))
-    return failure();
-  for (;;) {
-    bool plus = succeeded(parser.parseOptionalPlus());
-    if (!plus && failed(parser.parseOptionalMinus()))
-      return success();
-    Extent rhs;
-    if (parseProduct(rhs))
-      return failure();
-    out = plus ? out + rhs : out - rhs;
   }
-}
+  int number(int64_t &v) {
+    OptionalParseResult result = parser.parseOptionalInteger(v);
+    if (!result.has_value())
+      return 0;
+    return failed(*result) ? -1 : 1;
+  }
+  bool name(std::string &n) {
+    StringRef keyword;
+    if (failed(parser.parseOptionalKeyword(&keyword)))
+      return false;
+    n = keyword.str();
+    return true;
+  }
+  bool expectedFactor() {
+    return fail("expected an integer, a size symbol or '('");
+  }
+  bool fail(const std::string &what) {
+    parser.emitError(parser.getCurrentLocation(), what);
+    return false;
+  }
+};
+} // namespace
 
 Attribute ShapeAttr::parse(AsmParser &parser, Type) {
   MLIRContext *context = parser.getContext();
@@ -232,7 +218,8 @@ Attribute ShapeAttr::parse(AsmParser &parser, Type) {
   SmallVector<Attribute> dims;
   auto parseDim = [&]() -> ParseResult {
     ::flow::rules::Extent extent;
-    if (parseExtent(parser, extent))
+    AsmTokens tokens{parser};
+    if (!::flow::rules::parseExtent(tokens, extent))
       return failure();
     dims.push_back(extentAttr(context, extent));
     return success();

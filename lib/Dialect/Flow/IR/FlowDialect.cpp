@@ -77,6 +77,26 @@ static FailureOr<MeshOp> getFunctionMesh(Operation *op, StringRef what) {
   return mesh;
 }
 
+WalkResult
+mlir::flow::walkFunctionTypes(FunctionOpInterface func,
+                              function_ref<WalkResult(Type, Operation *)> fn) {
+  for (Type type :
+       llvm::concat<const Type>(func.getArgumentTypes(), func.getResultTypes()))
+    if (fn(type, func).wasInterrupted())
+      return WalkResult::interrupt();
+  return func->walk([&](Operation *op) {
+    for (Type type : op->getResultTypes())
+      if (fn(type, op).wasInterrupted())
+        return WalkResult::interrupt();
+    for (Region &region : op->getRegions())
+      for (Block &block : region)
+        for (Type type : block.getArgumentTypes())
+          if (fn(type, op).wasInterrupted())
+            return WalkResult::interrupt();
+    return WalkResult::advance();
+  });
+}
+
 LogicalResult mlir::flow::verifySizeSymbols(FunctionOpInterface func) {
   auto list = func->getAttrOfType<ArrayAttr>(FlowDialect::getDimsAttrName());
   llvm::StringSet<> declared;
@@ -84,32 +104,17 @@ LogicalResult mlir::flow::verifySizeSymbols(FunctionOpInterface func) {
     for (Attribute entry : list)
       if (auto dim = dyn_cast<DimAttr>(entry))
         declared.insert(dim.getName().getValue());
-  auto check = [&](Type type, Operation *at) -> LogicalResult {
-    for (const std::string &name : symbolsOf(type))
-      if (!declared.contains(name))
-        return at->emitOpError()
-               << "uses size symbol '" << name << "', which function @"
-               << func.getName()
-               << " does not declare: give its bounds in its '"
-               << FlowDialect::getDimsAttrName() << "' (#flow.dim<\"" << name
-               << "\", min, max>)";
-    return success();
-  };
-  for (Type type : func.getArgumentTypes())
-    if (failed(check(type, func)))
-      return failure();
-  for (Type type : func.getResultTypes())
-    if (failed(check(type, func)))
-      return failure();
-  WalkResult walk = func->walk([&](Operation *op) {
-    for (Type type : op->getResultTypes())
-      if (failed(check(type, op)))
-        return WalkResult::interrupt();
-    for (Region &region : op->getRegions())
-      for (Block &block : region)
-        for (Type type : block.getArgumentTypes())
-          if (failed(check(type, op)))
-            return WalkResult::interrupt();
+  WalkResult walk = walkFunctionTypes(func, [&](Type type, Operation *at) {
+    for (const std::string &name : symbolsOf(type)) {
+      if (declared.contains(name))
+        continue;
+      at->emitOpError() << "uses size symbol '" << name << "', which function @"
+                        << func.getName()
+                        << " does not declare: give its bounds in its '"
+                        << FlowDialect::getDimsAttrName() << "' (#flow.dim<\""
+                        << name << "\", min, max>)";
+      return WalkResult::interrupt();
+    }
     return WalkResult::advance();
   });
   return failure(walk.wasInterrupted());

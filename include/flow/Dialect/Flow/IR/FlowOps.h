@@ -15,6 +15,7 @@
 #include "mlir/IR/OpDefinition.h"
 #include "mlir/IR/OpImplementation.h"
 #include "mlir/IR/SymbolTable.h"
+#include "mlir/IR/Visitors.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
 #include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
@@ -46,6 +47,12 @@ inline constexpr int64_t kSliceToEnd = std::numeric_limits<int64_t>::max();
 /// extent in a `#flow.shape` encoding (every static tensor is). The shape
 /// helpers are in FlowShapes.h.
 bool hasFlowShape(Type type);
+
+/// Calls `fn` on every type in `func`: its arguments and results (with the
+/// function as the op), each op's results and each region's block
+/// arguments (with that op); stops where `fn` interrupts.
+WalkResult walkFunctionTypes(FunctionOpInterface func,
+                             function_ref<WalkResult(Type, Operation *)> fn);
 
 /// Checks that every size symbol the #flow.shape encodings in `func` refer
 /// to is declared in its `flow.dims`.

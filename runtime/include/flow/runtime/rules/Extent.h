@@ -39,6 +39,20 @@ inline bool isSymbolName(const std::string &name) {
   return true;
 }
 
+/// Parses an extent from `tokens` (sums and products of integers, symbol
+/// names and parenthesized extents; a leading '-' negates). `Tokens` has
+///   bool eat(char c)              consumes `c` ('+', '-', '*', '(', ')')
+///                                 when it comes next;
+///   int number(int64_t &v)        1 for an integer read, 0 for none next,
+///                                 -1 for one that is reported bad;
+///   bool name(std::string &n)     reads a name when one comes next;
+///   bool expectedFactor()         reports that no operand came; false;
+///   bool fail(const std::string&) reports `what`; false.
+/// Extent::parse reads text through it; the compiler's #flow.shape parser
+/// reads MLIR tokens through it.
+class Extent;
+template <typename Tokens> bool parseExtent(Tokens &tokens, Extent &out);
+
 /// An extent: a sum of terms, each a non-zero integer coefficient times a
 /// product of symbols. The representation is a normal form: two extents
 /// are the same polynomial exactly when they compare equal. Arithmetic that
@@ -169,9 +183,9 @@ public:
   /// integers and symbol names). Returns false with `error` set when the
   /// text is not an extent.
   static bool parse(const std::string &text, Extent &out, std::string &error) {
-    Parser p{text, 0, error};
+    TextTokens p{text, 0, error};
     Extent e;
-    if (!p.parseSum(e))
+    if (!parseExtent(p, e))
       return false;
     p.skipSpace();
     if (p.pos != text.size()) {
@@ -250,7 +264,8 @@ private:
       terms_.erase(m);
   }
 
-  struct Parser {
+  /// The tokens of an extent's text, for parseExtent.
+  struct TextTokens {
     const std::string &text;
     size_t pos;
     std::string &error;
@@ -267,76 +282,98 @@ private:
       }
       return false;
     }
-    bool fail(const std::string &what) {
-      error = what + " at offset " + std::to_string(pos) + " of extent '" +
-              text + "'";
-      return false;
-    }
-    bool parseSum(Extent &out) {
-      if (!parseProduct(out))
-        return false;
-      for (;;) {
-        bool plus = eat('+');
-        if (!plus && !eat('-'))
-          return true;
-        Extent rhs;
-        if (!parseProduct(rhs))
-          return false;
-        out = plus ? out + rhs : out - rhs;
-      }
-    }
-    bool parseProduct(Extent &out) {
-      if (!parseFactor(out))
-        return false;
-      while (eat('*')) {
-        Extent rhs;
-        if (!parseFactor(rhs))
-          return false;
-        out = out * rhs;
-      }
-      return true;
-    }
-    bool parseFactor(Extent &out) {
+    int number(int64_t &v) {
       skipSpace();
-      if (eat('-')) {
-        if (!parseFactor(out))
-          return false;
-        out = out * Extent(-1);
-        return true;
+      if (pos >= text.size() || !std::isdigit((unsigned char)text[pos]))
+        return 0;
+      v = 0;
+      while (pos < text.size() && std::isdigit((unsigned char)text[pos])) {
+        if (__builtin_mul_overflow(v, 10, &v) ||
+            __builtin_add_overflow(v, text[pos] - '0', &v))
+          return fail("an integer overflows"), -1;
+        ++pos;
       }
-      if (eat('(')) {
-        if (!parseSum(out))
-          return false;
-        return eat(')') || fail("expected ')'");
-      }
-      if (pos < text.size() && std::isdigit((unsigned char)text[pos])) {
-        int64_t v = 0;
-        while (pos < text.size() && std::isdigit((unsigned char)text[pos])) {
-          if (__builtin_mul_overflow(v, 10, &v) ||
-              __builtin_add_overflow(v, text[pos] - '0', &v))
-            return fail("an integer overflows");
-          ++pos;
-        }
-        out = Extent(v);
-        return true;
-      }
+      return 1;
+    }
+    bool name(std::string &n) {
+      skipSpace();
       size_t start = pos;
       while (pos < text.size() &&
              (std::isalnum((unsigned char)text[pos]) || text[pos] == '_'))
         ++pos;
-      std::string name = text.substr(start, pos - start);
-      if (!isSymbolName(name)) {
-        pos = start;
-        return fail("expected a number, a symbol name or '('");
-      }
-      out = symbol(name);
-      return true;
+      n = text.substr(start, pos - start);
+      if (!n.empty())
+        return true;
+      pos = start;
+      return false;
+    }
+    bool expectedFactor() {
+      return fail("expected a number, a symbol name or '('");
+    }
+    bool fail(const std::string &what) {
+      error = what + " at offset " + std::to_string(pos) + " of extent '" +
+              text + "'";
+      return false;
     }
   };
 
   std::map<Monomial, int64_t> terms_;
   bool valid_ = true;
 };
+
+template <typename Tokens> bool parseExtentFactor(Tokens &t, Extent &out) {
+  if (t.eat('-')) {
+    if (!parseExtentFactor(t, out))
+      return false;
+    out = out * Extent(-1);
+    return true;
+  }
+  if (t.eat('('))
+    return parseExtent(t, out) && (t.eat(')') || t.fail("expected ')'"));
+  int64_t value;
+  switch (t.number(value)) {
+  case 1:
+    out = Extent(value);
+    return true;
+  case -1:
+    return false;
+  default:
+    break;
+  }
+  std::string name;
+  if (!t.name(name))
+    return t.expectedFactor();
+  if (!isSymbolName(name))
+    return t.fail("'" + name + "' is not a size symbol name");
+  out = Extent::symbol(name);
+  return true;
+}
+
+template <typename Tokens> bool parseExtentProduct(Tokens &t, Extent &out) {
+  if (!parseExtentFactor(t, out))
+    return false;
+  while (t.eat('*')) {
+    Extent rhs;
+    if (!parseExtentFactor(t, rhs))
+      return false;
+    out = out * rhs;
+  }
+  return true;
+}
+
+template <typename Tokens> bool parseExtent(Tokens &t, Extent &out) {
+  if (!parseExtentProduct(t, out))
+    return false;
+  for (;;) {
+    bool plus = t.eat('+');
+    if (!plus && !t.eat('-'))
+      return true;
+    Extent rhs;
+    if (!parseExtentProduct(t, rhs))
+      return false;
+    out = plus ? out + rhs : out - rhs;
+  }
+}
 
 /// An extent's text, as shape messages print a dimension.
 inline std::string dimText(const Extent &e) { return e.str(); }
