@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "flow/Dialect/Flow/IR/FlowOps.h"
+#include "flow/Dialect/Flow/IR/FlowShapes.h"
 #include "flow/Fusion/Passes.h"
 #include "flow/Support/Location.h"
 #include "mlir/IR/IRMapping.h"
@@ -54,8 +55,18 @@ static Kind kindOf(Operation *op) {
   return Kind::Other;
 }
 
+/// `v`'s tensor type, symbolic dimensions at their upper bounds: rows and
+/// sizes are judged on the largest shape a call may have (null when a
+/// symbol has no bounds).
 static RankedTensorType tensorOf(Value v) {
-  return dyn_cast<RankedTensorType>(v.getType());
+  auto type = dyn_cast<RankedTensorType>(v.getType());
+  if (!type || !isSymbolic(type))
+    return type;
+  Operation *at =
+      v.getDefiningOp() ? v.getDefiningOp() : v.getParentBlock()->getParentOp();
+  FailureOr<RankedTensorType> bounded =
+      upperBoundType(type, getSizeSymbols(at));
+  return succeeded(bounded) ? *bounded : RankedTensorType();
 }
 
 /// The row dimension of a value: its first dimension longer than 1 (the
@@ -147,7 +158,7 @@ static bool readsOwnRow(Operation *op, Value v, int64_t rows,
 
 /// Static shape of `v`'s tensor type, empty (and false) when not static.
 static bool staticShape(Value v, SmallVector<int64_t> &shape) {
-  RankedTensorType type = tensorOf(v);
+  auto type = dyn_cast<RankedTensorType>(v.getType());
   if (!type || !type.hasStaticShape())
     return false;
   shape.assign(type.getShape().begin(), type.getShape().end());
@@ -278,7 +289,7 @@ struct Group {
 };
 
 struct FormDispatchRegionsPass
-    : flow::impl::FormDispatchRegionsPassBase<FormDispatchRegionsPass> {
+    : mlir::flow::impl::FormDispatchRegionsPassBase<FormDispatchRegionsPass> {
   using FormDispatchRegionsPassBase::FormDispatchRegionsPassBase;
 
   /// The host runs these itself; everything else of the flow dialect is a

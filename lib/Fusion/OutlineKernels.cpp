@@ -20,7 +20,7 @@ using namespace mlir::flow;
 
 static bool isEmpty(Value v) {
   auto type = dyn_cast<RankedTensorType>(v.getType());
-  return type && type.getNumElements() == 0;
+  return type && type.hasStaticShape() && type.getNumElements() == 0;
 }
 
 /// An empty constant of `v`'s type, built at `b`.

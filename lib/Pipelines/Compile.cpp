@@ -286,8 +286,9 @@ FailureOr<CompileResult> mlir::flow::compile(ModuleOp module,
       return failure();
   if (options.compileTo == "input")
     return stop(module.clone());
-  // The flow dialect's shape rules take size symbols; the passes below this
-  // point do not yet, so a symbolic program stops here with that said.
+  // Symbolic shapes compile for one CPU device, at their upper bounds with
+  // rows counted at run time (flow-bound-symbolic-shapes refuses by name
+  // what it cannot compile); the other cases stop here, with that said.
   for (func::FuncOp func : module.getOps<func::FuncOp>()) {
     std::set<std::string> symbols;
     walkFunctionTypes(func, [&](Type type, Operation *) {
@@ -295,13 +296,19 @@ FailureOr<CompileResult> mlir::flow::compile(ModuleOp module,
         symbols.insert(name);
       return WalkResult::advance();
     });
-    if (!symbols.empty())
+    if (symbols.empty())
+      continue;
+    std::string where;
+    if (!options.mesh.empty() || func->hasAttr(FlowDialect::getMeshAttrName()))
+      where = "on a mesh";
+    else if (target->getName() != "cpu")
+      where = "for the " + target->getName().str() + " target";
+    if (!where.empty())
       return func.emitError()
              << "function @" << func.getName() << " has dynamic dimensions ("
-             << llvm::join(symbols, ", ")
-             << "): Flow's shape rules accept them, but compiling them past "
-                "--compile-to=input is not supported yet; compile the "
-                "function for static shapes";
+             << llvm::join(symbols, ", ") << "): compiling them " << where
+             << " is not supported yet; compile it for one CPU device, or "
+                "for static shapes";
   }
 
   // flow: the host schedule and its kernels, still in the flow dialect.

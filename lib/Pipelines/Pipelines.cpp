@@ -170,6 +170,7 @@ void mlir::flow::buildFlowGraphPipeline(OpPassManager &pm,
 void mlir::flow::buildHostPipeline(OpPassManager &pm,
                                    const HostPipelineOptions &options) {
   pm.addPass(createDedupKernelsPass());
+  pm.addPass(createBoundSymbolicShapesPass());
   BuildHostSchedulePassOptions schedule;
   schedule.bf16Convs = options.bf16Convs;
   schedule.allowTf32 = options.allowTf32;

@@ -13,9 +13,9 @@
 #include "flow/Dialect/Host/IR/HostOps.h"
 #include "flow/Target/Executable.h"
 
-#include <set>
-#include "flow/Target/Target.h"
 #include "flow/Dialect/Flow/IR/FlowOps.h"
+#include "flow/Dialect/Flow/IR/FlowShapes.h"
+#include "flow/Target/Target.h"
 #include "flow/runtime/Checksum.h"
 #include "flow/runtime/Executable.h"
 #include "flow/runtime/executable_generated.h"
@@ -23,6 +23,7 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/DialectResourceBlobManager.h"
 #include "llvm/ADT/DenseMap.h"
+#include <set>
 
 #include <type_traits>
 
@@ -389,6 +390,10 @@ LogicalResult FunctionWriter::buffer(Operation &op, int64_t arenaBytes) {
     constants.entries.push_back(std::move(entry));
     return success();
   }
+  if (auto sizes = dyn_cast<HostSymbolsOp>(op)) {
+    slots[sizes.getResult()] = {fb::Space::Symbols, 0, 0};
+    return success();
+  }
   if (auto slice = dyn_cast<HostSliceOp>(op)) {
     if (slice.getArena().getType().getDimSize(0) != arenaBytes)
       return slice.emitError("slices an arena other than its function's");
@@ -467,11 +472,12 @@ flatbuffers::Offset<void> FunctionWriter::gemm(HostGemmOp op) {
     activation = fb::GemmActivation::GeluTanh;
     break;
   }
-  return fb::CreateGemmDirect(fbb, op.getM(), op.getN(), op.getK(),
-                              op.getTransposeLhs(), op.getTransposeRhs(),
-                              &batchShape, &aStrides, &bStrides, &ra, &rb, &rc,
-                              abType, op.getBias() ? &bias : nullptr,
-                              activation, cType, op.getAllowTf32())
+  auto rows = op->getAttrOfType<StringAttr>(FlowDialect::getRowsAttrName());
+  return fb::CreateGemmDirect(
+             fbb, op.getM(), op.getN(), op.getK(), op.getTransposeLhs(),
+             op.getTransposeRhs(), &batchShape, &aStrides, &bStrides, &ra, &rb,
+             &rc, abType, op.getBias() ? &bias : nullptr, activation, cType,
+             op.getAllowTf32(), rows ? rows.str().c_str() : nullptr)
       .Union();
 }
 
@@ -614,10 +620,10 @@ FunctionWriter::write(func::FuncOp func) {
   Block &body = func.getBody().front();
   int64_t numOutputs = numOutputsAttr.getInt();
   int64_t numInputs = func.getNumArguments() - numOutputs;
-  auto signature = [&](TypeRange types)
+  auto signature = [&](TypeRange types, unsigned first)
       -> FailureOr<std::vector<flatbuffers::Offset<fb::TensorType>>> {
     std::vector<flatbuffers::Offset<fb::TensorType>> out;
-    for (Type t : types) {
+    for (auto [i, t] : llvm::enumerate(types)) {
       auto buffer = dyn_cast<MemRefType>(t);
       FailureOr<fb::DType> dtype = failure();
       if (buffer && buffer.hasStaticShape() &&
@@ -632,13 +638,30 @@ FunctionWriter::write(func::FuncOp func) {
         return failure();
       }
       std::vector<int64_t> shape = buffer.getShape().vec();
-      out.push_back(fb::CreateTensorTypeDirect(fbb, *dtype, &shape));
+      // Rows that vary from call to call: each dimension's extent.
+      std::vector<std::string> texts;
+      if (auto symbolic = func.getArgAttrOfType<TypeAttr>(
+              first + i, FlowDialect::getSymbolicTypeAttrName())) {
+        FailureOr<Extents> extents = getExtents(symbolic.getValue());
+        if (failed(extents))
+          return func.emitError("argument #")
+                 << first + i << " has a symbolic type without extents";
+        for (const Extent &e : *extents)
+          texts.push_back(e.str());
+      }
+      auto shapeVector = fbb.CreateVector(shape);
+      auto extentVector = texts.empty()
+                              ? flatbuffers::Offset<flatbuffers::Vector<
+                                    flatbuffers::Offset<flatbuffers::String>>>()
+                              : fbb.CreateVectorOfStrings(texts);
+      out.push_back(
+          fb::CreateTensorType(fbb, *dtype, shapeVector, extentVector));
     }
     return out;
   };
   TypeRange argTypes = func.getArgumentTypes();
-  auto inputs = signature(argTypes.take_front(numInputs));
-  auto outputs = signature(argTypes.drop_front(numInputs));
+  auto inputs = signature(argTypes.take_front(numInputs), 0);
+  auto outputs = signature(argTypes.drop_front(numInputs), numInputs);
   if (failed(inputs) || failed(outputs))
     return failure();
   if (!fitsU32(numInputs) || !fitsU32(numOutputs))
@@ -694,7 +717,12 @@ FunctionWriter::write(func::FuncOp func) {
       ++stats.numPools;
     } else if (auto copy = dyn_cast<HostCopyOp>(op)) {
       fb::BufferRef src = ref(copy.getSource()), dst = ref(copy.getTarget());
-      commands.push_back(fb::CreateCopy(fbb, &src, &dst).Union());
+      auto rows =
+          copy->getAttrOfType<StringAttr>(FlowDialect::getRowsAttrName());
+      commands.push_back(
+          fb::CreateCopyDirect(fbb, &src, &dst,
+                               rows ? rows.str().c_str() : nullptr)
+              .Union());
       commandTypes.push_back(fb::Command::Copy);
       ++stats.numCopies;
     } else if (auto c = dyn_cast<HostCollectiveOp>(op)) {
@@ -787,6 +815,15 @@ FunctionWriter::write(func::FuncOp func) {
         what ? what.getValue().str().c_str() : nullptr,
         lower ? lower.getInt() : 0));
   }
+  // The size symbols a call binds.
+  std::vector<flatbuffers::Offset<fb::Symbol>> symbols;
+  if (auto dims =
+          func->getAttrOfType<ArrayAttr>(FlowDialect::getDimsAttrName()))
+    for (Attribute entry : dims) {
+      auto dim = cast<DimAttr>(entry);
+      symbols.push_back(fb::CreateSymbolDirect(fbb, dim.getName().str().c_str(),
+                                               dim.getMin(), dim.getMax()));
+    }
   return fb::CreateFunctionDirect(
       fbb, func.getSymName().str().c_str(), &*inputs, &*outputs, &commandTypes,
       &commands, arenaBytes, ranks.empty() ? nullptr : &ranks,
@@ -794,7 +831,8 @@ FunctionWriter::write(func::FuncOp func) {
       globalInputs.empty() && ranks.empty() ? nullptr : &globalInputs,
       globalOutputs.empty() && ranks.empty() ? nullptr : &globalOutputs,
       state.empty() ? nullptr : &state,
-      indexChecks.empty() ? nullptr : &indexChecks);
+      indexChecks.empty() ? nullptr : &indexChecks,
+      symbols.empty() ? nullptr : &symbols);
 }
 
 FailureOr<std::vector<uint8_t>> mlir::flow::writeExecutable(

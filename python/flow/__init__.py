@@ -338,10 +338,27 @@ class CompiledModel:
     def _run(self, tensors):
         as_torch = any(_is_torch_tensor(t) for t in tensors)
         arrays = [_to_array(t, i) for i, t in enumerate(tensors)]
-        outputs = self.module(*arrays)
+        try:
+            outputs = self.module(*arrays)
+        except FlowError as error:
+            raise FlowError(self._name_input(str(error))) from None
         if as_torch:
             outputs = tuple(_to_torch(o) for o in outputs)
         return outputs
+
+    def _name_input(self, message: str) -> str:
+        """`message` with its leading "input N" named as the model names
+        that input ("input 'x' (input 0)")."""
+        import re
+        match = re.match(r"(?:function '[^']*': )?input (\d+)\b", message)
+        names = getattr(self.program, "input_names", None) or []
+        if not match or int(match.group(1)) >= len(names) or \
+                not names[int(match.group(1))]:
+            return message
+        index = int(match.group(1))
+        return (message[:match.start(1) - len("input ")] +
+                f"input '{names[index]}' (input {index})" +
+                message[match.end(1):])
 
     def _call_torch(self, args, kwargs):
         from torch.utils import _pytree as pytree

@@ -311,9 +311,19 @@ public:
   static py::tuple signatureOf(const rt::FunctionSignature &sig) {
     auto list = [](const std::vector<rt::TensorSpec> &specs) {
       py::list out;
-      for (const rt::TensorSpec &s : specs)
-        out.append(py::make_tuple(rt::dtypeName(s.dtype),
-                                  py::tuple(py::cast(s.shape))));
+      for (const rt::TensorSpec &s : specs) {
+        // A symbolic dimension reads as its extent ("batch").
+        py::list shape;
+        for (size_t d = 0; d < s.shape.size(); ++d) {
+          bool symbolic = d < s.extents.size() &&
+                          s.extents[d] != std::to_string(s.shape[d]);
+          if (symbolic)
+            shape.append(py::str(s.extents[d]));
+          else
+            shape.append(py::int_(s.shape[d]));
+        }
+        out.append(py::make_tuple(rt::dtypeName(s.dtype), py::tuple(shape)));
+      }
       return out;
     };
     return py::make_tuple(list(sig.inputs), list(sig.outputs));
@@ -329,6 +339,18 @@ public:
       throw FlowError("function '" + name + "' takes " +
                       std::to_string(sig.inputs.size()) + " inputs, got " +
                       std::to_string(args.size()));
+    // A function with size symbols binds them from the inputs' shapes.
+    std::vector<int64_t> symbols;
+    if (!sig.symbols.empty()) {
+      std::vector<std::vector<int64_t>> shapes;
+      for (const py::array &a : args)
+        shapes.emplace_back(a.shape(), a.shape() + a.ndim());
+      symbols = unwrap(rt::bindSymbols(sig, shapes));
+    }
+    auto shapeOf = [&](const rt::TensorSpec &spec) {
+      return sig.symbols.empty() ? spec.shape
+                                 : rt::callShape(sig, spec, symbols);
+    };
     std::vector<py::array> inputs;
     std::vector<rt::ConstBuffer> in;
     for (size_t i = 0; i < args.size(); ++i) {
@@ -340,7 +362,8 @@ public:
                         std::string(py::str(args[i].dtype())));
       std::vector<int64_t> shape(args[i].shape(),
                                  args[i].shape() + args[i].ndim());
-      if (shape != spec.shape)
+      rt::TensorSpec call{spec.dtype, shapeOf(spec)};
+      if (shape != call.shape)
         throw FlowError("input " + std::to_string(i) + ": expected " +
                         spec.str() + ", got shape " +
                         std::string(py::str(py::tuple(py::cast(shape)))));
@@ -348,21 +371,23 @@ public:
       py::array contiguous =
           py::array::ensure(args[i], py::array::c_style | py::array::forcecast);
       inputs.push_back(contiguous);
-      in.push_back({contiguous.data(), spec.byteSize()});
+      in.push_back({contiguous.data(), call.byteSize()});
     }
     py::list results;
     std::vector<rt::MutableBuffer> out;
     for (const rt::TensorSpec &spec : sig.outputs) {
+      rt::TensorSpec call{spec.dtype, shapeOf(spec)};
       py::array array(
           numpyDtype(spec.dtype),
-          std::vector<py::ssize_t>(spec.shape.begin(), spec.shape.end()));
-      out.push_back({array.mutable_data(), spec.byteSize()});
+          std::vector<py::ssize_t>(call.shape.begin(), call.shape.end()));
+      out.push_back({array.mutable_data(), call.byteSize()});
       results.append(array);
     }
     rt::Status status;
     {
       py::gil_scoped_release release;
-      status = session->run(index, in, out);
+      status = session->run(index, in, out,
+                            sig.symbols.empty() ? nullptr : &symbols);
     }
     if (!status.isOk())
       throw FlowError(status.message());

@@ -63,6 +63,8 @@ struct Frame {
   const std::vector<MutableBuffer> &outputs;
   uint8_t *arena;
   const std::vector<detail::Constant> &constants;
+  /// This call's values of the function's size symbols (null without).
+  const int64_t *symbols = nullptr;
 
   /// The address of \p ref's first byte (null for an empty buffer).
   uint8_t *pointer(const BufferRef &ref) const {
@@ -81,6 +83,9 @@ struct Frame {
       break;
     case detail::Space::Constant:
       base = const_cast<uint8_t *>(constants[ref.index].data);
+      break;
+    case detail::Space::Symbols:
+      base = reinterpret_cast<uint8_t *>(const_cast<int64_t *>(symbols));
       break;
     }
     return base ? base + ref.offset : nullptr;
@@ -563,16 +568,19 @@ public:
     return runDispatch(dispatch, impl.kernels[dispatch.kernel], frame, x.pool);
   }
 
-  Status gemm(const detail::GemmCommand &gemm, size_t index) override {
+  Status gemm(const detail::GemmCommand &command, size_t index) override {
+    detail::GemmCommand resized;
+    const detail::GemmCommand &gemm = withRows(command, resized);
     if (!gemm.isPlain())
       return runWidenedGemm(gemm, frame, x.pool);
     // A GEMM epilogue next runs tile by tile with the GEMM's pieces, when
     // its workgroups are the GEMM's rows.
     const auto *next =
-        index + 1 < commands.size()
+        index + 1 < commands.size() && !command.rows.active()
             ? std::get_if<detail::DispatchCommand>(&commands[index + 1])
             : nullptr;
-    const detail::PackedB *packed = x.packedWeights.get(gemm, frame);
+    // (Packed weights are kept by command: the loaded one.)
+    const detail::PackedB *packed = x.packedWeights.get(command, frame);
     const GemmOperands ops = plainOperands(gemm, frame);
     constexpr size_t kInline = 32;
     if (next && next->gemmEpilogue && !hooks.checkNumerics &&
@@ -716,10 +724,38 @@ public:
   }
 
   Status copy(const detail::CopyCommand &copy, size_t) override {
-    if (copy.src.size > 0)
-      std::memmove(frame.pointer(copy.dst), frame.pointer(copy.src),
-                   copy.src.size);
+    uint64_t bytes = copy.src.size;
+    if (copy.rows.active())
+      bytes = bytes / copy.rows.max * copy.rows(frame.symbols);
+    if (bytes > 0)
+      std::memmove(frame.pointer(copy.dst), frame.pointer(copy.src), bytes);
     return Status::ok();
+  }
+
+  /// \p command sized for this call's rows (itself when they do not vary),
+  /// in \p storage.
+  const detail::GemmCommand &withRows(const detail::GemmCommand &command,
+                                      detail::GemmCommand &storage) const {
+    if (!command.rows.active())
+      return command;
+    storage = command;
+    int64_t rows = command.rows(frame.symbols);
+    auto shrink = [&](detail::BufferRef &ref) {
+      ref.size = ref.size / command.rows.max * rows;
+    };
+    if (storage.batchShape.empty()) {
+      storage.m = static_cast<int>(rows);
+      shrink(storage.a);
+    } else {
+      storage.batchShape[0] = rows;
+      storage.batchCount = storage.batchCount / command.rows.max * rows;
+      if (storage.aBatchStrides[0] != 0)
+        shrink(storage.a);
+      if (storage.bBatchStrides[0] != 0)
+        shrink(storage.b);
+    }
+    shrink(storage.c);
+    return storage;
   }
 
   Status after(const detail::Command &command, size_t index) override {
@@ -759,7 +795,7 @@ Status CpuExecutor::run(size_t function, const std::vector<ConstBuffer> &inputs,
     arena = std::move(*memory);
   }
   Frame frame{inputs, outputs, reinterpret_cast<uint8_t *>(arena.address()),
-              impl.constants};
+              impl.constants, hooks.symbols ? hooks.symbols->data() : nullptr};
   const std::vector<detail::Command> &commands =
       impl.functions[function].commands;
   // Collectives in flight when a command fails finish before the call

@@ -11,6 +11,7 @@
 
 #include "ExecutableChecker.h"
 
+#include "flow/runtime/rules/Extent.h"
 #include "flow/runtime/rules/Mesh.h"
 #include "flow/runtime/rules/Pieces.h"
 
@@ -49,8 +50,149 @@ int64_t FunctionSignature::tiedInput(size_t output) const {
 std::string TensorSpec::str() const {
   std::string out = std::string(dtypeName(dtype)) + "[";
   for (size_t i = 0; i < shape.size(); ++i)
-    out += (i ? "," : "") + std::to_string(shape[i]);
+    out += (i ? "," : "") +
+           (i < extents.size() ? extents[i] : std::to_string(shape[i]));
   return out + "]";
+}
+
+//===----------------------------------------------------------------------===//
+// Size symbols
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// An extent of a loaded signature (checked at load: it parses).
+::flow::rules::Extent parsed(const std::string &text) {
+  ::flow::rules::Extent e;
+  std::string error;
+  ::flow::rules::Extent::parse(text, e, error);
+  return e;
+}
+
+/// The position of symbol \p name in \p sig, or -1.
+int64_t symbolIndex(const FunctionSignature &sig, const std::string &name) {
+  for (size_t i = 0; i < sig.symbols.size(); ++i)
+    if (sig.symbols[i].name == name)
+      return static_cast<int64_t>(i);
+  return -1;
+}
+} // namespace
+
+StatusOr<std::vector<int64_t>>
+flow::runtime::bindSymbols(const FunctionSignature &sig,
+                           const std::vector<std::vector<int64_t>> &shapes) {
+  if (shapes.size() != sig.inputs.size())
+    return Status::error("function '" + sig.name + "' takes " +
+                         std::to_string(sig.inputs.size()) + " inputs, got " +
+                         std::to_string(shapes.size()));
+  size_t n = sig.symbols.size();
+  std::vector<int64_t> values(n, 0);
+  // Where each symbol was bound: "input 0 dimension 1".
+  std::vector<std::string> from(n);
+  auto where = [](size_t i, size_t d) {
+    return "input " + std::to_string(i) + " dimension " + std::to_string(d);
+  };
+  auto given = [&](size_t i) {
+    std::string out = "[";
+    for (size_t d = 0; d < shapes[i].size(); ++d)
+      out += (d ? "," : "") + std::to_string(shapes[i][d]);
+    return out + "]";
+  };
+  auto bounds = [](const SizeSymbol &s) {
+    return "[" + std::to_string(s.min) + ", " + std::to_string(s.max) + "]";
+  };
+  // Ranks and static dimensions first, then the dimensions that are one
+  // symbol (they bind it), then the others (they are checked).
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    const TensorSpec &spec = sig.inputs[i];
+    if (shapes[i].size() != spec.shape.size())
+      return Status::error("input " + std::to_string(i) + ": expected " +
+                           spec.str() + ", got shape " + given(i));
+    for (size_t d = 0; d < spec.shape.size(); ++d) {
+      bool symbolic =
+          d < spec.extents.size() && !parsed(spec.extents[d]).isConstant();
+      if (!symbolic && shapes[i][d] != spec.shape[d])
+        return Status::error("input " + std::to_string(i) + ": expected " +
+                             spec.str() + ", got shape " + given(i));
+    }
+  }
+  for (int pass = 0; pass < 2; ++pass)
+    for (size_t i = 0; i < shapes.size(); ++i) {
+      const TensorSpec &spec = sig.inputs[i];
+      for (size_t d = 0; d < spec.extents.size(); ++d) {
+        ::flow::rules::Extent e = parsed(spec.extents[d]);
+        if (e.isConstant())
+          continue;
+        int64_t size = shapes[i][d];
+        std::vector<std::string> names = e.symbols();
+        bool single =
+            names.size() == 1 && e == ::flow::rules::Extent::symbol(names[0]);
+        if (pass == 0 && single) {
+          int64_t s = symbolIndex(sig, names[0]);
+          const SizeSymbol &sym = sig.symbols[s];
+          if (size < sym.min || size > sym.max)
+            return Status::error(where(i, d) + " is size symbol '" + sym.name +
+                                 "', which takes sizes in " + bounds(sym) +
+                                 ": got " + std::to_string(size) +
+                                 " (input shape " + given(i) + ")");
+          if (!from[s].empty() && values[s] != size)
+            return Status::error(
+                where(i, d) + " is size symbol '" + sym.name + "', which " +
+                from[s] + " gave as " + std::to_string(values[s]) + ": got " +
+                std::to_string(size) + " (input shape " + given(i) + ")");
+          values[s] = size;
+          from[s] = where(i, d);
+        } else if (pass == 1 && !single) {
+          std::string unbound;
+          for (const std::string &name : names)
+            if (from[symbolIndex(sig, name)].empty())
+              unbound = name;
+          if (!unbound.empty())
+            return Status::error(where(i, d) + " is " + e.str() +
+                                 ": no input dimension is '" + unbound +
+                                 "' alone, so its size cannot be bound");
+          int64_t expected = 0;
+          bool ok = e.evaluate(
+              [&](const std::string &name, int64_t &v) {
+                v = values[symbolIndex(sig, name)];
+                return true;
+              },
+              expected);
+          if (!ok || expected != size)
+            return Status::error(where(i, d) + " is " + e.str() +
+                                 ", which is " + std::to_string(expected) +
+                                 " in this call: got " + std::to_string(size) +
+                                 " (input shape " + given(i) + ")");
+        }
+      }
+    }
+  for (size_t s = 0; s < n; ++s)
+    if (from[s].empty())
+      return Status::error("function '" + sig.name + "': size symbol '" +
+                           sig.symbols[s].name +
+                           "' is no input's dimension, so a call cannot "
+                           "bind it");
+  return values;
+}
+
+std::vector<int64_t>
+flow::runtime::callShape(const FunctionSignature &sig, const TensorSpec &spec,
+                         const std::vector<int64_t> &values) {
+  std::vector<int64_t> shape = spec.shape;
+  for (size_t d = 0; d < spec.extents.size() && d < shape.size(); ++d) {
+    ::flow::rules::Extent e = parsed(spec.extents[d]);
+    int64_t v = shape[d];
+    if (e.evaluate(
+            [&](const std::string &name, int64_t &out) {
+              int64_t s = symbolIndex(sig, name);
+              if (s < 0 || (size_t)s >= values.size())
+                return false;
+              out = values[s];
+              return true;
+            },
+            v))
+      shape[d] = v;
+  }
+  return shape;
 }
 
 //===----------------------------------------------------------------------===//

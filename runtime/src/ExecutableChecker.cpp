@@ -40,7 +40,10 @@ static_assert(
     static_cast<int>(fbs::Space::Input) == int(detail::Space::Input) &&
         static_cast<int>(fbs::Space::Output) == int(detail::Space::Output) &&
         static_cast<int>(fbs::Space::Arena) == int(detail::Space::Arena) &&
-        static_cast<int>(fbs::Space::Constant) == int(detail::Space::Constant),
+        static_cast<int>(fbs::Space::Constant) ==
+            int(detail::Space::Constant) &&
+        static_cast<int>(fbs::Space::Symbols) == int(detail::Space::Symbols) &&
+        static_cast<int>(fbs::Space::MAX) == int(detail::Space::Symbols),
     "runtime and schema Space values differ");
 
 Status Checker::verify() {
@@ -493,10 +496,80 @@ Status Checker::verifyTensor(const fbs::TensorType *type,
       overflow |= !mulOk(elements, static_cast<uint64_t>(dim), elements);
     }
   }
+  if (const auto *extents = type->extents()) {
+    for (const flatbuffers::String *text : *extents)
+      spec.extents.push_back(text ? text->str() : "");
+  }
   overflow |= !mulOk(elements, dtypeSize(spec.dtype), bytes);
   if (overflow || bytes > kMaxBufferBytes)
     return Status::error(what + ": " + spec.str() +
                          " is too large (the limit is 64 GiB)");
+  return Status::ok();
+}
+
+Status Checker::verifySymbols(const std::string &ctx,
+                              const fbs::Function &function,
+                              FunctionSignature &sig) {
+  const auto *list = function.symbols();
+  if (!list)
+    return Status::ok();
+  if (!impl.mesh.empty() || impl.target != ExecutableTarget::Cpu)
+    return Status::error(ctx + " has size symbols, which only CPU "
+                               "executables of one device take");
+  for (size_t i = 0; i < list->size(); ++i) {
+    const fbs::Symbol *entry = list->Get(i);
+    std::string what = ctx + " size symbol " + std::to_string(i);
+    if (!entry || !entry->name() ||
+        !::flow::rules::isSymbolName(entry->name()->str()))
+      return Status::error(what + " has no valid name");
+    SizeSymbol symbol{entry->name()->str(), entry->min(), entry->max()};
+    if (symbol.min < 0 || symbol.max < symbol.min)
+      return Status::error(what + " '" + symbol.name + "' has bounds [" +
+                           std::to_string(symbol.min) + ", " +
+                           std::to_string(symbol.max) + "]");
+    for (const SizeSymbol &other : sig.symbols)
+      if (other.name == symbol.name)
+        return Status::error(what + " '" + symbol.name + "' is declared twice");
+    sig.symbols.push_back(symbol);
+  }
+  sizes.symbols = sig.symbols;
+  return Status::ok();
+}
+
+Status Checker::verifyExtents(const std::string &what, const TensorSpec &spec) {
+  if (spec.extents.empty())
+    return Status::ok();
+  if (spec.extents.size() != spec.shape.size())
+    return Status::error(what + " has " + std::to_string(spec.extents.size()) +
+                         " extents for " + std::to_string(spec.shape.size()) +
+                         " dimensions");
+  for (size_t d = 0; d < spec.shape.size(); ++d) {
+    ::flow::rules::Extent e;
+    std::string error;
+    if (!::flow::rules::Extent::parse(spec.extents[d], e, error))
+      return Status::error(what + " dimension " + std::to_string(d) +
+                           ": extent '" + printable(spec.extents[d]) +
+                           "' does not parse (" + error + ")");
+    int64_t lo, hi;
+    bool ok = e.bounds(
+        [&](const std::string &name, int64_t &a, int64_t &b) {
+          for (const SizeSymbol &s : sizes.symbols)
+            if (s.name == name) {
+              a = s.min;
+              b = s.max;
+              return true;
+            }
+          return false;
+        },
+        lo, hi);
+    if (!ok || lo < 0 || hi != spec.shape[d])
+      return Status::error(
+          what + " dimension " + std::to_string(d) + ": extent " + e.str() +
+          (ok ? " ranges over [" + std::to_string(lo) + ", " +
+                    std::to_string(hi) + "], not up to its size " +
+                    std::to_string(spec.shape[d])
+              : " uses a size symbol the function does not declare"));
+  }
   return Status::ok();
 }
 
@@ -514,6 +587,8 @@ Status Checker::verifyFunction(size_t index) {
 
   sizes = BufferSizes();
   sizes.constants = &impl.constants;
+  if (Status s = verifySymbols(ctx, *function, sig); !s)
+    return s;
   auto verifyTensors = [&](const auto *types, const char *kind,
                            std::vector<TensorSpec> &specs,
                            std::vector<uint64_t> &bytes) {
@@ -521,10 +596,12 @@ Status Checker::verifyFunction(size_t index) {
     for (size_t i = 0; i < count; ++i) {
       specs.emplace_back();
       bytes.emplace_back();
-      if (Status s = verifyTensor(types->Get(i),
-                                  ctx + " " + kind + " " + std::to_string(i),
-                                  specs.back(), bytes.back());
+      std::string what = ctx + " " + kind + " " + std::to_string(i);
+      if (Status s =
+              verifyTensor(types->Get(i), what, specs.back(), bytes.back());
           !s)
+        return s;
+      if (Status s = verifyExtents(what, specs.back()); !s)
         return s;
     }
     return Status::ok();

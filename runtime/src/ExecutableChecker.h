@@ -35,6 +35,7 @@
 #include "ExecutableImpl.h"
 
 #include "flow/runtime/executable_generated.h"
+#include "flow/runtime/rules/Extent.h"
 
 #include <cstdint>
 #include <cstdio>
@@ -98,6 +99,8 @@ struct BufferSizes {
   std::vector<bool> writableInputs, tiedOutputs;
   uint64_t arena = 0;
   const std::vector<detail::Constant> *constants = nullptr;
+  /// The function's size symbols (their values are the Symbols space).
+  std::vector<SizeSymbol> symbols;
 };
 
 /// Runs the semantic checks on a file the FlatBuffers verifier accepted, and
@@ -129,6 +132,17 @@ private:
                            detail::Constant &constant);
   Status verifyTensor(const fbs::TensorType *type, const std::string &what,
                       TensorSpec &spec, uint64_t &bytes);
+  /// Reads a function's size symbols into `sizes.symbols` and `sig`.
+  Status verifySymbols(const std::string &ctx, const fbs::Function &function,
+                       FunctionSignature &sig);
+  /// Checks a signature tensor's extents (in `spec`): one per dimension,
+  /// over the function's symbols, the upper bound its static size.
+  Status verifyExtents(const std::string &what, const TensorSpec &spec);
+  /// Reads a command's row extent: over the function's symbols, at most
+  /// \p max and exactly \p max at the symbols' upper bounds.
+  Status verifyRowExtent(const std::string &ctx,
+                         const flatbuffers::String *text, int64_t max,
+                         detail::RowExtent &out);
   Status verifyCommand(const std::string &ctx, fbs::Command type,
                        const void *value, detail::Command &out);
   Status verifyDispatch(const std::string &ctx, const fbs::Dispatch &cmd,

@@ -246,6 +246,16 @@ Status Checker::verifyRef(const std::string &ctx, const std::string &what,
     limit = (*sizes.constants)[out.index].size;
     buffer = "constant " + index;
     break;
+  case detail::Space::Symbols:
+    if (out.index != 0)
+      return Status::error(ctx + ": " + what + " refers to size symbols " +
+                           index + "; their index must be 0");
+    limit = 8 * sizes.symbols.size();
+    buffer = "the size symbols";
+    if (writable)
+      return Status::error(ctx + ": " + what +
+                           " writes to the size symbols, which are read-only");
+    break;
   }
   uint64_t end;
   if (!addOk(out.offset, out.size, end) || end > limit)
@@ -378,6 +388,10 @@ Status Checker::verifyGemm(const std::string &ctx, const fbs::Gemm &cmd,
   out.allowTf32 = cmd.allow_tf32();
   if (out.allowTf32 && out.abDtype != DType::F32)
     return Status::error(ctx + ": allow_tf32 needs f32 operands");
+  if (Status s = verifyRowExtent(ctx, cmd.rows(),
+                                 rank ? out.batchShape[0] : out.m, out.rows);
+      !s)
+    return s;
   const uint64_t abSize = dtypeSize(out.abDtype);
   const uint64_t cSize = dtypeSize(out.cDtype);
 
@@ -890,5 +904,62 @@ Status Checker::verifyCopy(const std::string &ctx, const fbs::Copy &cmd,
     return Status::error(ctx + ": source has " + std::to_string(out.src.size) +
                          " bytes but destination has " +
                          std::to_string(out.dst.size));
+  if (cmd.rows()) {
+    // The rows' upper bound divides the bytes: each row is a run of them.
+    if (Status s = verifyRowExtent(ctx, cmd.rows(), -1, out.rows); !s)
+      return s;
+    if (out.rows.max <= 0 || out.src.size % out.rows.max != 0)
+      return Status::error(ctx + ": " + std::to_string(out.src.size) +
+                           " bytes are not rows of extent " +
+                           cmd.rows()->str());
+  }
+  return Status::ok();
+}
+
+Status Checker::verifyRowExtent(const std::string &ctx,
+                                const flatbuffers::String *text, int64_t max,
+                                detail::RowExtent &out) {
+  if (!text)
+    return Status::ok();
+  ::flow::rules::Extent e;
+  std::string error;
+  if (!::flow::rules::Extent::parse(text->str(), e, error) || e.isConstant())
+    return Status::error(ctx + ": rows '" + printable(text->str()) +
+                         "' are not an extent over size symbols" +
+                         (error.empty() ? "" : " (" + error + ")"));
+  auto find = [&](const std::string &name) -> int64_t {
+    for (size_t i = 0; i < sizes.symbols.size(); ++i)
+      if (sizes.symbols[i].name == name)
+        return static_cast<int64_t>(i);
+    return -1;
+  };
+  int64_t lo, hi;
+  bool ok = e.bounds(
+      [&](const std::string &name, int64_t &a, int64_t &b) {
+        int64_t i = find(name);
+        if (i < 0)
+          return false;
+        a = sizes.symbols[i].min;
+        b = sizes.symbols[i].max;
+        return true;
+      },
+      lo, hi);
+  if (!ok)
+    return Status::error(ctx + ": rows " + e.str() +
+                         " use a size symbol the function does not declare, "
+                         "or overflow");
+  if (lo < 0 || hi < 1 || (max >= 0 && hi != max))
+    return Status::error(ctx + ": rows " + e.str() + " range over [" +
+                         std::to_string(lo) + ", " + std::to_string(hi) +
+                         "], but the command is sized for " +
+                         std::to_string(max) + " rows");
+  out.max = hi;
+  out.terms.clear();
+  for (const auto &[monomial, coefficient] : e.terms()) {
+    std::vector<uint32_t> positions;
+    for (const std::string &name : monomial)
+      positions.push_back(static_cast<uint32_t>(find(name)));
+    out.terms.emplace_back(coefficient, positions);
+  }
   return Status::ok();
 }

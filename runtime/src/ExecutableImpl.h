@@ -31,7 +31,29 @@ using KernelFn = void (*)(void **bindings, int64_t workgroup,
                           int64_t workgroups);
 
 /// Where a buffer lives, for one call (values as in the schema).
-enum class Space : uint8_t { Input, Output, Arena, Constant };
+enum class Space : uint8_t { Input, Output, Arena, Constant, Symbols };
+
+/// A command's rows that vary from call to call: an extent over the
+/// function's size symbols (by position), at most `max` (the rows the
+/// command's sizes were written for). Inactive for a static command.
+struct RowExtent {
+  /// coefficient * the product of the symbols at these positions, summed.
+  std::vector<std::pair<int64_t, std::vector<uint32_t>>> terms;
+  int64_t max = 0;
+  bool active() const { return !terms.empty(); }
+  /// Its value for a call's symbol values (bound within their bounds, so
+  /// at most `max`).
+  int64_t operator()(const int64_t *symbols) const {
+    int64_t sum = 0;
+    for (const auto &[coefficient, positions] : terms) {
+      int64_t product = coefficient;
+      for (uint32_t p : positions)
+        product *= symbols[p];
+      sum += product;
+    }
+    return sum;
+  }
+};
 
 /// `size` bytes at byte `offset` of buffer `index` of `space`.
 struct BufferRef {
@@ -68,6 +90,9 @@ struct GemmCommand {
   bool hasBias = false;
   BufferRef bias;
   enum Activation { None, Relu, GeluTanh } activation = None;
+  /// Rows of C's dimension 0 (the first batch dimension, else m) counted
+  /// per call.
+  RowExtent rows;
   bool hasEpilogue() const { return hasBias || activation != None; }
   /// Whether the runtime's f32/bf16 GEMM path runs it directly (else its
   /// operands are widened to f32 first and C rounded after).
@@ -79,6 +104,9 @@ struct GemmCommand {
 
 struct CopyCommand {
   BufferRef src, dst;
+  /// The buffers' rows counted per call: the copy takes src.size / max
+  /// bytes per row.
+  RowExtent rows;
 };
 
 /// A collective over mesh axes (shapes and pieces checked at load).

@@ -42,6 +42,9 @@ struct CallHooks {
   /// Outputs written into their state input stay there: they are not
   /// copied to the caller (Executor::readInput() reads them).
   bool keepState = false;
+  /// The call's values of the function's size symbols (bindSymbols()), or
+  /// null for a function without them.
+  const std::vector<int64_t> *symbols = nullptr;
 };
 
 class Executor {

@@ -123,13 +123,19 @@ Status detail::wrongTarget(const Executable &exe, const char *deviceKind) {
 
 namespace {
 
-/// Checks caller buffer \p i of \p specs (inputs or outputs).
-Status checkBuffer(const char *kind, const std::vector<TensorSpec> &specs,
-                   size_t i, const void *data, size_t size) {
-  size_t expected = specs[i].byteSize();
+/// Checks caller buffer \p i of \p specs (inputs or outputs), of the size
+/// of its shape for the call's size symbols \p symbols where given.
+Status checkBuffer(const char *kind, const FunctionSignature &sig,
+                   const std::vector<TensorSpec> &specs, size_t i,
+                   const void *data, size_t size,
+                   const std::vector<int64_t> *symbols) {
+  TensorSpec spec{specs[i].dtype, specs[i].shape};
+  if (symbols)
+    spec.shape = callShape(sig, specs[i], *symbols);
+  size_t expected = spec.byteSize();
   if (size != expected)
     return Status::error(std::string(kind) + " " + std::to_string(i) + ": " +
-                         specs[i].str() + " needs " + std::to_string(expected) +
+                         spec.str() + " needs " + std::to_string(expected) +
                          " bytes, got " + std::to_string(size));
   if (size > 0 && !data)
     return Status::error(std::string(kind) + " " + std::to_string(i) +
@@ -411,14 +417,29 @@ Session::run(const std::string &function,
     return Status::error("function '" + sig.name + "' takes " +
                          std::to_string(sig.inputs.size()) + " inputs, got " +
                          std::to_string(inputs.size()));
+  // A function with size symbols binds them from the inputs' shapes.
+  std::vector<int64_t> symbols;
+  if (!sig.symbols.empty()) {
+    std::vector<std::vector<int64_t>> shapes;
+    for (const HostTensor &tensor : inputs)
+      shapes.push_back(tensor.shape);
+    StatusOr<std::vector<int64_t>> bound = bindSymbols(sig, shapes);
+    if (!bound)
+      return Status::error("function '" + sig.name +
+                           "': " + bound.status().message());
+    symbols = std::move(*bound);
+  }
+  const std::vector<int64_t> *values = sig.symbols.empty() ? nullptr : &symbols;
   std::vector<ConstBuffer> in;
   for (size_t i = 0; i < inputs.size(); ++i) {
     const HostTensor &tensor = inputs[i];
-    const TensorSpec &spec = sig.inputs[i];
+    TensorSpec spec{sig.inputs[i].dtype, sig.inputs[i].shape};
+    if (values)
+      spec.shape = callShape(sig, sig.inputs[i], symbols);
     TensorSpec given{tensor.dtype, tensor.shape};
     if (tensor.dtype != spec.dtype || tensor.shape != spec.shape)
       return Status::error("input " + std::to_string(i) + ": expected " +
-                           spec.str() + ", got " + given.str());
+                           sig.inputs[i].str() + ", got " + given.str());
     if (tensor.data.size() != spec.byteSize())
       return Status::error("input " + std::to_string(i) + ": " + spec.str() +
                            " needs " + std::to_string(spec.byteSize()) +
@@ -431,21 +452,24 @@ Session::run(const std::string &function,
   try {
     for (size_t i = 0; i < outputs.size(); ++i) {
       outputs[i].dtype = sig.outputs[i].dtype;
-      outputs[i].shape = sig.outputs[i].shape;
-      outputs[i].data.resize(sig.outputs[i].byteSize());
+      outputs[i].shape = values ? callShape(sig, sig.outputs[i], symbols)
+                                : sig.outputs[i].shape;
+      outputs[i].data.resize(
+          TensorSpec{outputs[i].dtype, outputs[i].shape}.byteSize());
       out.push_back({outputs[i].data.data(), outputs[i].data.size()});
     }
   } catch (const std::bad_alloc &) {
     return Status::error("out of memory allocating the outputs of '" +
                          sig.name + "'");
   }
-  if (Status s = run(*index, in, out); !s)
+  if (Status s = run(*index, in, out, values); !s)
     return s;
   return outputs;
 }
 
 Status Session::run(size_t function, const std::vector<ConstBuffer> &inputs,
-                    const std::vector<MutableBuffer> &outputs) {
+                    const std::vector<MutableBuffer> &outputs,
+                    const std::vector<int64_t> *symbols) {
   const Executable::Impl &impl = exe->implementation();
   if (function >= impl.functions.size())
     return Status::error("no function number " + std::to_string(function) +
@@ -459,14 +483,30 @@ Status Session::run(size_t function, const std::vector<ConstBuffer> &inputs,
                          std::to_string(sig.outputs.size()) + " outputs, got " +
                          std::to_string(inputs.size()) + " and " +
                          std::to_string(outputs.size()));
+  if (!sig.symbols.empty() &&
+      (!symbols || symbols->size() != sig.symbols.size()))
+    return Status::error("function '" + sig.name +
+                         "' has size symbols: a call gives their values "
+                         "(bindSymbols of its inputs' shapes)");
+  if (sig.symbols.empty())
+    symbols = nullptr;
+  if (symbols)
+    for (size_t s = 0; s < symbols->size(); ++s)
+      if ((*symbols)[s] < sig.symbols[s].min ||
+          (*symbols)[s] > sig.symbols[s].max)
+        return Status::error(
+            "function '" + sig.name + "': size symbol '" + sig.symbols[s].name +
+            "' = " + std::to_string((*symbols)[s]) +
+            " is outside its bounds [" + std::to_string(sig.symbols[s].min) +
+            ", " + std::to_string(sig.symbols[s].max) + "]");
   for (size_t i = 0; i < inputs.size(); ++i)
-    if (Status s =
-            checkBuffer("input", sig.inputs, i, inputs[i].data, inputs[i].size);
+    if (Status s = checkBuffer("input", sig, sig.inputs, i, inputs[i].data,
+                               inputs[i].size, symbols);
         !s)
       return s;
   for (size_t i = 0; i < outputs.size(); ++i)
-    if (Status s = checkBuffer("output", sig.outputs, i, outputs[i].data,
-                               outputs[i].size);
+    if (Status s = checkBuffer("output", sig, sig.outputs, i, outputs[i].data,
+                               outputs[i].size, symbols);
         !s)
       return s;
 
@@ -482,7 +522,7 @@ Status Session::run(size_t function, const std::vector<ConstBuffer> &inputs,
   std::lock_guard<std::mutex> lock(runMutex);
   if (Status s = releaseState(function); !s)
     return s;
-  return runInPlace(function, in, outputs);
+  return runInPlace(function, in, outputs, nullptr, symbols);
 }
 
 Status Session::syncState(const std::string &name) {
@@ -524,9 +564,15 @@ Status Session::releaseState(size_t function) {
 Status Session::runInPlace(size_t function,
                            const std::vector<ConstBuffer> &inputs,
                            const std::vector<MutableBuffer> &outputs,
-                           const std::vector<bool> *resident) {
+                           const std::vector<bool> *resident,
+                           const std::vector<int64_t> *symbols) {
   const Executable::Impl &impl = exe->implementation();
   const FunctionSignature &sig = impl.signatures[function];
+  if (!sig.symbols.empty() &&
+      (!symbols || symbols->size() != sig.symbols.size()))
+    return Status::error("function '" + sig.name +
+                         "' has size symbols: run it with its inputs' "
+                         "shapes (Session::run), not as a training step");
   detail::CallHooks hooks;
   if (profiling) {
     if (commandTimes.size() < impl.functions.size())
@@ -536,6 +582,7 @@ Status Session::runInPlace(size_t function,
   }
   hooks.checkNumerics = checkNumerics;
   hooks.resident = resident;
+  hooks.symbols = symbols;
   hooks.keepState = resident != nullptr;
   if (checkNumerics)
     for (size_t i = 0; i < inputs.size(); ++i) {

@@ -22,9 +22,12 @@ def op_sections():
 
 
 def ods_ops():
-    """The mnemonics of every op FlowOps.td defines (directly or through an
-    op class such as Flow_UnaryOp)."""
-    text = (ROOT / "include/flow/Dialect/Flow/IR/FlowOps.td").read_text()
+    """The mnemonics of every op FlowOps.td (and the family files it
+    includes) defines, directly or through an op class such as
+    Flow_UnaryOp."""
+    ir = ROOT / "include/flow/Dialect/Flow/IR"
+    text = "".join((ir / name).read_text()
+                   for name in ("FlowOps.td", "FlowDataMovementOps.td"))
     return {"flow." + m for m in
             re.findall(r'^def Flow_\w+Op\s*:\s*Flow_\w+<"([a-z0-9_]+)"',
                        text, flags=re.MULTILINE)}

@@ -234,8 +234,15 @@ TEST(ExecutableTest, RejectsBadBufferRefs) {
     command<DispatchSpec>(spec, 0).bindings[i] = ref;
     return spec;
   };
-  EXPECT_LOAD_ERROR(withBinding(2, {static_cast<Space>(4), 0, 0, 64}),
-                    ctx + "binding 2 has invalid space 4");
+  EXPECT_LOAD_ERROR(withBinding(2, {static_cast<Space>(5), 0, 0, 64}),
+                    ctx + "binding 2 has invalid space 5");
+  // The size symbols: read-only, and a function without them has none.
+  EXPECT_LOAD_ERROR(withBinding(2, {Space::Symbols, 0, 0, 8}),
+                    ctx + "binding 2 writes to the size symbols, which are "
+                          "read-only");
+  EXPECT_LOAD_ERROR(withBinding(0, {Space::Symbols, 0, 0, 8}),
+                    ctx + "binding 0 (8 bytes at offset 0) does not fit in the "
+                          "size symbols (0 bytes)");
   EXPECT_LOAD_ERROR(withBinding(0, inputRef(2, 64)),
                     ctx + "binding 0 refers to input 2, but there are 2");
   EXPECT_LOAD_ERROR(withBinding(0, outputRef(7, 64)),

@@ -19,13 +19,14 @@
 #include "flow/runtime/Npy.h"
 #include "flow/runtime/executable_generated.h"
 
+#include <array>
 #include <cstdint>
 #include <cstring>
 #include <fstream>
 #include <iterator>
-#include <array>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <variant>
 #include <vector>
 
@@ -39,6 +40,8 @@ using runtime::DType;
 struct TypeSpec {
   DType dtype = DType::F32;
   std::vector<int64_t> shape;
+  /// Extents over the function's size symbols (empty: static).
+  std::vector<std::string> extents = {};
 };
 
 struct RefSpec {
@@ -78,10 +81,14 @@ struct GemmSpec {
   fbs::GemmActivation activation = fbs::GemmActivation::None;
   fbs::DType abDtype = fbs::DType::F32, cDtype = fbs::DType::F32;
   bool allowTf32 = false;
+  /// Rows of C's dimension 0 counted per call (empty: none).
+  std::string rows = {};
 };
 
 struct CopySpec {
   std::optional<RefSpec> src, dst;
+  /// Rows counted per call (empty: none).
+  std::string rows = {};
 };
 
 /// A command with any union type byte (its value is an empty Copy table).
@@ -160,6 +167,8 @@ struct FunctionSpec {
   /// A device program: the ranks running it (global signature: the same
   /// shapes, all B).
   std::vector<int64_t> ranks;
+  /// Size symbols: name, min, max.
+  std::vector<std::tuple<std::string, int64_t, int64_t>> symbols = {};
 };
 
 /// A CUDA kernel's launch: its symbol, grid, block and shared bytes.
@@ -272,9 +281,14 @@ inline std::vector<uint8_t> build(const ExecutableSpec &spec) {
   for (const FunctionSpec &function : spec.functions) {
     auto types = [&](const std::vector<TypeSpec> &specs) {
       std::vector<flatbuffers::Offset<fbs::TensorType>> out;
-      for (const TypeSpec &t : specs)
+      for (const TypeSpec &t : specs) {
+        std::vector<flatbuffers::Offset<flatbuffers::String>> extents;
+        for (const std::string &e : t.extents)
+          extents.push_back(fbb.CreateString(e));
         out.push_back(fbs::CreateTensorTypeDirect(
-            fbb, static_cast<fbs::DType>(t.dtype), &t.shape));
+            fbb, static_cast<fbs::DType>(t.dtype), &t.shape,
+            t.extents.empty() ? nullptr : &extents));
+      }
       return out;
     };
     std::vector<flatbuffers::Offset<fbs::TensorType>> inputs =
@@ -296,19 +310,21 @@ inline std::vector<uint8_t> build(const ExecutableSpec &spec) {
       } else if (const auto *g = std::get_if<GemmSpec>(&command)) {
         fbs::BufferRef a, b, c, bias;
         commandTypes.push_back(fbs::Command::Gemm);
-        commands.push_back(
-            fbs::CreateGemmDirect(fbb, g->m, g->n, g->k, g->transposeA,
-                                  g->transposeB, &g->batchShape,
-                                  &g->aBatchStrides, &g->bBatchStrides,
-                                  ref(g->a, a), ref(g->b, b), ref(g->c, c),
-                                  g->abDtype, ref(g->bias, bias),
-                                  g->activation, g->cDtype, g->allowTf32)
-                .Union());
+        commands.push_back(fbs::CreateGemmDirect(
+                               fbb, g->m, g->n, g->k, g->transposeA,
+                               g->transposeB, &g->batchShape, &g->aBatchStrides,
+                               &g->bBatchStrides, ref(g->a, a), ref(g->b, b),
+                               ref(g->c, c), g->abDtype, ref(g->bias, bias),
+                               g->activation, g->cDtype, g->allowTf32,
+                               g->rows.empty() ? nullptr : g->rows.c_str())
+                               .Union());
       } else if (const auto *c = std::get_if<CopySpec>(&command)) {
         fbs::BufferRef src, dst;
         commandTypes.push_back(fbs::Command::Copy);
         commands.push_back(
-            fbs::CreateCopy(fbb, ref(c->src, src), ref(c->dst, dst)).Union());
+            fbs::CreateCopyDirect(fbb, ref(c->src, src), ref(c->dst, dst),
+                                  c->rows.empty() ? nullptr : c->rows.c_str())
+                .Union());
       } else if (const auto *c = std::get_if<CollectiveSpec>(&command)) {
         fbs::BufferRef in, out;
         commandTypes.push_back(fbs::Command::Collective);
@@ -394,6 +410,9 @@ inline std::vector<uint8_t> build(const ExecutableSpec &spec) {
     for (const StateEntry &e : function.state)
       state.push_back(fbs::CreateStateDirect(fbb, e.name.c_str(), e.input,
                                              e.output, e.zeros));
+    std::vector<flatbuffers::Offset<fbs::Symbol>> symbols;
+    for (const auto &[name, min, max] : function.symbols)
+      symbols.push_back(fbs::CreateSymbolDirect(fbb, name.c_str(), min, max));
     if (!function.ranks.empty()) {
       placements(function.inputs, globalIn);
       placements(function.outputs, globalOut);
@@ -402,12 +421,13 @@ inline std::vector<uint8_t> build(const ExecutableSpec &spec) {
         fbb, function.name ? function.name->c_str() : nullptr, &inputs,
         &outputs, &commandTypes, &commands, function.arenaSize,
         function.ranks.empty() ? nullptr : &function.ranks,
-        function.ranks.empty() ? nullptr
-                               : (function.name ? function.name->c_str()
-                                                : nullptr),
+        function.ranks.empty()
+            ? nullptr
+            : (function.name ? function.name->c_str() : nullptr),
         function.ranks.empty() ? nullptr : &globalIn,
         function.ranks.empty() ? nullptr : &globalOut,
-        function.state.empty() ? nullptr : &state));
+        function.state.empty() ? nullptr : &state, /*index_checks=*/nullptr,
+        function.symbols.empty() ? nullptr : &symbols));
   }
   std::vector<flatbuffers::Offset<fbs::Kernel>> kernels;
   for (const KernelSpec &kernel : spec.kernels) {

@@ -176,4 +176,45 @@ def DedupKernelsPass : Pass<"flow-dedup-kernels", "ModuleOp"> {
   let dependentDialects = ["::mlir::func::FuncDialect"];
 }
 
+def BoundSymbolicShapesPass : Pass<"flow-bound-symbolic-shapes", "ModuleOp"> {
+  let summary = "Compiles symbolic shapes at their upper bounds, with rows "
+                "counted at run time";
+  let description = [{
+    Runs after the kernels are outlined. In a function with size symbols
+    (`flow.dims`), every tensor whose only symbolic dimension is its row
+    dimension (the first that is not a static 1) becomes a static tensor
+    at its upper bound: buffers and the arena are planned for the largest
+    call, and the data of a smaller call fills the leading rows, as a
+    row-major tensor of the actual size does. What varies is the count of
+    rows, and each consumer takes it at run time:
+
+    - a kernel whose rows are symbolic records their extent in
+      `flow.row_extent`, takes the call's symbol values
+      (`flow.symbols`) as its last input, and runs its workgroups over the
+      actual rows only (`flow-distribute-workgroups`);
+    - a library `flow.matmul` records the extent of its leading rows in
+      `flow.rows`;
+    - the function's arguments and results keep their symbolic types in
+      `flow.symbolic_type`, which the executable writer records for the
+      runtime's checks.
+
+    What this cannot compile yet is refused by name: a symbolic dimension
+    after the row dimension, a kernel over rows of two extents or one that
+    combines its rows, a convolution, attention or collective on symbolic
+    rows.
+
+    ```mlir
+    func.func @f(%x: tensor<?x16xf32, #flow.shape<[batch, 16]>>) -> ...
+        attributes {flow.dims = [#flow.dim<"batch", 1, 8>]} {
+      %0 = call @f_k0(%x) : (...) -> tensor<?x16xf32, #flow.shape<[batch, 16]>>
+    // becomes
+    func.func @f(%x: tensor<8x16xf32> {flow.symbolic_type = ...}) -> ... {
+      %sizes = flow.symbols : tensor<1xi64>
+      %0 = call @f_k0(%x, %sizes) : (tensor<8x16xf32>, tensor<1xi64>) -> tensor<8x16xf32>
+    ```
+  }];
+  let dependentDialects = ["::mlir::flow::FlowDialect",
+                           "::mlir::func::FuncDialect"];
+}
+
 #endif // FLOW_FUSION_PASSES_TD

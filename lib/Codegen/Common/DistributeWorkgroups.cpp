@@ -5,6 +5,9 @@
 //===----------------------------------------------------------------------===//
 
 #include "flow/Codegen/Common/Passes.h"
+#include "flow/Dialect/Flow/IR/FlowAttrs.h"
+#include "flow/Dialect/Flow/IR/FlowDialect.h"
+#include "flow/Dialect/Flow/IR/FlowShapes.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -246,9 +249,62 @@ static bool rowsStayLocal(
   return true;
 }
 
+/// The kernel's row count in this call: `extent` over the values of the
+/// size symbols, which the kernel's last input holds (in the order of its
+/// `flow.dims`). Null, with an error, where the kernel lacks them.
+static Value rowCount(OpBuilder &b, func::FuncOp kernel, StringAttr extent) {
+  Location loc = kernel.getLoc();
+  Extent rows;
+  std::string error;
+  auto dims = kernel->getAttrOfType<ArrayAttr>(FlowDialect::getDimsAttrName());
+  auto numOutputs =
+      kernel->getAttrOfType<IntegerAttr>(FlowDialect::getNumOutputsAttrName());
+  // The arguments: inputs (the sizes last), outputs, workgroup id and count.
+  int64_t at = (int64_t)kernel.getNumArguments() - 2 -
+               (numOutputs ? numOutputs.getInt() : 0) - 1;
+  auto sizesType = at >= 0
+                       ? dyn_cast<MemRefType>(kernel.getArgument(at).getType())
+                       : MemRefType();
+  if (!Extent::parse(extent.str(), rows, error) || !dims || !sizesType ||
+      sizesType.getRank() != 1 || !sizesType.getElementType().isInteger(64) ||
+      sizesType.getDimSize(0) != (int64_t)dims.size()) {
+    kernel.emitError("kernel over rows of extent ")
+        << extent.getValue()
+        << " has no size symbols to count them from (its flow.dims and "
+           "its last input, from flow-bound-symbolic-shapes)";
+    return Value();
+  }
+  Value sizes = kernel.getArgument(at);
+  auto symbol = [&](const std::string &name) -> Value {
+    for (auto [i, entry] : llvm::enumerate(dims))
+      if (cast<DimAttr>(entry).getName().getValue() == name) {
+        Value index = arith::ConstantIndexOp::create(b, loc, i);
+        Value v = memref::LoadOp::create(b, loc, sizes, index);
+        return arith::IndexCastOp::create(b, loc, b.getIndexType(), v);
+      }
+    return Value();
+  };
+  // sum of coefficient * product of symbols.
+  Value sum = arith::ConstantIndexOp::create(b, loc, 0);
+  for (const auto &[monomial, coefficient] : rows.terms()) {
+    Value term = arith::ConstantIndexOp::create(b, loc, coefficient);
+    for (const std::string &name : monomial) {
+      Value v = symbol(name);
+      if (!v) {
+        kernel.emitError("kernel's rows use size symbol '")
+            << name << "', which its flow.dims does not declare";
+        return Value();
+      }
+      term = arith::MulIOp::create(b, loc, term, v);
+    }
+    sum = arith::AddIOp::create(b, loc, sum, term);
+  }
+  return sum;
+}
+
 namespace {
 struct DistributeWorkgroupsPass
-    : flow::impl::DistributeWorkgroupsPassBase<DistributeWorkgroupsPass> {
+    : mlir::flow::impl::DistributeWorkgroupsPassBase<DistributeWorkgroupsPass> {
   void runOnOperation() override {
     for (func::FuncOp kernel : getOperation().getOps<func::FuncOp>())
       if (kernel->hasAttr("flow.kernel") && !kernel.isExternal())
@@ -288,6 +344,18 @@ struct DistributeWorkgroupsPass
     }
     splittable &= !loops.empty();
     splittable = splittable && rowsStayLocal(kernel, extent, loops);
+    // Rows counted at run time: the split is what keeps each loop within
+    // the call's rows, so a kernel that cannot split cannot run.
+    auto rowExtent =
+        kernel->getAttrOfType<StringAttr>(FlowDialect::getRowExtentAttrName());
+    if (rowExtent && !splittable) {
+      kernel.emitError("kernel over rows of extent ")
+          << rowExtent.getValue()
+          << " does not split into its rows after lowering (a loop of it "
+             "is not over the rows): this is not compiled for symbolic "
+             "rows yet";
+      return signalPassFailure();
+    }
     // The runtime never runs more workgroups than it has threads (4096 at
     // most), so a cap loses nothing; it keeps the count within the
     // executable's 32-bit field and `wg * rows` below within 64 bits.
@@ -301,7 +369,10 @@ struct DistributeWorkgroupsPass
 
     OpBuilder b = OpBuilder::atBlockBegin(&kernel.getBody().front());
     Location loc = kernel.getLoc();
-    Value rows = arith::ConstantIndexOp::create(b, loc, extent);
+    Value rows = rowExtent ? rowCount(b, kernel, rowExtent)
+                           : arith::ConstantIndexOp::create(b, loc, extent);
+    if (!rows)
+      return signalPassFailure();
     Value one = arith::ConstantIndexOp::create(b, loc, 1);
     Value lo = arith::DivUIOp::create(
         b, loc, arith::MulIOp::create(b, loc, wg, rows), nwg);

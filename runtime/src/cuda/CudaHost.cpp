@@ -132,6 +132,9 @@ uint64_t DeviceFrame::address(const detail::BufferRef &ref) const {
   case detail::Space::Constant:
     base = constants[ref.index];
     break;
+  case detail::Space::Symbols:
+    // Loading refuses size symbols in a CUDA executable.
+    break;
   }
   return base ? base + ref.offset : 0;
 }

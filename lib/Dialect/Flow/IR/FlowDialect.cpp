@@ -142,6 +142,18 @@ LogicalResult FlowDialect::verifyOperationAttribute(Operation *op,
     }
     return verifySizeSymbols(func);
   }
+  if (attr.getName() == getRowExtentAttrName() ||
+      attr.getName() == getRowsAttrName()) {
+    auto text = dyn_cast<StringAttr>(attr.getValue());
+    Extent extent;
+    std::string error;
+    if (!text || !Extent::parse(text.str(), extent, error) ||
+        extent.isConstant())
+      return op->emitOpError()
+             << "'" << attr.getName().getValue()
+             << "' must be a symbolic extent as text (\"batch\", \"2*seq\")";
+    return success();
+  }
   if (attr.getName() == getMeshAttrName()) {
     auto ref = dyn_cast<FlatSymbolRefAttr>(attr.getValue());
     if (!ref)
@@ -442,10 +454,30 @@ verifyTrainingAttr(Operation *op, NamedAttribute attr, StringRef what,
   return std::nullopt;
 }
 
-/// Verifies a `flow.sbp` attribute on value `index` of `types`.
+/// Verifies a `flow.sbp` attribute on value `index` of `types` (or the
+/// `flow.symbolic_type` of a bounded value).
 static LogicalResult verifyValueSbp(Operation *op, NamedAttribute attr,
                                     StringRef what, unsigned index,
                                     TypeRange types) {
+  if (attr.getName() == FlowDialect::getSymbolicTypeAttrName()) {
+    auto type = dyn_cast<TypeAttr>(attr.getValue());
+    if (!type || !isSymbolic(type.getValue()) || index >= types.size())
+      return op->emitOpError()
+             << "'" << FlowDialect::getSymbolicTypeAttrName() << "' on " << what
+             << " #" << index << " must be a symbolic tensor type";
+    FailureOr<RankedTensorType> bound =
+        upperBoundType(type.getValue(), getSizeSymbols(op));
+    auto actual = dyn_cast<ShapedType>(types[index]);
+    if (failed(bound) || !actual || !actual.hasRank() ||
+        actual.getShape() != bound->getShape() ||
+        actual.getElementType() != bound->getElementType())
+      return op->emitOpError()
+             << what << " #" << index << " has type " << types[index]
+             << ", which is not the upper bound of its '"
+             << FlowDialect::getSymbolicTypeAttrName() << "' "
+             << type.getValue();
+    return success();
+  }
   if (attr.getName() != FlowDialect::getSbpAttrName())
     return op->emitOpError()
            << "unknown flow attribute '" << attr.getName().getValue() << "' on "

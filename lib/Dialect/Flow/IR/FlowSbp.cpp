@@ -107,6 +107,8 @@ Rules sbpRules(AnnotateOp op) { return {}; }
 // Dispatch regions are formed after partitioning, on device programs.
 Rules sbpRules(DispatchRegionOp) { return {}; }
 Rules sbpRules(ReturnOp) { return {}; }
+// Size symbols are compiled for one device.
+Rules sbpRules(SymbolsOp) { return {}; }
 // Constants are the same on every device; B -> S is a local slice.
 Rules sbpRules(ConstantOp op) { return start(op); }
 Rules sbpRules(ParameterOp op) { return start(op); }

@@ -6,6 +6,7 @@
 
 #include "flow/Dialect/Flow/IR/FlowShapes.h"
 #include "flow/Dialect/Flow/IR/FlowAttrs.h"
+#include "flow/Dialect/Flow/IR/FlowDialect.h"
 #include "flow/Dialect/Flow/IR/FlowOps.h"
 
 #include <set>
@@ -141,4 +142,53 @@ std::vector<std::string> mlir::flow::symbolsOf(Type type) {
       for (const std::string &name : e.symbols())
         names.insert(name);
   return {names.begin(), names.end()};
+}
+
+ArrayAttr mlir::flow::getSizeSymbols(Operation *op) {
+  auto func = isa<FunctionOpInterface>(op)
+                  ? op
+                  : op->getParentOfType<FunctionOpInterface>().getOperation();
+  return func ? func->getAttrOfType<ArrayAttr>(FlowDialect::getDimsAttrName())
+              : ArrayAttr();
+}
+
+FailureOr<std::pair<int64_t, int64_t>>
+mlir::flow::extentBounds(const Extent &extent, ArrayAttr dims) {
+  auto range = [&](const std::string &name, int64_t &lo, int64_t &hi) {
+    if (!dims)
+      return false;
+    for (Attribute entry : dims) {
+      auto dim = dyn_cast<DimAttr>(entry);
+      if (dim && dim.getName().getValue() == name) {
+        lo = dim.getMin();
+        hi = dim.getMax();
+        return true;
+      }
+    }
+    return false;
+  };
+  int64_t lo, hi;
+  if (!extent.bounds(range, lo, hi))
+    return failure();
+  return std::make_pair(lo, hi);
+}
+
+FailureOr<RankedTensorType> mlir::flow::upperBoundType(Type type,
+                                                       ArrayAttr dims) {
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  if (!tensor)
+    return failure();
+  if (!isSymbolic(type))
+    return tensor;
+  FailureOr<Extents> extents = getExtents(type);
+  if (failed(extents))
+    return failure();
+  SmallVector<int64_t> shape;
+  for (const Extent &e : *extents) {
+    FailureOr<std::pair<int64_t, int64_t>> range = extentBounds(e, dims);
+    if (failed(range))
+      return failure();
+    shape.push_back(range->second);
+  }
+  return RankedTensorType::get(shape, tensor.getElementType());
 }

@@ -4,8 +4,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "flow/Dialect/Host/IR/HostOps.h"
 #include "flow/Dialect/Flow/IR/FlowOps.h"
+#include "flow/Dialect/Flow/IR/FlowShapes.h"
+#include "flow/Dialect/Host/IR/HostOps.h"
 #include "flow/Dialect/Host/Transforms/Passes.h"
 #include "mlir/IR/IRMapping.h"
 
@@ -23,6 +24,18 @@ using namespace mlir::flow;
 static MemRefType bufferType(Type tensor) {
   auto t = cast<RankedTensorType>(tensor);
   return MemRefType::get(t.getShape(), t.getElementType());
+}
+
+/// The extent of the rows of a symbolic type whose rows are its only
+/// symbolic dimension (flow-bound-symbolic-shapes checked that).
+static std::string symbolicRowsText(Type type) {
+  FailureOr<Extents> extents = getExtents(type);
+  if (failed(extents))
+    return "";
+  for (const Extent &e : *extents)
+    if (!e.isConstant())
+      return e.str();
+  return "";
 }
 
 /// Ops of the flow phase that run on the host as commands.
@@ -92,11 +105,13 @@ LogicalResult ScheduleBuilder::command(OpBuilder &b, Operation &op) {
                           "operands of one type into f32 or their own type; "
                           "this ")
              << matmul.getType() << " matmul belongs in a kernel";
-    HostGemmOp::create(b, loc, in(matmul.getLhs()), in(matmul.getRhs()),
-                       dests[0], matmul.getTransposeLhs(),
-                       matmul.getTransposeRhs(), /*bias=*/Value(),
-                       GemmActivation::none,
-                       /*allow_tf32=*/allowTf32 && operandType.isF32());
+    auto gemm = HostGemmOp::create(
+        b, loc, in(matmul.getLhs()), in(matmul.getRhs()), dests[0],
+        matmul.getTransposeLhs(), matmul.getTransposeRhs(), /*bias=*/Value(),
+        GemmActivation::none,
+        /*allow_tf32=*/allowTf32 && operandType.isF32());
+    if (Attribute rows = matmul->getAttr(FlowDialect::getRowsAttrName()))
+      gemm->setAttr(FlowDialect::getRowsAttrName(), rows);
   } else if (auto conv = dyn_cast<Conv2dOp>(op)) {
     Type elt = conv.getType().getElementType();
     if (!elt.isF32() && !elt.isF16() && !elt.isBF16())
@@ -234,6 +249,9 @@ LogicalResult ScheduleBuilder::build() {
       map.map(concat.getResult(), HostParameterConcatOp::create(
                                       b, loc, bufferType(concat.getType()),
                                       parts, concat.getAxisAttr()));
+    } else if (auto sizes = dyn_cast<SymbolsOp>(op)) {
+      map.map(sizes.getResult(),
+              HostSymbolsOp::create(b, loc, bufferType(sizes.getType())));
     } else if (auto o = dyn_cast<PieceOffsetsOp>(op)) {
       map.map(o.getResult(), HostPieceOffsetsOp::create(
                                  b, loc, bufferType(o.getType()), o.getSbp(),
@@ -266,7 +284,13 @@ LogicalResult ScheduleBuilder::build() {
     auto it = outputOf.find(bufferRoot(v));
     if (it != outputOf.end() && it->second == i)
       continue;
-    HostCopyOp::create(b, ret.getLoc(), map.lookup(v), outputs[i]);
+    auto copy = HostCopyOp::create(b, ret.getLoc(), map.lookup(v), outputs[i]);
+    // An output of symbolic rows copies the rows of this call.
+    if (auto symbolic = func.getResultAttrOfType<TypeAttr>(
+            i, FlowDialect::getSymbolicTypeAttrName()))
+      copy->setAttr(FlowDialect::getRowsAttrName(),
+                    StringAttr::get(func.getContext(),
+                                    symbolicRowsText(symbolic.getValue())));
   }
   func::ReturnOp::create(b, ret.getLoc());
   // Views of returned values nothing reads.
@@ -280,15 +304,14 @@ LogicalResult ScheduleBuilder::build() {
   SmallVector<DictionaryAttr> argAttrs;
   func.getAllArgAttrs(argAttrs);
   // An output buffer keeps the state name of its result (flow-tie-state
-  // writes it into the input of that name).
+  // writes it into the input of that name) and its symbolic type.
   for (unsigned i = 0; i < numOutputs; ++i) {
-    auto state = func.getResultAttrOfType<StringAttr>(
-        i, FlowDialect::getStateAttrName());
-    argAttrs.push_back(
-        state ? DictionaryAttr::get(
-                    func.getContext(),
-                    {NamedAttribute(FlowDialect::getStateAttrName(), state)})
-              : DictionaryAttr::get(func.getContext()));
+    SmallVector<NamedAttribute> kept;
+    for (StringRef name : {FlowDialect::getStateAttrName(),
+                           FlowDialect::getSymbolicTypeAttrName()})
+      if (Attribute a = func.getResultAttr(i, name))
+        kept.push_back(NamedAttribute(name, a));
+    argAttrs.push_back(DictionaryAttr::get(func.getContext(), kept));
   }
   func.setFunctionType(
       FunctionType::get(func.getContext(), types, TypeRange()));
@@ -303,7 +326,7 @@ LogicalResult ScheduleBuilder::build() {
 
 namespace {
 struct BuildHostSchedulePass
-    : flow::impl::BuildHostSchedulePassBase<BuildHostSchedulePass> {
+    : mlir::flow::impl::BuildHostSchedulePassBase<BuildHostSchedulePass> {
   using Base::Base;
   void runOnOperation() override {
     for (func::FuncOp func :

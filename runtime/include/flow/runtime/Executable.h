@@ -30,7 +30,7 @@ namespace flow {
 namespace runtime {
 
 /// The format version this runtime reads.
-constexpr uint32_t kExecutableVersion = 15;
+constexpr uint32_t kExecutableVersion = 16;
 
 /// The largest tensor, arena or constant the runtime accepts (64 GiB): a
 /// larger size is taken for a corrupt file rather than attempted.
@@ -40,13 +40,25 @@ constexpr uint64_t kMaxBufferBytes = uint64_t(64) << 30;
 struct TensorSpec {
   DType dtype = DType::F32;
   std::vector<int64_t> shape;
+  /// For an input or output whose rows vary from call to call: each
+  /// dimension's extent over the function's size symbols ("batch", "784");
+  /// `shape` is then the largest. Empty for a static tensor.
+  std::vector<std::string> extents;
 
   /// Product of the dimensions (1 for a scalar).
   int64_t numElements() const;
   /// numElements() * dtypeSize(dtype); loading guarantees it fits.
   size_t byteSize() const;
-  /// The spec as text, e.g. "f32[8,784]" ("f32[]" for a scalar).
+  /// The spec as text, e.g. "f32[8,784]" ("f32[]" for a scalar), with
+  /// its extents where it has them ("f32[batch,784]").
   std::string str() const;
+};
+
+/// A size symbol of a function: the dimensions of its inputs and outputs
+/// that vary from call to call share it, within [min, max].
+struct SizeSymbol {
+  std::string name;
+  int64_t min = 0, max = 0;
 };
 
 /// One entry of an nd-SBP: how a global tensor is laid out along one mesh
@@ -105,10 +117,28 @@ struct FunctionSignature {
   std::vector<StateSpec> state;
   /// The inputs that hold indices, checked on every call.
   std::vector<IndexCheck> indexChecks;
+  /// The size symbols a call binds from its inputs' shapes (empty for a
+  /// function of static shapes).
+  std::vector<SizeSymbol> symbols;
 
   /// The input output \p output is written into in place, or -1.
   int64_t tiedInput(size_t output) const;
 };
+
+/// The values of \p sig's size symbols in a call whose inputs have shapes
+/// \p inputShapes: each input's rank and static dimensions must match, and
+/// each symbolic dimension its extent, within the symbols' bounds, the same
+/// symbol the same size in every input. An error names the input, the
+/// dimension, the symbol, its bounds and the size given.
+StatusOr<std::vector<int64_t>>
+bindSymbols(const FunctionSignature &sig,
+            const std::vector<std::vector<int64_t>> &inputShapes);
+
+/// \p spec's shape in a call whose size symbols have \p values (as
+/// bindSymbols() gives them); its static shape when it has no extents.
+std::vector<int64_t> callShape(const FunctionSignature &sig,
+                               const TensorSpec &spec,
+                               const std::vector<int64_t> &values);
 
 /// The shape of the piece of `global` laid out as `sbp` on `mesh` that the
 /// device at `coords` holds, and its offset (the first N mod p devices of

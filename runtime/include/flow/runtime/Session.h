@@ -98,8 +98,12 @@ public:
   /// this checks counts and sizes. Outputs must not overlap inputs. A state
   /// written in place (FunctionSignature::state) is copied into its output
   /// first and updated there: the caller's input is never written.
+  /// A function with size symbols (FunctionSignature::symbols) takes their
+  /// values for this call in \p symbols (bindSymbols() of the inputs'
+  /// shapes); its buffers then have the sizes callShape() gives.
   Status run(size_t function, const std::vector<ConstBuffer> &inputs,
-             const std::vector<MutableBuffer> &outputs);
+             const std::vector<MutableBuffer> &outputs,
+             const std::vector<int64_t> *symbols = nullptr);
 
   /// Resident state. The session keeps one buffer per state name of its
   /// functions (parameters, optimizer moments, the step count); step()
@@ -217,7 +221,8 @@ private:
   /// place.
   Status runInPlace(size_t function, const std::vector<ConstBuffer> &inputs,
                     const std::vector<MutableBuffer> &outputs,
-                    const std::vector<bool> *resident = nullptr);
+                    const std::vector<bool> *resident = nullptr,
+                    const std::vector<int64_t> *symbols = nullptr);
   /// The resident state, by name (on a mesh, this device's pieces).
   std::map<std::string, HostTensor> stateValues;
   /// On a device with memory of its own (Executor::ownsMemory()), where

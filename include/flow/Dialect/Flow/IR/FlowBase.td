@@ -222,6 +222,19 @@ def Flow_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral getDimsAttrName() {
       return ::llvm::StringLiteral("flow.dims");
     }
+    /// Set by flow-bound-symbolic-shapes. On a kernel: the extent of its
+    /// rows (text over the size symbols), counted at run time. On a library
+    /// matmul: the extent of its operands' leading rows. On a function's
+    /// argument or result: its symbolic type (its type is the upper bound).
+    static constexpr ::llvm::StringLiteral getRowExtentAttrName() {
+      return ::llvm::StringLiteral("flow.row_extent");
+    }
+    static constexpr ::llvm::StringLiteral getRowsAttrName() {
+      return ::llvm::StringLiteral("flow.rows");
+    }
+    static constexpr ::llvm::StringLiteral getSymbolicTypeAttrName() {
+      return ::llvm::StringLiteral("flow.symbolic_type");
+    }
   }];
 }
 

@@ -15,6 +15,7 @@
 #define FLOW_DIALECT_FLOW_IR_FLOWSHAPES_H
 
 #include "flow/runtime/rules/Extent.h"
+#include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Diagnostics.h"
 #include "llvm/ADT/SmallVector.h"
@@ -60,6 +61,17 @@ broadcastExtents(ArrayRef<Extents> shapes,
 /// The size symbols `type`'s encoding refers to, sorted (none for a static
 /// tensor).
 std::vector<std::string> symbolsOf(Type type);
+
+/// The `flow.dims` of the function `op` is in (or is): its size symbols and
+/// their bounds; null when it declares none.
+ArrayAttr getSizeSymbols(Operation *op);
+/// The least and greatest value of `extent` over the bounds in `dims` (a
+/// `flow.dims` list); failure for a symbol `dims` does not declare.
+FailureOr<std::pair<int64_t, int64_t>> extentBounds(const Extent &extent,
+                                                    ArrayAttr dims);
+/// `type` with every symbolic dimension at its upper bound over `dims` (no
+/// encoding); a static type as it is. Failure for a symbol without bounds.
+FailureOr<RankedTensorType> upperBoundType(Type type, ArrayAttr dims);
 
 } // namespace flow
 } // namespace mlir

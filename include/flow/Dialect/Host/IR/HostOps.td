@@ -118,6 +118,24 @@ def Flow_HostPieceOffsetsOp : Flow_HostOp<"piece_offsets", [Pure]> {
   let hasVerifier = 1;
 }
 
+def Flow_HostSymbolsOp : Flow_HostOp<"symbols", [Pure]> {
+  let summary = "this call's values of the function's size symbols";
+  let description = [{
+    `flow.symbols` on the host: one `i64` per size symbol of the function
+    (its `flow.dims`, in order), which the runtime binds from the call's
+    inputs and writes before the first command. Kernels over symbolic rows
+    read their row count from it. A library GEMM or a copy over symbolic
+    rows carries their extent in `flow.rows` instead.
+
+    ```mlir
+    %sizes = host.symbols : memref<2xi64>
+    ```
+  }];
+  let results = (outs MemRefRankOf<[I64], [1]>:$result);
+  let assemblyFormat = "attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
 def Flow_HostParameterConcatOp : Flow_HostOp<"parameter_concat", [Pure]> {
   let summary = "parameters joined along one axis, once, at bind";
   let description = [{
