@@ -66,7 +66,14 @@ static LogicalResult boundTypes(Operation *root, ArrayAttr dims) {
     FailureOr<RankedTensorType> b = upperBoundType(type, dims);
     return succeeded(b) ? Type(*b) : Type();
   };
-  WalkResult walk = root->walk([&](Operation *op) {
+  // Pre-order, block arguments first: an op's operands are bounded before
+  // the op is (a slice reads its input's bounded shape).
+  WalkResult walk = root->walk<WalkOrder::PreOrder>([&](Operation *op) {
+    for (Region &region : op->getRegions())
+      for (Block &block : region)
+        for (BlockArgument arg : block.getArguments())
+          if (Type t = bound(arg.getType()))
+            arg.setType(t);
     for (Value v : op->getResults()) {
       Type t = bound(v.getType());
       if (!t) {
@@ -75,11 +82,6 @@ static LogicalResult boundTypes(Operation *root, ArrayAttr dims) {
       }
       v.setType(t);
     }
-    for (Region &region : op->getRegions())
-      for (Block &block : region)
-        for (BlockArgument arg : block.getArguments())
-          if (Type t = bound(arg.getType()))
-            arg.setType(t);
     // A symbolic dimension taken whole is a static one taken whole now.
     if (auto slice = dyn_cast<SliceOp>(op)) {
       SmallVector<int64_t> limits(slice.getLimits());
@@ -259,8 +261,25 @@ struct BoundSymbolicShapesPass
                     b.getStringAttr(rows->str()));
         return WalkResult::advance();
       }
+      if (isa<Conv2dOp, AttentionOp>(op)) {
+        // The library counts the batch (a convolution's n, attention's
+        // first leading dimension): the rows must be dimension 0.
+        for (Type t : types) {
+          FailureOr<Extents> e = getExtents(t);
+          if (isSymbolic(t) && (failed(e) || (*e)[0].isConstant())) {
+            op->emitOpError() << "has type " << t
+                              << ": its symbolic rows are not its first "
+                                 "dimension, which the library counts";
+            return WalkResult::interrupt();
+          }
+        }
+        op->setAttr(FlowDialect::getRowsAttrName(),
+                    b.getStringAttr(rows->str()));
+        return WalkResult::advance();
+      }
       op->emitOpError("on symbolic shapes is not compiled yet (a library "
-                      "matmul, a kernel and a reshape are)");
+                      "matmul, convolution or attention, a kernel and a "
+                      "reshape are)");
       return WalkResult::interrupt();
     });
     if (walk.wasInterrupted())

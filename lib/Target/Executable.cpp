@@ -148,6 +148,13 @@ struct ConstantTable {
   llvm::StringMap<unsigned> parameterIndex;
 };
 
+/// The extent of a command's rows that vary per call (`flow.rows`), or
+/// empty.
+static std::string rowsOf(Operation *op) {
+  auto rows = op->getAttrOfType<StringAttr>(FlowDialect::getRowsAttrName());
+  return rows ? rows.str() : std::string();
+}
+
 /// Serializes one host schedule: its buffers, then its commands.
 class FunctionWriter {
 public:
@@ -506,6 +513,7 @@ flatbuffers::Offset<void> FunctionWriter::conv(HostConvOp op) {
     return v ? *dtypeOf(cast<MemRefType>(v.getType()).getElementType())
              : element;
   };
+  std::string rows = rowsOf(op);
   return fb::CreateConvDirect(fbb, &in, &filter, &out, &strides, &padding,
                               &dilations, op.getGroups(), op.getRelu(), &input,
                               &weights, op.getBias() ? &bias : nullptr,
@@ -513,7 +521,8 @@ flatbuffers::Offset<void> FunctionWriter::conv(HostConvOp op) {
                               op.getBlockedInput(), op.getBlockedResidual(),
                               op.getBlockedOutput(), op.getBf16(),
                               dtype(op.getInput()), dtype(op.getResidual()),
-                              dtype(op.getOut()), element)
+                              dtype(op.getOut()), element,
+                              rows.empty() ? nullptr : rows.c_str())
       .Union();
 }
 
@@ -534,10 +543,12 @@ flatbuffers::Offset<void> FunctionWriter::attention(HostAttentionOp op) {
     m = ref(maskValue);
     maskType = *dtypeOf(cast<MemRefType>(maskValue.getType()).getElementType());
   }
+  std::string rows = rowsOf(op);
   return fb::CreateAttentionDirect(
              fbb, &q, &k, &v, op.getMask() ? &mask : nullptr, dtype, maskType,
              op.getScale().convertToDouble(), op.getCausal(), &query, &key,
-             &value, op.getMask() ? &m : nullptr, &output)
+             &value, op.getMask() ? &m : nullptr, &output,
+             rows.empty() ? nullptr : rows.c_str())
       .Union();
 }
 

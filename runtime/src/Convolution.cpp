@@ -9,6 +9,7 @@
 #include "BlasCalls.h"
 #include "flow/runtime/ThreadPool.h"
 
+#include <cstdint>
 #include <dlfcn.h>
 
 #include <algorithm>
@@ -436,8 +437,9 @@ float *ConvRunner::scratch(size_t bytes) {
 }
 
 std::string ConvRunner::kernel(const ConvCommand &cmd) const {
-  auto it = plans.find(&cmd);
-  return it == plans.end() ? std::string() : it->second->kernel;
+  auto it = plans.lower_bound({&cmd, INT64_MIN});
+  return it == plans.end() || it->first.first != &cmd ? std::string()
+                                                      : it->second->kernel;
 }
 
 #ifdef FLOW_HAVE_DNNL
@@ -672,9 +674,9 @@ bool execute(const ConvRunner::Plan &plan, dnnl_primitive_t prim,
 #endif
 
 Status ConvRunner::run(const ConvCommand &cmd, const ConvBuffers &buffers,
-                       bool filterIsConstant) {
+                       bool filterIsConstant, const ConvCommand *key) {
   configure();
-  std::unique_ptr<Plan> &slot = plans[&cmd];
+  std::unique_ptr<Plan> &slot = plans[{key ? key : &cmd, cmd.n}];
   if (!slot) {
     slot = std::make_unique<Plan>();
 #ifdef FLOW_HAVE_DNNL

@@ -32,6 +32,7 @@
 
 #include "ExecutableImpl.h"
 
+#include <map>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -78,8 +79,11 @@ public:
   ConvRunner &operator=(const ConvRunner &) = delete;
 
   /// Runs \p cmd; \p filterIsConstant lets its reordered weights be kept.
+  /// A command whose batch varies from call to call (ConvCommand::rows)
+  /// runs as \p cmd sized for this call, with the loaded command as \p key:
+  /// it keeps one primitive per batch.
   Status run(const ConvCommand &cmd, const ConvBuffers &buffers,
-             bool filterIsConstant);
+             bool filterIsConstant, const ConvCommand *key = nullptr);
   /// Channels per block of this session's blocked buffers (16 or 8; 0:
   /// NHWC), settled at the first call of this or run().
   int layoutBlock() {
@@ -112,7 +116,8 @@ private:
   /// The layout of blocked buffers: channels innermost in blocks of
   /// `block`, 0 meaning all of them (NHWC).
   int block = 16;
-  std::unordered_map<const ConvCommand *, std::unique_ptr<Plan>> plans;
+  std::map<std::pair<const ConvCommand *, int64_t>, std::unique_ptr<Plan>>
+      plans;
   AlignedBuffer scratchMemory;
   size_t scratchBytes = 0;
 };

@@ -640,7 +640,9 @@ public:
     return Status::ok();
   }
 
-  Status conv(const detail::ConvCommand &conv, size_t) override {
+  Status conv(const detail::ConvCommand &command, size_t) override {
+    detail::ConvCommand resized;
+    const detail::ConvCommand &conv = withRows(command, resized);
     if (conv.element != DType::F32)
       return narrowConv(conv);
     auto address = [&](const BufferRef &ref) {
@@ -654,8 +656,9 @@ public:
                                 conv.hasResidual ? address(conv.residual)
                                                  : nullptr,
                                 address(conv.output)};
-    if (Status s = x.convs.run(conv, buffers,
-                               conv.filter.space == detail::Space::Constant);
+    if (Status s =
+            x.convs.run(conv, buffers,
+                        conv.filter.space == detail::Space::Constant, &command);
         !s)
       return Status::error("function '" + sig.name + "': " + s.message());
     return Status::ok();
@@ -671,7 +674,9 @@ public:
     return Status::ok();
   }
 
-  Status attention(const detail::AttentionCommand &attention, size_t) override {
+  Status attention(const detail::AttentionCommand &command, size_t) override {
+    detail::AttentionCommand resized;
+    const detail::AttentionCommand &attention = withRows(command, resized);
     const void *mask =
         attention.hasMask ? frame.pointer(attention.mask) : nullptr;
     detail::runAttention(attention, frame.pointer(attention.query),
@@ -730,6 +735,35 @@ public:
     if (bytes > 0)
       std::memmove(frame.pointer(copy.dst), frame.pointer(copy.src), bytes);
     return Status::ok();
+  }
+
+  /// \p command for this call's batch (itself when it does not vary), in
+  /// \p storage.
+  const detail::ConvCommand &withRows(const detail::ConvCommand &command,
+                                      detail::ConvCommand &storage) const {
+    if (!command.rows.active())
+      return command;
+    storage = command;
+    int64_t rows = command.rows(frame.symbols);
+    for (detail::BufferRef *ref :
+         {&storage.input, &storage.residual, &storage.output})
+      ref->size = ref->size / command.n * rows;
+    storage.n = rows;
+    return storage;
+  }
+  const detail::AttentionCommand &
+  withRows(const detail::AttentionCommand &command,
+           detail::AttentionCommand &storage) const {
+    if (!command.rows.active())
+      return command;
+    storage = command;
+    int64_t rows = command.rows(frame.symbols), max = command.leading[0];
+    for (detail::BufferRef *ref :
+         {&storage.query, &storage.key, &storage.value, &storage.output})
+      ref->size = ref->size / max * rows;
+    storage.leading[0] = rows;
+    storage.batch = command.batch / max * rows;
+    return storage;
   }
 
   /// \p command sized for this call's rows (itself when they do not vary),

@@ -670,7 +670,7 @@ Status Checker::verifyConv(const std::string &ctx, const fbs::Conv &cmd,
     if (blocked && ref->space != detail::Space::Arena)
       return Status::error(ctx + ": the blocked " + std::string(name) +
                            " is not a transient (arena) buffer");
-  return Status::ok();
+  return verifyRowExtent(ctx, cmd.rows(), out.n, out.rows);
 }
 
 Status Checker::verifyAttention(const std::string &ctx,
@@ -796,7 +796,8 @@ Status Checker::verifyAttention(const std::string &ctx,
         o.offset < ref->offset + ref->size)
       return Status::error(ctx + ": the output overlaps the " + name);
   }
-  return Status::ok();
+  return verifyRowExtent(ctx, cmd.rows(),
+                         out.leading.empty() ? 0 : out.leading[0], out.rows);
 }
 
 template <typename Table>

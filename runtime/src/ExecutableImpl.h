@@ -152,6 +152,8 @@ struct ConvCommand {
   /// the destination's contents.
   bool residualInPlace = false;
   BufferRef input, filter, bias, residual, output;
+  /// The batch (n) counted per call.
+  RowExtent rows;
 };
 
 /// Max or average pooling next to the convolution library (shapes, sizes
@@ -186,6 +188,8 @@ struct AttentionCommand {
   /// (leading..., lq, lk): 0 where it broadcasts.
   std::vector<int64_t> maskStrides;
   BufferRef query, key, value, mask, output;
+  /// The first leading dimension counted per call.
+  RowExtent rows;
 };
 
 /// A CUDA kernel library: PTX text (NUL-terminated) or a cubin, pointing

@@ -38,3 +38,24 @@ func.func @reshaped(%x: tensor<?x4xf32, #flow.shape<[n, 4]>>, %y: tensor<3xf32>)
   %t = flow.tanh %y : tensor<3xf32>
   return %e, %t : tensor<?xf32, #flow.shape<[4*n]>>, tensor<3xf32>
 }
+
+// -----
+
+// Fused attention counts its batch per call; a convolution in a kernel
+// splits it over workgroups (a library one counts it too, as flow-compile
+// runs it).
+// CHECK-LABEL: func.func @library
+// CHECK: flow.attention {{.*}} {flow.rows = "n"} : {{.*}} -> tensor<4x2x3x8xf32>
+// CHECK: func.func private @library_k0(%{{.*}}: tensor<4x1x4x4xf32>, %{{.*}}: tensor<2x1x1x1xf32>, %{{.*}}: tensor<1xi64>)
+// CHECK-SAME: flow.row_extent = "n"
+// CHECK: flow.conv2d {{.*}} -> tensor<4x2x4x4xf32>
+!img = tensor<?x1x4x4xf32, #flow.shape<[n, 1, 4, 4]>>
+!act = tensor<?x2x4x4xf32, #flow.shape<[n, 2, 4, 4]>>
+!q = tensor<?x2x3x8xf32, #flow.shape<[n, 2, 3, 8]>>
+func.func @library(%x: !img, %w: tensor<2x1x1x1xf32>, %q: !q) -> (!act, !q)
+    attributes {flow.dims = [#flow.dim<"n", 1, 4>]} {
+  %c = flow.conv2d %x, %w strides = [1, 1] padding = [0, 0, 0, 0] dilations = [1, 1] groups = 1
+      : (!img, tensor<2x1x1x1xf32>) -> !act
+  %a = flow.attention %q, %q, %q scale = 2.500000e-01 : (!q, !q, !q) -> !q
+  return %c, %a : !act, !q
+}

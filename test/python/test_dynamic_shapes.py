@@ -170,6 +170,26 @@ def test_two_inputs_declared_with_one_symbol_must_agree():
         compiled(x, torch.randn(6, 3))
 
 
+def test_resnet18_and_attention_with_a_dynamic_batch_match_eager():
+    """Library convolutions and fused attention count the batch per call;
+    pools, norms and residual adds split it over workgroups."""
+    torchvision = require("torchvision")
+    torch.manual_seed(0)
+    cases = [(torchvision.models.resnet18(num_classes=10).eval(),
+              (3, 32, 32), (1, 3, 8)),
+             (Block().eval(), (6, 32), (1, 4, 2))]
+    for model, shape, batches in cases:
+        compiled = flow.compile(model, (torch.randn(2, *shape),),
+                                dynamic={"x": {0: ("batch", 1, 8)}},
+                                cache=False)
+        for batch in batches:
+            x = torch.randn(batch, *shape)
+            with torch.no_grad():
+                want = model(x)
+            torch.testing.assert_close(compiled(x), want, rtol=1e-4,
+                                       atol=1e-4)
+
+
 def test_what_does_not_compile_yet_is_refused_by_name():
     # A symbolic dimension that is not the rows: the sequence of a batch
     # of one.
@@ -178,12 +198,13 @@ def test_what_does_not_compile_yet_is_refused_by_name():
         flow.compile(Block(), (torch.randn(2, 6, 32),),
                      dynamic={"x": {0: ("batch", 1, 4), 1: ("seq", 1, 8)}},
                      cache=False)
-    torchvision = require("torchvision")
-    with pytest.raises(flow.FlowError, match=r"'flow.conv2d' op on symbolic "
-                       r"shapes is not compiled yet"):
-        flow.compile(torchvision.models.resnet18(num_classes=10).eval(),
-                     (torch.randn(2, 3, 32, 32),),
-                     dynamic={"x": {0: ("batch", 1, 4)}}, cache=False)
+    # PyTorch's multi-head attention moves the batch inward.
+    layer = torch.nn.TransformerEncoderLayer(32, 4, 64, batch_first=True,
+                                             dropout=0.0).eval()
+    with pytest.raises(flow.FlowError, match=r"dimension 1 \(batch\) is "
+                       r"symbolic and is not the row dimension"):
+        flow.compile(layer, (torch.randn(2, 5, 32),),
+                     dynamic={"src": {0: ("batch", 1, 4)}}, cache=False)
     with pytest.raises(flow.FlowError, match=r"compiling them on a mesh is "
                        r"not supported yet"):
         flow.compile(Mlp(), (torch.randn(4, 16),), mesh=2,

@@ -119,14 +119,17 @@ LogicalResult ScheduleBuilder::command(OpBuilder &b, Operation &op) {
                           "and bf16; this ")
              << conv.getType() << " convolution belongs in a kernel";
     Value bias = conv.getBias() ? in(conv.getBias()) : Value();
-    HostConvOp::create(b, loc, in(conv.getInput()), in(conv.getWeight()), bias,
-                       /*residual=*/Value(), dests[0], conv.getStridesAttr(),
-                       conv.getPaddingAttr(), conv.getDilationsAttr(),
-                       conv.getGroupsAttr(), /*relu=*/UnitAttr(),
-                       /*blocked_input=*/UnitAttr(),
-                       /*blocked_residual=*/UnitAttr(),
-                       /*blocked_output=*/UnitAttr(),
-                       bf16Convs && elt.isF32() ? b.getUnitAttr() : UnitAttr());
+    auto hostConv = HostConvOp::create(
+        b, loc, in(conv.getInput()), in(conv.getWeight()), bias,
+        /*residual=*/Value(), dests[0], conv.getStridesAttr(),
+        conv.getPaddingAttr(), conv.getDilationsAttr(), conv.getGroupsAttr(),
+        /*relu=*/UnitAttr(),
+        /*blocked_input=*/UnitAttr(),
+        /*blocked_residual=*/UnitAttr(),
+        /*blocked_output=*/UnitAttr(),
+        bf16Convs && elt.isF32() ? b.getUnitAttr() : UnitAttr());
+    if (Attribute rows = conv->getAttr(FlowDialect::getRowsAttrName()))
+      hostConv->setAttr(FlowDialect::getRowsAttrName(), rows);
   } else if (auto attention = dyn_cast<AttentionOp>(op)) {
     Type elt = attention.getType().getElementType();
     if (!elt.isF32() && !elt.isF16() && !elt.isBF16())
@@ -135,10 +138,12 @@ LogicalResult ScheduleBuilder::command(OpBuilder &b, Operation &op) {
              << attention.getType()
              << " attention needs flow-decompose-attention";
     Value mask = attention.getMask() ? in(attention.getMask()) : Value();
-    HostAttentionOp::create(b, loc, in(attention.getQuery()),
-                            in(attention.getKey()), in(attention.getValue()),
-                            mask, dests[0], attention.getScaleAttr(),
-                            attention.getCausalAttr());
+    auto hostAttention = HostAttentionOp::create(
+        b, loc, in(attention.getQuery()), in(attention.getKey()),
+        in(attention.getValue()), mask, dests[0], attention.getScaleAttr(),
+        attention.getCausalAttr());
+    if (Attribute rows = attention->getAttr(FlowDialect::getRowsAttrName()))
+      hostAttention->setAttr(FlowDialect::getRowsAttrName(), rows);
   } else {
     MLIRContext *ctx = op.getContext();
     auto i64 = [&](int64_t v) {
