@@ -284,6 +284,12 @@ struct BoundSymbolicShapesPass
     });
     if (walk.wasInterrupted())
       return failure();
+    // State (training) is not compiled with symbolic rows.
+    for (auto [i, t] : llvm::enumerate(func.getArgumentTypes()))
+      if (isSymbolic(t) && func.getArgAttr(i, FlowDialect::getStateAttrName()))
+        return func.emitError("argument #")
+               << i << " is state of a symbolic type " << t
+               << ": a function whose rows vary keeps no state yet";
     // The signature keeps its symbolic types for the executable writer.
     for (auto [i, t] : llvm::enumerate(func.getArgumentTypes()))
       if (isSymbolic(t))

@@ -400,16 +400,18 @@ struct FormDispatchRegionsPass
       if (!isa<FlowDialect>(op.getDialect()) || staysOnHost(&op) ||
           op.getNumResults() == 0)
         continue;
+      // (Of a static type: a symbolic one varies from call to call.)
       if (!llvm::all_of(op.getResults(), [](Value v) {
-            RankedTensorType t = tensorOf(v);
-            return t && t.getNumElements() == 0;
+            auto t = dyn_cast<RankedTensorType>(v.getType());
+            return t && t.hasStaticShape() && t.getNumElements() == 0;
           }))
         continue;
       OpBuilder b(&op);
       for (Value result : op.getResults())
         result.replaceAllUsesWith(ConstantOp::create(
             b, op.getLoc(),
-            DenseElementsAttr::get(tensorOf(result), ArrayRef<Attribute>{})));
+            DenseElementsAttr::get(cast<RankedTensorType>(result.getType()),
+                                   ArrayRef<Attribute>{})));
       op.erase();
     }
 

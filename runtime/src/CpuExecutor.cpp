@@ -606,7 +606,9 @@ public:
   /// A narrow (f16 or bf16) convolution, as the CUDA target's emulation
   /// runs it: its tensors widened to f32, the f32 convolution, the output
   /// rounded back. (On a GPU cuDNN runs it on tensor cores.)
-  Status narrowConv(const detail::ConvCommand &conv) {
+  /// \p key: the loaded command (its primitives are kept by it).
+  Status narrowConv(const detail::ConvCommand &conv,
+                    const detail::ConvCommand &key) {
     bool half = conv.element == DType::F16;
     auto widen = [&](const BufferRef &ref) {
       const auto *bits = reinterpret_cast<const uint16_t *>(frame.pointer(ref));
@@ -631,7 +633,8 @@ public:
         : conv.residualInPlace ? static_cast<const void *>(output.data())
                                : residual.data(),
         output.data()};
-    if (Status s = x.convs.run(conv, buffers, /*filterIsConstant=*/false); !s)
+    if (Status s = x.convs.run(conv, buffers, /*filterIsConstant=*/false, &key);
+        !s)
       return Status::error("function '" + sig.name + "': " + s.message());
     auto *bits = reinterpret_cast<uint16_t *>(frame.pointer(conv.output));
     for (size_t i = 0; i < output.size(); ++i)
@@ -644,7 +647,7 @@ public:
     detail::ConvCommand resized;
     const detail::ConvCommand &conv = withRows(command, resized);
     if (conv.element != DType::F32)
-      return narrowConv(conv);
+      return narrowConv(conv, command);
     auto address = [&](const BufferRef &ref) {
       return static_cast<void *>(frame.pointer(ref));
     };
@@ -777,15 +780,16 @@ public:
     auto shrink = [&](detail::BufferRef &ref) {
       ref.size = ref.size / command.rows.max * rows;
     };
-    if (storage.batchShape.empty()) {
+    int d = command.rowsDim;
+    if (d < 0) {
       storage.m = static_cast<int>(rows);
       shrink(storage.a);
     } else {
-      storage.batchShape[0] = rows;
+      storage.batchShape[d] = rows;
       storage.batchCount = storage.batchCount / command.rows.max * rows;
-      if (storage.aBatchStrides[0] != 0)
+      if (storage.aBatchStrides[d] != 0)
         shrink(storage.a);
-      if (storage.bBatchStrides[0] != 0)
+      if (storage.bBatchStrides[d] != 0)
         shrink(storage.b);
     }
     shrink(storage.c);
@@ -793,7 +797,9 @@ public:
   }
 
   Status after(const detail::Command &command, size_t index) override {
-    if (hooks.checkNumerics)
+    // A function whose rows vary is checked at its outputs (Session): its
+    // commands' buffers are sized for the upper bound.
+    if (hooks.checkNumerics && !hooks.symbols)
       return checkCommand(impl, sig.name, index, command, frame);
     return Status::ok();
   }

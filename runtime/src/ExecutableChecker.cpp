@@ -523,7 +523,7 @@ Status Checker::verifySymbols(const std::string &ctx,
         !::flow::rules::isSymbolName(entry->name()->str()))
       return Status::error(what + " has no valid name");
     SizeSymbol symbol{entry->name()->str(), entry->min(), entry->max()};
-    if (symbol.min < 0 || symbol.max < symbol.min)
+    if (symbol.min < 1 || symbol.max < symbol.min)
       return Status::error(what + " '" + symbol.name + "' has bounds [" +
                            std::to_string(symbol.min) + ", " +
                            std::to_string(symbol.max) + "]");
@@ -543,10 +543,18 @@ Status Checker::verifyExtents(const std::string &what, const TensorSpec &spec) {
     return Status::error(what + " has " + std::to_string(spec.extents.size()) +
                          " extents for " + std::to_string(spec.shape.size()) +
                          " dimensions");
+  bool leading = true; // every dimension so far is the number 1
   for (size_t d = 0; d < spec.shape.size(); ++d) {
     ::flow::rules::Extent e;
     std::string error;
-    if (!::flow::rules::Extent::parse(spec.extents[d], e, error))
+    bool parsed = ::flow::rules::Extent::parse(spec.extents[d], e, error);
+    if (parsed && !e.isConstant() && !leading)
+      return Status::error(what + " dimension " + std::to_string(d) +
+                           ": extent " + e.str() +
+                           " is not the tensor's rows (its first dimension "
+                           "that is not 1): only rows vary in size");
+    leading = leading && parsed && e.is(1);
+    if (!parsed)
       return Status::error(what + " dimension " + std::to_string(d) +
                            ": extent '" + printable(spec.extents[d]) +
                            "' does not parse (" + error + ")");
@@ -569,6 +577,91 @@ Status Checker::verifyExtents(const std::string &what, const TensorSpec &spec) {
                     std::to_string(hi) + "], not up to its size " +
                     std::to_string(spec.shape[d])
               : " uses a size symbol the function does not declare"));
+  }
+  return Status::ok();
+}
+
+Status Checker::verifyRowsUse(const std::string &ctx,
+                              const FunctionSignature &sig,
+                              const std::vector<detail::Command> &commands) {
+  if (sig.symbols.empty())
+    return Status::ok();
+  if (!sig.state.empty())
+    return Status::error(ctx + " has size symbols and state: a function "
+                               "whose rows vary keeps no state");
+  // The rows of each symbolic input and output, by symbol position.
+  auto rowsOf = [&](const TensorSpec &spec) {
+    detail::RowExtent out;
+    for (size_t d = 0; d < spec.extents.size(); ++d) {
+      const std::string &text = spec.extents[d];
+      ::flow::rules::Extent e;
+      std::string error;
+      if (!::flow::rules::Extent::parse(text, e, error) || e.isConstant())
+        continue;
+      for (const auto &[monomial, coefficient] : e.terms()) {
+        std::vector<uint32_t> positions;
+        for (const std::string &name : monomial)
+          for (size_t i = 0; i < sig.symbols.size(); ++i)
+            if (sig.symbols[i].name == name)
+              positions.push_back(static_cast<uint32_t>(i));
+        out.terms.emplace_back(coefficient, positions);
+      }
+      out.max = spec.shape[d];
+    }
+    return out;
+  };
+  for (size_t i = 0; i < commands.size(); ++i) {
+    const detail::Command &command = commands[i];
+    if (std::holds_alternative<detail::DispatchCommand>(command))
+      continue; // a kernel counts its rows itself
+    // The operands the runtime sizes for the call's rows.
+    const detail::RowExtent *rows = nullptr;
+    std::vector<const detail::BufferRef *> scaled;
+    if (const auto *g = std::get_if<detail::GemmCommand>(&command)) {
+      rows = &g->rows;
+      int d = g->rowsDim;
+      if (d < 0 ? !g->transposeA : g->aBatchStrides[d] != 0)
+        scaled.push_back(&g->a);
+      if (d >= 0 && g->bBatchStrides[d] != 0)
+        scaled.push_back(&g->b);
+      scaled.push_back(&g->c);
+    } else if (const auto *c = std::get_if<detail::ConvCommand>(&command)) {
+      rows = &c->rows;
+      scaled = {&c->input, &c->residual, &c->output};
+    } else if (const auto *a =
+                   std::get_if<detail::AttentionCommand>(&command)) {
+      rows = &a->rows;
+      scaled = {&a->query, &a->key, &a->value, &a->mask, &a->output};
+    } else if (const auto *c = std::get_if<detail::CopyCommand>(&command)) {
+      rows = &c->rows;
+      scaled = {&c->src, &c->dst};
+    }
+    std::vector<detail::BufferRef> reads, writes;
+    commandBuffers(command, reads, writes);
+    reads.insert(reads.end(), writes.begin(), writes.end());
+    for (const detail::BufferRef &ref : reads) {
+      const TensorSpec *spec = nullptr;
+      if (ref.space == detail::Space::Input)
+        spec = &sig.inputs[ref.index];
+      else if (ref.space == detail::Space::Output)
+        spec = &sig.outputs[ref.index];
+      if (!spec || spec->extents.empty())
+        continue;
+      bool ok =
+          rows && rows->active() && rows->proportionalTo(rowsOf(*spec)) &&
+          ref.offset == 0 && ref.size == spec->byteSize() &&
+          std::any_of(scaled.begin(), scaled.end(),
+                      [&](const detail::BufferRef *s) {
+                        return s->space == ref.space && s->index == ref.index &&
+                               s->offset == ref.offset && s->size == ref.size;
+                      });
+      if (!ok)
+        return Status::error(
+            ctx + " command " + std::to_string(i) + " uses " +
+            (ref.space == detail::Space::Input ? "input " : "output ") +
+            std::to_string(ref.index) + " (" + spec->str() +
+            "), whose rows vary, without counting the call's rows");
+    }
   }
   return Status::ok();
 }
@@ -647,6 +740,8 @@ Status Checker::verifyFunction(size_t index) {
                                     "not follow a gemm command");
   }
   if (Status s = verifyWaits(ctx, decoded.commands); !s)
+    return s;
+  if (Status s = verifyRowsUse(ctx, sig, decoded.commands); !s)
     return s;
   if (!isAligned(function->ranks()))
     return misaligned(ctx + ": ranks");

@@ -138,6 +138,11 @@ private:
   /// Checks a signature tensor's extents (in `spec`): one per dimension,
   /// over the function's symbols, the upper bound its static size.
   Status verifyExtents(const std::string &what, const TensorSpec &spec);
+  /// For a function with size symbols: every library command that reads or
+  /// writes an input or output whose rows vary does so for the call's rows
+  /// only (its `rows` are that tensor's, and it scales that operand).
+  Status verifyRowsUse(const std::string &ctx, const FunctionSignature &sig,
+                       const std::vector<detail::Command> &commands);
   /// Reads a command's row extent: over the function's symbols, at most
   /// \p max and exactly \p max at the symbols' upper bounds.
   Status verifyRowExtent(const std::string &ctx,

@@ -388,8 +388,12 @@ Status Checker::verifyGemm(const std::string &ctx, const fbs::Gemm &cmd,
   out.allowTf32 = cmd.allow_tf32();
   if (out.allowTf32 && out.abDtype != DType::F32)
     return Status::error(ctx + ": allow_tf32 needs f32 operands");
-  if (Status s = verifyRowExtent(ctx, cmd.rows(),
-                                 rank ? out.batchShape[0] : out.m, out.rows);
+  for (size_t d = 0; d < rank && out.rowsDim < 0; ++d)
+    if (out.batchShape[d] != 1)
+      out.rowsDim = static_cast<int>(d);
+  if (Status s = verifyRowExtent(
+          ctx, cmd.rows(),
+          out.rowsDim < 0 ? out.m : out.batchShape[out.rowsDim], out.rows);
       !s)
     return s;
   const uint64_t abSize = dtypeSize(out.abDtype);

@@ -41,6 +41,20 @@ struct RowExtent {
   std::vector<std::pair<int64_t, std::vector<uint32_t>>> terms;
   int64_t max = 0;
   bool active() const { return !terms.empty(); }
+  /// Whether this and \p other are the same fraction of their upper
+  /// bounds for every value of the symbols (the same rows of one buffer
+  /// under two views: `batch` of [batch, 80] and `5*batch` of
+  /// [5*batch, 16]).
+  bool proportionalTo(const RowExtent &other) const {
+    if (terms.size() != other.terms.size())
+      return false;
+    for (size_t i = 0; i < terms.size(); ++i)
+      if (terms[i].second != other.terms[i].second ||
+          static_cast<__int128>(terms[i].first) * other.max !=
+              static_cast<__int128>(other.terms[i].first) * max)
+        return false;
+    return true;
+  }
   /// Its value for a call's symbol values (bound within their bounds, so
   /// at most `max`).
   int64_t operator()(const int64_t *symbols) const {
@@ -90,9 +104,10 @@ struct GemmCommand {
   bool hasBias = false;
   BufferRef bias;
   enum Activation { None, Relu, GeluTanh } activation = None;
-  /// Rows of C's dimension 0 (the first batch dimension, else m) counted
-  /// per call.
+  /// Rows counted per call: those of C's first batch dimension that is
+  /// not 1 (`rowsDim`), else its m (`rowsDim` -1).
   RowExtent rows;
+  int rowsDim = -1;
   bool hasEpilogue() const { return hasBias || activation != None; }
   /// Whether the runtime's f32/bf16 GEMM path runs it directly (else its
   /// operands are widened to f32 first and C rounded after).

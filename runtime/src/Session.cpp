@@ -615,7 +615,20 @@ Status Session::runInPlace(size_t function,
         return own->second.get();
       return group(axes);
     };
-  return executor->run(function, inputs, outputs, hooks);
+  if (Status s = executor->run(function, inputs, outputs, hooks); !s)
+    return s;
+  // With size symbols the commands are not checked one by one (their
+  // buffers are sized for the upper bound): the outputs are.
+  if (checkNumerics && symbols)
+    for (size_t i = 0; i < outputs.size(); ++i)
+      if (auto bad = detail::firstNonFinite(
+              static_cast<const uint8_t *>(outputs[i].data), outputs[i].size,
+              sig.outputs[i].dtype))
+        return Status::error("check-numerics: function '" + sig.name +
+                             "': output " + std::to_string(i) + " (" +
+                             sig.outputs[i].str() + ") holds " + bad->second +
+                             " at element " + std::to_string(bad->first));
+  return Status::ok();
 }
 
 Status flow::runtime::checkIndices(const IndexCheck &check, DType dtype,

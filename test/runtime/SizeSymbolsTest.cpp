@@ -135,6 +135,21 @@ TEST(SizeSymbolsTest, CallsOutsideTheBoundsAreNamed) {
       << st.message();
 }
 
+TEST(SizeSymbolsTest, CheckNumericsChecksTheOutputsRows) {
+  std::unique_ptr<Session> s = session(rowsSpec());
+  ASSERT_TRUE(s);
+  s->setCheckNumerics(true);
+  HostTensor x = rowsOf(2);
+  EXPECT_TRUE(s->run("rows", {x}));
+  float inf = INFINITY;
+  std::memcpy(x.data.data() + 4 * 5, &inf, 4);
+  StatusOr<std::vector<HostTensor>> out = s->run("rows", {x});
+  ASSERT_FALSE(out);
+  EXPECT_NE(out.status().message().find("input 0 (f32[batch,4]) holds inf"),
+            std::string::npos)
+      << out.status().message();
+}
+
 TEST(SizeSymbolsTest, BindsEachSymbolOnceAcrossInputs) {
   FunctionSignature sig;
   sig.name = "f";
@@ -184,6 +199,29 @@ TEST(SizeSymbolsTest, LoadingChecksSymbolsAndExtents) {
   std::get<GemmSpec>(spec.functions[0].commands[0]).rows = "batch +";
   EXPECT_NE(loadError(spec).find("are not an extent over size symbols"),
             std::string::npos)
+      << loadError(spec);
+  // A library command on an input or output whose rows vary counts the
+  // call's rows, or it would read or write past the caller's buffer.
+  spec = rowsSpec();
+  std::get<CopySpec>(spec.functions[0].commands[1]).rows = "";
+  EXPECT_NE(loadError(spec).find("command 1 uses input 0 (f32[batch,4]), "
+                                 "whose rows vary, without counting the "
+                                 "call's rows"),
+            std::string::npos)
+      << loadError(spec);
+  spec = rowsSpec();
+  std::get<GemmSpec>(spec.functions[0].commands[0]).transposeA = true;
+  EXPECT_NE(loadError(spec).find("command 0 uses input 0"), std::string::npos)
+      << loadError(spec);
+  // Only rows vary; symbols take sizes from 1.
+  spec = rowsSpec();
+  spec.functions[0].inputs[0] = {DType::F32, {4, 4}, {"4", "batch"}};
+  EXPECT_NE(loadError(spec).find("extent batch is not the tensor's rows"),
+            std::string::npos)
+      << loadError(spec);
+  spec = rowsSpec();
+  std::get<1>(spec.functions[0].symbols[0]) = 0;
+  EXPECT_NE(loadError(spec).find("has bounds [0, 4]"), std::string::npos)
       << loadError(spec);
   spec = rowsSpec();
   spec.functions[0].symbols.push_back({"batch", 1, 4});
