@@ -58,10 +58,10 @@ def models():
         torch.nn.Linear(1024, 1024), torch.nn.ReLU(),
         torch.nn.Linear(1024, 10))
     return [
-        ("MLP 784-1024-1024-10", mlp, (784,), 64, (1, 8, 64)),
-        ("ResNet-18 224x224", torchvision.models.resnet18(), (3, 224, 224),
-         8, (1, 8)),
-        ("Transformer block s128", Block(), (128, 768), 8, (1, 8)),
+        ("MLP 784-1024-1024-10", mlp, "input", (784,), 64, (1, 8, 64)),
+        ("ResNet-18 224x224", torchvision.models.resnet18(), "x",
+         (3, 224, 224), 8, (1, 8)),
+        ("Transformer block s128", Block(), "x", (128, 768), 8, (1, 8)),
     ]
 
 
@@ -75,11 +75,11 @@ def main():
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
     rows = []
-    for name, model, shape, bound, batches in models():
+    for name, model, input_name, shape, bound, batches in models():
         model = model.eval()
         start = time.perf_counter()
         dynamic = flow.compile(model, (torch.randn(2, *shape),),
-                               dynamic={"x": {0: ("batch", 1, bound)}},
+                               dynamic={input_name: {0: ("batch", 1, bound)}},
                                threads=args.threads, cache=False)
         seconds = time.perf_counter() - start
         for batch in batches:

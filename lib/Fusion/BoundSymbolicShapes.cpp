@@ -218,8 +218,10 @@ struct BoundSymbolicShapesPass
           if (failed(boundTypes(kernel, dims)))
             return WalkResult::interrupt();
         }
-        if (kernel->hasAttr(FlowDialect::getRowExtentAttrName()))
+        if (auto rows = kernel->getAttr(FlowDialect::getRowExtentAttrName())) {
           call.getOperandsMutable().append(getSizes());
+          call->setAttr(FlowDialect::getRowsAttrName(), rows);
+        }
         return WalkResult::advance();
       }
       if (!symbolic)

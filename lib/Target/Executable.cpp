@@ -437,9 +437,11 @@ FunctionWriter::dispatch(HostDispatchOp op) {
              << info->second.bindingSizes[i] << " bytes, not " << b.size();
   if (op.getGemmEpilogue())
     ++stats.numGemmEpilogues;
+  std::string rows = rowsOf(op);
   return fb::CreateDispatchDirect(fbb, kernelIndex.lookup(op.getKernel()),
                                   info->second.maxWorkgroups, &bindings, work,
-                                  op.getGemmEpilogue())
+                                  op.getGemmEpilogue(),
+                                  rows.empty() ? nullptr : rows.c_str())
       .Union();
 }
 
@@ -567,18 +569,20 @@ flatbuffers::Offset<void> FunctionWriter::pool(PoolOp op) {
   // F32 or BF16: the verifiers allow no other.
   fb::DType inType = *dtypeOf(in.getElementType()),
             outType = *dtypeOf(out.getElementType());
+  std::string rows = rowsOf(op);
+  const char *rowsText = rows.empty() ? nullptr : rows.c_str();
   if constexpr (std::is_same_v<PoolOp, HostAvgPoolOp>) {
     return fb::CreateAvgPoolDirect(
                fbb, &inShape, &outShape, &kernel, &strides, &padding,
                op.getCountIncludePad(), &input, &output, op.getBlockedInput(),
-               op.getBlockedOutput(), inType, outType)
+               op.getBlockedOutput(), inType, outType, rowsText)
         .Union();
   } else {
     std::vector<int64_t> dilations = vec(op.getDilations());
-    return fb::CreateMaxPoolDirect(fbb, &inShape, &outShape, &kernel,
-                                   &strides, &padding, &dilations, &input,
-                                   &output, op.getBlockedInput(),
-                                   op.getBlockedOutput(), inType, outType)
+    return fb::CreateMaxPoolDirect(fbb, &inShape, &outShape, &kernel, &strides,
+                                   &padding, &dilations, &input, &output,
+                                   op.getBlockedInput(), op.getBlockedOutput(),
+                                   inType, outType, rowsText)
         .Union();
   }
 }

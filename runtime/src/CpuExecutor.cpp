@@ -565,7 +565,16 @@ public:
       skipEpilogue = false;
       return Status::ok();
     }
-    return runDispatch(dispatch, impl.kernels[dispatch.kernel], frame, x.pool);
+    if (!dispatch.rows.active())
+      return runDispatch(dispatch, impl.kernels[dispatch.kernel], frame,
+                         x.pool);
+    // The work and workgroups of this call's rows.
+    detail::DispatchCommand resized = dispatch;
+    int64_t rows = dispatch.rows(frame.symbols);
+    resized.work = dispatch.work / dispatch.rows.max * rows;
+    resized.maxWorkgroups = static_cast<uint32_t>(
+        std::min<int64_t>(dispatch.maxWorkgroups, std::max<int64_t>(rows, 1)));
+    return runDispatch(resized, impl.kernels[dispatch.kernel], frame, x.pool);
   }
 
   Status gemm(const detail::GemmCommand &command, size_t index) override {
@@ -667,7 +676,16 @@ public:
     return Status::ok();
   }
 
-  Status pool(const detail::PoolCommand &pool, size_t) override {
+  Status pool(const detail::PoolCommand &command, size_t) override {
+    detail::PoolCommand resized;
+    if (command.rows.active()) {
+      resized = command;
+      int64_t rows = command.rows(frame.symbols);
+      for (BufferRef *ref : {&resized.input, &resized.output})
+        ref->size = ref->size / command.n * rows;
+      resized.n = rows;
+    }
+    const detail::PoolCommand &pool = command.rows.active() ? resized : command;
     // The convolutions' layout matters (and is settled) only for a blocked
     // buffer.
     int block =

@@ -635,6 +635,9 @@ Status Checker::verifyRowsUse(const std::string &ctx,
     } else if (const auto *c = std::get_if<detail::CopyCommand>(&command)) {
       rows = &c->rows;
       scaled = {&c->src, &c->dst};
+    } else if (const auto *p = std::get_if<detail::PoolCommand>(&command)) {
+      rows = &p->rows;
+      scaled = {&p->input, &p->output};
     }
     std::vector<detail::BufferRef> reads, writes;
     commandBuffers(command, reads, writes);

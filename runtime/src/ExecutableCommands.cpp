@@ -283,6 +283,8 @@ Status Checker::verifyDispatch(const std::string &ctx, const fbs::Dispatch &cmd,
   out.maxWorkgroups = cmd.max_workgroups();
   out.work = cmd.work();
   out.gemmEpilogue = cmd.gemm_epilogue();
+  if (Status s = verifyRowExtent(ctx, cmd.rows(), -1, out.rows); !s)
+    return s;
   size_t numKernels = file.kernels() ? file.kernels()->size() : 0;
   if (out.kernel >= numKernels)
     return Status::error(ctx + ": kernel " + std::to_string(out.kernel) +
@@ -896,7 +898,7 @@ Status Checker::verifyPool(const std::string &ctx, const Table &cmd,
     if (blocked && ref->space != detail::Space::Arena)
       return Status::error(ctx + ": the blocked " + std::string(name) +
                            " is not a transient (arena) buffer");
-  return Status::ok();
+  return verifyRowExtent(ctx, cmd.rows(), out.n, out.rows);
 }
 
 Status Checker::verifyCopy(const std::string &ctx, const fbs::Copy &cmd,

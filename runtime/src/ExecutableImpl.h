@@ -85,6 +85,8 @@ struct DispatchCommand {
   /// An epilogue of the GemmCommand just before it (checked at load): it may
   /// run tile by tile with the GEMM's pieces of the same rows.
   bool gemmEpilogue = false;
+  /// The kernel's rows counted per call (for the work and workgroups).
+  RowExtent rows;
 };
 
 /// Sizes fit in int (cblas) and batch strides are in elements, >= 0.
@@ -185,6 +187,8 @@ struct PoolCommand {
   bool blockedInput = false, blockedOutput = false;
   bool inputBf16 = false, outputBf16 = false;
   BufferRef input, output;
+  /// The batch (n) counted per call.
+  RowExtent rows;
 };
 
 /// Fused attention (shapes, sizes and types checked at load): for each of

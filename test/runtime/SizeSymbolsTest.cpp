@@ -65,7 +65,8 @@ HostTensor rowsOf(int64_t batch) {
   for (size_t i = 0; i < v.size(); ++i)
     v[i] = 0.5f * static_cast<float>(i) - 1.0f;
   t.data.resize(v.size() * 4);
-  std::memcpy(t.data.data(), v.data(), t.data.size());
+  if (!v.empty())
+    std::memcpy(t.data.data(), v.data(), t.data.size());
   return t;
 }
 

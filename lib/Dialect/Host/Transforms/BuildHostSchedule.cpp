@@ -93,7 +93,8 @@ LogicalResult ScheduleBuilder::command(OpBuilder &b, Operation &op) {
         HostDispatchOp::create(b, loc, call.getCalleeAttr(), inputs, dests,
                                call->getAttrOfType<DenseI64ArrayAttr>(
                                    FlowDialect::getInPlaceOperandsAttrName()));
-    (void)dispatch;
+    if (Attribute rows = call->getAttr(FlowDialect::getRowsAttrName()))
+      dispatch->setAttr(FlowDialect::getRowsAttrName(), rows);
   } else if (auto matmul = dyn_cast<MatmulOp>(op)) {
     Type operandType = matmul.getLhs().getType().getElementType();
     Type resultType = matmul.getType().getElementType();

@@ -22,8 +22,11 @@ using namespace mlir::flow;
 /// The pool `kernel` computes when it is one f32 flow.max_pool2d or
 /// flow.avg_pool2d of its only argument, returned; null otherwise.
 static Operation *onlyPool(func::FuncOp kernel) {
+  // (A kernel over symbolic rows takes the call's sizes as well, last.)
+  unsigned arguments =
+      kernel->hasAttr(FlowDialect::getRowExtentAttrName()) ? 2 : 1;
   if (kernel.isExternal() || !kernel.getBody().hasOneBlock() ||
-      kernel.getNumArguments() != 1 || kernel.getNumResults() != 1)
+      kernel.getNumArguments() != arguments || kernel.getNumResults() != 1)
     return nullptr;
   Block &body = kernel.getBody().front();
   if (body.getOperations().size() != 2)
@@ -72,10 +75,16 @@ struct LibraryPoolsPass
     SmallVector<HostDispatchOp> dispatches;
     module.walk([&](HostDispatchOp d) { dispatches.push_back(d); });
     for (HostDispatchOp dispatch : dispatches) {
-      if (dispatch.getGemmEpilogue() || dispatch.getInputs().size() != 1 ||
+      auto kernel = symbols.lookup<func::FuncOp>(dispatch.getKernel());
+      // A kernel over symbolic rows takes the call's sizes last: the pool
+      // counts the batch instead.
+      auto rows = kernel ? kernel->getAttrOfType<StringAttr>(
+                               FlowDialect::getRowExtentAttrName())
+                         : StringAttr();
+      size_t inputs = dispatch.getInputs().size() - (rows ? 1 : 0);
+      if (dispatch.getGemmEpilogue() || inputs != 1 ||
           dispatch.getOutputs().size() != 1)
         continue;
-      auto kernel = symbols.lookup<func::FuncOp>(dispatch.getKernel());
       Operation *pool = kernel ? onlyPool(kernel) : nullptr;
       if (!pool)
         continue;
@@ -83,19 +92,22 @@ struct LibraryPoolsPass
       if (!libraryWrites(input) && !convolutionReads(out))
         continue;
       OpBuilder b(dispatch);
+      Operation *library = nullptr;
       if (auto max = dyn_cast<MaxPool2dOp>(pool))
-        HostMaxPoolOp::create(b, dispatch.getLoc(), input, out,
-                              max.getKernelAttr(), max.getStridesAttr(),
-                              max.getPaddingAttr(), max.getDilationsAttr(),
-                              /*blocked_input=*/UnitAttr(),
-                              /*blocked_output=*/UnitAttr());
+        library = HostMaxPoolOp::create(
+            b, dispatch.getLoc(), input, out, max.getKernelAttr(),
+            max.getStridesAttr(), max.getPaddingAttr(), max.getDilationsAttr(),
+            /*blocked_input=*/UnitAttr(),
+            /*blocked_output=*/UnitAttr());
       else if (auto avg = dyn_cast<AvgPool2dOp>(pool))
-        HostAvgPoolOp::create(b, dispatch.getLoc(), input, out,
-                              avg.getKernelAttr(), avg.getStridesAttr(),
-                              avg.getPaddingAttr(),
-                              avg.getCountIncludePadAttr(),
-                              /*blocked_input=*/UnitAttr(),
-                              /*blocked_output=*/UnitAttr());
+        library = HostAvgPoolOp::create(
+            b, dispatch.getLoc(), input, out, avg.getKernelAttr(),
+            avg.getStridesAttr(), avg.getPaddingAttr(),
+            avg.getCountIncludePadAttr(),
+            /*blocked_input=*/UnitAttr(),
+            /*blocked_output=*/UnitAttr());
+      if (rows)
+        library->setAttr(FlowDialect::getRowsAttrName(), rows);
       dispatch.erase();
       replaced.insert(kernel);
       ++numPools;
