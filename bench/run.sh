@@ -35,6 +35,9 @@ echo
 echo "== The compile cache: model to callable, empty cache vs a hit (fresh processes)"
 "$PY" compile_cache.py --repeats "$REPEATS"
 echo
+echo "== Dynamic batch: one executable for every batch vs a static compile per batch"
+"$PY" dynamic_shapes.py --threads "$THREADS" --repeats "$REPEATS"
+echo
 echo "== Data parallel over MPI ranks (1 thread per rank)"
 "$PY" distributed.py --repeats "$((REPEATS < 3 ? REPEATS : 3))"
 echo

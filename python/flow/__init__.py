@@ -347,8 +347,8 @@ class CompiledModel:
         return outputs
 
     def _name_input(self, message: str) -> str:
-        """`message` with its leading "input N" named as the model names
-        that input ("input 'x' (input 0)")."""
+        """`message`, about "input N", with the name the model gives that
+        input added at its end."""
         import re
         match = re.match(r"(?:function '[^']*': )?input (\d+)\b", message)
         names = getattr(self.program, "input_names", None) or []
@@ -356,9 +356,7 @@ class CompiledModel:
                 not names[int(match.group(1))]:
             return message
         index = int(match.group(1))
-        return (message[:match.start(1) - len("input ")] +
-                f"input '{names[index]}' (input {index})" +
-                message[match.end(1):])
+        return f"{message} (input {index} is the model's '{names[index]}')"
 
     def _call_torch(self, args, kwargs):
         from torch.utils import _pytree as pytree

@@ -142,13 +142,14 @@ def test_a_call_outside_the_bounds_names_input_dimension_symbol_and_size():
                             dynamic={"x": {0: ("batch", 2, 8)}}, cache=False)
     for batch in (1, 9):
         with pytest.raises(flow.FlowError, match=re.escape(
-                f"input 'x' (input 0) dimension 0 is size symbol 'batch', "
-                f"which takes sizes in [2, 8]: got {batch} (input shape "
-                f"[{batch},16])")):
+                f"input 0 dimension 0 is size symbol 'batch', which takes "
+                f"sizes in [2, 8]: got {batch} (input shape [{batch},16]) "
+                f"(input 0 is the model's 'x')")):
             compiled(torch.randn(batch, 16))
     with pytest.raises(flow.FlowError,
-                       match=re.escape("input 'x' (input 0): expected "
-                                       "f32[batch,16], got shape [4,15]")):
+                       match=re.escape("input 0: expected f32[batch,16], got "
+                                       "shape [4,15] (input 0 is the model's "
+                                       "'x')")):
         compiled(torch.randn(4, 15))
 
 
@@ -165,8 +166,9 @@ def test_two_inputs_declared_with_one_symbol_must_agree():
     x, y = torch.randn(5, 3), torch.randn(5, 3)
     torch.testing.assert_close(compiled(x, y), x * 2 + y)
     with pytest.raises(flow.FlowError, match=re.escape(
-            "input 'y' (input 1) dimension 0 is size symbol 'batch', which "
-            "input 0 dimension 0 gave as 5: got 6")):
+            "input 1 dimension 0 is size symbol 'batch', which input 0 "
+            "dimension 0 gave as 5: got 6 (input shape [6,3]) (input 1 is "
+            "the model's 'y')")):
         compiled(x, torch.randn(6, 3))
 
 
@@ -296,9 +298,10 @@ def test_an_onnx_dim_param_becomes_a_symbol():
         want = session.run(None, {"X": x})[0]
         assert got.shape == want.shape
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
-    with pytest.raises(flow.FlowError, match=r"input 'X' \(input 0\) "
-                       r"dimension 0 is size symbol 'batch', which takes "
-                       r"sizes in \[1, 8\]: got 9"):
+    with pytest.raises(flow.FlowError, match=r"input 0 dimension 0 is size "
+                       r"symbol 'batch', which takes sizes in \[1, 8\]: got 9 "
+                       r"\(input shape \[9,16\]\) \(input 0 is the model's "
+                       r"'X'\)"):
         compiled(np.zeros((9, 16), np.float32))
 
 
