@@ -28,35 +28,6 @@ namespace flow {
 using namespace mlir;
 using namespace mlir::flow;
 
-/// The extent of `type`'s rows when its only symbolic dimension is its row
-/// dimension; otherwise failure, with the reason in `why`.
-static FailureOr<Extent> symbolicRows(Type type, std::string &why) {
-  FailureOr<Extents> extents = getExtents(type);
-  if (failed(extents)) {
-    why = "its #flow.shape cannot be read";
-    return failure();
-  }
-  std::optional<size_t> row;
-  for (auto [d, e] : llvm::enumerate(*extents)) {
-    if (!row && !e.is(1)) {
-      row = d;
-      continue;
-    }
-    if (row && !e.isConstant()) {
-      why = "dimension " + std::to_string(d) + " (" + e.str() +
-            ") is symbolic and is not the row dimension (dimension " +
-            std::to_string(*row) +
-            "); only a tensor's rows may vary in size yet";
-      return failure();
-    }
-  }
-  if (!row || (*extents)[*row].isConstant()) {
-    why = "it has no symbolic dimension";
-    return failure();
-  }
-  return (*extents)[*row];
-}
-
 /// Replaces every type under `root` (its results, block arguments and, for
 /// a function, its signature) by its upper bound over `dims`.
 static LogicalResult boundTypes(Operation *root, ArrayAttr dims) {
@@ -134,7 +105,7 @@ struct BoundSymbolicShapesPass
       if (!isSymbolic(t))
         return WalkResult::advance();
       std::string why;
-      FailureOr<Extent> r = symbolicRows(t, why);
+      FailureOr<Extent> r = rowExtent(t, why);
       if (failed(r)) {
         at->emitOpError() << "has type " << t << ": " << why;
         return WalkResult::interrupt();
@@ -234,7 +205,7 @@ struct BoundSymbolicShapesPass
         if (!isSymbolic(t))
           continue;
         std::string why;
-        FailureOr<Extent> r = symbolicRows(t, why);
+        FailureOr<Extent> r = rowExtent(t, why);
         if (failed(r)) {
           op->emitOpError() << "has type " << t << ": " << why;
           return WalkResult::interrupt();

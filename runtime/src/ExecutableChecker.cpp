@@ -596,19 +596,10 @@ Status Checker::verifyRowsUse(const std::string &ctx,
       const std::string &text = spec.extents[d];
       ::flow::rules::Extent e;
       std::string error;
-      if (!::flow::rules::Extent::parse(text, e, error) || e.isConstant())
-        continue;
-      for (const auto &[monomial, coefficient] : e.terms()) {
-        std::vector<uint32_t> positions;
-        for (const std::string &name : monomial)
-          for (size_t i = 0; i < sig.symbols.size(); ++i)
-            if (sig.symbols[i].name == name)
-              positions.push_back(static_cast<uint32_t>(i));
-        out.terms.emplace_back(coefficient, positions);
-      }
-      out.max = spec.shape[d];
+      if (::flow::rules::Extent::parse(text, e, error) && !e.isConstant())
+        return detail::rowExtentOf(e, sig.symbols, spec.shape[d]);
     }
-    return out;
+    return detail::RowExtent();
   };
   for (size_t i = 0; i < commands.size(); ++i) {
     const detail::Command &command = commands[i];

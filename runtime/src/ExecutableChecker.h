@@ -208,6 +208,11 @@ private:
   BufferSizes sizes;
 };
 
+/// \p extent (over \p symbols, each of which it names) by symbol position,
+/// at most \p max.
+RowExtent rowExtentOf(const ::flow::rules::Extent &extent,
+                      const std::vector<SizeSymbol> &symbols, int64_t max);
+
 /// Reads the file at \p path into aligned memory.
 Status readFile(const std::string &path, AlignedBuffer &out);
 

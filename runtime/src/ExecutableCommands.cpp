@@ -960,13 +960,22 @@ Status Checker::verifyRowExtent(const std::string &ctx,
                          std::to_string(lo) + ", " + std::to_string(hi) +
                          "], but the command is sized for " +
                          std::to_string(max) + " rows");
-  out.max = hi;
-  out.terms.clear();
-  for (const auto &[monomial, coefficient] : e.terms()) {
+  out = detail::rowExtentOf(e, sizes.symbols, hi);
+  return Status::ok();
+}
+
+detail::RowExtent detail::rowExtentOf(const ::flow::rules::Extent &extent,
+                                      const std::vector<SizeSymbol> &symbols,
+                                      int64_t max) {
+  RowExtent out;
+  out.max = max;
+  for (const auto &[monomial, coefficient] : extent.terms()) {
     std::vector<uint32_t> positions;
     for (const std::string &name : monomial)
-      positions.push_back(static_cast<uint32_t>(find(name)));
+      for (size_t i = 0; i < symbols.size(); ++i)
+        if (symbols[i].name == name)
+          positions.push_back(static_cast<uint32_t>(i));
     out.terms.emplace_back(coefficient, positions);
   }
-  return Status::ok();
+  return out;
 }

@@ -584,18 +584,26 @@ Status Session::runInPlace(size_t function,
   hooks.resident = resident;
   hooks.symbols = symbols;
   hooks.keepState = resident != nullptr;
+  // A NaN or infinity in a caller's buffer, as an error naming it.
+  auto finite = [&](const char *kind, size_t i, const void *data, uint64_t size,
+                    const TensorSpec &spec) {
+    if (auto bad = detail::firstNonFinite(static_cast<const uint8_t *>(data),
+                                          size, spec.dtype))
+      return Status::error("check-numerics: function '" + sig.name +
+                           "': " + kind + " " + std::to_string(i) + " (" +
+                           spec.str() + ") holds " + bad->second +
+                           " at element " + std::to_string(bad->first));
+    return Status::ok();
+  };
   if (checkNumerics)
     for (size_t i = 0; i < inputs.size(); ++i) {
       // (A resident state's bytes are on the device, not in inputs[i].)
       if (resident && (*resident)[i])
         continue;
-      if (auto bad = detail::firstNonFinite(
-              static_cast<const uint8_t *>(inputs[i].data), inputs[i].size,
-              sig.inputs[i].dtype))
-        return Status::error("check-numerics: function '" + sig.name +
-                             "': input " + std::to_string(i) + " (" +
-                             sig.inputs[i].str() + ") holds " + bad->second +
-                             " at element " + std::to_string(bad->first));
+      if (Status s =
+              finite("input", i, inputs[i].data, inputs[i].size, sig.inputs[i]);
+          !s)
+        return s;
     }
   for (const IndexCheck &check : sig.indexChecks) {
     // (A resident state is never indices.)
@@ -621,13 +629,10 @@ Status Session::runInPlace(size_t function,
   // buffers are sized for the upper bound): the outputs are.
   if (checkNumerics && symbols)
     for (size_t i = 0; i < outputs.size(); ++i)
-      if (auto bad = detail::firstNonFinite(
-              static_cast<const uint8_t *>(outputs[i].data), outputs[i].size,
-              sig.outputs[i].dtype))
-        return Status::error("check-numerics: function '" + sig.name +
-                             "': output " + std::to_string(i) + " (" +
-                             sig.outputs[i].str() + ") holds " + bad->second +
-                             " at element " + std::to_string(bad->first));
+      if (Status s = finite("output", i, outputs[i].data, outputs[i].size,
+                            sig.outputs[i]);
+          !s)
+        return s;
   return Status::ok();
 }
 

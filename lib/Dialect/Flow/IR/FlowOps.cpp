@@ -123,20 +123,22 @@ ParameterOp mlir::flow::createParameterPiece(OpBuilder &b, Location loc,
                              /*piece_sbp_of=*/nullptr);
 }
 
-LogicalResult SymbolsOp::verify() {
-  auto func = (*this)->getParentOfType<FunctionOpInterface>();
-  auto dims =
-      func ? func->getAttrOfType<ArrayAttr>(FlowDialect::getDimsAttrName())
-           : ArrayAttr();
+LogicalResult mlir::flow::opsupport::verifySymbolValues(Operation *op,
+                                                        ShapedType result) {
+  ArrayAttr dims = getSizeSymbols(op);
   int64_t declared = dims ? dims.size() : 0;
   if (declared == 0)
-    return emitOpError("is in a function that declares no size symbols "
-                       "(no 'flow.dims')");
-  if (getType().getDimSize(0) != declared)
-    return emitOpError("gives ")
-           << getType().getDimSize(0) << " sizes but its function declares "
+    return op->emitOpError("is in a function that declares no size symbols "
+                           "(no 'flow.dims')");
+  if (result.getDimSize(0) != declared)
+    return op->emitOpError("gives ")
+           << result.getDimSize(0) << " sizes but its function declares "
            << declared << " size symbols";
   return success();
+}
+
+LogicalResult SymbolsOp::verify() {
+  return verifySymbolValues(*this, getType());
 }
 
 LogicalResult ParameterOp::verify() {

@@ -192,3 +192,32 @@ FailureOr<RankedTensorType> mlir::flow::upperBoundType(Type type,
   }
   return RankedTensorType::get(shape, tensor.getElementType());
 }
+
+/// The extent of `type`'s rows when its only symbolic dimension is its row
+/// dimension; otherwise failure, with the reason in `why`.
+FailureOr<Extent> mlir::flow::rowExtent(Type type, std::string &why) {
+  FailureOr<Extents> extents = getExtents(type);
+  if (failed(extents)) {
+    why = "its #flow.shape cannot be read";
+    return failure();
+  }
+  std::optional<size_t> row;
+  for (auto [d, e] : llvm::enumerate(*extents)) {
+    if (!row && !e.is(1)) {
+      row = d;
+      continue;
+    }
+    if (row && !e.isConstant()) {
+      why = "dimension " + std::to_string(d) + " (" + e.str() +
+            ") is symbolic and is not the row dimension (dimension " +
+            std::to_string(*row) +
+            "); only a tensor's rows may vary in size yet";
+      return failure();
+    }
+  }
+  if (!row || (*extents)[*row].isConstant()) {
+    why = "it has no symbolic dimension";
+    return failure();
+  }
+  return (*extents)[*row];
+}

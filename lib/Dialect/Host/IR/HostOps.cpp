@@ -96,16 +96,7 @@ LogicalResult HostParameterConcatOp::verify() {
 }
 
 LogicalResult HostSymbolsOp::verify() {
-  auto func = (*this)->getParentOfType<FunctionOpInterface>();
-  auto dims =
-      func ? func->getAttrOfType<ArrayAttr>(FlowDialect::getDimsAttrName())
-           : ArrayAttr();
-  int64_t declared = dims ? dims.size() : 0;
-  if (getType().getDimSize(0) != declared)
-    return emitOpError("gives ")
-           << getType().getDimSize(0) << " sizes but its function declares "
-           << declared << " size symbols";
-  return success();
+  return verifySymbolValues(*this, getType());
 }
 
 LogicalResult HostPieceOffsetsOp::verify() {

@@ -26,18 +26,6 @@ static MemRefType bufferType(Type tensor) {
   return MemRefType::get(t.getShape(), t.getElementType());
 }
 
-/// The extent of the rows of a symbolic type whose rows are its only
-/// symbolic dimension (flow-bound-symbolic-shapes checked that).
-static std::string symbolicRowsText(Type type) {
-  FailureOr<Extents> extents = getExtents(type);
-  if (failed(extents))
-    return "";
-  for (const Extent &e : *extents)
-    if (!e.isConstant())
-      return e.str();
-  return "";
-}
-
 /// Ops of the flow phase that run on the host as commands.
 static bool isCommand(Operation *op) {
   return isa<func::CallOp, MatmulOp, Conv2dOp, AttentionOp, AllReduceOp,
@@ -293,10 +281,13 @@ LogicalResult ScheduleBuilder::build() {
     auto copy = HostCopyOp::create(b, ret.getLoc(), map.lookup(v), outputs[i]);
     // An output of symbolic rows copies the rows of this call.
     if (auto symbolic = func.getResultAttrOfType<TypeAttr>(
-            i, FlowDialect::getSymbolicTypeAttrName()))
-      copy->setAttr(FlowDialect::getRowsAttrName(),
-                    StringAttr::get(func.getContext(),
-                                    symbolicRowsText(symbolic.getValue())));
+            i, FlowDialect::getSymbolicTypeAttrName())) {
+      std::string why;
+      FailureOr<Extent> rows = rowExtent(symbolic.getValue(), why);
+      if (succeeded(rows))
+        copy->setAttr(FlowDialect::getRowsAttrName(),
+                      StringAttr::get(func.getContext(), rows->str()));
+    }
   }
   func::ReturnOp::create(b, ret.getLoc());
   // Views of returned values nothing reads.

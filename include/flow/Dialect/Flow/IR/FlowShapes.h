@@ -69,6 +69,11 @@ ArrayAttr getSizeSymbols(Operation *op);
 /// `flow.dims` list); failure for a symbol `dims` does not declare.
 FailureOr<std::pair<int64_t, int64_t>> extentBounds(const Extent &extent,
                                                     ArrayAttr dims);
+/// The extent of `type`'s rows (its first dimension that is not the number
+/// 1) when that is its only symbolic dimension: what varies between calls
+/// of a program compiled at its upper bounds. Failure otherwise, with the
+/// reason in `why`.
+FailureOr<Extent> rowExtent(Type type, std::string &why);
 /// `type` with every symbolic dimension at its upper bound over `dims` (no
 /// encoding); a static type as it is. Failure for a symbol without bounds.
 FailureOr<RankedTensorType> upperBoundType(Type type, ArrayAttr dims);

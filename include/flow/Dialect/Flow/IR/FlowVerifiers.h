@@ -124,6 +124,9 @@ windowOutputHW(ArrayRef<int64_t> x, ArrayRef<int64_t> kernel,
                const Reporter &report);
 LogicalResult verifyPieceOffsets(Operation *op, SbpAttr sbp, SbpAttr within,
                                  ArrayRef<int64_t> of, ShapedType result);
+/// `flow.symbols` and `host.symbols`: one value per size symbol of the
+/// enclosing function's `flow.dims`.
+LogicalResult verifySymbolValues(Operation *op, ShapedType result);
 LogicalResult verifyCollective(Operation *op, ArrayRef<int64_t> axes,
                                ArrayRef<std::pair<StringRef, int64_t>> dims);
 FailureOr<int64_t> resolveGroup(Operation *op, FlatSymbolRefAttr name,
